@@ -24,7 +24,7 @@ import os
 import pickle
 import sys
 import time
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +56,9 @@ def run_main(main):
 # Known remote files and checksummed downloads
 
 
-@dataclass(frozen=True)
-class RemoteFile:
-    url: str  # the origin
-    sha256: str  # pinned: the body must hash to this, whatever server sent it
-    mirror_path: str  # where the same bytes sit inside a mirror (NANOGPT_DATA_MIRROR)
+# url: the origin; sha256: pinned, the body must hash to it whatever server sent it;
+# mirror_path: where the same bytes sit inside a mirror (NANOGPT_DATA_MIRROR).
+RemoteFile = namedtuple("RemoteFile", ["url", "sha256", "mirror_path"])
 
 
 TINY_SHAKESPEARE = RemoteFile(

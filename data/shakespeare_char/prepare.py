@@ -67,8 +67,8 @@ def main():
     n = len(data)
     boundary = int(n * TRAIN_FRACTION)
     train_data, val_data = data[:boundary], data[boundary:]
-    if not val_data:
-        raise PrepareError(f"{input_path} has only {n} characters: too short for a non-empty val split")
+    if not train_data or not val_data:
+        raise PrepareError(f"{input_path} has only {n} character(s): too short for non-empty train and val splits")
 
     # 3. the vocabulary: every distinct character, sorted by code point
     chars = sorted(set(data if args.vocab_from == "all" else train_data))
