@@ -199,10 +199,11 @@ def download(url, expected_sha256, dest, retries=3, backoff=1.0):
 
     transient = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
     for attempt in range(retries + 1):
+        response = None
         try:
             with requests.get(url, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)) as response:
-                if response.status_code >= 500 and attempt < retries:
-                    raise _RetryableStatus(response.status_code)
+                if response.status_code >= 500:
+                    raise _RetryableStatus(response.status_code, response.reason)
                 if not 200 <= response.status_code < 300:
                     raise PrepareError(
                         f"downloading {url} failed with HTTP status {response.status_code} "
@@ -214,8 +215,14 @@ def download(url, expected_sha256, dest, retries=3, backoff=1.0):
                 return _save_verified(response.iter_content(1 << 16), expected_sha256, dest, url, total)
         except (_RetryableStatus, *transient) as exc:
             if attempt == retries:
-                if isinstance(exc, requests.exceptions.ChunkedEncodingError):
-                    raise PrepareError(f"{url} was cut short ({exc}); nothing was saved, run again") from None
+                if isinstance(exc, requests.exceptions.ChunkedEncodingError) and response is not None:
+                    # raw.tell() and Content-Length both count the bytes as sent (maybe compressed)
+                    length = response.headers.get("Content-Length", "")
+                    of_total = f" of {int(length):,}" if length.isdigit() else ""
+                    raise PrepareError(
+                        f"{url} was cut short {retries + 1} times, the last time after "
+                        f"{response.raw.tell():,}{of_total} bytes; nothing was saved, run again"
+                    ) from None
                 raise PrepareError(
                     f"cannot download {url} after {retries + 1} attempts ({exc}); check your network, "
                     f"or set {MIRROR_ENV} to a folder holding a copy"
@@ -225,8 +232,8 @@ def download(url, expected_sha256, dest, retries=3, backoff=1.0):
 
 
 class _RetryableStatus(Exception):
-    def __init__(self, status):
-        super().__init__(f"HTTP status {status}")
+    def __init__(self, status, reason):
+        super().__init__(f"HTTP status {status} {reason}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,7 +347,7 @@ def check_ids(ids, vocab_size, dtype, where="ids"):
     limit = min(vocab_size, int(np.iinfo(dtype).max) + 1)
     lowest, highest = int(ids.min()), int(ids.max())
     if lowest < 0 or highest >= limit:
-        bad_index = int(np.argmax(ids < 0)) if lowest < 0 else int(np.argmax(ids >= limit))
+        bad_index = int(np.argmax((ids < 0) | (ids >= limit)))  # the first bad one
         bad_id = int(ids.flat[bad_index])
         reason = "negative" if bad_id < 0 else (
             f">= vocab_size {vocab_size:,}" if bad_id >= vocab_size else f"beyond {np.dtype(dtype).name}")

@@ -1,0 +1,436 @@
+"""prepare_common's downloads, against a real HTTP server on 127.0.0.1 and real mirror folders.
+
+Every failing case checks two things: the PrepareError says what went wrong (the URL and the
+status, or the byte counts), and the destination folder holds no partial or temporary file.
+"""
+
+import gzip
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import prepare_common
+from prepare_common import PrepareError, RemoteFile, download, fetch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FAST = dict(retries=3, backoff=0.01)  # the real retry loop, with waits of 10, 20, 40 ms
+
+
+def sha256_of(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def names_in(folder):
+    return sorted(p.name for p in Path(folder).iterdir())
+
+
+# ---------------------------------------------------------------------------------------------
+# A real HTTP server whose paths each have a behaviour
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Looks up `self.path` in the server's routes; counts every request per path."""
+
+    def do_GET(self):
+        with self.server.lock:
+            self.server.hits[self.path] += 1
+            attempt = self.server.hits[self.path]
+        route = self.server.routes.get(self.path)
+        if route is None:
+            send(self, 404, b"<html>404 Not Found</html>")
+        else:
+            route(self, attempt)
+
+    def log_message(self, *args):
+        pass  # keep pytest's output clean
+
+
+def send(handler, status, body, headers=()):
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+def serve(body, status=200):
+    return lambda handler, attempt: send(handler, status, body)
+
+
+def fail_first(statuses, body):
+    """Answer the first requests with `statuses` (e.g. [503, 503]), then with `body`."""
+
+    def route(handler, attempt):
+        if attempt <= len(statuses):
+            send(handler, statuses[attempt - 1], b"<html>Service Unavailable</html>")
+        else:
+            send(handler, 200, body)
+
+    return route
+
+
+def cut_short(body, declared, good_after=None):
+    """Promise `declared` bytes, send only `body`, close the connection.
+
+    With good_after=(n, full_body), attempts after the n-th get `full_body` whole.
+    """
+
+    def route(handler, attempt):
+        if good_after is not None and attempt > good_after[0]:
+            send(handler, 200, good_after[1])
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(declared))
+        handler.end_headers()
+        handler.wfile.write(body)
+        handler.wfile.flush()
+        handler.close_connection = True
+
+    return route
+
+
+def gzipped(body):
+    def route(handler, attempt):
+        send(handler, 200, gzip.compress(body), headers=[("Content-Encoding", "gzip")])
+
+    return route
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.routes = {}
+    httpd.hits = Counter()
+    httpd.lock = threading.Lock()
+    httpd.release = threading.Event()  # lets stalled handlers finish at teardown
+    httpd.base = f"http://127.0.0.1:{httpd.server_port}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def dest_dir(tmp_path):
+    folder = tmp_path / "dest"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def shakespeare_bytes(tmp_path_factory):
+    """Tiny Shakespeare's real bytes, fetched through the project's own code path (the mirror)."""
+    path = fetch(prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
+    return path.read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# download()
+
+
+def test_download_good_file_is_saved_and_checked(server, dest_dir, shakespeare_bytes):
+    assert len(shakespeare_bytes) == 1_115_394
+    server.routes["/input.txt"] = serve(shakespeare_bytes)
+    dest = dest_dir / "input.txt"
+    result = download(f"{server.base}/input.txt", prepare_common.TINY_SHAKESPEARE.sha256, dest, **FAST)
+    assert result == dest
+    assert dest.read_bytes() == shakespeare_bytes
+    assert server.hits["/input.txt"] == 1
+    assert names_in(dest_dir) == ["input.txt"]
+
+
+def test_download_gzip_encoded_body_is_checked_after_decoding(server, dest_dir):
+    body = b"the same line, many times\n" * 2000
+    server.routes["/f.txt"] = gzipped(body)
+    dest = download(f"{server.base}/f.txt", sha256_of(body), dest_dir / "f.txt", **FAST)
+    assert dest.read_bytes() == body
+    assert names_in(dest_dir) == ["f.txt"]
+
+
+def test_download_404_is_not_retried(server, dest_dir):
+    url = f"{server.base}/missing.txt"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"x"), dest_dir / "missing.txt", **FAST)
+    message = str(excinfo.value)
+    assert url in message and "404" in message and "Not Found" in message
+    assert server.hits["/missing.txt"] == 1
+    assert names_in(dest_dir) == []
+
+
+def test_download_503_twice_then_success(server, dest_dir):
+    body = b"finally here\n"
+    server.routes["/flaky.txt"] = fail_first([503, 503], body)
+    dest = download(f"{server.base}/flaky.txt", sha256_of(body), dest_dir / "flaky.txt", **FAST)
+    assert dest.read_bytes() == body
+    assert server.hits["/flaky.txt"] == 3
+    assert names_in(dest_dir) == ["flaky.txt"]
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_download_503_forever_fails_after_retries_plus_one_attempts(server, dest_dir, retries):
+    server.routes["/down.txt"] = serve(b"<html>Service Unavailable</html>", status=503)
+    url = f"{server.base}/down.txt"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"x"), dest_dir / "down.txt", retries=retries, backoff=0.01)
+    message = str(excinfo.value)
+    assert url in message and "503" in message
+    assert f"{retries + 1} attempts" in message
+    assert server.hits["/down.txt"] == retries + 1
+    assert names_in(dest_dir) == []
+
+
+def test_download_error_page_with_status_200_is_refused(server, dest_dir):
+    page = b"<html><body>Rate limit exceeded</body></html>"
+    server.routes["/input.txt"] = serve(page)
+    url = f"{server.base}/input.txt"
+    expected = prepare_common.TINY_SHAKESPEARE.sha256
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, expected, dest_dir / "input.txt", **FAST)
+    message = str(excinfo.value)
+    assert url in message and "sha256" in message
+    assert sha256_of(page) in message and expected in message
+    assert f"{len(page)} bytes" in message
+    assert server.hits["/input.txt"] == 1  # a wrong body is not a network hiccup: no retry
+    assert names_in(dest_dir) == []
+
+
+def test_download_body_cut_short_saves_nothing(server, dest_dir):
+    server.routes["/short.bin"] = cut_short(b"a" * 100, declared=1000)
+    url = f"{server.base}/short.bin"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"a" * 1000), dest_dir / "short.bin", **FAST)
+    message = str(excinfo.value)
+    assert url in message and "cut short" in message
+    assert "100 of 1,000 bytes" in message  # received of promised, as sent
+    assert f"{FAST['retries'] + 1} times" in message
+    assert server.hits["/short.bin"] == FAST["retries"] + 1  # a dropped connection is retried
+    assert names_in(dest_dir) == []
+
+
+def test_download_body_cut_short_once_then_complete(server, dest_dir):
+    body = bytes(range(256)) * 40
+    server.routes["/short.bin"] = cut_short(body[:100], declared=len(body), good_after=(1, body))
+    dest = download(f"{server.base}/short.bin", sha256_of(body), dest_dir / "short.bin", **FAST)
+    assert dest.read_bytes() == body
+    assert server.hits["/short.bin"] == 2
+    assert names_in(dest_dir) == ["short.bin"]
+
+
+def test_download_connection_refused_is_retried_then_reported(dest_dir):
+    with socket_bound_and_closed() as port:
+        url = f"http://127.0.0.1:{port}/x.txt"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"x"), dest_dir / "x.txt", retries=1, backoff=0.01)
+    message = str(excinfo.value)
+    assert url in message and "2 attempts" in message and prepare_common.MIRROR_ENV in message
+    assert names_in(dest_dir) == []
+
+
+def test_download_read_timeout_is_retried_then_reported(server, dest_dir, monkeypatch):
+    def stall(handler, attempt):
+        server.release.wait(5)  # never answers while the client waits
+
+    server.routes["/slow.txt"] = stall
+    monkeypatch.setattr(prepare_common, "READ_TIMEOUT", 0.2)
+    url = f"{server.base}/slow.txt"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"x"), dest_dir / "slow.txt", retries=1, backoff=0.01)
+    assert url in str(excinfo.value) and "2 attempts" in str(excinfo.value)
+    assert server.hits["/slow.txt"] == 2
+    assert names_in(dest_dir) == []
+
+
+class socket_bound_and_closed:
+    """A port number that nothing listens on (bound, then released)."""
+
+    def __enter__(self):
+        import socket
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        return self.sock.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# fetch(): an existing destination, and the NANOGPT_DATA_MIRROR switch
+
+
+BODY = b"A file the test made, laid out like the mirror.\n" * 10
+REMOTE = RemoteFile(
+    url="http://127.0.0.1:9/origin/never-contacted.txt",  # port 9 (discard): nothing answers
+    sha256=sha256_of(BODY),
+    mirror_path="sub/folder/file.txt",
+)
+
+
+def test_fetch_reuses_existing_file_with_right_hash(server, dest_dir, monkeypatch):
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, server.base)
+    server.routes["/sub/folder/file.txt"] = serve(BODY)
+    dest = dest_dir / "file.txt"
+    dest.write_bytes(BODY)
+    assert fetch(REMOTE, dest) == dest
+    assert sum(server.hits.values()) == 0
+    assert dest.read_bytes() == BODY
+    assert names_in(dest_dir) == ["file.txt"]
+
+
+def test_fetch_refuses_existing_file_with_wrong_hash_and_leaves_it(server, dest_dir, monkeypatch):
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, server.base)
+    server.routes["/sub/folder/file.txt"] = serve(BODY)
+    dest = dest_dir / "file.txt"
+    stale = b"an older, different version\n"
+    dest.write_bytes(stale)
+    with pytest.raises(PrepareError) as excinfo:
+        fetch(REMOTE, dest)
+    message = str(excinfo.value)
+    assert str(dest) in message and sha256_of(stale) in message and REMOTE.sha256 in message
+    assert "delete it" in message
+    assert dest.read_bytes() == stale
+    assert sum(server.hits.values()) == 0
+    assert names_in(dest_dir) == ["file.txt"]
+
+
+def test_fetch_refuses_a_folder_in_the_way(dest_dir):
+    (dest_dir / "file.txt").mkdir()
+    with pytest.raises(PrepareError, match="is not a file"):
+        fetch(REMOTE, dest_dir / "file.txt")
+
+
+def test_fetch_refuses_a_missing_destination_folder(tmp_path):
+    with pytest.raises(PrepareError, match="is not a folder"):
+        fetch(REMOTE, tmp_path / "no" / "such" / "file.txt")
+    assert names_in(tmp_path) == []
+
+
+def make_mirror(root, files):
+    for relative, data in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return root
+
+
+def test_fetch_from_mirror_folder(tmp_path, dest_dir, monkeypatch):
+    mirror = make_mirror(tmp_path / "mirror", {REMOTE.mirror_path: BODY})
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(mirror))
+    dest = fetch(REMOTE, dest_dir / "file.txt")
+    assert dest.read_bytes() == BODY
+    assert names_in(dest_dir) == ["file.txt"]
+    assert (mirror / REMOTE.mirror_path).read_bytes() == BODY  # the mirror's copy is untouched
+
+
+def test_fetch_from_mirror_folder_lacking_the_file(tmp_path, dest_dir, monkeypatch):
+    mirror = make_mirror(tmp_path / "mirror", {"sub/other.txt": BODY})
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(mirror))
+    with pytest.raises(PrepareError) as excinfo:
+        fetch(REMOTE, dest_dir / "file.txt")
+    message = str(excinfo.value)
+    assert str(mirror / REMOTE.mirror_path) in message and prepare_common.MIRROR_ENV in message
+    assert names_in(dest_dir) == []
+
+
+def test_fetch_from_mirror_folder_with_wrong_bytes(tmp_path, dest_dir, monkeypatch):
+    wrong = BODY.replace(b"A file", b"a file")
+    mirror = make_mirror(tmp_path / "mirror", {REMOTE.mirror_path: wrong})
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(mirror))
+    with pytest.raises(PrepareError) as excinfo:
+        fetch(REMOTE, dest_dir / "file.txt")
+    message = str(excinfo.value)
+    assert str(mirror / REMOTE.mirror_path) in message
+    assert "sha256" in message and sha256_of(wrong) in message and REMOTE.sha256 in message
+    assert names_in(dest_dir) == []
+
+
+@pytest.mark.parametrize("suffix", ["", "/"])
+def test_fetch_from_http_mirror(server, dest_dir, monkeypatch, suffix):
+    server.routes["/mirror/sub/folder/file.txt"] = serve(BODY)
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, f"{server.base}/mirror{suffix}")
+    dest = fetch(REMOTE, dest_dir / "file.txt")
+    assert dest.read_bytes() == BODY
+    assert dict(server.hits) == {"/mirror/sub/folder/file.txt": 1}  # the origin is never asked
+    assert names_in(dest_dir) == ["file.txt"]
+
+
+def test_fetch_from_http_mirror_lacking_the_file(server, dest_dir, monkeypatch):
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, f"{server.base}/mirror")
+    with pytest.raises(PrepareError) as excinfo:
+        fetch(REMOTE, dest_dir / "file.txt")
+    message = str(excinfo.value)
+    assert f"{server.base}/mirror/sub/folder/file.txt" in message and "404" in message
+    assert names_in(dest_dir) == []
+
+
+def test_fetch_from_http_mirror_with_wrong_bytes(server, dest_dir, monkeypatch):
+    server.routes["/mirror/sub/folder/file.txt"] = serve(b"<html>not the file</html>")
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, f"{server.base}/mirror")
+    with pytest.raises(PrepareError, match="sha256"):
+        fetch(REMOTE, dest_dir / "file.txt")
+    assert names_in(dest_dir) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# GPT-2's files and tiktoken, offline through the mirror set by CI (never set here)
+
+TIKTOKEN_GPT2_URLS = [prepare_common.GPT2_VOCAB_BPE, prepare_common.GPT2_ENCODER_JSON]
+
+
+@pytest.fixture
+def fresh_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv(prepare_common.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    return tmp_path
+
+
+def test_gpt2_files_land_in_the_cache_checked(fresh_caches):
+    encoder_json, vocab_bpe = prepare_common.gpt2_files()
+    assert encoder_json == fresh_caches / "cache" / "gpt2" / "encoder.json"
+    assert vocab_bpe == fresh_caches / "cache" / "gpt2" / "vocab.bpe"
+    assert prepare_common.sha256_file(encoder_json) == prepare_common.GPT2_ENCODER_JSON.sha256
+    assert prepare_common.sha256_file(vocab_bpe) == prepare_common.GPT2_VOCAB_BPE.sha256
+    assert vocab_bpe.read_text(encoding="utf-8").startswith("#version: 0.2")
+    assert names_in(vocab_bpe.parent) == ["encoder.json", "vocab.bpe"]
+    assert prepare_common.gpt2_files() == (encoder_json, vocab_bpe)  # second call reuses them
+
+
+def test_gpt2_encoding_offline_through_the_mirror(fresh_caches):
+    encoding = prepare_common.gpt2_encoding()
+    assert encoding.encode("hello world") == [31373, 995]
+    assert encoding.n_vocab == 50257
+    # tiktoken keeps encodings per process, so check the files it would read are where it looks
+    tiktoken_cache = fresh_caches / "tiktoken"
+    expected = {hashlib.sha1(r.url.encode()).hexdigest(): r.sha256 for r in TIKTOKEN_GPT2_URLS}
+    assert names_in(tiktoken_cache) == sorted(expected)
+    for name, sha in expected.items():
+        assert prepare_common.sha256_file(tiktoken_cache / name) == sha
+    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tiktoken_cache)
+
+
+def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
+    """A new interpreter (no in-process tiktoken cache) whose every HTTP request would fail."""
+    env = dict(os.environ)
+    env[prepare_common.CACHE_ENV] = str(tmp_path / "cache")
+    env.pop("TIKTOKEN_CACHE_DIR", None)
+    for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        env[proxy] = "http://127.0.0.1:9"  # nothing listens there
+    env["NO_PROXY"] = env["no_proxy"] = ""
+    code = "import prepare_common; print(prepare_common.gpt2_encoding().encode('hello world'))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[31373, 995]"
+    tiktoken_cache = tmp_path / "cache" / "tiktoken"
+    assert names_in(tiktoken_cache) == sorted(hashlib.sha1(r.url.encode()).hexdigest() for r in TIKTOKEN_GPT2_URLS)
