@@ -1,9 +1,408 @@
 """Using a trained BPE: encode text to ids, decode ids to text, save and load.
 
-(Skeleton; being filled in.)
+    tok = Tokenizer(vocab, merges, special_tokens={"<|endoftext|>": 4095})
+    tok.encode("hello world<|endoftext|>")  -> [..., 4095]
+    tok.decode(tok.encode(text)) == text
+
+Encoding is two steps. First the pattern cuts the text into pre-tokens ("hello", " world");
+then each pre-token's UTF-8 bytes start as single bytes and BPE merges them: repeatedly
+join the adjacent pair whose joined bytes are the token with the lowest id (made earliest
+in training), until no adjacent pair forms a token. This is GPT-2's and tiktoken's rule,
+so built from GPT-2's files this tokenizer gives exactly tiktoken's `gpt2` ids.
+
+Special tokens such as "<|endoftext|>" are found first and never go through BPE.
 """
+
+import hashlib
+import re
+from itertools import chain, repeat
+
+import regex
+
+from . import io
+from .patterns import PATTERNS, resolve_pattern
+
+EOT = "<|endoftext|>"
+CACHE_LIMIT = 1 << 20  # distinct pre-tokens kept encoded; emptied when full, so memory stays bounded
+STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
+NO_MERGE = 1 << 62  # rank of a pair that is not a token; above any real id
+SINGLE_BYTES = [bytes([b]) for b in range(256)]
+
+
+def bpe_encode_chunk_simple(chunk, ranks):
+    """BPE on one pre-token's bytes, the readable way (tiktoken's `_educational.bpe_encode`).
+
+    `ranks` maps token bytes -> id, lower id = merged earlier. With the ranks of
+    h, e, l, o, "he" (256), "ll" (257), "hell" (258):
+    b"hello" -> [h e l l o] -> [he l l o] -> [he ll o] -> [hell o] -> [258, ranks[b"o"]]
+
+    Like tiktoken, a chunk that is itself a token is that token, without merging step by
+    step. (For vocabularies made by merging the two almost always agree; doing the same
+    keeps our ids identical to tiktoken's.)
+    """
+    if chunk in ranks:
+        return [ranks[chunk]]
+    parts = [bytes([b]) for b in chunk]
+    while True:
+        best_index, best_rank = None, None
+        for i in range(len(parts) - 1):
+            rank = ranks.get(parts[i] + parts[i + 1])
+            if rank is not None and (best_rank is None or rank < best_rank):
+                best_index, best_rank = i, rank
+        if best_index is None:
+            break
+        i = best_index
+        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2:]
+    return [ranks[part] for part in parts]
+
+
+def bpe_encode_chunk(chunk, ranks):
+    """Same result as `bpe_encode_chunk_simple`, with less Python work per merge.
+
+    It keeps the rank of each adjacent pair of parts; a merge changes only the ranks of
+    the two pairs around it, so only those are looked up again (tiktoken's Rust
+    `_byte_pair_merge` does the same). b"hello" -> [h e l l o] -> [he l l o] -> ... -> [258, ranks[b"o"]]
+    """
+    token = ranks.get(chunk)
+    if token is not None:
+        return [token]
+    get = ranks.get
+    parts = list(map(SINGLE_BYTES.__getitem__, chunk))
+    pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
+    best = min(pair_ranks)
+    while best != NO_MERGE:
+        i = pair_ranks.index(best)  # the leftmost of equal ranks, as in the simple version
+        parts[i] = merged = parts[i] + parts.pop(i + 1)
+        del pair_ranks[i]
+        if i > 0:
+            pair_ranks[i - 1] = get(parts[i - 1] + merged, NO_MERGE)
+        if i < len(pair_ranks):
+            pair_ranks[i] = get(merged + parts[i + 1], NO_MERGE)
+        elif i == 0:  # a single part is left
+            break
+        best = min(pair_ranks)
+    return list(map(ranks.__getitem__, parts))
+
+
+def _without_lone_surrogates(text):
+    """What tiktoken does with text that is not valid Unicode: "a\\ud800" -> "a\\ufffd"."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class Tokenizer:
+    """A byte-level BPE tokenizer: a vocabulary, its merges, special tokens, and a pattern.
+
+    vocab:   {id: bytes} for ids 0..n-1. Ids 0..255 are the 256 single bytes (in any order:
+             a trained tokenizer has byte b at id b, GPT-2 permutes them), id 256 + i is
+             merge i, then the special tokens (their UTF-8 bytes) if the vocab lists them.
+    merges:  [(bytes, bytes)] in training order; merge i joins two earlier tokens.
+    special_tokens: {"<|endoftext|>": id} with ids right after the merges, or a list of
+             strings given ids in that order (an id already in `vocab` for that string is
+             kept). None: any vocab entries after the merges are the special tokens.
+    pattern: "gpt2", "gpt4" or a regex that cuts text into pre-tokens.
+    """
+
     def __init__(self, vocab, merges, special_tokens=None, pattern="gpt2"):
-        raise NotImplementedError
+        self.merges = [(bytes(a), bytes(b)) for a, b in merges]
+        self.pattern = resolve_pattern(pattern)
+        self.pattern_name = next((n for n, p in PATTERNS.items() if p == self.pattern), None)
+        n_base = 256 + len(self.merges)
+        self._ranks = _ranks_from(vocab, self.merges)  # bytes -> id of every non-special token
+        self.special_tokens = _special_ids(vocab, n_base, special_tokens)
+        self.vocab = {token_id: token for token, token_id in self._ranks.items()}
+        self.vocab.update((token_id, text.encode("utf-8"))
+                          for text, token_id in self.special_tokens.items())
+        self.vocab = dict(sorted(self.vocab.items()))
+        self.vocab_size = len(self.vocab)
+        self.eot_id = self.special_tokens.get(EOT)
+
+        self._regex = regex.compile(self.pattern)
+        self._cache = {}  # pre-token str -> tuple of its ids; see _encode_pieces
+        longest_first = sorted(self.special_tokens, key=lambda s: (-len(s), s))
+        self._special_regex = (
+            re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
+        )
+        self._longest_special = max(map(len, longest_first), default=0)
+
+    def __repr__(self):
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+                f"special_tokens={self.special_tokens}, pattern={self.pattern_name or self.pattern!r})")
+
+    # ------------------------------------------------------------ encoding
+
+    def encode_ordinary(self, text):
+        """Text -> ids, with special-token strings treated as plain text (tiktoken's encode_ordinary).
+
+        "hello world" -> [31373, 995] with GPT-2's files.
+        Same ids as `bpe_encode_chunk_simple` on each pre-token, through a cache.
+        """
+        try:
+            return self._encode_pieces(self._regex.findall(text))
+        except UnicodeEncodeError:  # lone surrogates: not valid Unicode; repair as tiktoken does
+            return self.encode_ordinary(_without_lone_surrogates(text))
+
+    def _encode_pieces(self, pieces):
+        """Pre-tokens -> ids: [" hello", " world"] -> [23748, 995] with GPT-2's files.
+
+        Same ids as `bpe_encode_chunk_simple` on each pre-token's bytes. Text repeats the
+        same pre-tokens over and over, so each distinct one is encoded once and kept in a
+        cache; the lookups and the joining then run in C (map, chain), which is what makes
+        this pure-Python tokenizer fast.
+        """
+        cache = self._cache
+        new_pieces = set(pieces).difference(cache)
+        if new_pieces:
+            if len(cache) + len(new_pieces) > CACHE_LIMIT:
+                cache.clear()
+            ranks = self._ranks
+            for piece in new_pieces:
+                chunk = piece.encode("utf-8")
+                token = ranks.get(chunk)  # most pre-tokens are a single token
+                cache[piece] = (token,) if token is not None else tuple(bpe_encode_chunk(chunk, ranks))
+        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
+
+    def encode(self, text):
+        """Text -> ids, each special token found whole (the longest where two overlap).
+
+        "hi<|endoftext|>" -> [5303, 50256] with GPT-2's files, as tiktoken's
+        encode(text, allowed_special="all"). The text between special tokens is encoded
+        on its own with `encode_ordinary`.
+        """
+        if self._special_regex is None:
+            return self.encode_ordinary(text)
+        ids = []
+        for i, part in enumerate(self._special_regex.split(text)):
+            if i % 2:  # split() with a group puts the separators at odd positions
+                ids.append(self.special_tokens[part])
+            elif part:
+                ids.extend(self.encode_ordinary(part))
+        return ids
+
+    def encode_iterable(self, texts, *, buffer_chars=STREAM_CHARS):
+        """Stream ids from an iterable of strings (an open file gives lines) in bounded memory.
+
+        list(tok.encode_iterable(open("input.txt"))) == tok.encode(open("input.txt").read())
+
+        A chunk boundary may fall inside a pre-token, a whitespace run or a special token, so
+        the last pieces are held back until more text shows how they end. Memory is about
+        `buffer_chars` characters plus the longest pre-token (tests use 1 to cut everywhere).
+        """
+        buffer = ""
+        for text in texts:
+            buffer += text
+            if len(buffer) >= buffer_chars:
+                ids, buffer = self._encode_settled(buffer)
+                yield from ids
+        yield from self.encode(buffer)
+
+    def _encode_settled(self, buffer):
+        """Encode the start of `buffer` that more text cannot change -> (ids, the rest).
+
+        Settled: a special token with room after it for any longer one, and every
+        pre-token but the last two before the next unsettled position (a pre-token's match
+        looks at most into the next one: "  x" -> " ", " x", but "  " + "\\n" -> "  \\n").
+        """
+        ids = []
+        start = 0
+        end = len(buffer)
+        if self._special_regex is not None:
+            # A special token starting after `end` could still grow or begin earlier.
+            end = max(0, len(buffer) - self._longest_special + 1)
+            for match in self._special_regex.finditer(buffer, 0, len(buffer)):
+                if match.start() >= end:
+                    break
+                ids.extend(self.encode_ordinary(buffer[start:match.start()]))
+                ids.append(self.special_tokens[match.group()])
+                start = match.end()
+            end = max(end, start)
+        pieces = self._regex.findall(buffer, start, end)
+        if len(pieces) > 2:
+            settled = pieces[:-2]
+            try:
+                ids.extend(self._encode_pieces(settled))
+            except UnicodeEncodeError:
+                ids.extend(self.encode_ordinary("".join(settled)))
+            start += sum(map(len, settled))
+        return ids, buffer[start:]
+
+    # ------------------------------------------------------------ decoding
+
+    def decode_bytes(self, ids):
+        """Ids -> the bytes they stand for: [31373, 995] -> b"hello world" with GPT-2's files."""
+        try:
+            return b"".join(map(self.vocab.__getitem__, ids))
+        except (KeyError, TypeError):
+            for token_id in ids:
+                if token_id not in self.vocab:
+                    raise ValueError(
+                        f"token id {token_id!r} is not in this tokenizer's vocabulary "
+                        f"(ids 0..{self.vocab_size - 1})"
+                    ) from None
+            raise
+
+    def decode(self, ids):
+        """Ids -> text; bytes that are not valid UTF-8 become U+FFFD ("�") instead of raising.
+
+        A model may emit half of a character's bytes: [the id of b"\\xe4"] -> "\\ufffd".
+        """
+        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+
+    # ------------------------------------------------------------ other tools
+
+    def to_tiktoken(self, name="nanogpt-bpe"):
+        """A tiktoken.Encoding with the same ids, to encode at tiktoken's speed.
+
+        tok.to_tiktoken().encode(text, allowed_special="all") == tok.encode(text)
+        (tiktoken's plain `encode` refuses text containing special tokens unless allowed.)
+        """
+        import tiktoken
+
+        return tiktoken.Encoding(
+            name=name,
+            pat_str=self.pattern,
+            mergeable_ranks=dict(self._ranks),
+            special_tokens=dict(self.special_tokens),
+        )
+
+    def to_json(self):
+        """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
+        return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, self.pattern)
+
+    def sha256(self):
+        """The sha256 of the saved file's bytes: names this tokenizer in a dataset's metadata."""
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+
+    def save(self, path):
+        """Write our JSON file (bpe/io.py describes it) atomically: temp name, then rename."""
+        io.atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def load(cls, path):
+        """Read a file written by `save`; any problem is a TokenizerFileError naming the file."""
+        vocab, merges, special_tokens, pattern = io.tokenizer_from_json(path)
+        try:
+            return cls(vocab, merges, special_tokens, pattern)
+        except ValueError as exc:
+            raise io.TokenizerFileError(f"{path}: {exc}") from None
+
+    def save_hf(self, folder):
+        """Write GPT-2's / Hugging Face's `vocab.json` + `merges.txt` into `folder`.
+
+        GPT-2 itself, saved this way, gives its own encoder.json and vocab.bpe byte for
+        byte. The pair carries no pattern: give it again to `load_hf`.
+        """
+        io.atomic_write_text(f"{folder}/vocab.json", io.hf_vocab_json(self.vocab, self.special_tokens))
+        io.atomic_write_text(f"{folder}/merges.txt", io.hf_merges_txt(self.merges))
+
+    @classmethod
+    def load_hf(cls, vocab_json, merges_txt=None, pattern="gpt2"):
+        """Read a `vocab.json` + `merges.txt` pair (or a folder holding both).
+
+        Entries after the merges in vocab.json (GPT-2's "<|endoftext|>") are the special tokens.
+        """
+        if merges_txt is None:
+            vocab_json, merges_txt = f"{vocab_json}/vocab.json", f"{vocab_json}/merges.txt"
+        vocab, merges, special_tokens = io.read_hf(vocab_json, merges_txt)
+        try:
+            return cls(vocab, merges, special_tokens, pattern)
+        except ValueError as exc:
+            raise io.TokenizerFileError(f"{vocab_json} with {merges_txt}: {exc}") from None
+
+    @classmethod
+    def from_gpt2_files(cls, encoder_json, vocab_bpe):
+        """GPT-2's tokenizer from its own two files: 50,257 ids, "<|endoftext|>" = 50256.
+
+        Tokenizer.from_gpt2_files(*prepare_common.gpt2_files()).encode("hello world") -> [31373, 995]
+        """
+        return cls.load_hf(encoder_json, vocab_bpe, pattern="gpt2")
+
+
+def _ranks_from(vocab, merges):
+    """Check the vocabulary against the merges -> {token bytes: id} of the non-special tokens.
+
+    ids 0..255 must be 256 distinct single bytes; id 256 + i must be merge i's two tokens
+    joined, both made before it. Two ids with the same bytes are refused: ranks are keyed
+    by bytes (as in tiktoken), so one of them could never be produced.
+    """
+    ranks = {}
+    for token_id in range(256 + len(merges)):
+        if token_id not in vocab:
+            raise ValueError(
+                f"vocab has no id {token_id}; ids must run from 0 without gaps "
+                f"(256 single bytes, then one per merge, {len(merges)} merges)"
+            )
+        token = bytes(vocab[token_id])
+        if token_id < 256:
+            if len(token) != 1:
+                raise ValueError(f"vocab id {token_id} is {token!r}; ids 0..255 must be single bytes")
+        else:
+            a, b = merges[token_id - 256]
+            if token != a + b:
+                raise ValueError(
+                    f"vocab id {token_id} is {token!r} but merge {token_id - 256} makes "
+                    f"{a!r} + {b!r} = {a + b!r}; merge i must make id 256 + i"
+                )
+            for half in (a, b):
+                if half not in ranks:
+                    raise ValueError(
+                        f"merge {token_id - 256} ({a!r}, {b!r}) uses {half!r}, "
+                        f"which is not a token made before it"
+                    )
+        if token in ranks:
+            raise ValueError(
+                f"vocab ids {ranks[token]} and {token_id} are both {token!r}; "
+                f"each token's bytes must appear once"
+            )
+        ranks[token] = token_id
+    return ranks
+
+
+def _special_ids(vocab, n_base, special_tokens):
+    """The special tokens as {text: id}, checked to follow the merges without gaps.
+
+    ["<|endoftext|>"] with 4095 ordinary ids -> {"<|endoftext|>": 4095}.
+    """
+    extra = {token_id: bytes(token) for token_id, token in vocab.items() if token_id >= n_base}
+    if special_tokens is None:
+        try:
+            special_tokens = {token.decode("utf-8"): token_id for token_id, token in extra.items()}
+        except UnicodeDecodeError:
+            raise ValueError("vocab has entries after the merges that are not UTF-8 special tokens") from None
+    elif not isinstance(special_tokens, dict):
+        listed = list(special_tokens)
+        by_bytes = {token: token_id for token_id, token in extra.items()}
+        special_tokens, next_id = {}, max(extra, default=n_base - 1) + 1
+        for text in listed:
+            if text in special_tokens:
+                raise ValueError(f"special token {text!r} is listed twice")
+            if text.encode("utf-8") in by_bytes:
+                special_tokens[text] = by_bytes[text.encode("utf-8")]
+            else:
+                special_tokens[text], next_id = next_id, next_id + 1
+    special_tokens = dict(special_tokens)
+
+    by_id = {}
+    for text, token_id in special_tokens.items():
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"special token {text!r} must be a non-empty string")
+        if token_id in by_id:
+            raise ValueError(f"special tokens {by_id[token_id]!r} and {text!r} both have id {token_id}")
+        if not isinstance(token_id, int) or token_id < n_base:
+            raise ValueError(
+                f"special token {text!r} has id {token_id!r}, which collides with the "
+                f"{n_base} byte and merge ids; special ids start at {n_base}"
+            )
+        if token_id in extra and extra[token_id] != text.encode("utf-8"):
+            raise ValueError(f"special token {text!r} has id {token_id}, but vocab has {extra[token_id]!r} there")
+        by_id[token_id] = text
+    unclaimed = sorted(set(extra) - set(by_id))
+    if unclaimed:
+        raise ValueError(
+            f"vocab id {unclaimed[0]} ({extra[unclaimed[0]]!r}) is neither a merge nor a special "
+            f"token; list it in special_tokens"
+        )
+    if sorted(by_id) != list(range(n_base, n_base + len(by_id))):
+        raise ValueError(
+            f"special token ids {sorted(by_id)} must follow the merges without gaps, from {n_base}"
+        )
+    return dict(sorted(special_tokens.items(), key=lambda item: item[1]))

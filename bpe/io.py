@@ -1,0 +1,287 @@
+"""Reading and writing tokenizers: our own JSON file, and GPT-2's / Hugging Face's file pair.
+
+Our file (`Tokenizer.save`, `Tokenizer.load`) is one human-readable, versioned JSON file
+with a fixed layout, so the same tokenizer always gives the same bytes and the file's
+sha256 can name the tokenizer in a dataset's metadata:
+
+    {
+      "format": "nanogpt-bpe-tokenizer",
+      "version": 1,
+      "pattern": "gpt2",
+      "special_tokens": {"<|endoftext|>": 4095},
+      "single_bytes": "ĀāĂ...!\\"#$%&'()*+,-./0123...",
+      "merges": [
+        "Ġ t",
+        "h e",
+        "Ġt he"
+      ]
+    }
+
+- `pattern`: "gpt2" or "gpt4" when it is one of those, else the regex itself.
+- `special_tokens`: string -> id, in id order.
+- `single_bytes`: always written; 256 characters, the one at position i is the byte whose
+  id is i, in GPT-2's printable alphabet (`core.render_token`). A trained tokenizer has
+  byte b at id b; GPT-2's own vocabulary permutes them ("!" is 0).
+- `merges`: in order, one per line; merge i makes id 256 + i from two earlier tokens,
+  written in the printable alphabet ("Ġ" is a space), so a space separates the two.
+
+GPT-2's own files are the other format (Hugging Face calls them `vocab.json` and
+`merges.txt`): `encoder.json` maps every token, written in the printable alphabet, to its id;
+`vocab.bpe` is "#version: 0.2" and then the merges, one "a b" per line. They carry no
+regex, so the pattern is given when loading.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .core import parse_token, render_token
+from .patterns import PATTERNS
+
+FORMAT_NAME = "nanogpt-bpe-tokenizer"
+FORMAT_VERSION = 1
+HF_MERGES_HEADER = "#version: 0.2"
+
+
+class TokenizerFileError(ValueError):
+    """A tokenizer file that is missing or unreadable; the message names the file."""
+
+
+# ---------------------------------------------------------------- our JSON file
+
+
+def tokenizer_to_json(vocab, merges, special_tokens, pattern):
+    """The text of our file (see the module docstring): same tokenizer -> same text.
+
+    `vocab` id -> bytes, `merges` [(bytes, bytes)], `special_tokens` str -> id,
+    `pattern` the regex string.
+    """
+    pattern_name = next((name for name, regex in PATTERNS.items() if regex == pattern), pattern)
+    single_bytes = "".join(render_token(vocab[i]) for i in range(256))
+    specials = dict(sorted(special_tokens.items(), key=lambda item: item[1]))
+    merge_lines = [json.dumps(f"{render_token(a)} {render_token(b)}", ensure_ascii=False)
+                   for a, b in merges]
+    lines = [
+        "{",
+        f'  "format": {json.dumps(FORMAT_NAME)},',
+        f'  "version": {FORMAT_VERSION},',
+        f'  "pattern": {json.dumps(pattern_name, ensure_ascii=False)},',
+        f'  "special_tokens": {json.dumps(specials, ensure_ascii=False)},',
+        f'  "single_bytes": {json.dumps(single_bytes, ensure_ascii=False)},',
+    ]
+    if merge_lines:
+        lines.append('  "merges": [')
+        lines.append(",\n".join("    " + line for line in merge_lines))
+        lines.append("  ]")
+    else:
+        lines.append('  "merges": []')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def tokenizer_from_json(path):
+    """Read our file -> (vocab, merges, special_tokens, pattern); every error names `path`."""
+    path = Path(path)
+    document = _read_json(path)
+    if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
+        raise TokenizerFileError(
+            f"{path} is not a tokenizer file (expected \"format\": \"{FORMAT_NAME}\"); "
+            f"save one with Tokenizer.save"
+        )
+    if document.get("version") != FORMAT_VERSION:
+        raise TokenizerFileError(
+            f"{path} has tokenizer format version {document.get('version')!r}, but this "
+            f"code reads version {FORMAT_VERSION}; re-save it with a matching version of bpe"
+        )
+    missing = {"pattern", "special_tokens", "single_bytes", "merges"} - document.keys()
+    if missing:
+        raise TokenizerFileError(f"{path} lacks the field(s) {sorted(missing)}")
+
+    single_bytes = document["single_bytes"]
+    if not isinstance(single_bytes, str) or len(single_bytes) != 256:
+        raise TokenizerFileError(f"{path}: \"single_bytes\" must be a string of 256 characters")
+    try:
+        vocab = {i: parse_token(char) for i, char in enumerate(single_bytes)}
+    except KeyError as exc:
+        raise TokenizerFileError(
+            f"{path}: \"single_bytes\" has {exc.args[0]!r}, which is not in GPT-2's byte alphabet"
+        ) from None
+    if len(set(vocab.values())) != 256:
+        raise TokenizerFileError(f"{path}: \"single_bytes\" repeats a byte; each must appear once")
+
+    merge_lines = document["merges"]
+    if not isinstance(merge_lines, list):
+        raise TokenizerFileError(f"{path}: \"merges\" must be a list of \"a b\" strings")
+    merges = _parse_merges(path, merge_lines, vocab, first_line=None)
+
+    specials = document["special_tokens"]
+    if not isinstance(specials, dict) or not all(
+        isinstance(token_id, int) and not isinstance(token_id, bool) for token_id in specials.values()
+    ):
+        raise TokenizerFileError(f"{path}: \"special_tokens\" must map strings to integer ids")
+    pattern = document["pattern"]
+    if not isinstance(pattern, str):
+        raise TokenizerFileError(f"{path}: \"pattern\" must be a pattern name or a regex string")
+    return vocab, merges, specials, pattern
+
+
+def _read_json(path):
+    """json.load that names the file and refuses duplicate keys (json would keep the last)."""
+
+    def no_duplicate_keys(pairs):
+        seen = {}
+        for key, value in pairs:
+            if key in seen:
+                raise TokenizerFileError(f"{path} has the key {key!r} twice")
+            seen[key] = value
+        return seen
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file, object_pairs_hook=no_duplicate_keys)
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise TokenizerFileError(f"{path} is a folder, not a tokenizer file") from None
+    except UnicodeDecodeError as exc:
+        raise TokenizerFileError(f"{path} is not UTF-8 text (byte {exc.start}): not a tokenizer file") from None
+    except json.JSONDecodeError as exc:
+        raise TokenizerFileError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+
+
+def _parse_merges(path, merge_lines, vocab, first_line):
+    """Merge lines "a b" -> [(bytes, bytes)], adding each new token to `vocab` at 256 + i.
+
+    Checks that both halves are tokens already known and the result is new. `first_line`
+    is the file line number of merge 0 (for merges.txt), or None to name merges by index.
+    """
+    known = {token: token_id for token_id, token in vocab.items()}
+    merges = []
+    for i, line in enumerate(merge_lines):
+        where = f"merge {i}" if first_line is None else f"line {first_line + i}"
+        parts = line.split(" ") if isinstance(line, str) else None
+        if parts is None or len(parts) != 2 or not parts[0] or not parts[1]:
+            raise TokenizerFileError(f"{path}, {where}: expected two tokens \"a b\", got {line!r}")
+        try:
+            pair = parse_token(parts[0]), parse_token(parts[1])
+        except KeyError as exc:
+            raise TokenizerFileError(
+                f"{path}, {where}: {exc.args[0]!r} is not in GPT-2's byte alphabet"
+            ) from None
+        for half, text in zip(pair, parts):
+            if half not in known:
+                raise TokenizerFileError(
+                    f"{path}, {where} ({line!r}) refers to the unknown token {text!r}; "
+                    f"a merge may only use tokens made before it"
+                )
+        token = pair[0] + pair[1]
+        if token in known:
+            raise TokenizerFileError(
+                f"{path}, {where} ({line!r}) makes the duplicate token {render_token(token)!r}, "
+                f"which already has id {known[token]}"
+            )
+        known[token] = 256 + i
+        vocab[256 + i] = token
+        merges.append(pair)
+    return merges
+
+
+# ---------------------------------------------------------------- GPT-2 / Hugging Face pair
+
+
+def hf_vocab_json(vocab, special_tokens):
+    """encoder.json / vocab.json text: rendered token -> id in id order, as GPT-2 wrote it.
+
+    json.dumps of that dict reproduces GPT-2's own encoder.json byte for byte.
+    """
+    special_ids = set(special_tokens.values())
+    entries = {render_token(token): token_id
+               for token_id, token in sorted(vocab.items()) if token_id not in special_ids}
+    entries.update(sorted(special_tokens.items(), key=lambda item: item[1]))
+    return json.dumps(entries)
+
+
+def hf_merges_txt(merges):
+    """vocab.bpe / merges.txt text: "#version: 0.2" then one "a b" per line."""
+    return "".join(
+        [HF_MERGES_HEADER + "\n"] + [f"{render_token(a)} {render_token(b)}\n" for a, b in merges]
+    )
+
+
+def read_hf(vocab_json, merges_txt):
+    """Read GPT-2's encoder.json + vocab.bpe (or HF's vocab.json + merges.txt).
+
+    -> (vocab, merges, special_tokens). Ids must be laid out as GPT-2's are: the 256
+    single bytes first (in any order), then one id per merge in order, then the special
+    tokens, which are written as themselves rather than in the byte alphabet.
+    """
+    vocab_json, merges_txt = Path(vocab_json), Path(merges_txt)
+    entries = _read_json(vocab_json)
+    if not isinstance(entries, dict) or not all(
+        isinstance(token_id, int) and not isinstance(token_id, bool) for token_id in entries.values()
+    ):
+        raise TokenizerFileError(f"{vocab_json} must be a JSON object mapping tokens to integer ids")
+    try:
+        lines = merges_txt.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{merges_txt} does not exist; check the path") from None
+    except UnicodeDecodeError as exc:
+        raise TokenizerFileError(f"{merges_txt} is not UTF-8 text (byte {exc.start})") from None
+    first_line = 1
+    if lines and lines[0].startswith("#version"):
+        lines, first_line = lines[1:], 2
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+
+    by_id = {token_id: text for text, token_id in entries.items()}
+    if len(by_id) != len(entries):
+        raise TokenizerFileError(f"{vocab_json} gives the same id to two tokens")
+    try:
+        vocab = {i: parse_token(by_id[i]) for i in range(256)}
+    except KeyError as exc:
+        raise TokenizerFileError(
+            f"{vocab_json}: ids 0..255 must be the 256 single bytes, written in GPT-2's byte "
+            f"alphabet; {exc.args[0]!r} is missing or not in it"
+        ) from None
+    if sorted(len(token) for token in vocab.values()) != [1] * 256 or len(set(vocab.values())) != 256:
+        raise TokenizerFileError(f"{vocab_json}: ids 0..255 must be the 256 distinct single bytes")
+    merges = _parse_merges(merges_txt, lines, vocab, first_line)
+
+    n_base = 256 + len(merges)
+    for token_id in range(256, n_base):
+        if by_id.get(token_id) != render_token(vocab[token_id]):
+            raise TokenizerFileError(
+                f"{vocab_json}: id {token_id} should be {render_token(vocab[token_id])!r}, "
+                f"made by merge {token_id - 256} of {merges_txt}, but is {by_id.get(token_id)!r}; "
+                f"the two files do not belong together"
+            )
+    special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
+    return vocab, merges, special_tokens
+
+
+# ---------------------------------------------------------------- writing
+
+
+def atomic_write_text(path, text):
+    """Write `text` as UTF-8 to a temporary name in the same folder, then rename it into place.
+
+    A reader never sees a half-written file, and a failure leaves no stray temporary file.
+    """
+    path = Path(path)
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
