@@ -66,6 +66,8 @@ def bpe_encode_chunk(chunk, ranks):
     token = ranks.get(chunk)
     if token is not None:
         return [token]
+    if not chunk:
+        return []
     get = ranks.get
     parts = list(map(SINGLE_BYTES.__getitem__, chunk))
     pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
