@@ -397,17 +397,27 @@ def _train_from_counts(counts, num_merges, special_tokens, progress):
     return _finish(tokens, merges, special_tokens, num_merges, skipped)
 
 
-def train_bpe_from_iterator(texts, vocab_size, special_tokens=(), pattern="gpt2", progress=None):
-    """train_bpe over strings already in memory (each text split and pre-tokenized alone).
+def train_bpe_from_iterator(
+    texts, vocab_size, special_tokens=(), pattern="gpt2", num_workers=1, progress=None
+):
+    """train_bpe over strings already in memory; each text is split and pre-tokenized alone.
 
     ["aaabdaaabac"], vocab_size=259 -> the same as train_bpe_simple("aaabdaaabac", 259).
+    num_workers and progress as in train_bpe (one process by default).
     """
     special_tokens = _check_special_tokens(special_tokens)
     num_merges = _num_merges(vocab_size, special_tokens)
     resolve_pattern(pattern)  # a bad pattern fails here, before any work
+    total = sum(map(len, texts)) if isinstance(texts, (list, tuple)) else None
     counts = Counter()
+    done = 0
     for text in texts:
-        counts.update(count_pretokens(text, pattern, special_tokens))
+        report = None
+        if progress:
+            def report(stage, chars, _, before=done):
+                progress(stage, before + chars, total)
+        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers, report))
+        done += len(text)
     return _train_from_counts(counts, num_merges, special_tokens, progress)
 
 
@@ -437,9 +447,8 @@ def train_bpe(
     `progress(stage, done, total)`, if given, is called during "pretokenize" (characters)
     and "merge" (merges), e.g. to drive a progress bar.
     """
-    special_tokens = _check_special_tokens(special_tokens)
-    num_merges = _num_merges(vocab_size, special_tokens)
+    # The arguments are checked before the file is read.
+    _num_merges(vocab_size, _check_special_tokens(special_tokens))
     resolve_pattern(pattern)
     text = read_utf8(input_path)
-    counts = count_pretokens_parallel(text, pattern, special_tokens, num_workers, progress)
-    return _train_from_counts(counts, num_merges, special_tokens, progress)
+    return train_bpe_from_iterator([text], vocab_size, special_tokens, pattern, num_workers, progress)

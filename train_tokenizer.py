@@ -1,0 +1,149 @@
+"""Train a byte-level BPE tokenizer on your own text and save it.
+
+    python train_tokenizer.py --input input.txt --vocab-size 4096 --out tok.json \\
+        --special-tokens "<|endoftext|>" --eval val.txt
+
+It learns vocab_size - 256 - (number of special tokens) merges (bpe/train.py explains
+the rule), prints the first and last merges in GPT-2's printable alphabet (Ġ is a space,
+Ċ a newline) and how many bytes one token covers on average, and writes the tokenizer
+file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
+
+Several --input files are trained on as one corpus (each is pre-tokenized on its own,
+so no pre-token spans two files). Large files are pre-tokenized in --workers processes.
+"""
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from prepare_common import PrepareError, read_text, run_main
+
+SHOW_MERGES = 10  # how many of the first and of the last merges to print
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description="Train a byte-level BPE tokenizer.")
+    parser.add_argument("--input", nargs="+", required=True, metavar="FILE", help="UTF-8 text to train on")
+    parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
+                        help="256 bytes + merges + special tokens, e.g. 4096")
+    parser.add_argument("--out", required=True, metavar="PATH", help="the tokenizer file to write (JSON)")
+    parser.add_argument("--special-tokens", nargs="*", default=[], metavar="TOK",
+                        help='e.g. "<|endoftext|>"; they get the last ids, in this order')
+    parser.add_argument("--pattern", default="gpt2", choices=["gpt2", "gpt4"],
+                        help="pre-tokenization regex (default: gpt2)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes for pre-tokenizing large files (default: all CPUs)")
+    parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
+    return parser.parse_args(argv)
+
+
+def check_args(args):
+    """Every mistake we can see before training, as a PrepareError (nothing written yet)."""
+    for path in args.input + ([args.eval] if args.eval else []):
+        if not Path(path).is_file():
+            raise PrepareError(f"{path} does not exist or is not a file; check the path")
+    smallest = 256 + len(args.special_tokens)
+    if args.vocab_size < smallest:
+        raise PrepareError(
+            f"--vocab-size {args.vocab_size} is too small: the 256 byte tokens and "
+            f"{len(args.special_tokens)} special token(s) need at least {smallest}"
+        )
+    if len(set(args.special_tokens)) != len(args.special_tokens) or "" in args.special_tokens:
+        raise PrepareError(f"--special-tokens must be distinct non-empty strings, got {args.special_tokens}")
+    if args.workers is not None and args.workers < 1:
+        raise PrepareError(f"--workers must be at least 1, got {args.workers}")
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise PrepareError(f"--out {out}: the folder {out.parent} does not exist; create it first")
+    if out.is_dir():
+        raise PrepareError(f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}")
+
+
+class ProgressBars:
+    """train_bpe's progress(stage, done, total) callback, shown as one tqdm bar per stage."""
+
+    def __init__(self):
+        self.bars = {}
+
+    def __call__(self, stage, done, total):
+        from tqdm import tqdm
+
+        if stage not in self.bars:
+            self.close()  # the previous stage is over
+            unit = "char" if stage == "pretokenize" else "merge"
+            self.bars[stage] = tqdm(total=total, desc=stage, unit=unit, unit_scale=True, file=sys.stderr)
+        bar = self.bars[stage]
+        bar.update(done - bar.n)
+
+    def close(self):
+        for bar in self.bars.values():
+            bar.close()
+
+
+def train(args, texts):
+    """Learn the merges from the texts already read; warnings become printed lines."""
+    from bpe.train import train_bpe_from_iterator
+
+    bars = ProgressBars()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        vocab, merges = train_bpe_from_iterator(texts, args.vocab_size, args.special_tokens,
+                                                args.pattern, args.workers, progress=bars)
+    bars.close()
+    for warning in caught:
+        print(f"note: {warning.message}")
+    return vocab, merges
+
+
+def show_merges(merges):
+    from bpe.core import render_token
+
+    def line(i, pair):
+        left, right = pair
+        return f"  {256 + i:>6}: {render_token(left)} + {render_token(right)} -> {render_token(left + right)}"
+
+    shown = list(enumerate(merges))
+    if len(shown) > 2 * SHOW_MERGES:
+        first, last = shown[:SHOW_MERGES], shown[-SHOW_MERGES:]
+        print(f"first {SHOW_MERGES} merges:", *(line(i, p) for i, p in first), sep="\n")
+        print(f"last {SHOW_MERGES} merges:", *(line(i, p) for i, p in last), sep="\n")
+    else:
+        print("merges:", *(line(i, p) for i, p in shown), sep="\n")
+
+
+def compression(tokenizer, text):
+    """Bytes per token: "hello world" in 2 tokens -> 5.5."""
+    ids = tokenizer.encode(text)
+    return len(text.encode("utf-8")) / max(len(ids), 1)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    check_args(args)
+    texts = [read_text(path) for path in args.input]  # fails early on a non-UTF-8 file
+    eval_text = read_text(args.eval) if args.eval else None
+
+    from bpe import Tokenizer
+
+    start = time.perf_counter()
+    vocab, merges = train(args, texts)
+    seconds = time.perf_counter() - start
+    print(f"learned {len(merges):,} merges in {seconds:.2f} s "
+          f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}")
+    show_merges(merges)
+
+    first_special = 256 + len(merges)
+    special_ids = {token: first_special + i for i, token in enumerate(args.special_tokens)}
+    tokenizer = Tokenizer(vocab, merges, special_tokens=special_ids, pattern=args.pattern)
+    training_text = "".join(texts)
+    print(f"compression on the training text: {compression(tokenizer, training_text):.3f} bytes/token")
+    if eval_text is not None:
+        print(f"compression on {args.eval}: {compression(tokenizer, eval_text):.3f} bytes/token")
+    tokenizer.save(args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    run_main(main)
