@@ -284,6 +284,36 @@ def encoding_sha256(encoding):
     return digest.hexdigest()
 
 
+def bpe_encoding(tokenizer_path=None):
+    """The tiktoken Encoding a BPE pipeline encodes with, and its meta.json "tokenizer" record.
+
+    None -> GPT-2: (Encoding "gpt2", {"kind": "tiktoken", "name": "gpt2", "vocab_size": 50257,
+    "eot_id": 50256, ...}); a path -> a file written by train_tokenizer.py, loaded with
+    `bpe.Tokenizer.load` and encoded through its `to_tiktoken()` export ({"kind": "bpe", ...}).
+    """
+    if tokenizer_path is None:
+        encoding = gpt2_encoding()
+        return encoding, {
+            "kind": "tiktoken", "name": "gpt2", "vocab_size": encoding.n_vocab,
+            "eot_id": encoding.eot_token, "sha256": encoding_sha256(encoding),
+        }
+    from bpe import Tokenizer
+
+    path = Path(tokenizer_path)
+    if not path.is_file():
+        raise PrepareError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py first")
+    try:
+        tokenizer = Tokenizer.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
+        raise PrepareError(f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})") from None
+    encoding = tokenizer.to_tiktoken()
+    return encoding, {
+        "kind": "bpe", "name": path.stem, "path": str(path.resolve()), "vocab_size": tokenizer.vocab_size,
+        "eot_id": tokenizer.special_tokens.get("<|endoftext|>"), "sha256": sha256_file(path),
+        "encoding_sha256": encoding_sha256(encoding),
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading input, checking ids, writing outputs
 
@@ -397,6 +427,23 @@ def write_pickle(path, obj):
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             pickle.dump(obj, f)
+
+
+def write_bpe_meta_pkl(out_dir, tokenizer):
+    """nanoGPT's meta.pkl for a BPE pipeline; return whether one was written.
+
+    A trained tokenizer ({"kind": "bpe", ...}) -> {"vocab_size": ..., "tokenizer": {...}}, so
+    nanoGPT's train.py sizes the model. GPT-2 -> no meta.pkl (a stale one is removed), so
+    train.py and sample.py keep their GPT-2 defaults.
+    """
+    meta_pkl = Path(out_dir) / "meta.pkl"
+    if tokenizer["kind"] == "bpe":
+        write_pickle(meta_pkl, {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer})
+        return True
+    if meta_pkl.exists():
+        meta_pkl.unlink()
+        print(f"removed {meta_pkl}, left by an earlier run with another tokenizer")
+    return False
 
 
 def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, options, script):

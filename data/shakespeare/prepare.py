@@ -1,0 +1,96 @@
+"""
+Prepare the Shakespeare dataset for BPE language modeling (e.g. finetuning GPT-2).
+By default the text is encoded with GPT-2's BPE (tiktoken, `encode_ordinary`), and the
+train.bin / val.bin written are byte for byte nanoGPT's. No meta.pkl is written, so nanoGPT's
+train.py and sample.py keep their GPT-2 defaults; meta.json (readable, safe) describes the files.
+
+With --tokenizer, the text is encoded with a BPE trained by train_tokenizer.py instead, and
+meta.pkl tells nanoGPT's train.py that tokenizer's vocab_size (and which tokenizer it was).
+
+    python data/shakespeare/prepare.py [--input FILE] [--out-dir DIR] [--tokenizer TOKENIZER.json]
+"""
+
+import argparse
+from pathlib import Path
+
+from prepare_common import (
+    TINY_SHAKESPEARE, PrepareError, bpe_encoding, dtype_for_vocab, fetch, prepare_out_dir, read_text,
+    run_main, sha256_file, write_bin, write_bpe_meta_pkl, write_meta,
+)
+
+SCRIPT_DIR = Path(__file__).resolve().parent
+TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate (as shakespeare_char)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
+    parser.add_argument("--out-dir", type=Path, default=SCRIPT_DIR, help="where the outputs go (default: beside this script)")
+    parser.add_argument("--tokenizer", type=Path,
+                        help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    out_dir = prepare_out_dir(args.out_dir)
+
+    # 1. the tokenizer first: a wrong --tokenizer should fail before any download
+    encoding, tokenizer = bpe_encoding(args.tokenizer)
+    print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
+
+    # 2. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
+    input_path = args.input if args.input is not None else fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
+    data = read_text(input_path)
+    print(f"length of dataset in characters: {len(data):,}")
+
+    # 3. split on characters, as nanoGPT does; each side is encoded on its own, so no token
+    #    straddles the boundary
+    n = len(data)
+    boundary = int(n * TRAIN_FRACTION)
+    train_data, val_data = data[:boundary], data[boundary:]
+    if not train_data or not val_data:
+        raise PrepareError(f"{input_path} has only {n} characters: too short for non-empty train and val splits")
+
+    # 4. encode with tiktoken; encode_ordinary reads "<|endoftext|>" in the text as plain text,
+    #    not as the special token
+    train_ids = encoding.encode_ordinary(train_data)
+    val_ids = encoding.encode_ordinary(val_data)
+    print(f"train has {len(train_ids):,} tokens ({len(train_data) / len(train_ids):.2f} characters per token)")
+    print(f"val has {len(val_ids):,} tokens ({len(val_data) / len(val_ids):.2f} characters per token)")
+
+    # 5. export to bin files, and the metadata that reads them
+    vocab_size = tokenizer["vocab_size"]
+    dtype = dtype_for_vocab(vocab_size)
+    write_bin(out_dir / "train.bin", [train_ids], dtype, vocab_size)
+    write_bin(out_dir / "val.bin", [val_ids], dtype, vocab_size)
+    input_path = Path(input_path).resolve()
+    write_meta(
+        out_dir,
+        script="data/shakespeare/prepare.py",
+        tokenizer=tokenizer,
+        dtype=dtype,
+        split_tokens={"train": len(train_ids), "val": len(val_ids)},
+        source={
+            "path": input_path.name if input_path.parent == out_dir.resolve() else str(input_path),
+            "sha256": sha256_file(input_path),
+            "characters": n,
+            "url": None if args.input is not None else TINY_SHAKESPEARE.url,
+        },
+        split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION,
+               "boundary_character": boundary},
+        options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
+    )
+    # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
+    #    (sample.py would otherwise look for a character vocabulary in it)
+    wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer)
+    print(f"wrote train.bin, val.bin ({dtype.name}), meta.json{', meta.pkl' if wrote_pkl else ''} to {out_dir}")
+
+
+if __name__ == "__main__":
+    run_main(main)
+
+# tokenizer: gpt2 (50,257 tokens)
+# length of dataset in characters: 1,115,394
+# train has 301,966 tokens (3.32 characters per token)
+# val has 36,059 tokens (3.09 characters per token)
