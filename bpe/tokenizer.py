@@ -23,7 +23,7 @@ from . import io
 from .patterns import PATTERNS, resolve_pattern
 
 EOT = "<|endoftext|>"
-CACHE_LIMIT = 1 << 20  # distinct pre-tokens kept encoded; emptied when full, so memory stays bounded
+CACHE_LIMIT = 1 << 16  # distinct pre-tokens kept encoded (~130 bytes each); emptied when full
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
 NO_MERGE = 1 << 62  # rank of a pair that is not a token; above any real id
 SINGLE_BYTES = [bytes([b]) for b in range(256)]
@@ -120,6 +120,7 @@ class Tokenizer:
 
         self._regex = regex.compile(self.pattern)
         self._cache = {}  # pre-token str -> tuple of its ids; see _encode_pieces
+        self.cache_limit = CACHE_LIMIT
         longest_first = sorted(self.special_tokens, key=lambda s: (-len(s), s))
         self._special_regex = (
             re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
@@ -154,8 +155,9 @@ class Tokenizer:
         cache = self._cache
         new_pieces = set(pieces).difference(cache)
         if new_pieces:
-            if len(cache) + len(new_pieces) > CACHE_LIMIT:
-                cache.clear()
+            if len(cache) + len(new_pieces) > self.cache_limit:
+                cache.clear()  # crude but bounded; the frequent pre-tokens come straight back
+                new_pieces = set(pieces)
             ranks = self._ranks
             for piece in new_pieces:
                 chunk = piece.encode("utf-8")

@@ -157,6 +157,16 @@ def test_round_trip_on_arbitrary_text(trained, text):
     assert trained.decode(trained.encode(text)) == text
 
 
+def test_a_full_cache_is_emptied_and_encoding_goes_on(shakespeare):
+    vocab, merges = bpe.train_bpe_from_iterator([shakespeare[:20_000]], 300)
+    small, large = Tokenizer(vocab, merges), Tokenizer(vocab, merges)
+    small.cache_limit = 50
+    for start in range(0, 40_000, 10_000):
+        text = shakespeare[start:start + 10_000]
+        assert small.encode(text) == large.encode(text)
+        assert len(small._cache) <= max(50, len(set(small._regex.findall(text))))
+
+
 def test_lone_surrogates_are_repaired_as_tiktoken_does(trained):
     assert trained.decode(trained.encode("a\ud800b")) == "a\ufffdb"
 
