@@ -119,7 +119,7 @@ class Tokenizer:
         self.eot_id = self.special_tokens.get(EOT)
 
         self._regex = regex.compile(self.pattern)
-        self._cache = {}  # pre-token str -> tuple of its ids; see _encode_pieces
+        self._cache = {}  # pre-token str -> its ids (never changed once stored); see _encode_pieces
         self.cache_limit = CACHE_LIMIT
         longest_first = sorted(self.special_tokens, key=lambda s: (-len(s), s))
         self._special_regex = (
@@ -159,10 +159,11 @@ class Tokenizer:
                 cache.clear()  # crude but bounded; the frequent pre-tokens come straight back
                 new_pieces = set(pieces)
             ranks = self._ranks
+            token_of = ranks.get
             for piece in new_pieces:
                 chunk = piece.encode("utf-8")
-                token = ranks.get(chunk)  # most pre-tokens are a single token
-                cache[piece] = (token,) if token is not None else tuple(bpe_encode_chunk(chunk, ranks))
+                token = token_of(chunk)  # most pre-tokens are a single token
+                cache[piece] = (token,) if token is not None else bpe_encode_chunk(chunk, ranks)
         return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     def encode(self, text):
