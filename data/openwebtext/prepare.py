@@ -101,9 +101,23 @@ def expand_data_files(patterns):
         raise PrepareError(f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}")
     if len({BUILDERS[kind][0] for kind in kinds}) > 1:
         raise PrepareError(f"--data-files mixes {', '.join(sorted(kinds))} files; give files of one kind")
-    if all(Path(path).stat().st_size == 0 for path in files):
+    if all(holds_nothing(path) for path in files):
         raise PrepareError(f"--data-files names only empty files ({files[0]}, ...); there is nothing to prepare")
     return files
+
+
+def holds_nothing(path):
+    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure error)."""
+    if Path(path).stat().st_size == 0:
+        return True
+    if Path(path).suffix.lower() != ".parquet":
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows == 0
+    except Exception:  # not a parquet file: datasets will say so
+        return False
 
 
 def load_documents(data_files, num_proc, cache_dir):
@@ -125,8 +139,10 @@ def load_documents(data_files, num_proc, cache_dir):
     try:
         return datasets.load_dataset(builder, data_files={"train": files}, split="train", cache_dir=cache_dir,
                                      num_proc=min(num_proc, len(files)), **options)
-    except Exception as exc:  # a corrupt parquet file, invalid JSON, a bad encoding...
-        raise PrepareError(f"datasets could not read --data-files {data_files} ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # a corrupt parquet file, invalid JSON, files with different columns...
+        cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
+        detail = " ".join(f"{type(cause).__name__}: {cause}".split())
+        raise PrepareError(f"datasets could not read --data-files {' '.join(data_files)} ({detail})") from None
 
 
 def check_texts(dataset, source):
