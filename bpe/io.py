@@ -33,7 +33,6 @@ regex, so the pattern is given when loading.
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from .core import parse_token, render_token
@@ -273,15 +272,13 @@ def atomic_write_text(path, text):
     path = Path(path)
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    # A pid-tagged name beside the target (not mkstemp, whose files are private 0600).
+    temp = folder / f".{path.name}.{os.getpid()}.tmp"
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
+        with open(temp, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
-        os.replace(temp_name, path)
+        os.replace(temp, path)
     except BaseException:
-        try:
-            os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
+        temp.unlink(missing_ok=True)
         raise
 
