@@ -18,6 +18,9 @@ The split uses --val-fraction 0.06 (1,200 val documents) for both: with nanoGPT'
 split has 10 documents, fewer than its 1,024 shards, and nanoGPT's loop crashes on it.
 
     NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_openwebtext.py
+
+Nothing to install beyond the project's dependencies: the reference is nanoGPT's own code on
+the same `datasets` and `tiktoken`.
 """
 
 import json
@@ -115,6 +118,11 @@ def folder_bytes(folder):
     return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
 
 
+def tokenized_bytes(folder):
+    """The size of .map's output files (named cache-*.arrow by datasets), without the loaded text."""
+    return sum(path.stat().st_size for path in Path(folder).rglob("cache-*.arrow"))
+
+
 def writer_growth(writer, files, out, cache_dir):
     script = ROOT / "data" / "openwebtext" / "prepare.py"
     env = dict(os.environ, HF_DATASETS_CACHE=str(cache_dir))
@@ -149,7 +157,9 @@ def main():
         print(f"{'whole script, wall (s)':28}{ref_seconds:12.2f}{our_seconds:12.2f}{our_seconds / ref_seconds:14.2f}")
         print(f"{'peak RSS, largest proc (MB)':28}{ref_rss / 1e6:12.0f}{our_rss / 1e6:12.0f}{our_rss / ref_rss:14.2f}")
         ref_cache, our_cache = folder_bytes(tmp / "cache-ref"), folder_bytes(tmp / "cache-ours")
-        print(f"{'datasets cache (MB)':28}{ref_cache / 1e6:12.1f}{our_cache / 1e6:12.1f}{our_cache / ref_cache:14.2f}")
+        print(f"{'datasets cache, all (MB)':28}{ref_cache / 1e6:12.1f}{our_cache / 1e6:12.1f}{our_cache / ref_cache:14.2f}")
+        ref_ids, our_ids = tokenized_bytes(tmp / "cache-ref"), tokenized_bytes(tmp / "cache-ours")
+        print(f"{'  of it tokenized ids (MB)':28}{ref_ids / 1e6:12.1f}{our_ids / 1e6:12.1f}{our_ids / ref_ids:14.2f}")
         print(f"train.bin and val.bin byte-identical: {identical}")
 
         # the writers alone: does their memory grow with the corpus?

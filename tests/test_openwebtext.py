@@ -43,10 +43,10 @@ def run(script, *args, cache_dir, env=None):
     return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True, env=env)
 
 
-def prepare(tmp_path, *args, name="out"):
-    """Run our script with its own cache; return the output folder."""
+def prepare(tmp_path, *args, name="out", cache=None):
+    """Run our script with its own cache (or run `cache`'s); return the output folder."""
     out = tmp_path / name
-    result = run(SCRIPT, *args, "--out-dir", out, cache_dir=tmp_path / f"cache-{name}")
+    result = run(SCRIPT, *args, "--out-dir", out, cache_dir=tmp_path / f"cache-{cache or name}")
     assert result.returncode == 0, result.stderr
     return out
 
@@ -110,13 +110,13 @@ def corpus(paragraphs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def prepared(corpus, tmp_path_factory):
-    """The corpus prepared with 1 and with 2 processes, and once more with 2 (a second run)."""
+    """The corpus prepared with 1 and with 2 processes, and again with 2 from the datasets cache."""
     folder, documents = corpus
     tmp = tmp_path_factory.mktemp("prepared")
     outs = {}
     for name, num_proc in (("one", 1), ("two", 2)):
         outs[name] = prepare(tmp, "--data-files", folder / "*.jsonl", "--num-proc", num_proc, name=name)
-    outs["again"] = prepare(tmp, "--data-files", folder / "*.jsonl", "--num-proc", 2, name="again")
+    outs["again"] = prepare(tmp, "--data-files", folder / "*.jsonl", "--num-proc", 2, name="again", cache="two")
     return outs, documents
 
 
@@ -200,7 +200,7 @@ def test_data_files_order_is_sorted_per_pattern(tmp_path):
     for name in ("b.txt", "a.txt", "10.txt", "2.txt"):
         (tmp_path / name).write_text(name)
     files = owt.expand_data_files([str(tmp_path / "b.txt"), str(tmp_path / "*.txt")])
-    assert [Path(f).name for f in files] == ["b.txt", "10.txt", "2.txt", "a.txt"]
+    assert [Path(f).name for f in files] == ["b.txt", "10.txt", "2.txt", "a.txt"]  # b.txt only once
 
 
 # ---------------------------------------------------------------------------------------------

@@ -89,12 +89,13 @@ def expand_data_files(patterns):
     Sorting makes the row order, and so the split and the .bin files, independent of the file
     system's listing order.
     """
-    files = []
+    files = {}  # a dict keeps the first place of a file named twice
     for pattern in patterns:
         matches = sorted(glob.glob(os.path.expanduser(pattern), recursive=True))
         if not matches:
             raise PrepareError(f"--data-files {pattern} matches no file; check the path")
-        files += [path for path in matches if path not in files and Path(path).is_file()]
+        files.update((path, None) for path in matches if path not in files and Path(path).is_file())
+    files = list(files)
     kinds = {Path(path).suffix.lower() for path in files}
     if not kinds or not kinds <= BUILDERS.keys():
         unknown = sorted(kinds - BUILDERS.keys()) or ["no files"]
