@@ -346,10 +346,13 @@ def bad_corpus(case, folder, paragraphs):
         return [folder / "x.jsonl"], "2 of 5 documents have a missing or non-string 'text' (the first at row 3)"
     if case == "val empty":
         write_jsonl(folder / "x.jsonl", paragraphs[:5])
-        return [folder / "x.jsonl", "--val-fraction", "0"], "leaves 5 for train and 0 for val"
+        return [folder / "x.jsonl", "--val-fraction", "0"], "--val-fraction 0.0 of 5 documents leaves val empty"
     if case == "train empty":
         write_jsonl(folder / "x.jsonl", paragraphs[:5])
-        return [folder / "x.jsonl", "--val-fraction", "0.9"], "leaves 0 for train and 5 for val"
+        return [folder / "x.jsonl", "--val-fraction", "0.9"], "--val-fraction 0.9 of 5 documents leaves train empty"
+    if case == "all val":
+        write_jsonl(folder / "x.jsonl", paragraphs[:5])
+        return [folder / "x.jsonl", "--val-fraction", "1.5"], "--val-fraction 1.5 of 5 documents leaves train empty"
     if case == "no match":
         return [folder / "nothing-*.jsonl"], "matches no file"
     if case == "mixed kinds":
@@ -368,7 +371,7 @@ def bad_corpus(case, folder, paragraphs):
 
 
 @pytest.mark.parametrize("case", ["no text column", "empty file", "no rows", "missing texts", "non-string texts",
-                                  "val empty", "train empty", "no match", "mixed kinds", "corrupt parquet",
+                                  "val empty", "train empty", "all val", "no match", "mixed kinds", "corrupt parquet",
                                   "no end-of-text"])
 def test_bad_input(case, paragraphs, tmp_path):
     args, message = bad_corpus(case, tmp_path, paragraphs)

@@ -257,9 +257,10 @@ def main():
 
     # 3. split the documents at random, as nanoGPT: train_test_split, then 'test' becomes 'val'
     num_train, num_val = split_sizes(len(dataset), args.val_fraction)
-    if not 0 < args.val_fraction < 1 or num_train == 0 or num_val == 0:
-        raise PrepareError(f"--val-fraction {args.val_fraction} of {len(dataset):,} documents leaves "
-                           f"{num_train:,} for train and {num_val:,} for val; both need at least one")
+    if not 0 < args.val_fraction < 1 or num_train <= 0:
+        empty = "val" if args.val_fraction <= 0 else "train"
+        raise PrepareError(f"--val-fraction {args.val_fraction} of {len(dataset):,} documents leaves {empty} empty; "
+                           f"choose a fraction that leaves at least one document on each side")
     split_dataset = dataset.train_test_split(test_size=args.val_fraction, seed=args.seed, shuffle=True)
     split_dataset["val"] = split_dataset.pop("test")
 
