@@ -164,7 +164,7 @@ def main():
 
         # the writers alone: does their memory grow with the corpus?
         quarter = files[:1]
-        print(f"\nwriter alone, peak RSS growth while writing one .bin of all documents (MB):")
+        print("\nwriter alone, peak RSS growth while writing one .bin of all documents (MB):")
         print(f"{'':28}{'nanoGPT':>12}{'ours':>12}")
         for label, subset in ((f"1/{len(files)} corpus", quarter), ("whole corpus", files)):
             row = []
