@@ -429,21 +429,43 @@ def write_pickle(path, obj):
             pickle.dump(obj, f)
 
 
-def write_bpe_meta_pkl(out_dir, tokenizer):
+def write_bpe_meta_pkl(out_dir, tokenizer, encoding):
     """nanoGPT's meta.pkl for a BPE pipeline; return whether one was written.
 
-    A trained tokenizer ({"kind": "bpe", ...}) -> {"vocab_size": ..., "tokenizer": {...}}, so
-    nanoGPT's train.py sizes the model. GPT-2 -> no meta.pkl (a stale one is removed), so
-    train.py and sample.py keep their GPT-2 defaults.
+    A trained tokenizer ({"kind": "bpe", ...}) -> {"vocab_size", "tokenizer", "stoi", "itos"}:
+    train.py sizes the model from vocab_size, and sample.py, which reads stoi/itos whenever a
+    meta.pkl exists, can run (see `nanogpt_sample_maps`). GPT-2 -> no meta.pkl (a stale one is
+    removed), so train.py and sample.py keep their GPT-2 defaults.
     """
     meta_pkl = Path(out_dir) / "meta.pkl"
     if tokenizer["kind"] == "bpe":
-        write_pickle(meta_pkl, {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer})
+        stoi, itos = nanogpt_sample_maps(encoding)
+        write_pickle(meta_pkl, {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer,
+                                "stoi": stoi, "itos": itos})
         return True
     if meta_pkl.exists():
         meta_pkl.unlink()
         print(f"removed {meta_pkl}, left by an earlier run with another tokenizer")
     return False
+
+
+def nanogpt_sample_maps(encoding):
+    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
+    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
+
+    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
+    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
+    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
+    """
+    itos = {}
+    for token_id in range(encoding.n_vocab):
+        try:
+            itos[token_id] = encoding.decode_single_token_bytes(token_id).decode("utf-8", errors="replace")
+        except KeyError:  # a gap in a tiktoken vocabulary
+            continue
+    stoi = {text: token_id for token_id, text in sorted(itos.items(), reverse=True)
+            if len(text) == 1 and text != "\ufffd"}
+    return stoi, itos
 
 
 def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, options, script):

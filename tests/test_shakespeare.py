@@ -111,6 +111,13 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
     assert meta_pkl["vocab_size"] == tokenizer.vocab_size == 400
     assert meta_pkl["tokenizer"]["sha256"] == prepare_common.sha256_file(tokenizer_path)
     assert meta_pkl["tokenizer"]["path"] == str(tokenizer_path.resolve())
+    # nanoGPT's sample.py reads stoi/itos from any meta.pkl: its own lambdas must work on it
+    stoi, itos = meta_pkl["stoi"], meta_pkl["itos"]
+    encode = lambda s: [stoi[c] for c in s]  # noqa: E731  (sample.py, verbatim)
+    decode = lambda l: "".join([itos[i] for i in l])  # noqa: E731
+    assert decode(train_ids.tolist()) == train_text  # ASCII text: every token decodes whole
+    assert decode(encode("\nROMEO:")) == "\nROMEO:"
+    assert encode("\n") == [tokenizer.encode_ordinary("\n")[0]]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tokenizer"] == meta_pkl["tokenizer"]
     assert meta["tokenizer"]["kind"] == "bpe" and meta["tokenizer"]["eot_id"] == tokenizer.special_tokens[EOT]

@@ -303,7 +303,7 @@ def main():
                "val_fraction": args.val_fraction, "seed": args.seed, "documents": {"train": num_train, "val": num_val}},
         options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer), "num_proc": args.num_proc},
     )
-    wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer)
+    wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer, encoding)
     print(f"wrote train.bin, val.bin ({dtype.name}), meta.json{', meta.pkl' if wrote_pkl else ''} to {out_dir}")
 
 

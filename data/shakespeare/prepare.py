@@ -5,7 +5,8 @@ train.bin / val.bin written are byte for byte nanoGPT's. No meta.pkl is written,
 train.py and sample.py keep their GPT-2 defaults; meta.json (readable, safe) describes the files.
 
 With --tokenizer, the text is encoded with a BPE trained by train_tokenizer.py instead, and
-meta.pkl tells nanoGPT's train.py that tokenizer's vocab_size (and which tokenizer it was).
+meta.pkl tells nanoGPT's train.py that tokenizer's vocab_size (and which tokenizer it was), and
+gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
 
     python data/shakespeare/prepare.py [--input FILE] [--out-dir DIR] [--tokenizer TOKENIZER.json]
 """
@@ -83,7 +84,7 @@ def main():
     )
     # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
     #    (sample.py would otherwise look for a character vocabulary in it)
-    wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer)
+    wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer, encoding)
     print(f"wrote train.bin, val.bin ({dtype.name}), meta.json{', meta.pkl' if wrote_pkl else ''} to {out_dir}")
 
 
