@@ -13,14 +13,14 @@ so built from GPT-2's files this tokenizer gives exactly tiktoken's `gpt2` ids.
 Special tokens such as "<|endoftext|>" are found first and never go through BPE.
 """
 
+import gc
 import hashlib
 import re
 from itertools import chain, repeat
 
-import regex
 
 from . import io
-from .patterns import PATTERNS, resolve_pattern
+from .patterns import PATTERNS, PreTokenizer, resolve_pattern
 
 EOT = "<|endoftext|>"
 CACHE_LIMIT = 1 << 16  # distinct pre-tokens kept encoded (~130 bytes each); emptied when full
@@ -118,7 +118,8 @@ class Tokenizer:
         self.vocab_size = len(self.vocab)
         self.eot_id = self.special_tokens.get(EOT)
 
-        self._regex = regex.compile(self.pattern)
+        self._pretokenizer = PreTokenizer(self.pattern)
+        self._regex = self._pretokenizer.regex
         self._cache = {}  # pre-token str -> its ids (never changed once stored); see _encode_pieces
         self.cache_limit = CACHE_LIMIT
         longest_first = sorted(self.special_tokens, key=lambda s: (-len(s), s))
@@ -140,7 +141,7 @@ class Tokenizer:
         Same ids as `bpe_encode_chunk_simple` on each pre-token, through a cache.
         """
         try:
-            return self._encode_pieces(self._regex.findall(text))
+            return self._encode_pieces(self._pretokenizer.findall(text))
         except UnicodeEncodeError:  # lone surrogates: not valid Unicode; repair as tiktoken does
             return self.encode_ordinary(_without_lone_surrogates(text))
 
@@ -160,10 +161,19 @@ class Tokenizer:
                 new_pieces = set(pieces)
             ranks = self._ranks
             token_of = ranks.get
-            for piece in new_pieces:
-                chunk = piece.encode("utf-8")
-                token = token_of(chunk)  # most pre-tokens are a single token
-                cache[piece] = (token,) if token is not None else bpe_encode_chunk(chunk, ranks)
+            # BPE makes many short-lived lists and no reference cycles; without this pause
+            # Python's cycle collector would rescan every object in the process again and
+            # again (about a tenth of a cold encode).
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                for piece in new_pieces:
+                    chunk = piece.encode("utf-8")
+                    token = token_of(chunk)  # most pre-tokens are a single token
+                    cache[piece] = (token,) if token is not None else bpe_encode_chunk(chunk, ranks)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
         return list(chain.from_iterable(map(cache.__getitem__, pieces)))
 
     def encode(self, text):

@@ -39,7 +39,7 @@ from pathlib import Path
 import regex
 
 from .core import get_pair_counts, merge_pair
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, resolve_pattern
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, resolve_pattern
 
 log = logging.getLogger(__name__)
 
@@ -172,10 +172,10 @@ def train_bpe_simple(text, vocab_size, special_tokens=(), pattern="gpt2"):
 
 def count_pretokens(text, pattern="gpt2", special_tokens=()):
     """How often each pre-token occurs: "the cat the" -> Counter({"the": 1, " cat": 1, " the": 1})."""
-    compiled = regex.compile(resolve_pattern(pattern))
+    pretokenizer = PreTokenizer(pattern)  # regex.findall, faster on all-ASCII text
     counts = Counter()
     for piece in split_on_special_tokens(text, special_tokens):
-        counts.update(compiled.findall(piece))
+        counts.update(pretokenizer.findall(piece))
     return counts
 
 
