@@ -468,6 +468,18 @@ def nanogpt_sample_maps(encoding):
     return stoi, itos
 
 
+def text_source(input_path, out_dir, characters, url=None):
+    """meta.json's "source" for one text file: where it is, its sha256 and size, its origin.
+
+    The path is relative when the file sits in `out_dir` (a downloaded input.txt), so the
+    folder can be moved; `url` is None for a local --input.
+    """
+    input_path = Path(input_path).resolve()
+    inside = input_path.parent == Path(out_dir).resolve()
+    return {"path": input_path.name if inside else str(input_path), "sha256": sha256_file(input_path),
+            "characters": characters, "url": url}
+
+
 def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, options, script):
     """Write meta.json: everything needed to read, check and reproduce the .bin files.
 

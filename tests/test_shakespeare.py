@@ -2,17 +2,14 @@
 
 import json
 import pickle
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import prepare_common
 from bpe import Tokenizer
+from support import REPO, run_python
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "data" / "shakespeare" / "prepare.py"
 EOT = "<|endoftext|>"
 # sha256 of nanoGPT's train.bin / val.bin for Tiny Shakespeare (its shakespeare/prepare.py, run on the
@@ -22,7 +19,7 @@ VAL_SHA256 = "68a53422394c26a655ebe641f5c6f49888e8f4e45fe5d6f02abda63ba3ebd65b"
 
 
 def run_script(*args, cwd=None):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    return run_python(SCRIPT, *args, cwd=cwd)
 
 
 def nanogpt_bins(text):
@@ -50,9 +47,8 @@ def small_tokenizer(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tokenizer")
     text = prepare_common.read_text(prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt"))
     (folder / "head.txt").write_text(text[:200_000], encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, str(REPO / "train_tokenizer.py"), "--input", folder / "head.txt", "--vocab-size", "400",
-         "--out", folder / "tok400.json", "--special-tokens", EOT], capture_output=True, text=True)
+    result = run_python(REPO / "train_tokenizer.py", "--input", folder / "head.txt", "--vocab-size", "400",
+                        "--out", folder / "tok400.json", "--special-tokens", EOT)
     assert result.returncode == 0, result.stderr
     return folder / "tok400.json", text
 

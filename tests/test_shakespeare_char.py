@@ -3,21 +3,18 @@
 import importlib.util
 import json
 import pickle
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import prepare_common
+from support import REPO, assert_clean_failure, run_python
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 
 
 def run_script(*args, cwd=None):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    return run_python(SCRIPT, *args, cwd=cwd)
 
 
 def load_script_module():
@@ -100,8 +97,7 @@ def test_meta_json(prepared):
 
 def test_verify_command_accepts_the_output(prepared):
     out_dir, _ = prepared
-    result = subprocess.run([sys.executable, str(REPO / "prepare_common.py"), "verify", str(out_dir)],
-                            capture_output=True, text=True)
+    result = run_python(REPO / "prepare_common.py", "verify", out_dir)
     assert result.returncode == 0, result.stderr
     assert "start of val: " in result.stdout and "?\\n\\nGREMIO:" in result.stdout
 
@@ -159,15 +155,6 @@ def test_strict_vocab_from_train(tmp_path):
     assert dropped.returncode == 0, dropped.stderr
     assert "vocab size: 2" in dropped.stdout and "val has 0 tokens" in dropped.stdout
     assert (out_dir / "val.bin").stat().st_size == 0
-
-
-def assert_clean_failure(result, *fragments):
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 @pytest.mark.parametrize(

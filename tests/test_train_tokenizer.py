@@ -1,24 +1,19 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import prepare_common
 from bpe import Tokenizer
 from bpe.train import train_bpe_from_iterator
+from support import REPO, assert_clean_failure, run_python
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "train_tokenizer.py"
 EOT = "<|endoftext|>"
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)], cwd=cwd, capture_output=True, text=True
-    )
+    return run_python(SCRIPT, *args, cwd=cwd)
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +67,6 @@ def test_small_corpus_says_it_stopped_early(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "asked for vocab_size 300, got 273" in result.stdout
     assert Tokenizer.load(tmp_path / "tok.json").vocab_size == 273
-
-
-def assert_clean_failure(result, *fragments):
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 @pytest.mark.parametrize(

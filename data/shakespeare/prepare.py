@@ -16,7 +16,7 @@ from pathlib import Path
 
 from prepare_common import (
     TINY_SHAKESPEARE, PrepareError, bpe_encoding, dtype_for_vocab, fetch, prepare_out_dir, read_text,
-    run_main, sha256_file, write_bin, write_bpe_meta_pkl, write_meta,
+    run_main, text_source, write_bin, write_bpe_meta_pkl, write_meta,
 )
 
 SCRIPT_DIR = Path(__file__).resolve().parent
@@ -65,19 +65,13 @@ def main():
     dtype = dtype_for_vocab(vocab_size)
     write_bin(out_dir / "train.bin", [train_ids], dtype, vocab_size)
     write_bin(out_dir / "val.bin", [val_ids], dtype, vocab_size)
-    input_path = Path(input_path).resolve()
     write_meta(
         out_dir,
         script="data/shakespeare/prepare.py",
         tokenizer=tokenizer,
         dtype=dtype,
         split_tokens={"train": len(train_ids), "val": len(val_ids)},
-        source={
-            "path": input_path.name if input_path.parent == out_dir.resolve() else str(input_path),
-            "sha256": sha256_file(input_path),
-            "characters": n,
-            "url": None if args.input is not None else TINY_SHAKESPEARE.url,
-        },
+        source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
         split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION,
                "boundary_character": boundary},
         options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},

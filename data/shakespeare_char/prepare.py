@@ -16,7 +16,7 @@ import numpy as np
 
 from prepare_common import (
     TINY_SHAKESPEARE, PrepareError, dtype_for_vocab, fetch, prepare_out_dir, read_text, run_main,
-    sha256_file, write_bin, write_meta, write_pickle,
+    text_source, write_bin, write_meta, write_pickle,
 )
 
 SCRIPT_DIR = Path(__file__).resolve().parent
@@ -99,7 +99,6 @@ def main():
     stoi = {ch: i for i, ch in enumerate(chars)}
     itos = {i: ch for i, ch in enumerate(chars)}
     write_pickle(out_dir / "meta.pkl", {"vocab_size": vocab_size, "itos": itos, "stoi": stoi})
-    input_path = Path(input_path).resolve()
     write_meta(
         out_dir,
         script="data/shakespeare_char/prepare.py",
@@ -109,12 +108,7 @@ def main():
         },
         dtype=dtype,
         split_tokens={"train": len(train_ids), "val": len(val_ids)},
-        source={
-            "path": input_path.name if input_path.parent == out_dir.resolve() else str(input_path),
-            "sha256": sha256_file(input_path),
-            "characters": n,
-            "url": None if args.input is not None else TINY_SHAKESPEARE.url,
-        },
+        source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
         split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION,
                "boundary_character": boundary},
         options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
