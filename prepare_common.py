@@ -257,19 +257,20 @@ def gpt2_files():
 
 
 def gpt2_encoding():
-    """`tiktoken.get_encoding("gpt2")`, working offline when NANOGPT_DATA_MIRROR is set.
+    """`tiktoken.get_encoding("gpt2")`, with its two files fetched by `fetch` first.
 
     tiktoken looks in $TIKTOKEN_CACHE_DIR for a file named sha1(url) of each of its two
-    downloads; we put the mirror's (checksummed) copies there under those names.
+    downloads; we put checksummed copies there under those names, from the origin or from
+    NANOGPT_DATA_MIRROR. So the GPT-2 pipelines work offline with a mirror, and a failed
+    download is our one-line error (with retries) rather than a traceback from inside tiktoken.
     """
     import tiktoken
 
-    if os.environ.get(MIRROR_ENV, "").strip():
-        tiktoken_cache = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or cache_dir() / "tiktoken")
-        tiktoken_cache.mkdir(parents=True, exist_ok=True)
-        for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
-            fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
+    tiktoken_cache = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or cache_dir() / "tiktoken")
+    tiktoken_cache.mkdir(parents=True, exist_ok=True)
+    for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
+        fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
     return tiktoken.get_encoding("gpt2")
 
 

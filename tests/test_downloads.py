@@ -434,3 +434,13 @@ def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
     assert result.stdout.strip() == "[31373, 995]"
     tiktoken_cache = tmp_path / "cache" / "tiktoken"
     assert names_in(tiktoken_cache) == sorted(hashlib.sha1(r.url.encode()).hexdigest() for r in TIKTOKEN_GPT2_URLS)
+
+
+def test_gpt2_encoding_failure_is_our_one_line_error_not_tiktokens(fresh_caches, server, monkeypatch):
+    """tiktoken's files come through `fetch`, so a bad source is a PrepareError, and nothing is cached."""
+    monkeypatch.setenv(prepare_common.MIRROR_ENV, server.base + "/mirror")  # serves 404 for everything
+    with pytest.raises(PrepareError) as error:
+        prepare_common.gpt2_encoding()
+    assert f"{server.base}/mirror/gpt2/vocab.bpe" in str(error.value) and "404" in str(error.value)
+    assert server.hits["/mirror/gpt2/vocab.bpe"] == 1  # a 4xx is not retried
+    assert names_in(fresh_caches / "tiktoken") == []
