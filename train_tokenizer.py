@@ -123,6 +123,8 @@ def main(argv=None):
     args = parse_args(argv)
     check_args(args)
     texts = [read_text(path) for path in args.input]  # fails early on a non-UTF-8 file
+    if not any(texts):
+        raise PrepareError(f"{' '.join(args.input)}: no text to train on (empty input)")
     eval_text = read_text(args.eval) if args.eval else None
 
     from bpe import Tokenizer

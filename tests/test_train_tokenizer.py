@@ -77,6 +77,7 @@ def test_small_corpus_says_it_stopped_early(tmp_path):
         ("vocab-too-small", ["--vocab-size 256 is too small", "257"]),
         ("out-folder-missing", ["no_such_folder", "does not exist"]),
         ("duplicate-special", ["--special-tokens must be distinct"]),
+        ("empty", ["empty.txt", "no text to train on"]),
     ],
 )
 def test_errors_are_one_line_and_write_nothing(tmp_path, case, fragments):
@@ -84,6 +85,8 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, case, fragments):
     good.write_text("some ordinary text " * 10, encoding="utf-8")
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"hello \xff world")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
     out = tmp_path / "tok.json"
     args = {
         "missing": ["--input", tmp_path / "missing.txt", "--vocab-size", 300, "--out", out],
@@ -91,6 +94,7 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, case, fragments):
         "vocab-too-small": ["--input", good, "--vocab-size", 256, "--out", out, "--special-tokens", EOT],
         "out-folder-missing": ["--input", good, "--vocab-size", 300, "--out", tmp_path / "no_such_folder" / "t.json"],
         "duplicate-special": ["--input", good, "--vocab-size", 300, "--out", out, "--special-tokens", EOT, EOT],
+        "empty": ["--input", empty, "--vocab-size", 300, "--out", out],
     }[case]
     before = sorted(p.name for p in tmp_path.iterdir())
     assert_clean_failure(run_cli(*args), *fragments)
