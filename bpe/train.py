@@ -414,11 +414,11 @@ def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, pro
     counts = Counter()
     done = 0
     for text in texts:
-        report = None
-        if progress:
-            def report(stage, chars, _, before=done):
-                progress(stage, before + chars, total)
-        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers, report))
+        def report(stage, chars, _, before=done):
+            progress(stage, before + chars, total)
+
+        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers,
+                                               report if progress else None))
         done += len(text)
     word_counts = {word.encode("utf-8"): n for word, n in counts.items()}
     num_merges = _num_merges(vocab_size, special_tokens)

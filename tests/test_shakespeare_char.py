@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import prepare_common
 from support import REPO, assert_clean_failure, run_python
@@ -108,6 +109,13 @@ def test_rerun_reuses_download_and_gives_same_bytes(prepared, tmp_path):
     result = run_script("--out-dir", out_dir)
     assert result.returncode == 0, result.stderr
     assert {name: (out_dir / name).read_bytes() for name in before} == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_distinct_chars_is_sorted_set(text):
+    module = load_script_module()
+    assert module.distinct_chars(text) == sorted(set(text))
 
 
 def test_lecture_example_encode_decode():

@@ -23,6 +23,12 @@ SCRIPT_DIR = Path(__file__).resolve().parent
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 
 
+def distinct_chars(text):
+    """sorted(set(text)), counted by numpy in a few milliseconds: "hello" -> ["e", "h", "l", "o"]."""
+    codepoints = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    return [chr(c) for c in np.flatnonzero(np.bincount(codepoints))]
+
+
 def encode(text, chars):
     """Characters -> ids, with one numpy lookup instead of a Python call per character.
 
@@ -71,7 +77,7 @@ def main():
         raise PrepareError(f"{input_path} has only {n} character(s): too short for non-empty train and val splits")
 
     # 3. the vocabulary: every distinct character, sorted by code point
-    chars = sorted(set(data if args.vocab_from == "all" else train_data))
+    chars = distinct_chars(data if args.vocab_from == "all" else train_data)
     vocab_size = len(chars)
     print("all the unique characters:", "".join(chars))
     print(f"vocab size: {vocab_size:,}")
