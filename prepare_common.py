@@ -516,8 +516,11 @@ def _decoder_for(tokenizer, folder):
         chars = tokenizer["chars"]
         return lambda ids: "".join(chars[i] for i in ids)
     if kind == "tiktoken":
-        encoding = gpt2_encoding() if tokenizer.get("name") == "gpt2" else __import__("tiktoken").get_encoding(tokenizer["name"])
-        return encoding.decode
+        if tokenizer.get("name") == "gpt2":
+            return gpt2_encoding().decode
+        import tiktoken
+
+        return tiktoken.get_encoding(tokenizer["name"]).decode
     if kind == "bpe":
         from bpe import Tokenizer
 
