@@ -113,9 +113,13 @@ def show_merges(merges):
         print("merges:", *(line(i, p) for i, p in shown), sep="\n")
 
 
-def compression(tokenizer, text):
-    """Bytes per token: "hello world" in 2 tokens -> 5.5."""
-    ids = tokenizer.encode(text)
+def compression(encoding, text):
+    """Bytes per token: "hello world" in 2 tokens -> 5.5.
+
+    `encoding` is the tokenizer's tiktoken export: same ids as Tokenizer.encode, at
+    tiktoken's speed, which matters on a training corpus of many megabytes.
+    """
+    ids = encoding.encode(text, allowed_special="all")
     return len(text.encode("utf-8")) / max(len(ids), 1)
 
 
@@ -139,10 +143,11 @@ def main(argv=None):
     first_special = 256 + len(merges)
     special_ids = {token: first_special + i for i, token in enumerate(args.special_tokens)}
     tokenizer = Tokenizer(vocab, merges, special_tokens=special_ids, pattern=args.pattern)
+    encoding = tokenizer.to_tiktoken()
     training_text = "".join(texts)
-    print(f"compression on the training text: {compression(tokenizer, training_text):.3f} bytes/token")
+    print(f"compression on the training text: {compression(encoding, training_text):.3f} bytes/token")
     if eval_text is not None:
-        print(f"compression on {args.eval}: {compression(tokenizer, eval_text):.3f} bytes/token")
+        print(f"compression on {args.eval}: {compression(encoding, eval_text):.3f} bytes/token")
     tokenizer.save(args.out)
     print(f"wrote {args.out}")
 
