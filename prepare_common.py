@@ -146,7 +146,9 @@ def _save_verified(blocks, expected_sha256, dest, source, total_bytes=None):
     if total_bytes is not None and total_bytes >= PROGRESS_BAR_BYTES:
         from tqdm import tqdm
 
-        bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=f"downloading {Path(dest).name}")
+        bar = tqdm(
+            total=total_bytes, unit="B", unit_scale=True, desc=f"downloading {Path(dest).name}"
+        )
     try:
         with atomic_path(dest) as tmp:
             with open(tmp, "wb") as f:
@@ -197,11 +199,17 @@ def download(url, expected_sha256, dest, retries=3, backoff=1.0):
     """
     import requests
 
-    transient = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
+    transient = (
+        requests.ConnectionError,
+        requests.Timeout,
+        requests.exceptions.ChunkedEncodingError,
+    )
     for attempt in range(retries + 1):
         response = None
         try:
-            with requests.get(url, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)) as response:
+            with requests.get(
+                url, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+            ) as response:
                 if response.status_code >= 500:
                     raise _RetryableStatus(response.status_code, response.reason)
                 if not 200 <= response.status_code < 300:
@@ -211,11 +219,18 @@ def download(url, expected_sha256, dest, retries=3, backoff=1.0):
                     )
                 length = response.headers.get("Content-Length")
                 # With Content-Encoding the header counts compressed bytes, not the ones we get.
-                total = int(length) if length and not response.headers.get("Content-Encoding") else None
-                return _save_verified(response.iter_content(1 << 16), expected_sha256, dest, url, total)
+                total = (
+                    int(length) if length and not response.headers.get("Content-Encoding") else None
+                )
+                return _save_verified(
+                    response.iter_content(1 << 16), expected_sha256, dest, url, total
+                )
         except (_RetryableStatus, *transient) as exc:
             if attempt == retries:
-                if isinstance(exc, requests.exceptions.ChunkedEncodingError) and response is not None:
+                if (
+                    isinstance(exc, requests.exceptions.ChunkedEncodingError)
+                    and response is not None
+                ):
                     # raw.tell() and Content-Length both count the bytes as sent (maybe compressed)
                     length = response.headers.get("Content-Length", "")
                     of_total = f" of {int(length):,}" if length.isdigit() else ""
@@ -295,22 +310,33 @@ def bpe_encoding(tokenizer_path=None):
     if tokenizer_path is None:
         encoding = gpt2_encoding()
         return encoding, {
-            "kind": "tiktoken", "name": "gpt2", "vocab_size": encoding.n_vocab,
-            "eot_id": encoding.eot_token, "sha256": encoding_sha256(encoding),
+            "kind": "tiktoken",
+            "name": "gpt2",
+            "vocab_size": encoding.n_vocab,
+            "eot_id": encoding.eot_token,
+            "sha256": encoding_sha256(encoding),
         }
     from bpe import Tokenizer
 
     path = Path(tokenizer_path)
     if not path.is_file():
-        raise PrepareError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py first")
+        raise PrepareError(
+            f"--tokenizer {path} does not exist; write one with train_tokenizer.py first"
+        )
     try:
         tokenizer = Tokenizer.load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
-        raise PrepareError(f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})") from None
+        raise PrepareError(
+            f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})"
+        ) from None
     encoding = tokenizer.to_tiktoken()
     return encoding, {
-        "kind": "bpe", "name": path.stem, "path": str(path.resolve()), "vocab_size": tokenizer.vocab_size,
-        "eot_id": tokenizer.special_tokens.get("<|endoftext|>"), "sha256": sha256_file(path),
+        "kind": "bpe",
+        "name": path.stem,
+        "path": str(path.resolve()),
+        "vocab_size": tokenizer.vocab_size,
+        "eot_id": tokenizer.special_tokens.get("<|endoftext|>"),
+        "sha256": sha256_file(path),
         "encoding_sha256": encoding_sha256(encoding),
     }
 
@@ -334,7 +360,7 @@ def read_text(path):
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PrepareError(
-            f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start:exc.start + 1]!r}; "
+            f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start : exc.start + 1]!r}; "
             f"convert the file to UTF-8 first"
         ) from None
 
@@ -380,8 +406,15 @@ def check_ids(ids, vocab_size, dtype, where="ids"):
     if lowest < 0 or highest >= limit:
         bad_index = int(np.argmax((ids < 0) | (ids >= limit)))  # the first bad one
         bad_id = int(ids.flat[bad_index])
-        reason = "negative" if bad_id < 0 else (
-            f">= vocab_size {vocab_size:,}" if bad_id >= vocab_size else f"beyond {np.dtype(dtype).name}")
+        reason = (
+            "negative"
+            if bad_id < 0
+            else (
+                f">= vocab_size {vocab_size:,}"
+                if bad_id >= vocab_size
+                else f"beyond {np.dtype(dtype).name}"
+            )
+        )
         raise PrepareError(f"{where}: token id {bad_id:,} at position {bad_index:,} is {reason}")
 
 
@@ -410,9 +443,13 @@ def write_bin(path, id_chunks, dtype, vocab_size, expected_tokens=None, desc=Non
                     if bar is not None:
                         bar.update(chunk.size)
             if expected_tokens is not None and written != expected_tokens:
-                raise PrepareError(f"{path}: wrote {written:,} tokens, expected {expected_tokens:,}")
+                raise PrepareError(
+                    f"{path}: wrote {written:,} tokens, expected {expected_tokens:,}"
+                )
             if tmp.stat().st_size != written * dtype.itemsize:
-                raise PrepareError(f"{path}: file size does not match {written:,} {dtype.name} tokens")
+                raise PrepareError(
+                    f"{path}: file size does not match {written:,} {dtype.name} tokens"
+                )
     finally:
         if bar is not None:
             bar.close()
@@ -425,9 +462,8 @@ def write_json(path, obj):
 
 
 def write_pickle(path, obj):
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f:
-            pickle.dump(obj, f)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        pickle.dump(obj, f)
 
 
 def write_bpe_meta_pkl(out_dir, tokenizer, encoding):
@@ -441,8 +477,15 @@ def write_bpe_meta_pkl(out_dir, tokenizer, encoding):
     meta_pkl = Path(out_dir) / "meta.pkl"
     if tokenizer["kind"] == "bpe":
         stoi, itos = nanogpt_sample_maps(encoding)
-        write_pickle(meta_pkl, {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer,
-                                "stoi": stoi, "itos": itos})
+        write_pickle(
+            meta_pkl,
+            {
+                "vocab_size": tokenizer["vocab_size"],
+                "tokenizer": tokenizer,
+                "stoi": stoi,
+                "itos": itos,
+            },
+        )
         return True
     if meta_pkl.exists():
         meta_pkl.unlink()
@@ -461,11 +504,16 @@ def nanogpt_sample_maps(encoding):
     itos = {}
     for token_id in range(encoding.n_vocab):
         try:
-            itos[token_id] = encoding.decode_single_token_bytes(token_id).decode("utf-8", errors="replace")
+            itos[token_id] = encoding.decode_single_token_bytes(token_id).decode(
+                "utf-8", errors="replace"
+            )
         except KeyError:  # a gap in a tiktoken vocabulary
             continue
-    stoi = {text: token_id for token_id, text in sorted(itos.items(), reverse=True)
-            if len(text) == 1 and text != "\ufffd"}
+    stoi = {
+        text: token_id
+        for token_id, text in sorted(itos.items(), reverse=True)
+        if len(text) == 1 and text != "\ufffd"
+    }
     return stoi, itos
 
 
@@ -477,8 +525,12 @@ def text_source(input_path, out_dir, characters, url=None):
     """
     input_path = Path(input_path).resolve()
     inside = input_path.parent == Path(out_dir).resolve()
-    return {"path": input_path.name if inside else str(input_path), "sha256": sha256_file(input_path),
-            "characters": characters, "url": url}
+    return {
+        "path": input_path.name if inside else str(input_path),
+        "sha256": sha256_file(input_path),
+        "characters": characters,
+        "url": url,
+    }
 
 
 def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, options, script):
@@ -494,7 +546,11 @@ def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, option
         "tokenizer": tokenizer,
         "dtype": np.dtype(dtype).name,
         "splits": {
-            name: {"file": f"{name}.bin", "tokens": count, "sha256": sha256_file(out_dir / f"{name}.bin")}
+            name: {
+                "file": f"{name}.bin",
+                "tokens": count,
+                "sha256": sha256_file(out_dir / f"{name}.bin"),
+            }
             for name, count in split_tokens.items()
         },
         "source": source,
@@ -528,9 +584,13 @@ def _decoder_for(tokenizer, folder):
         if not path.is_absolute():
             path = folder / path
         if not path.is_file():
-            raise PrepareError(f"the tokenizer file {path} recorded in {folder / 'meta.json'} is missing")
+            raise PrepareError(
+                f"the tokenizer file {path} recorded in {folder / 'meta.json'} is missing"
+            )
         if sha256_file(path) != tokenizer["sha256"]:
-            raise PrepareError(f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)")
+            raise PrepareError(
+                f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)"
+            )
         return Tokenizer.load(path).decode
     raise PrepareError(f"{folder / 'meta.json'}: unknown tokenizer kind {kind!r}")
 
@@ -542,11 +602,15 @@ def verify(folder, show_chars=200):
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise PrepareError(f"{meta_path} does not exist; run the folder's prepare.py first") from None
+        raise PrepareError(
+            f"{meta_path} does not exist; run the folder's prepare.py first"
+        ) from None
     except json.JSONDecodeError as exc:
         raise PrepareError(f"{meta_path} is not valid JSON ({exc})") from None
     if meta.get("format_version") != META_FORMAT_VERSION:
-        raise PrepareError(f"{meta_path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}")
+        raise PrepareError(
+            f"{meta_path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
+        )
     problems = []
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
@@ -557,7 +621,9 @@ def verify(folder, show_chars=200):
             continue
         size = path.stat().st_size
         if size != split["tokens"] * dtype.itemsize:
-            problems.append(f"{path} has {size:,} bytes, expected {split['tokens']:,} {dtype.name} tokens")
+            problems.append(
+                f"{path} has {size:,} bytes, expected {split['tokens']:,} {dtype.name} tokens"
+            )
             continue
         if sha256_file(path) != split["sha256"]:
             problems.append(f"{path} does not match the sha256 recorded in meta.json")
@@ -568,9 +634,15 @@ def verify(folder, show_chars=200):
                 problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
         print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
     source_path = meta["source"].get("path")
-    if source_path and (folder / source_path).is_file() and meta["source"].get("sha256"):
-        if sha256_file(folder / source_path) != meta["source"]["sha256"]:
-            problems.append(f"{folder / source_path} does not match the source sha256 recorded in meta.json")
+    if (
+        source_path
+        and (folder / source_path).is_file()
+        and meta["source"].get("sha256")
+        and sha256_file(folder / source_path) != meta["source"]["sha256"]
+    ):
+        problems.append(
+            f"{folder / source_path} does not match the source sha256 recorded in meta.json"
+        )
     if not problems and "val" in meta["splits"] and meta["splits"]["val"]["tokens"]:
         decode = _decoder_for(meta["tokenizer"], folder)
         ids = np.memmap(folder / meta["splits"]["val"]["file"], dtype=dtype, mode="r")[:show_chars]
@@ -581,9 +653,13 @@ def verify(folder, show_chars=200):
 def main(argv=None):
     import argparse
 
-    parser = argparse.ArgumentParser(description="Check a prepared data folder against its meta.json.")
+    parser = argparse.ArgumentParser(
+        description="Check a prepared data folder against its meta.json."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    verify_parser = sub.add_parser("verify", help="check .bin sizes, hashes and ids against meta.json")
+    verify_parser = sub.add_parser(
+        "verify", help="check .bin sizes, hashes and ids against meta.json"
+    )
     verify_parser.add_argument("folder", help="e.g. data/shakespeare_char")
     args = parser.parse_args(argv)
     problems = verify(args.folder)

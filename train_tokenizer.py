@@ -25,16 +25,39 @@ SHOW_MERGES = 10  # how many of the first and of the last merges to print
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="Train a byte-level BPE tokenizer.")
-    parser.add_argument("--input", nargs="+", required=True, metavar="FILE", help="UTF-8 text to train on")
-    parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
-                        help="256 bytes + merges + special tokens, e.g. 4096")
-    parser.add_argument("--out", required=True, metavar="PATH", help="the tokenizer file to write (JSON)")
-    parser.add_argument("--special-tokens", nargs="*", default=[], metavar="TOK",
-                        help='e.g. "<|endoftext|>"; they get the last ids, in this order')
-    parser.add_argument("--pattern", default="gpt2", choices=["gpt2", "gpt4"],
-                        help="pre-tokenization regex (default: gpt2)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="processes for pre-tokenizing large files (default: all CPUs)")
+    parser.add_argument(
+        "--input", nargs="+", required=True, metavar="FILE", help="UTF-8 text to train on"
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        metavar="N",
+        help="256 bytes + merges + special tokens, e.g. 4096",
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="PATH", help="the tokenizer file to write (JSON)"
+    )
+    parser.add_argument(
+        "--special-tokens",
+        nargs="*",
+        default=[],
+        metavar="TOK",
+        help='e.g. "<|endoftext|>"; they get the last ids, in this order',
+    )
+    parser.add_argument(
+        "--pattern",
+        default="gpt2",
+        choices=["gpt2", "gpt4"],
+        help="pre-tokenization regex (default: gpt2)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes for pre-tokenizing large files (default: all CPUs)",
+    )
     parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
     return parser.parse_args(argv)
 
@@ -51,14 +74,18 @@ def check_args(args):
             f"{len(args.special_tokens)} special token(s) need at least {smallest}"
         )
     if len(set(args.special_tokens)) != len(args.special_tokens) or "" in args.special_tokens:
-        raise PrepareError(f"--special-tokens must be distinct non-empty strings, got {args.special_tokens}")
+        raise PrepareError(
+            f"--special-tokens must be distinct non-empty strings, got {args.special_tokens}"
+        )
     if args.workers is not None and args.workers < 1:
         raise PrepareError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out)
     if not out.parent.is_dir():
         raise PrepareError(f"--out {out}: the folder {out.parent} does not exist; create it first")
     if out.is_dir():
-        raise PrepareError(f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}")
+        raise PrepareError(
+            f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
+        )
 
 
 class ProgressBars:
@@ -73,7 +100,9 @@ class ProgressBars:
         if stage not in self.bars:
             self.close()  # the previous stage is over
             unit = "char" if stage == "pretokenize" else "merge"
-            self.bars[stage] = tqdm(total=total, desc=stage, unit=unit, unit_scale=True, file=sys.stderr)
+            self.bars[stage] = tqdm(
+                total=total, desc=stage, unit=unit, unit_scale=True, file=sys.stderr
+            )
         bar = self.bars[stage]
         bar.update(done - bar.n)
 
@@ -89,8 +118,9 @@ def train(args, texts):
     bars = ProgressBars()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        vocab, merges = train_bpe_from_iterator(texts, args.vocab_size, args.special_tokens,
-                                                args.pattern, args.workers, progress=bars)
+        vocab, merges = train_bpe_from_iterator(
+            texts, args.vocab_size, args.special_tokens, args.pattern, args.workers, progress=bars
+        )
     bars.close()
     for warning in caught:
         print(f"note: {warning.message}")
@@ -136,8 +166,10 @@ def main(argv=None):
     start = time.perf_counter()
     vocab, merges = train(args, texts)
     seconds = time.perf_counter() - start
-    print(f"learned {len(merges):,} merges in {seconds:.2f} s "
-          f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}")
+    print(
+        f"learned {len(merges):,} merges in {seconds:.2f} s "
+        f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}"
+    )
     show_merges(merges)
 
     first_special = 256 + len(merges)
@@ -145,7 +177,9 @@ def main(argv=None):
     tokenizer = Tokenizer(vocab, merges, special_tokens=special_ids, pattern=args.pattern)
     encoding = tokenizer.to_tiktoken()
     training_text = "".join(texts)
-    print(f"compression on the training text: {compression(encoding, training_text):.3f} bytes/token")
+    print(
+        f"compression on the training text: {compression(encoding, training_text):.3f} bytes/token"
+    )
     if eval_text is not None:
         print(f"compression on {args.eval}: {compression(encoding, eval_text):.3f} bytes/token")
     tokenizer.save(args.out)

@@ -86,9 +86,15 @@ def bench_shakespeare(runs, files, enc, text):
         ref.append(seconds)
         assert ids == ref_ids, "ids differ from tiktoken's"
     ours_s, ref_s, warm_s = map(statistics.median, (ours, ref, warm))
-    print(f"  reference tiktoken gpt2         {ref_s:.3f} s  ({len(text) / ref_s / 1e6:.1f} M chars/s)")
-    print(f"  ours, fresh Tokenizer (cold)    {ours_s:.3f} s  ratio ours/tiktoken throughput = {ref_s / ours_s:.2f}x")
-    print(f"  ours, same Tokenizer again      {warm_s:.3f} s  ratio {ref_s / warm_s:.2f}x (warm cache)")
+    print(
+        f"  reference tiktoken gpt2         {ref_s:.3f} s  ({len(text) / ref_s / 1e6:.1f} M chars/s)"
+    )
+    print(
+        f"  ours, fresh Tokenizer (cold)    {ours_s:.3f} s  ratio ours/tiktoken throughput = {ref_s / ours_s:.2f}x"
+    )
+    print(
+        f"  ours, same Tokenizer again      {warm_s:.3f} s  ratio {ref_s / warm_s:.2f}x (warm cache)"
+    )
     print(f"  building the Tokenizer (not timed above): {statistics.median(build):.3f} s")
     print(f"  ids identical to tiktoken's: yes ({len(ids):,} tokens)")
     try:
@@ -103,8 +109,10 @@ def bench_shakespeare(runs, files, enc, text):
         hf_times.append(seconds)
     hf_s = statistics.median(hf_times)
     same = hf_ids.ids == ids
-    print(f"  reference HF tokenizers         {hf_s:.3f} s  ratio ours(cold)/HF = {hf_s / ours_s:.2f}x "
-          f"(same ids: {'yes' if same else 'no'})")
+    print(
+        f"  reference HF tokenizers         {hf_s:.3f} s  ratio ours(cold)/HF = {hf_s / ours_s:.2f}x "
+        f"(same ids: {'yes' if same else 'no'})"
+    )
 
 
 def bench_to_tiktoken(runs, files, enc, text):
@@ -119,11 +127,15 @@ def bench_to_tiktoken(runs, files, enc, text):
     assert ids == ref_ids
     ours_s, ref_s = statistics.median(a), statistics.median(b)
     print(f"  reference tiktoken gpt2         {ref_s:.3f} s")
-    print(f"  ours.to_tiktoken()              {ours_s:.3f} s  ratio {ref_s / ours_s:.2f}x  (same ids: yes)")
+    print(
+        f"  ours.to_tiktoken()              {ours_s:.3f} s  ratio {ref_s / ours_s:.2f}x  (same ids: yes)"
+    )
 
 
 def bench_stream(files, enc):
-    print(f"== 3. encode_iterable over {CORPUS.name} ({mb(CORPUS.stat().st_size)}), fresh processes")
+    print(
+        f"== 3. encode_iterable over {CORPUS.name} ({mb(CORPUS.stat().st_size)}), fresh processes"
+    )
     text = CORPUS.read_text(encoding="utf-8")
     ref_s, ref_ids = timed(functools.partial(enc.encode, allowed_special="all"), text)
     ref_checksum = 0
@@ -133,16 +145,30 @@ def bench_stream(files, enc):
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "probe.py"
         probe.write_text(STREAM_PROBE)
-        for label, limit in (("a quarter", CORPUS.stat().st_size // 4), ("the whole file", 1 << 62)):
+        for label, limit in (
+            ("a quarter", CORPUS.stat().st_size // 4),
+            ("the whole file", 1 << 62),
+        ):
             out = subprocess.run(
                 [sys.executable, str(probe), str(files[0]), str(files[1]), str(CORPUS), str(limit)],
-                check=True, capture_output=True, text=True, cwd=ROOT,
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
             ).stdout.split()
-            count, checksum, growth, seconds, cached = int(out[0]), int(out[1]), int(out[2]), float(out[3]), int(out[4])
+            count, checksum, growth, seconds, cached = (
+                int(out[0]),
+                int(out[1]),
+                int(out[2]),
+                float(out[3]),
+                int(out[4]),
+            )
             line = f"  {label:15s} {count:>10,} ids  peak RSS growth {mb(growth)}  ({cached:,} cached pre-tokens)"
             if limit > CORPUS.stat().st_size:
-                line += f"\n  whole file: ours streaming {seconds:.2f} s, tiktoken encode(all at once) {ref_s:.2f} s, " \
-                        f"ratio {ref_s / seconds:.2f}x; same ids as tiktoken: {'yes' if (count, checksum) == (len(ref_ids), ref_checksum) else 'NO'}"
+                line += (
+                    f"\n  whole file: ours streaming {seconds:.2f} s, tiktoken encode(all at once) {ref_s:.2f} s, "
+                    f"ratio {ref_s / seconds:.2f}x; same ids as tiktoken: {'yes' if (count, checksum) == (len(ref_ids), ref_checksum) else 'NO'}"
+                )
             print(line)
 
 

@@ -95,7 +95,7 @@ def build_corpus(folder, num_documents=NUM_DOCUMENTS, num_files=NUM_FILES):
     for i in range(num_files):
         path = Path(folder) / f"docs-{i:02d}.jsonl"
         with open(path, "w", encoding="utf-8") as f:
-            for document in documents[i * per_file:(i + 1) * per_file]:
+            for document in documents[i * per_file : (i + 1) * per_file]:
                 f.write(json.dumps({"text": document}) + "\n")
         files.append(str(path))
     return files, len(documents), len(text.encode())
@@ -105,7 +105,9 @@ def run(command, cache_dir):
     """Run a command with its own datasets cache; return (seconds, peak RSS bytes of its largest process)."""
     env = dict(os.environ, HF_DATASETS_CACHE=str(cache_dir))
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     stderr = process.stderr.read()
@@ -126,8 +128,12 @@ def tokenized_bytes(folder):
 def writer_growth(writer, files, out, cache_dir):
     script = ROOT / "data" / "openwebtext" / "prepare.py"
     env = dict(os.environ, HF_DATASETS_CACHE=str(cache_dir))
-    result = subprocess.run([sys.executable, "-c", WRITER_PROBE.format(script=script), writer, str(out), *files],
-                            env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", WRITER_PROBE.format(script=script), writer, str(out), *files],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         sys.exit(f"writer probe {writer} failed:\n{result.stderr[-3000:]}")
     tokens, growth = map(int, result.stdout.split()[-2:])
@@ -141,25 +147,59 @@ def main():
         tmp = Path(tmp)
         (tmp / "corpus").mkdir()
         files, num_documents, num_bytes = build_corpus(tmp / "corpus")
-        print(f"corpus: {num_documents:,} documents, {num_bytes / 1e6:.1f} MB in {len(files)} .jsonl files; "
-              f"num_proc {NUM_PROC}, val fraction {VAL_FRACTION}")
+        print(
+            f"corpus: {num_documents:,} documents, {num_bytes / 1e6:.1f} MB in {len(files)} .jsonl files; "
+            f"num_proc {NUM_PROC}, val fraction {VAL_FRACTION}"
+        )
         (tmp / "ref").mkdir()
         ref_seconds, ref_rss = run(
-            [sys.executable, str(ROOT / "bench" / "nanogpt_openwebtext.py"), "--out-dir", str(tmp / "ref"),
-             "--test-size", str(VAL_FRACTION), "--num-proc", str(NUM_PROC), *files], tmp / "cache-ref")
+            [
+                sys.executable,
+                str(ROOT / "bench" / "nanogpt_openwebtext.py"),
+                "--out-dir",
+                str(tmp / "ref"),
+                "--test-size",
+                str(VAL_FRACTION),
+                "--num-proc",
+                str(NUM_PROC),
+                *files,
+            ],
+            tmp / "cache-ref",
+        )
         our_seconds, our_rss = run(
-            [sys.executable, str(ROOT / "data" / "openwebtext" / "prepare.py"), "--data-files", *files,
-             "--out-dir", str(tmp / "ours"), "--val-fraction", str(VAL_FRACTION), "--num-proc", str(NUM_PROC)],
-            tmp / "cache-ours")
-        identical = all((tmp / "ref" / name).read_bytes() == (tmp / "ours" / name).read_bytes()
-                        for name in ("train.bin", "val.bin"))
+            [
+                sys.executable,
+                str(ROOT / "data" / "openwebtext" / "prepare.py"),
+                "--data-files",
+                *files,
+                "--out-dir",
+                str(tmp / "ours"),
+                "--val-fraction",
+                str(VAL_FRACTION),
+                "--num-proc",
+                str(NUM_PROC),
+            ],
+            tmp / "cache-ours",
+        )
+        identical = all(
+            (tmp / "ref" / name).read_bytes() == (tmp / "ours" / name).read_bytes()
+            for name in ("train.bin", "val.bin")
+        )
         print(f"{'':28}{'nanoGPT':>12}{'ours':>12}{'ours/nanoGPT':>14}")
-        print(f"{'whole script, wall (s)':28}{ref_seconds:12.2f}{our_seconds:12.2f}{our_seconds / ref_seconds:14.2f}")
-        print(f"{'peak RSS, largest proc (MB)':28}{ref_rss / 1e6:12.0f}{our_rss / 1e6:12.0f}{our_rss / ref_rss:14.2f}")
+        print(
+            f"{'whole script, wall (s)':28}{ref_seconds:12.2f}{our_seconds:12.2f}{our_seconds / ref_seconds:14.2f}"
+        )
+        print(
+            f"{'peak RSS, largest proc (MB)':28}{ref_rss / 1e6:12.0f}{our_rss / 1e6:12.0f}{our_rss / ref_rss:14.2f}"
+        )
         ref_cache, our_cache = folder_bytes(tmp / "cache-ref"), folder_bytes(tmp / "cache-ours")
-        print(f"{'datasets cache, all (MB)':28}{ref_cache / 1e6:12.1f}{our_cache / 1e6:12.1f}{our_cache / ref_cache:14.2f}")
+        print(
+            f"{'datasets cache, all (MB)':28}{ref_cache / 1e6:12.1f}{our_cache / 1e6:12.1f}{our_cache / ref_cache:14.2f}"
+        )
         ref_ids, our_ids = tokenized_bytes(tmp / "cache-ref"), tokenized_bytes(tmp / "cache-ours")
-        print(f"{'  of it tokenized ids (MB)':28}{ref_ids / 1e6:12.1f}{our_ids / 1e6:12.1f}{our_ids / ref_ids:14.2f}")
+        print(
+            f"{'  of it tokenized ids (MB)':28}{ref_ids / 1e6:12.1f}{our_ids / 1e6:12.1f}{our_ids / ref_ids:14.2f}"
+        )
         print(f"train.bin and val.bin byte-identical: {identical}")
 
         # the writers alone: does their memory grow with the corpus?
@@ -169,9 +209,13 @@ def main():
         for label, subset in ((f"1/{len(files)} corpus", quarter), ("whole corpus", files)):
             row = []
             for writer in ("nanogpt", "ours"):
-                tokens, growth = writer_growth(writer, subset, tmp / f"probe-{writer}.bin", tmp / f"cache-probe-{writer}")
+                tokens, growth = writer_growth(
+                    writer, subset, tmp / f"probe-{writer}.bin", tmp / f"cache-probe-{writer}"
+                )
                 row.append(growth)
-            print(f"{label + f' ({tokens / 1e6:.1f}M tokens)':28}{row[0] / 1e6:12.1f}{row[1] / 1e6:12.1f}")
+            print(
+                f"{label + f' ({tokens / 1e6:.1f}M tokens)':28}{row[0] / 1e6:12.1f}{row[1] / 1e6:12.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import prepare_common
 
 REPO = Path(__file__).resolve().parents[1]
 
-NANOGPT_PREPARE = '''
+NANOGPT_PREPARE = """
 import os
 import pickle
 import requests
@@ -53,7 +53,7 @@ val_ids.tofile(os.path.join(os.path.dirname(__file__), 'val.bin'))
 meta = {'vocab_size': vocab_size, 'itos': itos, 'stoi': stoi}
 with open(os.path.join(os.path.dirname(__file__), 'meta.pkl'), 'wb') as f:
     pickle.dump(meta, f)
-'''
+"""
 
 
 def wall_time(command):
@@ -63,7 +63,9 @@ def wall_time(command):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +76,12 @@ def main():
         shutil.copy(ours_dir / "input.txt", nanogpt_dir / "input.txt")
         (nanogpt_dir / "prepare.py").write_text(NANOGPT_PREPARE)
         nanogpt_cmd = [sys.executable, str(nanogpt_dir / "prepare.py")]
-        ours_cmd = [sys.executable, str(REPO / "data" / "shakespeare_char" / "prepare.py"), "--out-dir", str(ours_dir)]
+        ours_cmd = [
+            sys.executable,
+            str(REPO / "data" / "shakespeare_char" / "prepare.py"),
+            "--out-dir",
+            str(ours_dir),
+        ]
         wall_time(nanogpt_cmd), wall_time(ours_cmd)  # warm the file cache
         nanogpt_times, ours_times = [], []
         for _ in range(args.runs):

@@ -51,7 +51,7 @@ def ours_train(path, vocab_size):
     """-> (total seconds, seconds before the first merge, number of merges)."""
     first_merge = []
 
-    def progress(stage, done, total):
+    def progress(stage, _done, _total):
         if stage == "merge" and not first_merge:
             first_merge.append(time.perf_counter())
 
@@ -88,7 +88,9 @@ def main():
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
-        shakespeare = prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, Path(folder) / "input.txt")
+        shakespeare = prepare_common.fetch(
+            prepare_common.TINY_SHAKESPEARE, Path(folder) / "input.txt"
+        )
         cases = [("tinyshakespeare", shakespeare, 4096, 1.5)]
         if not args.quick:
             docs20 = Path(args.docs20)
@@ -96,7 +98,9 @@ def main():
             cases.append(("docs20 (20 MB)", docs20, 32000, 3.0))
             unit = shakespeare.stat().st_size
             for times in (1, 4, 16):
-                cases.append((f"docs20 first {times}x TS", slice_of(text, times * unit, folder), 8192, None))
+                cases.append(
+                    (f"docs20 first {times}x TS", slice_of(text, times * unit, folder), 8192, None)
+                )
 
         header = f"{'corpus':<20} {'MB':>6} {'vocab':>6} {'HF s':>7} {'ours s':>7} {'ratio':>6} {'target':>6} {'pretok s':>8} {'merge s':>7} {'merges/s':>9}"
         print(header)

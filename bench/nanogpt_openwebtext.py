@@ -36,36 +36,45 @@ if __name__ == "__main__":
     builder = BUILDERS[Path(args.files[0]).suffix]
     options = {"sample_by": "document"} if builder == "text" else {}
     # nanoGPT: dataset = load_dataset("openwebtext", num_proc=num_proc_load_dataset)
-    dataset = load_dataset(builder, data_files={"train": args.files}, num_proc=min(num_proc_load_dataset, len(args.files)), **options)
+    dataset = load_dataset(
+        builder,
+        data_files={"train": args.files},
+        num_proc=min(num_proc_load_dataset, len(args.files)),
+        **options,
+    )
 
     # --- from here on, nanoGPT's code ---
-    split_dataset = dataset["train"].train_test_split(test_size=args.test_size, seed=2357, shuffle=True)
-    split_dataset['val'] = split_dataset.pop('test')
+    split_dataset = dataset["train"].train_test_split(
+        test_size=args.test_size, seed=2357, shuffle=True
+    )
+    split_dataset["val"] = split_dataset.pop("test")
 
     def process(example):
-        ids = enc.encode_ordinary(example['text'])
+        ids = enc.encode_ordinary(example["text"])
         ids.append(enc.eot_token)
-        out = {'ids': ids, 'len': len(ids)}
+        out = {"ids": ids, "len": len(ids)}
         return out
 
     tokenized = split_dataset.map(
         process,
-        remove_columns=['text'],
+        remove_columns=["text"],
         desc="tokenizing the splits",
         num_proc=num_proc,
     )
 
     for split, dset in tokenized.items():
-        arr_len = np.sum(dset['len'], dtype=np.uint64)
-        filename = os.path.join(args.out_dir, f'{split}.bin')  # nanoGPT: os.path.dirname(__file__)
+        arr_len = np.sum(dset["len"], dtype=np.uint64)
+        filename = os.path.join(args.out_dir, f"{split}.bin")  # nanoGPT: os.path.dirname(__file__)
         dtype = np.uint16
-        arr = np.memmap(filename, dtype=dtype, mode='w+', shape=(arr_len,))
+        arr = np.memmap(filename, dtype=dtype, mode="w+", shape=(arr_len,))
         total_batches = 1024
 
         idx = 0
-        for batch_idx in tqdm(range(total_batches), desc=f'writing {filename}'):
-            batch = dset.shard(num_shards=total_batches, index=batch_idx, contiguous=True).with_format('numpy')
-            arr_batch = np.concatenate(batch['ids'])
+        for batch_idx in tqdm(range(total_batches), desc=f"writing {filename}"):
+            batch = dset.shard(
+                num_shards=total_batches, index=batch_idx, contiguous=True
+            ).with_format("numpy")
+            arr_batch = np.concatenate(batch["ids"])
             arr[idx : idx + len(arr_batch)] = arr_batch
             idx += len(arr_batch)
         arr.flush()

@@ -59,8 +59,9 @@ def tokenizer_to_json(vocab, merges, special_tokens, pattern):
     pattern_name = next((name for name, regex in PATTERNS.items() if regex == pattern), pattern)
     single_bytes = "".join(render_token(vocab[i]) for i in range(256))
     specials = dict(sorted(special_tokens.items(), key=lambda item: item[1]))
-    merge_lines = [json.dumps(f"{render_token(a)} {render_token(b)}", ensure_ascii=False)
-                   for a, b in merges]
+    merge_lines = [
+        json.dumps(f"{render_token(a)} {render_token(b)}", ensure_ascii=False) for a, b in merges
+    ]
     lines = [
         "{",
         f'  "format": {json.dumps(FORMAT_NAME)},',
@@ -85,7 +86,7 @@ def tokenizer_from_json(path):
     document = _read_json(path)
     if not isinstance(document, dict) or document.get("format") != FORMAT_NAME:
         raise TokenizerFileError(
-            f"{path} is not a tokenizer file (expected \"format\": \"{FORMAT_NAME}\"); "
+            f'{path} is not a tokenizer file (expected "format": "{FORMAT_NAME}"); '
             f"save one with Tokenizer.save"
         )
     if document.get("version") != FORMAT_VERSION:
@@ -99,29 +100,30 @@ def tokenizer_from_json(path):
 
     single_bytes = document["single_bytes"]
     if not isinstance(single_bytes, str) or len(single_bytes) != 256:
-        raise TokenizerFileError(f"{path}: \"single_bytes\" must be a string of 256 characters")
+        raise TokenizerFileError(f'{path}: "single_bytes" must be a string of 256 characters')
     try:
         vocab = {i: parse_token(char) for i, char in enumerate(single_bytes)}
     except KeyError as exc:
         raise TokenizerFileError(
-            f"{path}: \"single_bytes\" has {exc.args[0]!r}, which is not in GPT-2's byte alphabet"
+            f'{path}: "single_bytes" has {exc.args[0]!r}, which is not in GPT-2\'s byte alphabet'
         ) from None
     if len(set(vocab.values())) != 256:
-        raise TokenizerFileError(f"{path}: \"single_bytes\" repeats a byte; each must appear once")
+        raise TokenizerFileError(f'{path}: "single_bytes" repeats a byte; each must appear once')
 
     merge_lines = document["merges"]
     if not isinstance(merge_lines, list):
-        raise TokenizerFileError(f"{path}: \"merges\" must be a list of \"a b\" strings")
+        raise TokenizerFileError(f'{path}: "merges" must be a list of "a b" strings')
     merges = _parse_merges(path, merge_lines, vocab, first_line=None)
 
     specials = document["special_tokens"]
     if not isinstance(specials, dict) or not all(
-        isinstance(token_id, int) and not isinstance(token_id, bool) for token_id in specials.values()
+        isinstance(token_id, int) and not isinstance(token_id, bool)
+        for token_id in specials.values()
     ):
-        raise TokenizerFileError(f"{path}: \"special_tokens\" must map strings to integer ids")
+        raise TokenizerFileError(f'{path}: "special_tokens" must map strings to integer ids')
     pattern = document["pattern"]
     if not isinstance(pattern, str):
-        raise TokenizerFileError(f"{path}: \"pattern\" must be a pattern name or a regex string")
+        raise TokenizerFileError(f'{path}: "pattern" must be a pattern name or a regex string')
     return vocab, merges, specials, pattern
 
 
@@ -144,7 +146,9 @@ def _read_json(path):
     except IsADirectoryError:
         raise TokenizerFileError(f"{path} is a folder, not a tokenizer file") from None
     except UnicodeDecodeError as exc:
-        raise TokenizerFileError(f"{path} is not UTF-8 text (byte {exc.start}): not a tokenizer file") from None
+        raise TokenizerFileError(
+            f"{path} is not UTF-8 text (byte {exc.start}): not a tokenizer file"
+        ) from None
     except json.JSONDecodeError as exc:
         raise TokenizerFileError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
@@ -163,7 +167,7 @@ def _parse_merges(path, merge_lines, vocab, first_line):
         where = f"merge {i}" if first_line is None else f"line {first_line + i}"
         parts = line.split(" ") if isinstance(line, str) else None
         if parts is None or len(parts) != 2 or not parts[0] or not parts[1]:
-            raise TokenizerFileError(f"{path}, {where}: expected two tokens \"a b\", got {line!r}")
+            raise TokenizerFileError(f'{path}, {where}: expected two tokens "a b", got {line!r}')
         try:
             pair = parse_token(parts[0]), parse_token(parts[1])
         except KeyError as exc:
@@ -197,8 +201,11 @@ def hf_vocab_json(vocab, special_tokens):
     json.dumps of that dict reproduces GPT-2's own encoder.json byte for byte.
     """
     special_ids = set(special_tokens.values())
-    entries = {render_token(token): token_id
-               for token_id, token in sorted(vocab.items()) if token_id not in special_ids}
+    entries = {
+        render_token(token): token_id
+        for token_id, token in sorted(vocab.items())
+        if token_id not in special_ids
+    }
     entries.update(sorted(special_tokens.items(), key=lambda item: item[1]))
     return json.dumps(entries)
 
@@ -220,9 +227,12 @@ def read_hf(vocab_json, merges_txt):
     vocab_json, merges_txt = Path(vocab_json), Path(merges_txt)
     entries = _read_json(vocab_json)
     if not isinstance(entries, dict) or not all(
-        isinstance(token_id, int) and not isinstance(token_id, bool) for token_id in entries.values()
+        isinstance(token_id, int) and not isinstance(token_id, bool)
+        for token_id in entries.values()
     ):
-        raise TokenizerFileError(f"{vocab_json} must be a JSON object mapping tokens to integer ids")
+        raise TokenizerFileError(
+            f"{vocab_json} must be a JSON object mapping tokens to integer ids"
+        )
     try:
         lines = merges_txt.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
@@ -245,7 +255,10 @@ def read_hf(vocab_json, merges_txt):
             f"{vocab_json}: ids 0..255 must be the 256 single bytes, written in GPT-2's byte "
             f"alphabet; {exc.args[0]!r} is missing or not in it"
         ) from None
-    if sorted(len(token) for token in vocab.values()) != [1] * 256 or len(set(vocab.values())) != 256:
+    if (
+        sorted(len(token) for token in vocab.values()) != [1] * 256
+        or len(set(vocab.values())) != 256
+    ):
         raise TokenizerFileError(f"{vocab_json}: ids 0..255 must be the 256 distinct single bytes")
     merges = _parse_merges(merges_txt, lines, vocab, first_line)
 
@@ -281,4 +294,3 @@ def atomic_write_text(path, text):
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-

@@ -13,7 +13,9 @@ import regex
 #   r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 # This is tiktoken's equivalent form (possessive quantifiers, so it never backtracks);
 # using tiktoken's exact string lets `Tokenizer.to_tiktoken()` hand it over unchanged.
-GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+GPT2_PATTERN = (
+    r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+)
 
 # GPT-4's (tiktoken cl100k_base): case-insensitive contractions, numbers in groups of at
 # most three digits, and newlines kept apart from other punctuation.
@@ -25,7 +27,9 @@ PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
 # is [0-9], \s is [ \t\n\v\f\r] (compiled with re.ASCII). Python's own `re` runs it about twice
 # as fast as `regex` runs the Unicode one, and pre-tokenizing is most of a pure-Python encode.
 # A test proves the two split every ASCII text alike.
-GPT2_PATTERN_ASCII = r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+"""
+GPT2_PATTERN_ASCII = (
+    r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+"""
+)
 ASCII_EQUIVALENTS = {GPT2_PATTERN: GPT2_PATTERN_ASCII}
 
 

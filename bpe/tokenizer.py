@@ -18,7 +18,6 @@ import hashlib
 import re
 from itertools import chain, repeat
 
-
 from . import io
 from .patterns import PATTERNS, PreTokenizer, resolve_pattern
 
@@ -52,7 +51,7 @@ def bpe_encode_chunk_simple(chunk, ranks):
         if best_index is None:
             break
         i = best_index
-        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2:]
+        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2 :]
     return [ranks[part] for part in parts]
 
 
@@ -112,8 +111,9 @@ class Tokenizer:
         self._ranks = _ranks_from(vocab, self.merges)  # bytes -> id of every non-special token
         self.special_tokens = _special_ids(vocab, n_base, special_tokens)
         self.vocab = {token_id: token for token, token_id in self._ranks.items()}
-        self.vocab.update((token_id, text.encode("utf-8"))
-                          for text, token_id in self.special_tokens.items())
+        self.vocab.update(
+            (token_id, text.encode("utf-8")) for text, token_id in self.special_tokens.items()
+        )
         self.vocab = dict(sorted(self.vocab.items()))
         self.vocab_size = len(self.vocab)
         self.eot_id = self.special_tokens.get(EOT)
@@ -124,13 +124,17 @@ class Tokenizer:
         self.cache_limit = CACHE_LIMIT
         longest_first = sorted(self.special_tokens, key=lambda s: (-len(s), s))
         self._special_regex = (
-            re.compile("(" + "|".join(map(re.escape, longest_first)) + ")") if longest_first else None
+            re.compile("(" + "|".join(map(re.escape, longest_first)) + ")")
+            if longest_first
+            else None
         )
         self._longest_special = max(map(len, longest_first), default=0)
 
     def __repr__(self):
-        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-                f"special_tokens={self.special_tokens}, pattern={self.pattern_name or self.pattern!r})")
+        return (
+            f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
+            f"special_tokens={self.special_tokens}, pattern={self.pattern_name or self.pattern!r})"
+        )
 
     # ------------------------------------------------------------ encoding
 
@@ -226,7 +230,7 @@ class Tokenizer:
             for match in self._special_regex.finditer(buffer, 0, len(buffer)):
                 if match.start() >= end:
                     break
-                ids.extend(self.encode_ordinary(buffer[start:match.start()]))
+                ids.extend(self.encode_ordinary(buffer[start : match.start()]))
                 ids.append(self.special_tokens[match.group()])
                 start = match.end()
             end = max(end, start)
@@ -306,7 +310,9 @@ class Tokenizer:
         GPT-2 itself, saved this way, gives its own encoder.json and vocab.bpe byte for
         byte. The pair carries no pattern: give it again to `load_hf`.
         """
-        io.atomic_write_text(f"{folder}/vocab.json", io.hf_vocab_json(self.vocab, self.special_tokens))
+        io.atomic_write_text(
+            f"{folder}/vocab.json", io.hf_vocab_json(self.vocab, self.special_tokens)
+        )
         io.atomic_write_text(f"{folder}/merges.txt", io.hf_merges_txt(self.merges))
 
     @classmethod
@@ -349,7 +355,9 @@ def _ranks_from(vocab, merges):
         token = bytes(vocab[token_id])
         if token_id < 256:
             if len(token) != 1:
-                raise ValueError(f"vocab id {token_id} is {token!r}; ids 0..255 must be single bytes")
+                raise ValueError(
+                    f"vocab id {token_id} is {token!r}; ids 0..255 must be single bytes"
+                )
         else:
             a, b = merges[token_id - 256]
             if token != a + b:
@@ -382,7 +390,9 @@ def _special_ids(vocab, n_base, special_tokens):
         try:
             special_tokens = {token.decode("utf-8"): token_id for token_id, token in extra.items()}
         except UnicodeDecodeError:
-            raise ValueError("vocab has entries after the merges that are not UTF-8 special tokens") from None
+            raise ValueError(
+                "vocab has entries after the merges that are not UTF-8 special tokens"
+            ) from None
     elif not isinstance(special_tokens, dict):
         listed = list(special_tokens)
         by_bytes = {token: token_id for token_id, token in extra.items()}
@@ -401,14 +411,18 @@ def _special_ids(vocab, n_base, special_tokens):
         if not isinstance(text, str) or not text:
             raise ValueError(f"special token {text!r} must be a non-empty string")
         if token_id in by_id:
-            raise ValueError(f"special tokens {by_id[token_id]!r} and {text!r} both have id {token_id}")
+            raise ValueError(
+                f"special tokens {by_id[token_id]!r} and {text!r} both have id {token_id}"
+            )
         if not isinstance(token_id, int) or token_id < n_base:
             raise ValueError(
                 f"special token {text!r} has id {token_id!r}, which collides with the "
                 f"{n_base} byte and merge ids; special ids start at {n_base}"
             )
         if token_id in extra and extra[token_id] != text.encode("utf-8"):
-            raise ValueError(f"special token {text!r} has id {token_id}, but vocab has {extra[token_id]!r} there")
+            raise ValueError(
+                f"special token {text!r} has id {token_id}, but vocab has {extra[token_id]!r} there"
+            )
         by_id[token_id] = text
     unclaimed = sorted(set(extra) - set(by_id))
     if unclaimed:

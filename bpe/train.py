@@ -99,9 +99,7 @@ def _special_regex(special_tokens):
 def _finish(tokens, merges, special_tokens, num_merges, skipped, stacklevel):
     """Build (vocab, merges) from the token bytes by id, and report a short vocabulary."""
     if skipped:
-        log.info(
-            "skipped %d pair(s) whose merge would have duplicated an existing token", skipped
-        )
+        log.info("skipped %d pair(s) whose merge would have duplicated an existing token", skipped)
     if len(merges) < num_merges:
         asked = 256 + num_merges + len(special_tokens)
         got = 256 + len(merges) + len(special_tokens)
@@ -235,7 +233,9 @@ def chunk_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     return bounds
 
 
-def count_pretokens_parallel(text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None):
+def count_pretokens_parallel(
+    text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
+):
     """count_pretokens, in worker processes over chunks cut by chunk_bounds; equal result."""
     num_workers = num_workers or os.cpu_count() or 1
     if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
@@ -246,9 +246,7 @@ def count_pretokens_parallel(text, pattern="gpt2", special_tokens=(), num_worker
     # Large texts get a few chunks per worker, to keep them all busy to the end.
     num_chunks = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
     bounds = chunk_bounds(text, len(text) // num_chunks + 1, pattern, special_tokens)
-    jobs = [
-        (text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])
-    ]
+    jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
     done = 0
     with multiprocessing.Pool(min(num_workers, len(jobs))) as pool:
@@ -372,7 +370,9 @@ def learn_merges(word_counts, num_merges, progress=None):
                 if i <= last:  # a right neighbour y
                     y = word[i]
                     pair_counts[b, y] -= freq
-                    if y != a or i == last or word[i + 1] != b:  # else the next turn adds (new, new)
+                    if (
+                        y != a or i == last or word[i + 1] != b
+                    ):  # else the next turn adds (new, new)
                         pair = (new, y)
                         fresh[pair] = fresh_get(pair, 0) + freq
                         fresh_where.setdefault(pair, []).append(index)
@@ -414,11 +414,15 @@ def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, pro
     counts = Counter()
     done = 0
     for text in texts:
+
         def report(stage, chars, _, before=done):
             progress(stage, before + chars, total)
 
-        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers,
-                                               report if progress else None))
+        counts.update(
+            count_pretokens_parallel(
+                text, pattern, special_tokens, num_workers, report if progress else None
+            )
+        )
         done += len(text)
     word_counts = {word.encode("utf-8"): n for word, n in counts.items()}
     num_merges = _num_merges(vocab_size, special_tokens)

@@ -9,7 +9,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_python(script, *args, cwd=None):
     """Run `python SCRIPT ARGS...` in a fresh process, as a user would; capture its output."""
-    return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(script), *map(str, args)], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def assert_clean_failure(result, *fragments):

@@ -70,7 +70,7 @@ def test_whole_tiny_shakespeare_equals_tiktoken(ours, tiktoken_gpt2, shakespeare
 
 def test_the_pipelines_split_figures(ours, shakespeare):
     n = len(shakespeare)
-    train, val = shakespeare[: int(n * 0.9)], shakespeare[int(n * 0.9):]
+    train, val = shakespeare[: int(n * 0.9)], shakespeare[int(n * 0.9) :]
     assert (len(ours.encode_ordinary(train)), len(ours.encode_ordinary(val))) == (301966, 36059)
 
 
@@ -92,7 +92,7 @@ TRICKY = [
     "CJK 中文字符 日本語のテキスト 한국어 텍스트",
     "Ünïcödé àccénts ßtraße Ωμέγα Кириллица עברית العربية हिन्दी",
     "def f(x):\n    return x**2  # square\n\tif (a && b) { c++; }\n",
-    "<html><body class=\"x\">text</body></html>",
+    '<html><body class="x">text</body></html>',
     "mixed123abc___---...!!!???",
     "\x00\x01\x7f control chars \x1b[31m",
     "a" * 1000,
@@ -114,7 +114,9 @@ def test_random_text_equals_tiktoken(ours, tiktoken_gpt2, text):
 
 
 WHITESPACE_HEAVY = st.lists(
-    st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\u00a0", "a", "Z", "7", "'s", "'ll", "!", "é", "中"]),
+    st.sampled_from(
+        [" ", "  ", "\t", "\n", "\r\n", "\u00a0", "a", "Z", "7", "'s", "'ll", "!", "é", "中"]
+    ),
     max_size=60,
 ).map("".join)
 
@@ -148,7 +150,9 @@ def test_out_of_vocabulary_id(ours):
 def test_to_tiktoken_equals_tiktokens_own_gpt2(ours, tiktoken_gpt2, shakespeare):
     enc = ours.to_tiktoken(name="gpt2-ours")
     text = shakespeare[:200_000] + EOT + "\n".join(TRICKY)
-    assert enc.encode(text, allowed_special="all") == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert enc.encode(text, allowed_special="all") == tiktoken_gpt2.encode(
+        text, allowed_special="all"
+    )
     assert enc.n_vocab == 50257 and enc.eot_token == 50256
 
 

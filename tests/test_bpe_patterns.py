@@ -1,7 +1,8 @@
 """bpe/patterns.py: the ASCII fast path splits exactly as GPT-2's Unicode pattern does."""
 
 import regex
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import prepare_common
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, resolve_pattern
@@ -12,7 +13,9 @@ from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, resolve_patte
 ascii_text = st.lists(
     st.one_of(
         st.characters(min_codepoint=0, max_codepoint=127),
-        st.sampled_from([" ", "  ", "\n", "\r\n", "\t", "\x0b", "\x0c", "\x1c", "\x1f", "'", "'s", "'ll", "'VE"]),
+        st.sampled_from(
+            [" ", "  ", "\n", "\r\n", "\t", "\x0b", "\x0c", "\x1c", "\x1f", "'", "'s", "'ll", "'VE"]
+        ),
     ),
     max_size=60,
 ).map("".join)

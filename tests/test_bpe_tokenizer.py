@@ -88,8 +88,17 @@ def test_fast_bpe_equals_simple_bpe_on_random_bytes(trained, chunk):
 @given(chunk=st.text(alphabet="ab", max_size=30).map(str.encode))
 def test_fast_bpe_equals_simple_on_a_two_letter_vocabulary(chunk):
     # Many overlapping tokens of a, b: the hardest case for the neighbour bookkeeping.
-    tok = hand_made([(b"a", b"a"), (b"a", b"b"), (b"aa", b"a"), (b"b", b"b"), (b"ab", b"aa"),
-                     (b"bb", b"a"), (b"aaa", b"aaa")])
+    tok = hand_made(
+        [
+            (b"a", b"a"),
+            (b"a", b"b"),
+            (b"aa", b"a"),
+            (b"b", b"b"),
+            (b"ab", b"aa"),
+            (b"bb", b"a"),
+            (b"aaa", b"aaa"),
+        ]
+    )
     assert bpe_encode_chunk(chunk, tok._ranks) == bpe_encode_chunk_simple(chunk, tok._ranks)
 
 
@@ -126,7 +135,7 @@ def test_a_capital_never_seen_still_round_trips(trained, shakespeare):
     assert "Ω" not in shakespeare[:200_000] and "😀" not in shakespeare[:200_000]
     for text in ["Please, <mask> only this token.", "Ωμέγα 😀", "PLEASE"]:
         assert trained.decode(trained.encode(text)) == text
-    assert trained.encode("😀") == list("😀".encode("utf-8"))
+    assert trained.encode("😀") == list("😀".encode())
 
 
 def test_invalid_utf8_decodes_to_replacement_characters():
@@ -147,7 +156,9 @@ def test_decode_of_any_valid_ids_never_raises(trained, ids):
 
 @pytest.mark.parametrize("bad_id", [1000, -1, 10**9])
 def test_decode_names_an_id_outside_the_vocabulary(trained, bad_id):
-    with pytest.raises(ValueError, match=rf"token id {bad_id} is not in this tokenizer's vocabulary"):
+    with pytest.raises(
+        ValueError, match=rf"token id {bad_id} is not in this tokenizer's vocabulary"
+    ):
         trained.decode([1, 2, bad_id])
 
 
@@ -162,7 +173,7 @@ def test_a_full_cache_is_emptied_and_encoding_goes_on(shakespeare):
     small, large = Tokenizer(vocab, merges), Tokenizer(vocab, merges)
     small.cache_limit = 50
     for start in range(0, 40_000, 10_000):
-        text = shakespeare[start:start + 10_000]
+        text = shakespeare[start : start + 10_000]
         assert small.encode(text) == large.encode(text)
         assert len(small._cache) <= max(50, len(set(small._regex.findall(text))))
 
@@ -178,7 +189,7 @@ def test_special_tokens_are_whole_and_never_split(trained):
     assert trained.eot_id == 999 and trained.special_tokens == {EOT: 999}
     ids = trained.encode(f"First Citizen:{EOT}Speak")
     assert ids.count(999) == 1
-    assert ids[ids.index(999) + 1:] == trained.encode_ordinary("Speak")
+    assert ids[ids.index(999) + 1 :] == trained.encode_ordinary("Speak")
     assert trained.decode(ids) == f"First Citizen:{EOT}Speak"
 
 
@@ -222,14 +233,24 @@ def test_special_tokens_given_as_dict_list_or_taken_from_the_vocab():
     [
         ({256: b"xy"}, [(b"a", b"b")], None, r"vocab id 256 is b'xy' but merge 0 makes"),
         ({}, [(b"a", b"b")], None, r"vocab has no id 256"),
-        ({256: b"ab", 257: b"ab"}, [(b"a", b"b"), (b"a", b"b")], None, r"vocab ids 256 and 257 are both b'ab'"),
+        (
+            {256: b"ab", 257: b"ab"},
+            [(b"a", b"b"), (b"a", b"b")],
+            None,
+            r"vocab ids 256 and 257 are both b'ab'",
+        ),
         ({7: b"a"}, [], None, r"vocab ids 7 and 97 are both b'a'|vocab ids 97 and"),
         ({7: b"ab"}, [], None, r"ids 0..255 must be single bytes"),
         ({256: b"abc"}, [(b"a", b"bc")], None, r"uses b'bc', which is not a token made before it"),
         ({256: b"ab"}, [(b"a", b"b")], {EOT: 255}, r"collides with the 257 byte and merge ids"),
         ({256: b"ab"}, [(b"a", b"b")], {EOT: 258}, r"must follow the merges without gaps"),
         ({256: b"ab"}, [(b"a", b"b")], {EOT: 257, "<|x|>": 257}, r"both have id 257"),
-        ({256: b"ab", 257: b"zz"}, [(b"a", b"b")], {EOT: 258}, r"vocab id 257 \(b'zz'\) is neither a merge"),
+        (
+            {256: b"ab", 257: b"zz"},
+            [(b"a", b"b")],
+            {EOT: 258},
+            r"vocab id 257 \(b'zz'\) is neither a merge",
+        ),
     ],
 )
 def test_constructor_refuses_inconsistent_tables(vocab_change, merges, specials, message):
@@ -247,16 +268,39 @@ def test_constructor_refuses_a_bad_pattern():
 
 STREAM_TEXT = st.lists(
     st.sampled_from(
-        [" ", " ", "\n", "\r\n", "\t", "a", "b", "1", "'", "s", "ll", "!", ".", "é", "中", "😀",
-         "\u00a0", EOT, "<|", "endoftext|>"]
+        [
+            " ",
+            " ",
+            "\n",
+            "\r\n",
+            "\t",
+            "a",
+            "b",
+            "1",
+            "'",
+            "s",
+            "ll",
+            "!",
+            ".",
+            "é",
+            "中",
+            "😀",
+            "\u00a0",
+            EOT,
+            "<|",
+            "endoftext|>",
+        ]
     ),
     max_size=80,
 ).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=STREAM_TEXT, cuts=st.lists(st.integers(0, 200), max_size=8),
-       buffer_chars=st.sampled_from([1, 3, 10_000]))
+@given(
+    text=STREAM_TEXT,
+    cuts=st.lists(st.integers(0, 200), max_size=8),
+    buffer_chars=st.sampled_from([1, 3, 10_000]),
+)
 def test_encode_iterable_equals_encode_wherever_the_text_is_cut(trained, text, cuts, buffer_chars):
     cuts = sorted({min(c, len(text)) for c in cuts})
     chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
@@ -264,22 +308,31 @@ def test_encode_iterable_equals_encode_wherever_the_text_is_cut(trained, text, c
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=STREAM_TEXT, cuts=st.lists(st.integers(0, 200), max_size=8),
-       pattern=st.sampled_from(["gpt2", "gpt4"]), specials=st.sampled_from([[], [EOT, EOT + EOT, "<|"]]))
-def test_encode_iterable_with_both_patterns_with_and_without_specials(text, cuts, pattern, specials):
+@given(
+    text=STREAM_TEXT,
+    cuts=st.lists(st.integers(0, 200), max_size=8),
+    pattern=st.sampled_from(["gpt2", "gpt4"]),
+    specials=st.sampled_from([[], [EOT, EOT + EOT, "<|"]]),
+)
+def test_encode_iterable_with_both_patterns_with_and_without_specials(
+    text, cuts, pattern, specials
+):
     tok = hand_made([(b" ", b" "), (b"\r", b"\n"), (b"'", b"l"), (b"'l", b"l")], specials, pattern)
     cuts = sorted({min(c, len(text)) for c in cuts})
     chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
     assert list(tok.encode_iterable(chunks, buffer_chars=1)) == tok.encode(text)
 
 
-@pytest.mark.parametrize("text, cut", [
-    ("we'll go", 4),          # a contraction cut in two: "'l" + "l"
-    ("a   \n  b", 3),          # a whitespace run cut in the middle
-    ("a  ", 2),                # trailing whitespace, then the end
-    ("x<|endoftext|>y", 5),    # a special token cut in two
-    ("x" + EOT + EOT, 14),     # a special token that could still grow into a longer one
-])
+@pytest.mark.parametrize(
+    "text, cut",
+    [
+        ("we'll go", 4),  # a contraction cut in two: "'l" + "l"
+        ("a   \n  b", 3),  # a whitespace run cut in the middle
+        ("a  ", 2),  # trailing whitespace, then the end
+        ("x<|endoftext|>y", 5),  # a special token cut in two
+        ("x" + EOT + EOT, 14),  # a special token that could still grow into a longer one
+    ],
+)
 @pytest.mark.parametrize("specials", [[], [EOT, EOT + EOT]])
 def test_encode_iterable_known_hard_cuts(text, cut, specials):
     tok = hand_made([(b"'", b"l"), (b"'l", b"l"), (b" ", b" ")], specials)
@@ -336,12 +389,23 @@ def test_the_saved_file_is_readable(trained, tmp_path):
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     assert text.endswith("}\n")
-    assert lines[1:4] == ['  "format": "nanogpt-bpe-tokenizer",', '  "version": 1,', '  "pattern": "gpt2",']
+    assert lines[1:4] == [
+        '  "format": "nanogpt-bpe-tokenizer",',
+        '  "version": 1,',
+        '  "pattern": "gpt2",',
+    ]
     assert lines[4] == '  "special_tokens": {"<|endoftext|>": 999},'
     # one merge per line, in GPT-2's printable alphabet, e.g. "Ġ t" for (b" ", b"t")
     first = trained.merges[0]
-    assert lines[7] == "    " + json.dumps(f"{bpe.core.render_token(first[0])} {bpe.core.render_token(first[1])}",
-                                           ensure_ascii=False) + ","
+    assert (
+        lines[7]
+        == "    "
+        + json.dumps(
+            f"{bpe.core.render_token(first[0])} {bpe.core.render_token(first[1])}",
+            ensure_ascii=False,
+        )
+        + ","
+    )
     assert len(lines) == 7 + len(trained.merges) + 3
     assert json.loads(text)["single_bytes"][ord("!")] == "!"
 
@@ -369,11 +433,23 @@ def write_json_file(tmp_path, change):
     "change, message",
     [
         (lambda d: d.update(format="something-else"), "is not a tokenizer file"),
-        (lambda d: d.update(version=2), "has tokenizer format version 2, but this code reads version 1"),
+        (
+            lambda d: d.update(version=2),
+            "has tokenizer format version 2, but this code reads version 1",
+        ),
         (lambda d: d.pop("merges"), r"lacks the field\(s\) \['merges'\]"),
-        (lambda d: d["merges"].__setitem__(1, "ab zz"), r"merge 1 \('ab zz'\) refers to the unknown token 'zz'"),
-        (lambda d: d["merges"].__setitem__(0, "ab c"), r"merge 0 \('ab c'\) refers to the unknown token 'ab'"),
-        (lambda d: d["merges"].append("a b"), r"merge 2 \('a b'\) makes the duplicate token 'ab', which already has id 256"),
+        (
+            lambda d: d["merges"].__setitem__(1, "ab zz"),
+            r"merge 1 \('ab zz'\) refers to the unknown token 'zz'",
+        ),
+        (
+            lambda d: d["merges"].__setitem__(0, "ab c"),
+            r"merge 0 \('ab c'\) refers to the unknown token 'ab'",
+        ),
+        (
+            lambda d: d["merges"].append("a b"),
+            r"merge 2 \('a b'\) makes the duplicate token 'ab', which already has id 256",
+        ),
         (lambda d: d["merges"].append("abc"), r"merge 2: expected two tokens"),
         (lambda d: d.update(single_bytes=d["single_bytes"][:255] + "a"), "repeats a byte"),
         (lambda d: d["special_tokens"].update({"<|pad|>": 258}), r"both have id 258"),
@@ -417,5 +493,7 @@ def test_hf_pair_that_does_not_belong_together(trained, tmp_path):
     first, second = [k for k, v in vocab.items() if v in (256, 257)]
     vocab[first], vocab[second] = 257, 256
     (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    with pytest.raises(TokenizerFileError, match="id 256 should be .* the two files do not belong together"):
+    with pytest.raises(
+        TokenizerFileError, match="id 256 should be .* the two files do not belong together"
+    ):
         Tokenizer.load_hf(tmp_path)

@@ -91,7 +91,12 @@ def test_lecture_low_lower_lowest_widest_learns_low_and_est():
     text = " ".join(["low"] * 5 + ["lower"] * 2 + ["lowest"] * 3 + ["widest"] * 4)
     vocab, merges = train_bpe_from_iterator([text], 256 + 6)
     assert merges == [
-        (b"o", b"w"), (b"l", b"ow"), (b" ", b"low"), (b"s", b"t"), (b"e", b"st"), (b"w", b"i"),
+        (b"o", b"w"),
+        (b"l", b"ow"),
+        (b" ", b"low"),
+        (b"s", b"t"),
+        (b"e", b"st"),
+        (b"w", b"i"),
     ]
     assert {b"low", b"est"} <= set(vocab.values())
     tok = Tokenizer(vocab, merges)
@@ -189,7 +194,11 @@ def test_progress_callback_sees_both_stages():
     calls = []
     train_bpe_from_iterator(["aaabdaaabac"], 259, progress=lambda *call: calls.append(call))
     assert ("pretokenize", 11, 11) in calls
-    assert [c for c in calls if c[0] == "merge"] == [("merge", 1, 3), ("merge", 2, 3), ("merge", 3, 3)]
+    assert [c for c in calls if c[0] == "merge"] == [
+        ("merge", 1, 3),
+        ("merge", 2, 3),
+        ("merge", 3, 3),
+    ]
 
 
 # ---------------------------------------------------------------- fast == simple
@@ -274,7 +283,9 @@ def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
     text = shakespeare[:300_000] + EOT + shakespeare[300_000:400_000]
     expected = count_pretokens(text, "gpt2", [EOT])
     assert count_pretokens_parallel(text, "gpt2", [EOT], num_workers=2) == expected
-    assert count_pretokens_parallel(text, "gpt4", [EOT], num_workers=3) == count_pretokens(text, "gpt4", [EOT])
+    assert count_pretokens_parallel(text, "gpt4", [EOT], num_workers=3) == count_pretokens(
+        text, "gpt4", [EOT]
+    )
 
 
 def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, monkeypatch):

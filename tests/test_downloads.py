@@ -62,7 +62,7 @@ def send(handler, status, body, headers=()):
 
 
 def serve(body, status=200):
-    return lambda handler, attempt: send(handler, status, body)
+    return lambda handler, _attempt: send(handler, status, body)
 
 
 def fail_first(statuses, body):
@@ -98,7 +98,7 @@ def cut_short(body, declared, good_after=None):
 
 
 def gzipped(body):
-    def route(handler, attempt):
+    def route(handler, _attempt):
         send(handler, 200, gzip.compress(body), headers=[("Content-Encoding", "gzip")])
 
     return route
@@ -112,7 +112,9 @@ def server():
     httpd.lock = threading.Lock()
     httpd.release = threading.Event()  # lets stalled handlers finish at teardown
     httpd.base = f"http://127.0.0.1:{httpd.server_port}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     yield httpd
     httpd.release.set()
@@ -143,7 +145,9 @@ def test_download_good_file_is_saved_and_checked(server, dest_dir, shakespeare_b
     assert len(shakespeare_bytes) == 1_115_394
     server.routes["/input.txt"] = serve(shakespeare_bytes)
     dest = dest_dir / "input.txt"
-    result = download(f"{server.base}/input.txt", prepare_common.TINY_SHAKESPEARE.sha256, dest, **FAST)
+    result = download(
+        f"{server.base}/input.txt", prepare_common.TINY_SHAKESPEARE.sha256, dest, **FAST
+    )
     assert result == dest
     assert dest.read_bytes() == shakespeare_bytes
     assert server.hits["/input.txt"] == 1
@@ -238,7 +242,7 @@ def test_download_connection_refused_is_retried_then_reported(dest_dir):
 
 
 def test_download_read_timeout_is_retried_then_reported(server, dest_dir, monkeypatch):
-    def stall(handler, attempt):
+    def stall(_handler, _attempt):
         server.release.wait(5)  # never answers while the client waits
 
     server.routes["/slow.txt"] = stall
@@ -424,21 +428,40 @@ def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
     env = dict(os.environ)
     env[prepare_common.CACHE_ENV] = str(tmp_path / "cache")
     env.pop("TIKTOKEN_CACHE_DIR", None)
-    for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+    for proxy in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
         env[proxy] = "http://127.0.0.1:9"  # nothing listens there
     env["NO_PROXY"] = env["no_proxy"] = ""
     code = "import prepare_common; print(prepare_common.gpt2_encoding().encode('hello world'))"
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[31373, 995]"
     tiktoken_cache = tmp_path / "cache" / "tiktoken"
-    assert names_in(tiktoken_cache) == sorted(hashlib.sha1(r.url.encode()).hexdigest() for r in TIKTOKEN_GPT2_URLS)
+    assert names_in(tiktoken_cache) == sorted(
+        hashlib.sha1(r.url.encode()).hexdigest() for r in TIKTOKEN_GPT2_URLS
+    )
 
 
-def test_gpt2_encoding_failure_is_our_one_line_error_not_tiktokens(fresh_caches, server, monkeypatch):
+def test_gpt2_encoding_failure_is_our_one_line_error_not_tiktokens(
+    fresh_caches, server, monkeypatch
+):
     """tiktoken's files come through `fetch`, so a bad source is a PrepareError, and nothing is cached."""
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, server.base + "/mirror")  # serves 404 for everything
+    monkeypatch.setenv(
+        prepare_common.MIRROR_ENV, server.base + "/mirror"
+    )  # serves 404 for everything
     with pytest.raises(PrepareError) as error:
         prepare_common.gpt2_encoding()
     assert f"{server.base}/mirror/gpt2/vocab.bpe" in str(error.value) and "404" in str(error.value)

@@ -40,7 +40,9 @@ owt = load_script_module()
 
 def run(script, *args, cache_dir, env=None):
     env = dict(os.environ, HF_DATASETS_CACHE=str(cache_dir), **(env or {}))
-    return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [sys.executable, str(script), *map(str, args)], capture_output=True, text=True, env=env
+    )
 
 
 def prepare(tmp_path, *args, name="out", cache=None):
@@ -70,7 +72,8 @@ def expected_splits(documents, val_fraction=0.0005, seed=2357):
     import datasets
 
     split = datasets.Dataset.from_dict({"text": documents}).train_test_split(
-        test_size=val_fraction, seed=seed, shuffle=True)
+        test_size=val_fraction, seed=seed, shuffle=True
+    )
     return {"train": split["train"]["text"], "val": split["test"]["text"]}
 
 
@@ -89,7 +92,9 @@ def documents_in(bin_path, decode, eot_id=GPT2_EOT, dtype=np.uint16):
 @pytest.fixture(scope="module")
 def paragraphs(tmp_path_factory):
     """Tiny Shakespeare's paragraphs (7,222 of them), real text for real documents."""
-    path = prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
+    path = prepare_common.fetch(
+        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
+    )
     return [p for p in prepare_common.read_text(path).split("\n\n") if p.strip()]
 
 
@@ -104,7 +109,7 @@ def corpus(paragraphs, tmp_path_factory):
     folder = tmp_path_factory.mktemp("corpus")
     documents = paragraphs[:3000]
     for i in range(3):
-        write_jsonl(folder / f"part-{i}.jsonl", documents[i * 1000:(i + 1) * 1000])
+        write_jsonl(folder / f"part-{i}.jsonl", documents[i * 1000 : (i + 1) * 1000])
     return folder, documents
 
 
@@ -115,8 +120,12 @@ def prepared(corpus, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("prepared")
     outs = {}
     for name, num_proc in (("one", 1), ("two", 2)):
-        outs[name] = prepare(tmp, "--data-files", folder / "*.jsonl", "--num-proc", num_proc, name=name)
-    outs["again"] = prepare(tmp, "--data-files", folder / "*.jsonl", "--num-proc", 2, name="again", cache="two")
+        outs[name] = prepare(
+            tmp, "--data-files", folder / "*.jsonl", "--num-proc", num_proc, name=name
+        )
+    outs["again"] = prepare(
+        tmp, "--data-files", folder / "*.jsonl", "--num-proc", 2, name="again", cache="two"
+    )
     return outs, documents
 
 
@@ -128,7 +137,9 @@ def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2):
     texts = ["Hello world", "Hi", "", "a <|endoftext|> in the text is plain text"]
     out = owt.tokenize(texts, encoding=gpt2, eot_id=GPT2_EOT, dtype=np.dtype(np.uint16))
     assert [ids.tolist() for ids in out["ids"][:2]] == [[15496, 995, 50256], [17250, 50256]]
-    assert [ids.tolist() for ids in out["ids"]] == [gpt2.encode_ordinary(t) + [GPT2_EOT] for t in texts]
+    assert [ids.tolist() for ids in out["ids"]] == [
+        gpt2.encode_ordinary(t) + [GPT2_EOT] for t in texts
+    ]
     assert out["len"] == [len(gpt2.encode_ordinary(t)) + 1 for t in texts]
     assert all(ids.dtype == np.uint16 for ids in out["ids"])
 
@@ -147,19 +158,34 @@ def test_token_stream_is_concatenate_of_the_ids_column(corpus, tmp_path, gpt2):
     import datasets
 
     folder, documents = corpus
-    docs = datasets.load_dataset("json", data_files=sorted(map(str, folder.glob("*.jsonl"))), split="train",
-                                 cache_dir=str(tmp_path))
+    docs = datasets.load_dataset(
+        "json",
+        data_files=sorted(map(str, folder.glob("*.jsonl"))),
+        split="train",
+        cache_dir=str(tmp_path),
+    )
     split = docs.train_test_split(test_size=0.1, seed=1)["train"]
-    features = datasets.Features({"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")})
-    tokenized = split.map(owt.tokenize, fn_kwargs={"encoding": gpt2, "eot_id": GPT2_EOT, "dtype": np.dtype(np.uint16)},
-                          input_columns="text", batched=True, remove_columns=["text"], features=features, num_proc=2)
+    features = datasets.Features(
+        {"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")}
+    )
+    tokenized = split.map(
+        owt.tokenize,
+        fn_kwargs={"encoding": gpt2, "eot_id": GPT2_EOT, "dtype": np.dtype(np.uint16)},
+        input_columns="text",
+        batched=True,
+        remove_columns=["text"],
+        features=features,
+        num_proc=2,
+    )
     assert len(tokenized.cache_files) == 2
     expected = np.concatenate(tokenized.with_format("numpy")["ids"])
     assert np.concatenate(list(owt.token_stream(tokenized))).tolist() == expected.tolist()
     in_memory = datasets.Dataset.from_dict(tokenized[:50], features=features)
     assert not in_memory.cache_files
-    assert np.concatenate(list(owt.token_stream(in_memory))).tolist() == np.concatenate(
-        in_memory.with_format("numpy")["ids"]).tolist()
+    assert (
+        np.concatenate(list(owt.token_stream(in_memory))).tolist()
+        == np.concatenate(in_memory.with_format("numpy")["ids"]).tolist()
+    )
 
 
 @pytest.mark.parametrize("num_documents", [1, 5, 2000, 3000, 8_013_769])
@@ -172,7 +198,8 @@ def test_split_sizes_are_datasets(num_documents, val_fraction):
     if num_documents > 5000 or num_train == 0 or num_val == 0:
         return
     split = datasets.Dataset.from_dict({"i": list(range(num_documents))}).train_test_split(
-        test_size=val_fraction, seed=2357)
+        test_size=val_fraction, seed=2357
+    )
     assert (len(split["train"]), len(split["test"])) == (num_train, num_val)
 
 
@@ -183,15 +210,28 @@ def test_openwebtext_split_sizes():
 def test_hub_loader_arguments():
     builder, kwargs = owt.hub_load_arguments()
     assert builder == "parquet"  # datasets' own builder: the repo's old loading script is never run
-    assert kwargs == {"data_files": {"train": "hf://datasets/Skylion007/openwebtext@"
-                                              "79d93d786212f7344586290adb811d4ae6a1762c/plain_text/*.parquet"}}
+    assert kwargs == {
+        "data_files": {
+            "train": "hf://datasets/Skylion007/openwebtext@"
+            "79d93d786212f7344586290adb811d4ae6a1762c/plain_text/*.parquet"
+        }
+    }
     assert owt.HUB_REVISION in kwargs["data_files"]["train"]  # one constant to change
 
 
 def test_hub_unreachable_is_one_clear_line(tmp_path):
-    result = run(SCRIPT, "--out-dir", tmp_path / "out", cache_dir=tmp_path / "cache", env={"HF_HUB_OFFLINE": "1"})
+    result = run(
+        SCRIPT,
+        "--out-dir",
+        tmp_path / "out",
+        cache_dir=tmp_path / "cache",
+        env={"HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 1
-    assert_one_error_line(result.stderr, "error: cannot load Skylion007/openwebtext@79d93d786212 from the Hugging Face hub")
+    assert_one_error_line(
+        result.stderr,
+        "error: cannot load Skylion007/openwebtext@79d93d786212 from the Hugging Face hub",
+    )
     assert "pass --data-files" in result.stderr
     assert list((tmp_path / "out").iterdir()) == []
 
@@ -241,7 +281,11 @@ def test_few_thousand_documents(prepared, gpt2):
 def test_identical_across_runs_and_num_proc(prepared):
     outs, _ = prepared
     for split in ("train.bin", "val.bin"):
-        assert (outs["one"] / split).read_bytes() == (outs["two"] / split).read_bytes() == (outs["again"] / split).read_bytes()
+        assert (
+            (outs["one"] / split).read_bytes()
+            == (outs["two"] / split).read_bytes()
+            == (outs["again"] / split).read_bytes()
+        )
 
 
 def test_byte_identical_to_nanogpts_script(corpus, tmp_path):
@@ -249,8 +293,17 @@ def test_byte_identical_to_nanogpts_script(corpus, tmp_path):
     folder, _ = corpus
     files = sorted(folder.glob("*.jsonl"))
     (tmp_path / "ref").mkdir()
-    result = run(NANOGPT_SCRIPT, "--out-dir", tmp_path / "ref", "--test-size", 0.4, "--num-proc", 2, *files,
-                 cache_dir=tmp_path / "cache-ref")
+    result = run(
+        NANOGPT_SCRIPT,
+        "--out-dir",
+        tmp_path / "ref",
+        "--test-size",
+        0.4,
+        "--num-proc",
+        2,
+        *files,
+        cache_dir=tmp_path / "cache-ref",
+    )
     assert result.returncode == 0, result.stderr
     out = prepare(tmp_path, "--data-files", *files, "--val-fraction", 0.4, "--num-proc", 2)
     for split in ("train.bin", "val.bin"):
@@ -265,27 +318,54 @@ def test_txt_and_parquet_give_the_same_files_as_jsonl(paragraphs, tmp_path):
         (tmp_path / "txt" / f"{i:03d}.txt").write_text(document, encoding="utf-8")
     pq.write_table(pa.table({"text": documents[:25]}), tmp_path / "a.parquet")
     pq.write_table(pa.table({"text": documents[25:]}), tmp_path / "b.parquet")
-    outs = [prepare(tmp_path, "--data-files", *files, "--val-fraction", 0.1, name=name) for name, files in (
-        ("jsonl", [tmp_path / "docs.jsonl"]), ("txt", [tmp_path / "txt" / "*.txt"]),
-        ("parquet", [tmp_path / "*.parquet"]))]
+    outs = [
+        prepare(tmp_path, "--data-files", *files, "--val-fraction", 0.1, name=name)
+        for name, files in (
+            ("jsonl", [tmp_path / "docs.jsonl"]),
+            ("txt", [tmp_path / "txt" / "*.txt"]),
+            ("parquet", [tmp_path / "*.parquet"]),
+        )
+    ]
     for split in ("train.bin", "val.bin"):
         assert len({(out / split).read_bytes() for out in outs}) == 1
 
 
 def test_tokenizer_path(paragraphs, tmp_path):
     (tmp_path / "train.txt").write_text("\n\n".join(paragraphs[:1500]), encoding="utf-8")
-    subprocess.run([sys.executable, str(REPO / "train_tokenizer.py"), "--input", str(tmp_path / "train.txt"),
-                    "--vocab-size", "300", "--out", str(tmp_path / "tok.json"), "--special-tokens", "<|endoftext|>"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "train_tokenizer.py"),
+            "--input",
+            str(tmp_path / "train.txt"),
+            "--vocab-size",
+            "300",
+            "--out",
+            str(tmp_path / "tok.json"),
+            "--special-tokens",
+            "<|endoftext|>",
+        ],
+        check=True,
+        capture_output=True,
+    )
     tokenizer = Tokenizer.load(tmp_path / "tok.json")
     eot_id = tokenizer.special_tokens["<|endoftext|>"]
     documents = paragraphs[:200]
     write_jsonl(tmp_path / "docs.jsonl", documents)
-    out = prepare(tmp_path, "--data-files", tmp_path / "docs.jsonl", "--tokenizer", tmp_path / "tok.json",
-                  "--val-fraction", 0.05)
+    out = prepare(
+        tmp_path,
+        "--data-files",
+        tmp_path / "docs.jsonl",
+        "--tokenizer",
+        tmp_path / "tok.json",
+        "--val-fraction",
+        0.05,
+    )
     expected = expected_splits(documents, val_fraction=0.05)
     for split in ("train", "val"):
-        assert documents_in(out / f"{split}.bin", tokenizer.decode, eot_id=eot_id) == expected[split]
+        assert (
+            documents_in(out / f"{split}.bin", tokenizer.decode, eot_id=eot_id) == expected[split]
+        )
         ids = np.fromfile(out / f"{split}.bin", dtype=np.uint16).tolist()
         assert ids == [i for d in expected[split] for i in tokenizer.encode_ordinary(d) + [eot_id]]
     meta_pkl = pickle.loads((out / "meta.pkl").read_bytes())
@@ -308,16 +388,33 @@ def test_vocabulary_beyond_uint16_writes_uint32_with_a_warning(paragraphs, tmp_p
     assert tokenizer.vocab_size == 65_557
     documents = paragraphs[:20]
     write_jsonl(tmp_path / "docs.jsonl", documents)
-    result = run(SCRIPT, "--data-files", tmp_path / "docs.jsonl", "--tokenizer", tmp_path / "big.json",
-                 "--val-fraction", 0.1, "--out-dir", tmp_path / "out", cache_dir=tmp_path / "cache")
+    result = run(
+        SCRIPT,
+        "--data-files",
+        tmp_path / "docs.jsonl",
+        "--tokenizer",
+        tmp_path / "big.json",
+        "--val-fraction",
+        0.1,
+        "--out-dir",
+        tmp_path / "out",
+        cache_dir=tmp_path / "cache",
+    )
     assert result.returncode == 0, result.stderr
-    assert "warning: vocab_size 65,557 does not fit uint16, so the .bin files are uint32" in result.stderr
+    assert (
+        "warning: vocab_size 65,557 does not fit uint16, so the .bin files are uint32"
+        in result.stderr
+    )
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
     assert meta["dtype"] == "uint32"
     expected = expected_splits(documents, val_fraction=0.1)
     for split in ("train", "val"):
-        assert documents_in(tmp_path / "out" / f"{split}.bin", tokenizer.decode, eot_id=65_556,
-                            dtype=np.uint32) == expected[split]
+        assert (
+            documents_in(
+                tmp_path / "out" / f"{split}.bin", tokenizer.decode, eot_id=65_556, dtype=np.uint32
+            )
+            == expected[split]
+        )
     assert prepare_common.verify(tmp_path / "out") == []
 
 
@@ -339,20 +436,36 @@ def bad_corpus(case, folder, paragraphs):
     if case == "missing texts":
         lines = [{"text": "a"}, {"text": "b"}, {"text": None}, {"url": "u"}, {"text": "c"}]
         (folder / "x.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-        return [folder / "x.jsonl"], "2 of 5 documents have a missing or non-string 'text' (the first at row 2)"
+        return [
+            folder / "x.jsonl"
+        ], "2 of 5 documents have a missing or non-string 'text' (the first at row 2)"
     if case == "non-string texts":
         lines = [{"text": "a"}, {"text": "b"}, {"text": "c"}, {"text": 5}, {"text": ["x"]}]
         (folder / "x.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-        return [folder / "x.jsonl"], "2 of 5 documents have a missing or non-string 'text' (the first at row 3)"
+        return [
+            folder / "x.jsonl"
+        ], "2 of 5 documents have a missing or non-string 'text' (the first at row 3)"
     if case == "val empty":
         write_jsonl(folder / "x.jsonl", paragraphs[:5])
-        return [folder / "x.jsonl", "--val-fraction", "0"], "--val-fraction 0.0 of 5 documents leaves val empty"
+        return [
+            folder / "x.jsonl",
+            "--val-fraction",
+            "0",
+        ], "--val-fraction 0.0 of 5 documents leaves val empty"
     if case == "train empty":
         write_jsonl(folder / "x.jsonl", paragraphs[:5])
-        return [folder / "x.jsonl", "--val-fraction", "0.9"], "--val-fraction 0.9 of 5 documents leaves train empty"
+        return [
+            folder / "x.jsonl",
+            "--val-fraction",
+            "0.9",
+        ], "--val-fraction 0.9 of 5 documents leaves train empty"
     if case == "all val":
         write_jsonl(folder / "x.jsonl", paragraphs[:5])
-        return [folder / "x.jsonl", "--val-fraction", "1.5"], "--val-fraction 1.5 of 5 documents leaves train empty"
+        return [
+            folder / "x.jsonl",
+            "--val-fraction",
+            "1.5",
+        ], "--val-fraction 1.5 of 5 documents leaves train empty"
     if case == "no match":
         return [folder / "nothing-*.jsonl"], "matches no file"
     if case == "mixed kinds":
@@ -366,13 +479,31 @@ def bad_corpus(case, folder, paragraphs):
         write_jsonl(folder / "x.jsonl", paragraphs[:5])
         vocab = {i: bytes([i]) for i in range(256)}
         Tokenizer(vocab, []).save(folder / "tok.json")
-        return [folder / "x.jsonl", "--tokenizer", folder / "tok.json"], "has no <|endoftext|> special token"
+        return [
+            folder / "x.jsonl",
+            "--tokenizer",
+            folder / "tok.json",
+        ], "has no <|endoftext|> special token"
     raise AssertionError(case)
 
 
-@pytest.mark.parametrize("case", ["no text column", "empty file", "no rows", "missing texts", "non-string texts",
-                                  "val empty", "train empty", "all val", "no match", "mixed kinds", "corrupt parquet",
-                                  "no end-of-text"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no text column",
+        "empty file",
+        "no rows",
+        "missing texts",
+        "non-string texts",
+        "val empty",
+        "train empty",
+        "all val",
+        "no match",
+        "mixed kinds",
+        "corrupt parquet",
+        "no end-of-text",
+    ],
+)
 def test_bad_input(case, paragraphs, tmp_path):
     args, message = bad_corpus(case, tmp_path, paragraphs)
     out = tmp_path / "out"

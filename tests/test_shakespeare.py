@@ -5,10 +5,10 @@ import pickle
 
 import numpy as np
 import pytest
+from support import REPO, run_python
 
 import prepare_common
 from bpe import Tokenizer
-from support import REPO, run_python
 
 SCRIPT = REPO / "data" / "shakespeare" / "prepare.py"
 EOT = "<|endoftext|>"
@@ -24,18 +24,24 @@ def run_script(*args, cwd=None):
 
 def nanogpt_bins(text):
     """nanoGPT's shakespeare/prepare.py, from the text on: the bytes of its train.bin and val.bin."""
-    enc = prepare_common.gpt2_encoding()  # tiktoken.get_encoding("gpt2"), offline through the mirror
+    enc = (
+        prepare_common.gpt2_encoding()
+    )  # tiktoken.get_encoding("gpt2"), offline through the mirror
     n = len(text)
-    train_data, val_data = text[:int(n * 0.9)], text[int(n * 0.9):]
+    train_data, val_data = text[: int(n * 0.9)], text[int(n * 0.9) :]
     train_ids, val_ids = enc.encode_ordinary(train_data), enc.encode_ordinary(val_data)
-    return np.array(train_ids, dtype=np.uint16).tobytes(), np.array(val_ids, dtype=np.uint16).tobytes()
+    return np.array(train_ids, dtype=np.uint16).tobytes(), np.array(
+        val_ids, dtype=np.uint16
+    ).tobytes()
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """The default pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare")
-    (out_dir / "meta.pkl").write_bytes(pickle.dumps({"vocab_size": 400}))  # left by an earlier --tokenizer run
+    (out_dir / "meta.pkl").write_bytes(
+        pickle.dumps({"vocab_size": 400})
+    )  # left by an earlier --tokenizer run
     result = run_script("--out-dir", out_dir, cwd=tmp_path_factory.mktemp("elsewhere"))
     assert result.returncode == 0, result.stderr
     return out_dir, result.stdout
@@ -45,10 +51,21 @@ def prepared(tmp_path_factory):
 def small_tokenizer(tmp_path_factory):
     """A 400-token BPE with <|endoftext|>, trained by train_tokenizer.py on the first 200,000 characters."""
     folder = tmp_path_factory.mktemp("tokenizer")
-    text = prepare_common.read_text(prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt"))
+    text = prepare_common.read_text(
+        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
+    )
     (folder / "head.txt").write_text(text[:200_000], encoding="utf-8")
-    result = run_python(REPO / "train_tokenizer.py", "--input", folder / "head.txt", "--vocab-size", "400",
-                        "--out", folder / "tok400.json", "--special-tokens", EOT)
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        "--input",
+        folder / "head.txt",
+        "--vocab-size",
+        "400",
+        "--out",
+        folder / "tok400.json",
+        "--special-tokens",
+        EOT,
+    )
     assert result.returncode == 0, result.stderr
     return folder / "tok400.json", text
 
@@ -71,13 +88,19 @@ def test_bins_are_nanogpts_bytes(prepared):
 
 def test_gpt2_meta_files(prepared):
     out_dir, stdout = prepared
-    assert not (out_dir / "meta.pkl").exists()  # the stale one is gone: sample.py keeps its GPT-2 default
+    assert not (
+        out_dir / "meta.pkl"
+    ).exists()  # the stale one is gone: sample.py keeps its GPT-2 default
     assert "removed" in stdout
     meta = json.loads((out_dir / "meta.json").read_text())
     assert meta["dtype"] == "uint16"
     assert meta["tokenizer"]["kind"] == "tiktoken" and meta["tokenizer"]["name"] == "gpt2"
     assert meta["tokenizer"]["vocab_size"] == 50257 and meta["tokenizer"]["eot_id"] == 50256
-    assert meta["splits"]["train"] == {"file": "train.bin", "tokens": 301_966, "sha256": TRAIN_SHA256}
+    assert meta["splits"]["train"] == {
+        "file": "train.bin",
+        "tokens": 301_966,
+        "sha256": TRAIN_SHA256,
+    }
     assert meta["splits"]["val"] == {"file": "val.bin", "tokens": 36_059, "sha256": VAL_SHA256}
     assert meta["source"]["sha256"] == prepare_common.TINY_SHAKESPEARE.sha256
     assert meta["split"]["boundary_character"] == 1_003_854
@@ -88,7 +111,9 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
     tokenizer_path, text = small_tokenizer
     input_path = tmp_path / "input.txt"
     input_path.write_text(text[:100_000], encoding="utf-8")
-    result = run_script("--input", input_path, "--out-dir", tmp_path / "out", "--tokenizer", tokenizer_path)
+    result = run_script(
+        "--input", input_path, "--out-dir", tmp_path / "out", "--tokenizer", tokenizer_path
+    )
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
 
@@ -100,7 +125,10 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
     assert train_ids.tolist() == tokenizer.encode_ordinary(train_text)
     assert val_ids.tolist() == tokenizer.encode_ordinary(val_text)
     assert tokenizer.decode(train_ids.tolist()) == train_text
-    assert f"train has {len(train_ids):,} tokens ({90_000 / len(train_ids):.2f} characters per token)" in result.stdout
+    assert (
+        f"train has {len(train_ids):,} tokens ({90_000 / len(train_ids):.2f} characters per token)"
+        in result.stdout
+    )
 
     # meta.pkl: nanoGPT's train.py reads vocab_size; the identity names the tokenizer file
     meta_pkl = pickle.loads((out / "meta.pkl").read_bytes())
@@ -110,22 +138,30 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
     # nanoGPT's sample.py reads stoi/itos from any meta.pkl: its own lambdas must work on it
     stoi, itos = meta_pkl["stoi"], meta_pkl["itos"]
     encode = lambda s: [stoi[c] for c in s]  # noqa: E731  (sample.py, verbatim)
-    decode = lambda l: "".join([itos[i] for i in l])  # noqa: E731
+    decode = lambda l: "".join([itos[i] for i in l])  # noqa: E731, E741
     assert decode(train_ids.tolist()) == train_text  # ASCII text: every token decodes whole
     assert decode(encode("\nROMEO:")) == "\nROMEO:"
     assert encode("\n") == [tokenizer.encode_ordinary("\n")[0]]
     meta = json.loads((out / "meta.json").read_text())
     assert meta["tokenizer"] == meta_pkl["tokenizer"]
-    assert meta["tokenizer"]["kind"] == "bpe" and meta["tokenizer"]["eot_id"] == tokenizer.special_tokens[EOT]
+    assert (
+        meta["tokenizer"]["kind"] == "bpe"
+        and meta["tokenizer"]["eot_id"] == tokenizer.special_tokens[EOT]
+    )
     assert meta["source"]["path"] == str(input_path.resolve())
     assert prepare_common.verify(out) == []
 
 
-@pytest.mark.parametrize("case", ["missing tokenizer", "not a tokenizer", "missing input", "too short", "out-dir is a file"])
+@pytest.mark.parametrize(
+    "case",
+    ["missing tokenizer", "not a tokenizer", "missing input", "too short", "out-dir is a file"],
+)
 def test_bad_input_is_one_line_and_writes_nothing(case, tmp_path):
     out = tmp_path / "out"
     args = ["--out-dir", out, "--input", tmp_path / "input.txt"]
-    (tmp_path / "input.txt").write_text("To be, or not to be: that is the question.\n", encoding="utf-8")
+    (tmp_path / "input.txt").write_text(
+        "To be, or not to be: that is the question.\n", encoding="utf-8"
+    )
     if case == "missing tokenizer":
         args += ["--tokenizer", tmp_path / "nope.json"]
     elif case == "not a tokenizer":

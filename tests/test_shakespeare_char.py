@@ -6,10 +6,11 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import REPO, assert_clean_failure, run_python
 
 import prepare_common
-from support import REPO, assert_clean_failure, run_python
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 
@@ -28,8 +29,8 @@ def load_script_module():
 def get_batch(bin_path, i, block_size):
     """nanoGPT train.py's get_batch for one row at offset i, in numpy (no torch needed)."""
     data = np.memmap(bin_path, dtype=np.uint16, mode="r")
-    x = data[i:i + block_size].astype(np.int64)
-    y = data[i + 1:i + 1 + block_size].astype(np.int64)
+    x = data[i : i + block_size].astype(np.int64)
+    y = data[i + 1 : i + 1 + block_size].astype(np.int64)
     return x.tolist(), y.tolist()
 
 
@@ -49,7 +50,9 @@ def test_golden_figures(prepared):
     assert "vocab size: 65" in stdout
     assert "train has 1,003,854 tokens" in stdout
     assert "val has 111,540 tokens" in stdout
-    assert prepare_common.sha256_file(out_dir / "input.txt") == prepare_common.TINY_SHAKESPEARE.sha256
+    assert (
+        prepare_common.sha256_file(out_dir / "input.txt") == prepare_common.TINY_SHAKESPEARE.sha256
+    )
     assert (out_dir / "train.bin").stat().st_size == 1_003_854 * 2
     assert (out_dir / "val.bin").stat().st_size == 111_540 * 2
 
@@ -61,8 +64,8 @@ def test_bins_equal_nanogpt_reference_encoding(prepared):
     chars = sorted(list(set(data)))
     stoi = {ch: i for i, ch in enumerate(chars)}
     n = len(data)
-    train_ids = np.array([stoi[c] for c in data[:int(n * 0.9)]], dtype=np.uint16)
-    val_ids = np.array([stoi[c] for c in data[int(n * 0.9):]], dtype=np.uint16)
+    train_ids = np.array([stoi[c] for c in data[: int(n * 0.9)]], dtype=np.uint16)
+    val_ids = np.array([stoi[c] for c in data[int(n * 0.9) :]], dtype=np.uint16)
     assert (out_dir / "train.bin").read_bytes() == train_ids.tobytes()
     assert (out_dir / "val.bin").read_bytes() == val_ids.tobytes()
 
@@ -75,7 +78,7 @@ def test_meta_pkl_keeps_nanogpt_contract(prepared):
     assert meta["vocab_size"] == 65
     stoi, itos = meta["stoi"], meta["itos"]
     encode = lambda s: [stoi[c] for c in s]  # noqa: E731  (sample.py's own lambdas)
-    decode = lambda l: "".join([itos[i] for i in l])  # noqa: E731
+    decode = lambda l: "".join([itos[i] for i in l])  # noqa: E731, E741
     assert encode("\n") == [0] and decode(encode("First Citizen:")) == "First Citizen:"
     x, y = get_batch(out_dir / "train.bin", 0, 14)
     assert decode(x) == "First Citizen:" and decode(y) == "irst Citizen:\n"
@@ -87,8 +90,14 @@ def test_meta_json(prepared):
     assert meta["format_version"] == 1
     assert meta["dtype"] == "uint16"
     assert meta["tokenizer"]["kind"] == "char" and meta["tokenizer"]["vocab_size"] == 65
-    assert meta["tokenizer"]["chars"] == "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-    assert meta["splits"]["train"]["tokens"] == 1_003_854 and meta["splits"]["val"]["tokens"] == 111_540
+    assert (
+        meta["tokenizer"]["chars"]
+        == "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    )
+    assert (
+        meta["splits"]["train"]["tokens"] == 1_003_854
+        and meta["splits"]["val"]["tokens"] == 111_540
+    )
     assert meta["splits"]["val"]["sha256"] == prepare_common.sha256_file(out_dir / "val.bin")
     assert meta["source"]["sha256"] == prepare_common.TINY_SHAKESPEARE.sha256
     assert meta["source"]["path"] == "input.txt"
@@ -103,7 +112,7 @@ def test_verify_command_accepts_the_output(prepared):
     assert "start of val: " in result.stdout and "?\\n\\nGREMIO:" in result.stdout
 
 
-def test_rerun_reuses_download_and_gives_same_bytes(prepared, tmp_path):
+def test_rerun_reuses_download_and_gives_same_bytes(prepared):
     out_dir, _ = prepared
     before = {name: (out_dir / name).read_bytes() for name in ("train.bin", "val.bin", "meta.pkl")}
     result = run_script("--out-dir", out_dir)
@@ -146,7 +155,7 @@ def test_non_ascii_input_and_recorded_hash(tmp_path):
     assert meta["tokenizer"]["chars"] == "".join(chars)
     assert meta["source"]["sha256"] == prepare_common.sha256_file(text_path)
     ids = np.fromfile(tmp_path / "out" / "train.bin", dtype=np.uint16)
-    assert "".join(chars[i] for i in ids) == text[:int(len(text) * 0.9)]
+    assert "".join(chars[i] for i in ids) == text[: int(len(text) * 0.9)]
     assert not (tmp_path / "out" / "input.txt").exists()  # a local --input is not copied
 
 
@@ -158,8 +167,16 @@ def test_strict_vocab_from_train(tmp_path):
     assert refused.returncode == 1
     assert "never seen in train" in refused.stderr and "'XY'" in refused.stderr
     assert sorted(p.name for p in out_dir.iterdir()) == []
-    dropped = run_script("--input", text_path, "--out-dir", out_dir, "--vocab-from", "train",
-                         "--unseen-in-val", "drop")
+    dropped = run_script(
+        "--input",
+        text_path,
+        "--out-dir",
+        out_dir,
+        "--vocab-from",
+        "train",
+        "--unseen-in-val",
+        "drop",
+    )
     assert dropped.returncode == 0, dropped.stderr
     assert "vocab size: 2" in dropped.stdout and "val has 0 tokens" in dropped.stdout
     assert (out_dir / "val.bin").stat().st_size == 0

@@ -1,12 +1,11 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
-
 import pytest
+from support import REPO, assert_clean_failure, run_python
 
 import prepare_common
 from bpe import Tokenizer
 from bpe.train import train_bpe_from_iterator
-from support import REPO, assert_clean_failure, run_python
 
 SCRIPT = REPO / "train_tokenizer.py"
 EOT = "<|endoftext|>"
@@ -20,7 +19,9 @@ def run_cli(*args, cwd=None):
 def shakespeare_50k(tmp_path_factory):
     """The first 50 KB of Tiny Shakespeare (from the mirror) as train.txt, the next 20 KB as eval.txt."""
     folder = tmp_path_factory.mktemp("cli")
-    text = prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt").read_text("utf-8")
+    text = prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt").read_text(
+        "utf-8"
+    )
     (folder / "train.txt").write_text(text[:50_000], encoding="utf-8")
     (folder / "eval.txt").write_text(text[50_000:70_000], encoding="utf-8")
     return folder
@@ -29,8 +30,17 @@ def shakespeare_50k(tmp_path_factory):
 def test_trains_saves_and_reports(shakespeare_50k, tmp_path):
     out = tmp_path / "tok.json"
     result = run_cli(
-        "--input", shakespeare_50k / "train.txt", "--vocab-size", 600, "--out", out,
-        "--special-tokens", EOT, "--eval", shakespeare_50k / "eval.txt", cwd=tmp_path,
+        "--input",
+        shakespeare_50k / "train.txt",
+        "--vocab-size",
+        600,
+        "--out",
+        out,
+        "--special-tokens",
+        EOT,
+        "--eval",
+        shakespeare_50k / "eval.txt",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     text = (shakespeare_50k / "train.txt").read_text("utf-8")
@@ -47,12 +57,14 @@ def test_trains_saves_and_reports(shakespeare_50k, tmp_path):
     assert tok.decode(tok.encode(sample)) == sample and tok.encode(sample)[-1] == 599
 
 
-def test_several_inputs_and_gpt4_pattern(shakespeare_50k, tmp_path):
+def test_several_inputs_and_gpt4_pattern(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("hello hello hello 12345\n", encoding="utf-8")
     b.write_text("world world hello\n", encoding="utf-8")
     out = tmp_path / "tok.json"
-    result = run_cli("--input", a, b, "--vocab-size", 268, "--out", out, "--pattern", "gpt4", "--workers", 1)
+    result = run_cli(
+        "--input", a, b, "--vocab-size", 268, "--out", out, "--pattern", "gpt4", "--workers", 1
+    )
     assert result.returncode == 0, result.stderr
     expected = train_bpe_from_iterator([a.read_text(), b.read_text()], 268, pattern="gpt4")
     tok = Tokenizer.load(out)
@@ -91,9 +103,35 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, case, fragments):
     args = {
         "missing": ["--input", tmp_path / "missing.txt", "--vocab-size", 300, "--out", out],
         "non-utf8": ["--input", good, bad, "--vocab-size", 300, "--out", out],
-        "vocab-too-small": ["--input", good, "--vocab-size", 256, "--out", out, "--special-tokens", EOT],
-        "out-folder-missing": ["--input", good, "--vocab-size", 300, "--out", tmp_path / "no_such_folder" / "t.json"],
-        "duplicate-special": ["--input", good, "--vocab-size", 300, "--out", out, "--special-tokens", EOT, EOT],
+        "vocab-too-small": [
+            "--input",
+            good,
+            "--vocab-size",
+            256,
+            "--out",
+            out,
+            "--special-tokens",
+            EOT,
+        ],
+        "out-folder-missing": [
+            "--input",
+            good,
+            "--vocab-size",
+            300,
+            "--out",
+            tmp_path / "no_such_folder" / "t.json",
+        ],
+        "duplicate-special": [
+            "--input",
+            good,
+            "--vocab-size",
+            300,
+            "--out",
+            out,
+            "--special-tokens",
+            EOT,
+            EOT,
+        ],
         "empty": ["--input", empty, "--vocab-size", 300, "--out", out],
     }[case]
     before = sorted(p.name for p in tmp_path.iterdir())

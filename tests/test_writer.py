@@ -13,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prepare_common
-from prepare_common import PrepareError, atomic_path, check_ids, dtype_for_vocab, read_text, write_bin
+from prepare_common import (
+    PrepareError,
+    atomic_path,
+    check_ids,
+    dtype_for_vocab,
+    read_text,
+    write_bin,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,7 +76,12 @@ def test_check_ids_refuses_negative_naming_id_and_position():
     with pytest.raises(PrepareError) as excinfo:
         check_ids(np.array([3, 4, -7, 5, -1]), 65, np.uint16, where="train.bin")
     message = str(excinfo.value)
-    assert "train.bin" in message and "-7" in message and "position 2" in message and "negative" in message
+    assert (
+        "train.bin" in message
+        and "-7" in message
+        and "position 2" in message
+        and "negative" in message
+    )
 
 
 def test_check_ids_refuses_ids_at_or_above_vocab_size():
@@ -93,8 +105,11 @@ def test_check_ids_handles_huge_unsigned_ids():
 
 
 @settings(max_examples=200, deadline=None)
-@given(ids=st.lists(st.integers(-(2**40), 2**40), max_size=30), vocab_size=st.integers(1, 2**17),
-       dtype=st.sampled_from([np.uint16, np.uint32]))
+@given(
+    ids=st.lists(st.integers(-(2**40), 2**40), max_size=30),
+    vocab_size=st.integers(1, 2**17),
+    dtype=st.sampled_from([np.uint16, np.uint32]),
+)
 def test_check_ids_refuses_exactly_the_ids_a_cast_would_corrupt(ids, vocab_size, dtype):
     limit = min(vocab_size, 2 ** (8 * np.dtype(dtype).itemsize))
     bad = [i for i, x in enumerate(ids) if not 0 <= x < limit]
@@ -104,7 +119,9 @@ def test_check_ids_refuses_exactly_the_ids_a_cast_would_corrupt(ids, vocab_size,
         return
     with pytest.raises(PrepareError) as excinfo:
         check_ids(np.array(ids, dtype=np.int64), vocab_size, dtype)
-    assert f"token id {ids[bad[0]]:,} at position {bad[0]:,} " in str(excinfo.value)  # the first bad one
+    assert f"token id {ids[bad[0]]:,} at position {bad[0]:,} " in str(
+        excinfo.value
+    )  # the first bad one
 
 
 def test_check_ids_refuses_non_integers():
@@ -123,7 +140,9 @@ CHUNKS = [np.array([0, 1, 2]), np.array([], dtype=np.int64), np.array([64, 63]),
 def test_write_bin_writes_exactly_the_concatenation(tmp_path, dtype):
     path = tmp_path / "train.bin"
     count = write_bin(path, CHUNKS, dtype, 65)
-    expected = np.concatenate([np.asarray(c, dtype=np.int64) for c in CHUNKS]).astype(dtype).tobytes()
+    expected = (
+        np.concatenate([np.asarray(c, dtype=np.int64) for c in CHUNKS]).astype(dtype).tobytes()
+    )
     assert path.read_bytes() == expected
     assert count == 8 and type(count) is int
     assert np.array_equal(np.memmap(path, dtype=dtype, mode="r"), [0, 1, 2, 64, 63, 5, 6, 7])
@@ -253,19 +272,17 @@ def test_atomic_path_replaces_the_previous_file_on_success(tmp_path):
 def test_atomic_path_keeps_the_previous_file_on_error(tmp_path, error):
     path = tmp_path / "out.txt"
     path.write_text("old")
-    with pytest.raises(type(error)):
-        with atomic_path(path) as tmp:
-            tmp.write_text("half")
-            raise error
+    with pytest.raises(type(error)), atomic_path(path) as tmp:
+        tmp.write_text("half")
+        raise error
     assert path.read_text() == "old"
     assert names_in(tmp_path) == ["out.txt"]
 
 
 def test_atomic_path_leaves_nothing_on_error_without_a_previous_file(tmp_path):
-    with pytest.raises(ValueError):
-        with atomic_path(tmp_path / "out.txt") as tmp:
-            tmp.write_text("half")
-            raise ValueError("boom")
+    with pytest.raises(ValueError), atomic_path(tmp_path / "out.txt") as tmp:
+        tmp.write_text("half")
+        raise ValueError("boom")
     assert names_in(tmp_path) == []
 
 
@@ -275,7 +292,7 @@ def test_atomic_path_leaves_nothing_on_error_without_a_previous_file(tmp_path):
 
 def test_read_text_reads_strict_utf8(tmp_path):
     path = tmp_path / "in.txt"
-    path.write_bytes("héllo\n世界".encode("utf-8"))
+    path.write_bytes("héllo\n世界".encode())
     assert read_text(path) == "héllo\n世界"
 
 
@@ -293,7 +310,7 @@ def test_read_text_folder(tmp_path):
 
 def test_read_text_invalid_utf8_gives_the_byte_offset(tmp_path):
     path = tmp_path / "latin1.txt"
-    path.write_bytes("naïve".encode("utf-8") + b" caf\xe9\n")  # 'naïve' is 6 bytes, then ' caf'
+    path.write_bytes("naïve".encode() + b" caf\xe9\n")  # 'naïve' is 6 bytes, then ' caf'
     with pytest.raises(PrepareError) as excinfo:
         read_text(path)
     message = str(excinfo.value)
@@ -319,25 +336,43 @@ def test_write_meta_then_verify_in_process(tmp_path, capsys):
     write_bin(tmp_path / "train.bin", [train], np.uint16, len(chars))
     write_bin(tmp_path / "val.bin", [val], np.uint16, len(chars))
     meta = prepare_common.write_meta(
-        tmp_path, script="tests/test_writer.py",
-        tokenizer={"kind": "char", "name": "char", "vocab_size": len(chars), "eot_id": None, "chars": chars},
-        dtype=np.uint16, split_tokens={"train": 5, "val": 3}, source={"path": None},
-        split={"rule": "by hand"}, options={},
+        tmp_path,
+        script="tests/test_writer.py",
+        tokenizer={
+            "kind": "char",
+            "name": "char",
+            "vocab_size": len(chars),
+            "eot_id": None,
+            "chars": chars,
+        },
+        dtype=np.uint16,
+        split_tokens={"train": 5, "val": 3},
+        source={"path": None},
+        split={"rule": "by hand"},
+        options={},
     )
     on_disk = json.loads((tmp_path / "meta.json").read_text(encoding="utf-8"))
     assert on_disk == meta
     assert meta["format_version"] == prepare_common.META_FORMAT_VERSION
     assert meta["dtype"] == "uint16"
     assert meta["splits"]["val"] == {
-        "file": "val.bin", "tokens": 3, "sha256": prepare_common.sha256_file(tmp_path / "val.bin")}
+        "file": "val.bin",
+        "tokens": 3,
+        "sha256": prepare_common.sha256_file(tmp_path / "val.bin"),
+    }
     assert names_in(tmp_path) == ["meta.json", "train.bin", "val.bin"]
     assert prepare_common.verify(tmp_path) == []
     assert "'cba'" in capsys.readouterr().out  # the start of val, decoded
 
 
 def run_verify(folder):
-    return subprocess.run([sys.executable, "prepare_common.py", "verify", str(folder)], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "prepare_common.py", "verify", str(folder)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -346,7 +381,10 @@ def shakespeare_char_folder(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("shakespeare_char")
     result = subprocess.run(
         [sys.executable, "data/shakespeare_char/prepare.py", "--out-dir", str(out_dir)],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert names_in(out_dir) == ["input.txt", "meta.json", "meta.pkl", "train.bin", "val.bin"]
@@ -378,7 +416,9 @@ def test_verify_reports_a_truncated_bin(prepared):
     assert result.returncode == 1
     assert result.stderr.startswith("error: ")
     assert str(train) in result.stderr
-    assert f"{len(data) - 2:,} bytes" in result.stderr and "1,003,854 uint16 tokens" in result.stderr
+    assert (
+        f"{len(data) - 2:,} bytes" in result.stderr and "1,003,854 uint16 tokens" in result.stderr
+    )
     assert "Traceback" not in result.stderr
 
 

@@ -28,35 +28,72 @@ from pathlib import Path
 import numpy as np
 
 from prepare_common import (
-    PrepareError, bpe_encoding, dtype_for_vocab, prepare_out_dir, run_main, write_bin, write_bpe_meta_pkl,
+    PrepareError,
+    bpe_encoding,
+    dtype_for_vocab,
+    prepare_out_dir,
+    run_main,
+    write_bin,
+    write_bpe_meta_pkl,
     write_meta,
 )
 
 SCRIPT_DIR = Path(__file__).resolve().parent
 HUB_REPO = "Skylion007/openwebtext"
 HUB_REVISION = "79d93d786212f7344586290adb811d4ae6a1762c"  # pinned: change here to follow the hub
-HUB_CONFIG = "plain_text"  # the folder of parquet files at that revision: 80 files, 8,013,769 documents
+HUB_CONFIG = (
+    "plain_text"  # the folder of parquet files at that revision: 80 files, 8,013,769 documents
+)
 VAL_FRACTION, SEED = 0.0005, 2357  # nanoGPT's split
 EOT = "<|endoftext|>"
 TOKENS_PER_WRITE = 1 << 22  # ids written per batch: 8 MB of uint16, whatever the corpus size
 # Which datasets builder reads which local files; .txt files are one document each.
-BUILDERS = {".parquet": ("parquet", {}), ".jsonl": ("json", {}), ".json": ("json", {}),
-            ".txt": ("text", {"sample_by": "document"})}
+BUILDERS = {
+    ".parquet": ("parquet", {}),
+    ".jsonl": ("json", {}),
+    ".json": ("json", {}),
+    ".txt": ("text", {"sample_by": "document"}),
+}
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-files", nargs="+", metavar="PATH|GLOB",
-                        help="local .parquet, .jsonl/.json (a 'text' field) or .txt (one document per file) "
-                             "files instead of OpenWebText from the Hugging Face hub")
-    parser.add_argument("--tokenizer", type=Path, help="a tokenizer file written by train_tokenizer.py (default: GPT-2)")
-    parser.add_argument("--out-dir", type=Path, default=SCRIPT_DIR, help="where the outputs go (default: beside this script)")
-    parser.add_argument("--num-proc", type=int, default=default_num_proc(),
-                        help="processes that load and tokenize (default: the number of CPUs, at most 8)")
-    parser.add_argument("--val-fraction", type=float, default=VAL_FRACTION, help="share of the documents in val")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help="local .parquet, .jsonl/.json (a 'text' field) or .txt (one document per file) "
+        "files instead of OpenWebText from the Hugging Face hub",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="a tokenizer file written by train_tokenizer.py (default: GPT-2)",
+    )
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=SCRIPT_DIR,
+        help="where the outputs go (default: beside this script)",
+    )
+    parser.add_argument(
+        "--num-proc",
+        type=int,
+        default=default_num_proc(),
+        help="processes that load and tokenize (default: the number of CPUs, at most 8)",
+    )
+    parser.add_argument(
+        "--val-fraction", type=float, default=VAL_FRACTION, help="share of the documents in val"
+    )
     parser.add_argument("--seed", type=int, default=SEED, help="seed of the random split")
-    parser.add_argument("--cache-dir", type=Path, help="datasets' cache for the loaded and tokenized Arrow files "
-                                                      "(default: $HF_DATASETS_CACHE)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="datasets' cache for the loaded and tokenized Arrow files "
+        "(default: $HF_DATASETS_CACHE)",
+    )
     args = parser.parse_args()
     if args.num_proc < 1:
         parser.error(f"--num-proc must be at least 1, got {args.num_proc}")
@@ -80,7 +117,9 @@ def hub_load_arguments():
     nothing of the repo's old loading script is involved.
     -> ("parquet", {"data_files": {"train": "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"}})
     """
-    return "parquet", {"data_files": {"train": f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{HUB_CONFIG}/*.parquet"}}
+    return "parquet", {
+        "data_files": {"train": f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{HUB_CONFIG}/*.parquet"}
+    }
 
 
 def expand_data_files(patterns):
@@ -99,11 +138,17 @@ def expand_data_files(patterns):
     kinds = {Path(path).suffix.lower() for path in files}
     if not kinds or not kinds <= BUILDERS.keys():
         unknown = sorted(kinds - BUILDERS.keys()) or ["no files"]
-        raise PrepareError(f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}")
+        raise PrepareError(
+            f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}"
+        )
     if len({BUILDERS[kind][0] for kind in kinds}) > 1:
-        raise PrepareError(f"--data-files mixes {', '.join(sorted(kinds))} files; give files of one kind")
+        raise PrepareError(
+            f"--data-files mixes {', '.join(sorted(kinds))} files; give files of one kind"
+        )
     if all(holds_nothing(path) for path in files):
-        raise PrepareError(f"--data-files names only empty files ({files[0]}, ...); there is nothing to prepare")
+        raise PrepareError(
+            f"--data-files names only empty files ({files[0]}, ...); there is nothing to prepare"
+        )
     return files
 
 
@@ -129,8 +174,12 @@ def load_documents(data_files, num_proc, cache_dir):
     if data_files is None:
         builder, kwargs = hub_load_arguments()
         try:
-            return datasets.load_dataset(builder, split="train", num_proc=num_proc, cache_dir=cache_dir, **kwargs)
-        except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way for the user
+            return datasets.load_dataset(
+                builder, split="train", num_proc=num_proc, cache_dir=cache_dir, **kwargs
+            )
+        except (
+            Exception
+        ) as exc:  # offline, DNS, HTTP, a moved revision: all end the same way for the user
             raise PrepareError(
                 f"cannot load {HUB_REPO}@{HUB_REVISION[:12]} from the Hugging Face hub "
                 f"({type(exc).__name__}: {exc}); to use local files instead, pass --data-files 'DIR/*.parquet'"
@@ -138,18 +187,30 @@ def load_documents(data_files, num_proc, cache_dir):
     files = expand_data_files(data_files)
     builder, options = BUILDERS[Path(files[0]).suffix.lower()]
     try:
-        return datasets.load_dataset(builder, data_files={"train": files}, split="train", cache_dir=cache_dir,
-                                     num_proc=min(num_proc, len(files)), **options)
-    except Exception as exc:  # a corrupt parquet file, invalid JSON, files with different columns...
+        return datasets.load_dataset(
+            builder,
+            data_files={"train": files},
+            split="train",
+            cache_dir=cache_dir,
+            num_proc=min(num_proc, len(files)),
+            **options,
+        )
+    except (
+        Exception
+    ) as exc:  # a corrupt parquet file, invalid JSON, files with different columns...
         cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
         detail = " ".join(f"{type(cause).__name__}: {cause}".split())
-        raise PrepareError(f"datasets could not read --data-files {' '.join(data_files)} ({detail})") from None
+        raise PrepareError(
+            f"datasets could not read --data-files {' '.join(data_files)} ({detail})"
+        ) from None
 
 
 def check_texts(dataset, source):
     """Refuse a dataset without a `text` column of strings, naming what is wrong and where."""
     if "text" not in dataset.column_names:
-        raise PrepareError(f"{source} has no 'text' column; its columns are: {', '.join(dataset.column_names)}")
+        raise PrepareError(
+            f"{source} has no 'text' column; its columns are: {', '.join(dataset.column_names)}"
+        )
     if len(dataset) == 0:
         raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
     feature = dataset.features["text"]
@@ -161,13 +222,15 @@ def check_texts(dataset, source):
     else:
         bad, first = 0, None
         for start in range(0, len(dataset), 10_000):
-            for offset, text in enumerate(dataset[start:start + 10_000]["text"]):
+            for offset, text in enumerate(dataset[start : start + 10_000]["text"]):
                 if not isinstance(text, str):
                     bad += 1
                     first = start + offset if first is None else first
     if bad:
-        raise PrepareError(f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
-                           f"'text' (the first at row {first:,}); fix or drop those rows")
+        raise PrepareError(
+            f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
+            f"'text' (the first at row {first:,}); fix or drop those rows"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,10 +306,14 @@ def main():
     encoding, tokenizer = bpe_encoding(args.tokenizer)
     eot_id = tokenizer["eot_id"]
     if eot_id is None:
-        raise PrepareError(f"--tokenizer {args.tokenizer} has no {EOT} special token; train one with "
-                           f"train_tokenizer.py --special-tokens '{EOT}'")
+        raise PrepareError(
+            f"--tokenizer {args.tokenizer} has no {EOT} special token; train one with "
+            f"train_tokenizer.py --special-tokens '{EOT}'"
+        )
     vocab_size = tokenizer["vocab_size"]
-    dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) beyond 65,536 ids
+    dtype = dtype_for_vocab(
+        vocab_size
+    )  # uint16 for GPT-2; uint32 (with a warning) beyond 65,536 ids
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
     # 2. the documents: OpenWebText from the hub, or local files
@@ -259,20 +326,33 @@ def main():
     num_train, num_val = split_sizes(len(dataset), args.val_fraction)
     if not 0 < args.val_fraction < 1 or num_train <= 0:
         empty = "val" if args.val_fraction <= 0 else "train"
-        raise PrepareError(f"--val-fraction {args.val_fraction} of {len(dataset):,} documents leaves {empty} empty; "
-                           f"choose a fraction that leaves at least one document on each side")
-    split_dataset = dataset.train_test_split(test_size=args.val_fraction, seed=args.seed, shuffle=True)
+        raise PrepareError(
+            f"--val-fraction {args.val_fraction} of {len(dataset):,} documents leaves {empty} empty; "
+            f"choose a fraction that leaves at least one document on each side"
+        )
+    split_dataset = dataset.train_test_split(
+        test_size=args.val_fraction, seed=args.seed, shuffle=True
+    )
     split_dataset["val"] = split_dataset.pop("test")
 
     # 4. tokenize every document; the ids are stored as `dtype` in the datasets cache. The cache
     #    key (fingerprint) is made from what decides the result, the input split, `tokenize` and
     #    the tokenizer's sha256: datasets' own would pickle the whole vocabulary (~1 s per split).
-    features = datasets.Features({"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")})
+    features = datasets.Features(
+        {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
+    )
     tokenized = {
         split: documents.map(
-            tokenize, fn_kwargs={"encoding": encoding, "eot_id": eot_id, "dtype": dtype}, input_columns="text",
-            batched=True, remove_columns=documents.column_names, features=features, num_proc=args.num_proc,
-            new_fingerprint=Hasher.hash([documents._fingerprint, tokenize, tokenizer["sha256"], eot_id, dtype.name]),
+            tokenize,
+            fn_kwargs={"encoding": encoding, "eot_id": eot_id, "dtype": dtype},
+            input_columns="text",
+            batched=True,
+            remove_columns=documents.column_names,
+            features=features,
+            num_proc=args.num_proc,
+            new_fingerprint=Hasher.hash(
+                [documents._fingerprint, tokenize, tokenizer["sha256"], eot_id, dtype.name]
+            ),
             desc=f"tokenizing {split}",
         )
         for split, documents in split_dataset.items()
@@ -285,8 +365,12 @@ def main():
         num_tokens = int(split_dataset.with_format("arrow")["len"].to_numpy().sum())
         print(f"{split} has {len(split_dataset):,} documents, {num_tokens:,} tokens")
         split_tokens[split] = write_bin(
-            out_dir / f"{split}.bin", rebatch(token_stream(split_dataset), TOKENS_PER_WRITE), dtype, vocab_size,
-            expected_tokens=num_tokens, desc=f"writing {out_dir / f'{split}.bin'}",
+            out_dir / f"{split}.bin",
+            rebatch(token_stream(split_dataset), TOKENS_PER_WRITE),
+            dtype,
+            vocab_size,
+            expected_tokens=num_tokens,
+            desc=f"writing {out_dir / f'{split}.bin'}",
         )
 
     # 6. the metadata; meta.pkl only for a trained tokenizer (nanoGPT's train.py reads vocab_size
@@ -297,14 +381,31 @@ def main():
         tokenizer=tokenizer,
         dtype=dtype,
         split_tokens=split_tokens,
-        source=({"files": args.data_files, "documents": len(dataset)} if args.data_files else
-                {"repo": HUB_REPO, "revision": HUB_REVISION, "config": HUB_CONFIG, "documents": len(dataset)}),
-        split={"rule": "datasets train_test_split(shuffle=True), 'test' renamed 'val'",
-               "val_fraction": args.val_fraction, "seed": args.seed, "documents": {"train": num_train, "val": num_val}},
-        options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer), "num_proc": args.num_proc},
+        source=(
+            {"files": args.data_files, "documents": len(dataset)}
+            if args.data_files
+            else {
+                "repo": HUB_REPO,
+                "revision": HUB_REVISION,
+                "config": HUB_CONFIG,
+                "documents": len(dataset),
+            }
+        ),
+        split={
+            "rule": "datasets train_test_split(shuffle=True), 'test' renamed 'val'",
+            "val_fraction": args.val_fraction,
+            "seed": args.seed,
+            "documents": {"train": num_train, "val": num_val},
+        },
+        options={
+            "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
+            "num_proc": args.num_proc,
+        },
     )
     wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer, encoding)
-    print(f"wrote train.bin, val.bin ({dtype.name}), meta.json{', meta.pkl' if wrote_pkl else ''} to {out_dir}")
+    print(
+        f"wrote train.bin, val.bin ({dtype.name}), meta.json{', meta.pkl' if wrote_pkl else ''} to {out_dir}"
+    )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,17 @@ from pathlib import Path
 import numpy as np
 
 from prepare_common import (
-    TINY_SHAKESPEARE, PrepareError, dtype_for_vocab, fetch, prepare_out_dir, read_text, run_main,
-    text_source, write_bin, write_meta, write_pickle,
+    TINY_SHAKESPEARE,
+    PrepareError,
+    dtype_for_vocab,
+    fetch,
+    prepare_out_dir,
+    read_text,
+    run_main,
+    text_source,
+    write_bin,
+    write_meta,
+    write_pickle,
 )
 
 SCRIPT_DIR = Path(__file__).resolve().parent
@@ -37,7 +46,9 @@ def encode(text, chars):
     """
     codepoints = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     char_codes = np.array([ord(c) for c in chars], dtype=np.uint32)
-    table = np.full(int(max(codepoints.max(initial=0), char_codes.max(initial=0))) + 1, -1, dtype=np.int32)
+    table = np.full(
+        int(max(codepoints.max(initial=0), char_codes.max(initial=0))) + 1, -1, dtype=np.int32
+    )
     table[char_codes] = np.arange(len(chars), dtype=np.int32)
     return table[codepoints]
 
@@ -48,13 +59,30 @@ def decode(ids, chars):
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
-    parser.add_argument("--out-dir", type=Path, default=SCRIPT_DIR, help="where the outputs go (default: beside this script)")
-    parser.add_argument("--vocab-from", choices=["all", "train"], default="all",
-                        help="build the vocabulary from all the text (nanoGPT) or from the train split only")
-    parser.add_argument("--unseen-in-val", choices=["error", "drop"], default="error",
-                        help="with --vocab-from train: what to do with val characters never seen in train")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
+    )
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=SCRIPT_DIR,
+        help="where the outputs go (default: beside this script)",
+    )
+    parser.add_argument(
+        "--vocab-from",
+        choices=["all", "train"],
+        default="all",
+        help="build the vocabulary from all the text (nanoGPT) or from the train split only",
+    )
+    parser.add_argument(
+        "--unseen-in-val",
+        choices=["error", "drop"],
+        default="error",
+        help="with --vocab-from train: what to do with val characters never seen in train",
+    )
     return parser.parse_args()
 
 
@@ -63,7 +91,9 @@ def main():
     out_dir = prepare_out_dir(args.out_dir)
 
     # 1. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
-    input_path = args.input if args.input is not None else fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
+    input_path = (
+        args.input if args.input is not None else fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
+    )
     data = read_text(input_path)
     if not data:
         raise PrepareError(f"{input_path} is empty; there is nothing to prepare")
@@ -74,7 +104,9 @@ def main():
     boundary = int(n * TRAIN_FRACTION)
     train_data, val_data = data[:boundary], data[boundary:]
     if not train_data or not val_data:
-        raise PrepareError(f"{input_path} has only {n} character(s): too short for non-empty train and val splits")
+        raise PrepareError(
+            f"{input_path} has only {n} character(s): too short for non-empty train and val splits"
+        )
 
     # 3. the vocabulary: every distinct character, sorted by code point
     chars = distinct_chars(data if args.vocab_from == "all" else train_data)
@@ -93,7 +125,9 @@ def main():
                 f"val has {int(unseen.sum()):,} characters never seen in train ({''.join(unseen_chars)!r}, "
                 f"first at val offset {int(np.argmax(unseen)):,}); use --unseen-in-val drop or --vocab-from all"
             )
-        print(f"dropped {int(unseen.sum()):,} val characters never seen in train: {''.join(unseen_chars)!r}")
+        print(
+            f"dropped {int(unseen.sum()):,} val characters never seen in train: {''.join(unseen_chars)!r}"
+        )
         val_ids = val_ids[~unseen]
     print(f"train has {len(train_ids):,} tokens")
     print(f"val has {len(val_ids):,} tokens")
@@ -109,14 +143,23 @@ def main():
         out_dir,
         script="data/shakespeare_char/prepare.py",
         tokenizer={
-            "kind": "char", "name": "char", "vocab_size": vocab_size, "eot_id": None,
-            "sha256": hashlib.sha256("".join(chars).encode()).hexdigest(), "chars": "".join(chars),
+            "kind": "char",
+            "name": "char",
+            "vocab_size": vocab_size,
+            "eot_id": None,
+            "sha256": hashlib.sha256("".join(chars).encode()).hexdigest(),
+            "chars": "".join(chars),
         },
         dtype=dtype,
         split_tokens={"train": len(train_ids), "val": len(val_ids)},
-        source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
-        split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION,
-               "boundary_character": boundary},
+        source=text_source(
+            input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
+        ),
+        split={
+            "rule": "first 90% of the characters train, the rest val",
+            "train_fraction": TRAIN_FRACTION,
+            "boundary_character": boundary,
+        },
         options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
     )
     print(f"wrote train.bin, val.bin ({dtype.name}), meta.pkl and meta.json to {out_dir}")
