@@ -5,7 +5,7 @@ import pickle
 
 import numpy as np
 import pytest
-from support import REPO, run_python
+from conftest import REPO, run_python
 
 import prepare_common
 from bpe import Tokenizer

@@ -6,9 +6,9 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import REPO, assert_clean_failure, run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import REPO, assert_clean_failure, run_python
 
 import prepare_common
 

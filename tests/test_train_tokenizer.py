@@ -1,7 +1,7 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
 import pytest
-from support import REPO, assert_clean_failure, run_python
+from conftest import REPO, assert_clean_failure, run_python
 
 import prepare_common
 from bpe import Tokenizer
