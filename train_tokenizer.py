@@ -18,7 +18,8 @@ import time
 import warnings
 from pathlib import Path
 
-from prepare_common import PrepareError, read_text, run_main
+from prep.errors import PrepareError, run_main
+from prep.files import read_text
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 

@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import prepare_common
 from bpe import Tokenizer
+from prep.downloads import TINY_SHAKESPEARE, fetch
+from prep.tokenizers import gpt2_encoding, gpt2_files
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
-EOT = "<|endoftext|>"
 
 # A fresh process: build the tokenizer, reset VmHWM, stream the first N characters' lines.
 STREAM_PROBE = r"""
@@ -177,11 +177,11 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-stream", action="store_true", help="skip part 3 (the 20 MB stream)")
     args = parser.parse_args()
-    files = prepare_common.gpt2_files()
-    enc = prepare_common.gpt2_encoding()
-    shakespeare = prepare_common.fetch(
-        prepare_common.TINY_SHAKESPEARE, Path(tempfile.mkdtemp()) / "input.txt"
-    ).read_text(encoding="utf-8")
+    files = gpt2_files()
+    enc = gpt2_encoding()
+    shakespeare = fetch(TINY_SHAKESPEARE, Path(tempfile.mkdtemp()) / "input.txt").read_text(
+        encoding="utf-8"
+    )
     bench_shakespeare(args.runs, files, enc, shakespeare)
     bench_to_tiktoken(args.runs, files, enc, shakespeare)
     if not args.skip_stream:

@@ -4,7 +4,7 @@ The corpus: ../shared/bench/docs20.txt (~20 MB) cut at line ends into 20,000 doc
 as 4 .jsonl files in a temporary folder. Both scripts run as subprocesses with 2 processes and a
 fresh datasets cache each:
 
-- reference: bench/nanogpt_openwebtext.py, nanoGPT's code (int64 lists in the datasets cache,
+- reference: tests/nanogpt_openwebtext.py, nanoGPT's code (int64 lists in the datasets cache,
   the 1,024-shard concatenate loop into a memmap);
 - ours: data/openwebtext/prepare.py --data-files ...
 
@@ -31,29 +31,31 @@ import tempfile
 import time
 from pathlib import Path
 
+from bpe.tokenizer import EOT
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
 NUM_DOCUMENTS, NUM_FILES, NUM_PROC, VAL_FRACTION = 20_000, 4, 2, 0.06
 
 # Run in a fresh process: write one split's .bin with one writer, report the RSS growth meanwhile.
 WRITER_PROBE = r"""
-import sys, importlib.util, numpy as np, datasets
+import sys, numpy as np, datasets
 from functools import partial
-from prepare_common import gpt2_encoding, write_bin
+from prep.binfiles import write_bin
+from prep.documents import stream_ids, tokenize
+from prep.tokenizers import gpt2_encoding
 writer, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-spec = importlib.util.spec_from_file_location("owt", "{script}")
-owt = importlib.util.module_from_spec(spec); spec.loader.exec_module(owt)
 datasets.disable_progress_bars()
 enc = gpt2_encoding()
 docs = datasets.load_dataset("json", data_files=files, split="train")
 if writer == "ours":
-    features = datasets.Features({{"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")}})
-    dset = docs.map(partial(owt.tokenize, encoding=enc, eot_id=50256, dtype=np.dtype("uint16")), input_columns="text",
+    features = datasets.Features({"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")})
+    dset = docs.map(partial(tokenize, encoding=enc, eot_id=50256, dtype=np.dtype("uint16")), input_columns="text",
                     batched=True, remove_columns=["text"], features=features, num_proc=2)
 else:
     def process(example):
         ids = enc.encode_ordinary(example["text"]); ids.append(enc.eot_token)
-        return {{"ids": ids, "len": len(ids)}}
+        return {"ids": ids, "len": len(ids)}
     dset = docs.map(process, remove_columns=["text"], num_proc=2)
 
 def status(field):
@@ -64,7 +66,7 @@ def status(field):
 open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current RSS
 before = status("VmRSS")
 if writer == "ours":
-    n = write_bin(out, owt.rebatch(owt.token_stream(dset), owt.TOKENS_PER_WRITE), np.uint16, 50257)
+    n = write_bin(out, stream_ids(dset), np.uint16, 50257)
 else:
     arr_len = np.sum(dset["len"], dtype=np.uint64)
     arr = np.memmap(out, dtype=np.uint16, mode="w+", shape=(arr_len,))
@@ -82,7 +84,7 @@ print(n, status("VmHWM") - before)
 
 def build_corpus(folder, num_documents=NUM_DOCUMENTS, num_files=NUM_FILES):
     """Cut docs20.txt at the line ends nearest to equal steps into documents; write them as .jsonl."""
-    text = CORPUS.read_text(encoding="utf-8").replace("<|endoftext|>", "\n")
+    text = CORPUS.read_text(encoding="utf-8").replace(EOT, "\n")
     cuts = [0]
     for k in range(1, num_documents):
         cut = text.find("\n", k * len(text) // num_documents) + 1
@@ -126,10 +128,9 @@ def tokenized_bytes(folder):
 
 
 def writer_growth(writer, files, out, cache_dir):
-    script = ROOT / "data" / "openwebtext" / "prepare.py"
     env = dict(os.environ, HF_DATASETS_CACHE=str(cache_dir))
     result = subprocess.run(
-        [sys.executable, "-c", WRITER_PROBE.format(script=script), writer, str(out), *files],
+        [sys.executable, "-c", WRITER_PROBE, writer, str(out), *files],
         env=env,
         capture_output=True,
         text=True,
@@ -155,7 +156,7 @@ def main():
         ref_seconds, ref_rss = run(
             [
                 sys.executable,
-                str(ROOT / "bench" / "nanogpt_openwebtext.py"),
+                str(ROOT / "tests" / "nanogpt_openwebtext.py"),
                 "--out-dir",
                 str(tmp / "ref"),
                 "--test-size",

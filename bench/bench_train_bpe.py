@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import prepare_common
 from bpe import train_bpe
+from bpe.tokenizer import EOT
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
-EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]
 DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"
 
@@ -88,9 +88,7 @@ def main():
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
-        shakespeare = prepare_common.fetch(
-            prepare_common.TINY_SHAKESPEARE, Path(folder) / "input.txt"
-        )
+        shakespeare = fetch(TINY_SHAKESPEARE, Path(folder) / "input.txt")
         cases = [("tinyshakespeare", shakespeare, 4096, 1.5)]
         if not args.quick:
             docs20 = Path(args.docs20)

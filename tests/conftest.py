@@ -6,14 +6,19 @@ fixtures are found by pytest. The inputs come through the project's own `fetch`,
 NANOGPT_DATA_MIRROR set (as CI does) no test touches the network.
 """
 
+import json
 import os
 import subprocess
 import sys
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-import prepare_common
+from prep import tokenizers
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,12 +59,28 @@ def names_in(folder):
     return sorted(p.name for p in Path(folder).iterdir())
 
 
+def files_in(folder):
+    """Every file under `folder` and its bytes: {Path("out/train.bin"): b"...", ...}."""
+    return {p.relative_to(folder): p.read_bytes() for p in Path(folder).rglob("*") if p.is_file()}
+
+
+def write_files(folder, files):
+    """Lay out a bad-input case: {"x.jsonl": text or bytes, "tok.json": a function(path)}."""
+    for name, content in files.items():
+        path = Path(folder) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if callable(content):
+            content(path)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def shakespeare_path(tmp_path_factory):
     """Tiny Shakespeare's input.txt (1,115,394 characters), fetched and checksummed once per run."""
-    return prepare_common.fetch(
-        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
-    )
+    return fetch(TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
 
 
 @pytest.fixture(scope="session")
@@ -71,4 +92,78 @@ def shakespeare(shakespeare_path):
 @pytest.fixture(scope="session")
 def gpt2_encoding():
     """tiktoken's GPT-2 Encoding (50,257 ids), its files fetched through the project's `fetch`."""
-    return prepare_common.gpt2_encoding()
+    return tokenizers.gpt2_encoding()
+
+
+def write_jsonl(path, documents):
+    """Documents as a .jsonl file, one {"text": ...} per line, as --data-files reads them."""
+    with open(path, "w", encoding="utf-8") as f:
+        for document in documents:
+            f.write(json.dumps({"text": document}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def paragraphs(shakespeare):
+    """Tiny Shakespeare's paragraphs (7,222 of them): real text for real documents."""
+    return [p for p in shakespeare.split("\n\n") if p.strip()]
+
+
+@pytest.fixture(scope="session")
+def corpus(paragraphs, tmp_path_factory):
+    """A folder of 3 .jsonl files holding the first 3,000 paragraphs, and those documents."""
+    folder = tmp_path_factory.mktemp("corpus")
+    documents = paragraphs[:3000]
+    for i in range(3):
+        write_jsonl(folder / f"part-{i}.jsonl", documents[i * 1000 : (i + 1) * 1000])
+    return folder, documents
+
+
+# ---------------------------------------------------------------------------------------------
+# A real HTTP server on 127.0.0.1 whose paths each have a behaviour: server.routes[path] is a
+# function (handler, attempt) that answers; any other path gets a 404.
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Looks up `self.path` in the server's routes; counts every request per path."""
+
+    def do_GET(self):
+        with self.server.lock:
+            self.server.hits[self.path] += 1
+            attempt = self.server.hits[self.path]
+        route = self.server.routes.get(self.path)
+        if route is None:
+            send(self, 404, b"<html>404 Not Found</html>")
+        else:
+            route(self, attempt)
+
+    def log_message(self, *args):
+        pass  # keep pytest's output clean
+
+
+def send(handler, status, body, headers=()):
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in headers:
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@pytest.fixture
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.routes = {}
+    httpd.hits = Counter()
+    httpd.lock = threading.Lock()
+    httpd.release = threading.Event()  # lets stalled handlers finish at teardown
+    httpd.base = f"http://127.0.0.1:{httpd.server_port}"
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
+    thread.start()
+    yield httpd
+    httpd.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join()

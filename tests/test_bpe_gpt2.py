@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prepare_common
 from bpe import Tokenizer
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
+from prep import tokenizers
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
 EOT = "<|endoftext|>"
 
@@ -18,7 +19,7 @@ CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?
 
 @pytest.fixture(scope="module")
 def gpt2_files():
-    return prepare_common.gpt2_files()
+    return tokenizers.gpt2_files()
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +36,12 @@ def gpt4_split(ours):
 
 @pytest.fixture(scope="module")
 def tiktoken_gpt2():
-    return prepare_common.gpt2_encoding()
+    return tokenizers.gpt2_encoding()
 
 
 @pytest.fixture(scope="module")
 def shakespeare(tmp_path_factory):
-    path = prepare_common.fetch(
-        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
-    )
+    path = fetch(TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
     return path.read_text(encoding="utf-8")
 
 

@@ -4,8 +4,8 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prepare_common
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, resolve_pattern
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
 # Every ASCII character, with the ones that make pre-tokenization interesting drawn more often:
 # the whitespace kinds (and \x1c-\x1f, which Python's str.isspace calls space but Unicode does
@@ -30,7 +30,7 @@ def test_ascii_fast_path_equals_the_unicode_pattern(text):
 
 
 def test_ascii_fast_path_on_tiny_shakespeare(tmp_path):
-    path = prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, tmp_path / "input.txt")
+    path = fetch(TINY_SHAKESPEARE, tmp_path / "input.txt")
     text = path.read_text(encoding="utf-8")
     assert text.isascii()
     assert PreTokenizer("gpt2").findall(text) == regex.findall(GPT2_PATTERN, text)

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe
-import prepare_common
 from bpe import Tokenizer
 from bpe.io import TokenizerFileError
 from bpe.patterns import GPT2_PATTERN
 from bpe.tokenizer import bpe_encode_chunk, bpe_encode_chunk_simple
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
 EOT = "<|endoftext|>"
 
@@ -35,9 +35,7 @@ def hand_made(merges, special_tokens=None, pattern="gpt2"):
 
 @pytest.fixture(scope="module")
 def shakespeare(tmp_path_factory):
-    path = prepare_common.fetch(
-        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
-    )
+    path = fetch(TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
     return path.read_text(encoding="utf-8")
 
 

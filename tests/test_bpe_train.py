@@ -9,7 +9,6 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prepare_common
 from bpe import Tokenizer
 from bpe import train as train_module
 from bpe.core import merge_pair
@@ -23,15 +22,14 @@ from bpe.train import (
     train_bpe_from_iterator,
     train_bpe_simple,
 )
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
 EOT = "<|endoftext|>"
 
 
 @pytest.fixture(scope="module")
 def shakespeare_path(tmp_path_factory):
-    return prepare_common.fetch(
-        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
-    )
+    return fetch(TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""prepare_common's downloads, against a real HTTP server on 127.0.0.1 and real mirror folders.
+"""prep/downloads.py: against a real HTTP server on 127.0.0.1 and real mirror folders.
 
 Every failing case checks two things: the PrepareError says what went wrong (the URL and the
 status, or the byte counts), and the destination folder holds no partial or temporary file.
@@ -6,20 +6,14 @@ status, or the byte counts), and the destination folder holds no partial or temp
 
 import gzip
 import hashlib
-import os
-import subprocess
-import sys
-import threading
-from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
+from conftest import names_in, send, write_files
 
-import prepare_common
-from prepare_common import PrepareError, RemoteFile, download, fetch
+from prep import downloads
+from prep.downloads import MIRROR_ENV, TINY_SHAKESPEARE, RemoteFile, download, fetch
+from prep.errors import PrepareError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(retries=3, backoff=0.01)  # the real retry loop, with waits of 10, 20, 40 ms
 
 
@@ -27,38 +21,8 @@ def sha256_of(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def names_in(folder):
-    return sorted(p.name for p in Path(folder).iterdir())
-
-
 # ---------------------------------------------------------------------------------------------
-# A real HTTP server whose paths each have a behaviour
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Looks up `self.path` in the server's routes; counts every request per path."""
-
-    def do_GET(self):
-        with self.server.lock:
-            self.server.hits[self.path] += 1
-            attempt = self.server.hits[self.path]
-        route = self.server.routes.get(self.path)
-        if route is None:
-            send(self, 404, b"<html>404 Not Found</html>")
-        else:
-            route(self, attempt)
-
-    def log_message(self, *args):
-        pass  # keep pytest's output clean
-
-
-def send(handler, status, body, headers=()):
-    handler.send_response(status)
-    handler.send_header("Content-Length", str(len(body)))
-    for name, value in headers:
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(body)
+# What the real HTTP server (conftest's `server`) answers on a path
 
 
 def serve(body, status=200):
@@ -105,25 +69,6 @@ def gzipped(body):
 
 
 @pytest.fixture
-def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.routes = {}
-    httpd.hits = Counter()
-    httpd.lock = threading.Lock()
-    httpd.release = threading.Event()  # lets stalled handlers finish at teardown
-    httpd.base = f"http://127.0.0.1:{httpd.server_port}"
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-    )
-    thread.start()
-    yield httpd
-    httpd.release.set()
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join()
-
-
-@pytest.fixture
 def dest_dir(tmp_path):
     folder = tmp_path / "dest"
     folder.mkdir()
@@ -131,10 +76,9 @@ def dest_dir(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def shakespeare_bytes(tmp_path_factory):
+def shakespeare_bytes(shakespeare_path):
     """Tiny Shakespeare's real bytes, fetched through the project's own code path (the mirror)."""
-    path = fetch(prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
-    return path.read_bytes()
+    return shakespeare_path.read_bytes()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,9 +89,7 @@ def test_download_good_file_is_saved_and_checked(server, dest_dir, shakespeare_b
     assert len(shakespeare_bytes) == 1_115_394
     server.routes["/input.txt"] = serve(shakespeare_bytes)
     dest = dest_dir / "input.txt"
-    result = download(
-        f"{server.base}/input.txt", prepare_common.TINY_SHAKESPEARE.sha256, dest, **FAST
-    )
+    result = download(f"{server.base}/input.txt", TINY_SHAKESPEARE.sha256, dest, **FAST)
     assert result == dest
     assert dest.read_bytes() == shakespeare_bytes
     assert server.hits["/input.txt"] == 1
@@ -198,7 +140,7 @@ def test_download_error_page_with_status_200_is_refused(server, dest_dir):
     page = b"<html><body>Rate limit exceeded</body></html>"
     server.routes["/input.txt"] = serve(page)
     url = f"{server.base}/input.txt"
-    expected = prepare_common.TINY_SHAKESPEARE.sha256
+    expected = TINY_SHAKESPEARE.sha256
     with pytest.raises(PrepareError) as excinfo:
         download(url, expected, dest_dir / "input.txt", **FAST)
     message = str(excinfo.value)
@@ -237,7 +179,7 @@ def test_download_connection_refused_is_retried_then_reported(dest_dir):
     with pytest.raises(PrepareError) as excinfo:
         download(url, sha256_of(b"x"), dest_dir / "x.txt", retries=1, backoff=0.01)
     message = str(excinfo.value)
-    assert url in message and "2 attempts" in message and prepare_common.MIRROR_ENV in message
+    assert url in message and "2 attempts" in message and MIRROR_ENV in message
     assert names_in(dest_dir) == []
 
 
@@ -246,7 +188,7 @@ def test_download_read_timeout_is_retried_then_reported(server, dest_dir, monkey
         server.release.wait(5)  # never answers while the client waits
 
     server.routes["/slow.txt"] = stall
-    monkeypatch.setattr(prepare_common, "READ_TIMEOUT", 0.2)
+    monkeypatch.setattr(downloads, "READ_TIMEOUT", 0.2)
     url = f"{server.base}/slow.txt"
     with pytest.raises(PrepareError) as excinfo:
         download(url, sha256_of(b"x"), dest_dir / "slow.txt", retries=1, backoff=0.01)
@@ -282,7 +224,7 @@ REMOTE = RemoteFile(
 
 
 def test_fetch_reuses_existing_file_with_right_hash(server, dest_dir, monkeypatch):
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, server.base)
+    monkeypatch.setenv(MIRROR_ENV, server.base)
     server.routes["/sub/folder/file.txt"] = serve(BODY)
     dest = dest_dir / "file.txt"
     dest.write_bytes(BODY)
@@ -293,7 +235,7 @@ def test_fetch_reuses_existing_file_with_right_hash(server, dest_dir, monkeypatc
 
 
 def test_fetch_refuses_existing_file_with_wrong_hash_and_leaves_it(server, dest_dir, monkeypatch):
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, server.base)
+    monkeypatch.setenv(MIRROR_ENV, server.base)
     server.routes["/sub/folder/file.txt"] = serve(BODY)
     dest = dest_dir / "file.txt"
     stale = b"an older, different version\n"
@@ -321,16 +263,13 @@ def test_fetch_refuses_a_missing_destination_folder(tmp_path):
 
 
 def make_mirror(root, files):
-    for relative, data in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+    write_files(root, files)
     return root
 
 
 def test_fetch_from_mirror_folder(tmp_path, dest_dir, monkeypatch):
     mirror = make_mirror(tmp_path / "mirror", {REMOTE.mirror_path: BODY})
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(mirror))
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
     dest = fetch(REMOTE, dest_dir / "file.txt")
     assert dest.read_bytes() == BODY
     assert names_in(dest_dir) == ["file.txt"]
@@ -339,18 +278,18 @@ def test_fetch_from_mirror_folder(tmp_path, dest_dir, monkeypatch):
 
 def test_fetch_from_mirror_folder_lacking_the_file(tmp_path, dest_dir, monkeypatch):
     mirror = make_mirror(tmp_path / "mirror", {"sub/other.txt": BODY})
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(mirror))
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
     with pytest.raises(PrepareError) as excinfo:
         fetch(REMOTE, dest_dir / "file.txt")
     message = str(excinfo.value)
-    assert str(mirror / REMOTE.mirror_path) in message and prepare_common.MIRROR_ENV in message
+    assert str(mirror / REMOTE.mirror_path) in message and MIRROR_ENV in message
     assert names_in(dest_dir) == []
 
 
 def test_fetch_from_mirror_folder_with_wrong_bytes(tmp_path, dest_dir, monkeypatch):
     wrong = BODY.replace(b"A file", b"a file")
     mirror = make_mirror(tmp_path / "mirror", {REMOTE.mirror_path: wrong})
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(mirror))
+    monkeypatch.setenv(MIRROR_ENV, str(mirror))
     with pytest.raises(PrepareError) as excinfo:
         fetch(REMOTE, dest_dir / "file.txt")
     message = str(excinfo.value)
@@ -362,7 +301,7 @@ def test_fetch_from_mirror_folder_with_wrong_bytes(tmp_path, dest_dir, monkeypat
 @pytest.mark.parametrize("suffix", ["", "/"])
 def test_fetch_from_http_mirror(server, dest_dir, monkeypatch, suffix):
     server.routes["/mirror/sub/folder/file.txt"] = serve(BODY)
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, f"{server.base}/mirror{suffix}")
+    monkeypatch.setenv(MIRROR_ENV, f"{server.base}/mirror{suffix}")
     dest = fetch(REMOTE, dest_dir / "file.txt")
     assert dest.read_bytes() == BODY
     assert dict(server.hits) == {"/mirror/sub/folder/file.txt": 1}  # the origin is never asked
@@ -370,7 +309,7 @@ def test_fetch_from_http_mirror(server, dest_dir, monkeypatch, suffix):
 
 
 def test_fetch_from_http_mirror_lacking_the_file(server, dest_dir, monkeypatch):
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, f"{server.base}/mirror")
+    monkeypatch.setenv(MIRROR_ENV, f"{server.base}/mirror")
     with pytest.raises(PrepareError) as excinfo:
         fetch(REMOTE, dest_dir / "file.txt")
     message = str(excinfo.value)
@@ -380,90 +319,7 @@ def test_fetch_from_http_mirror_lacking_the_file(server, dest_dir, monkeypatch):
 
 def test_fetch_from_http_mirror_with_wrong_bytes(server, dest_dir, monkeypatch):
     server.routes["/mirror/sub/folder/file.txt"] = serve(b"<html>not the file</html>")
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, f"{server.base}/mirror")
+    monkeypatch.setenv(MIRROR_ENV, f"{server.base}/mirror")
     with pytest.raises(PrepareError, match="sha256"):
         fetch(REMOTE, dest_dir / "file.txt")
     assert names_in(dest_dir) == []
-
-
-# ---------------------------------------------------------------------------------------------
-# GPT-2's files and tiktoken, offline through the mirror set by CI (never set here)
-
-TIKTOKEN_GPT2_URLS = [prepare_common.GPT2_VOCAB_BPE, prepare_common.GPT2_ENCODER_JSON]
-
-
-@pytest.fixture
-def fresh_caches(tmp_path, monkeypatch):
-    monkeypatch.setenv(prepare_common.CACHE_ENV, str(tmp_path / "cache"))
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
-    return tmp_path
-
-
-def test_gpt2_files_land_in_the_cache_checked(fresh_caches):
-    encoder_json, vocab_bpe = prepare_common.gpt2_files()
-    assert encoder_json == fresh_caches / "cache" / "gpt2" / "encoder.json"
-    assert vocab_bpe == fresh_caches / "cache" / "gpt2" / "vocab.bpe"
-    assert prepare_common.sha256_file(encoder_json) == prepare_common.GPT2_ENCODER_JSON.sha256
-    assert prepare_common.sha256_file(vocab_bpe) == prepare_common.GPT2_VOCAB_BPE.sha256
-    assert vocab_bpe.read_text(encoding="utf-8").startswith("#version: 0.2")
-    assert names_in(vocab_bpe.parent) == ["encoder.json", "vocab.bpe"]
-    assert prepare_common.gpt2_files() == (encoder_json, vocab_bpe)  # second call reuses them
-
-
-def test_gpt2_encoding_offline_through_the_mirror(fresh_caches):
-    encoding = prepare_common.gpt2_encoding()
-    assert encoding.encode("hello world") == [31373, 995]
-    assert encoding.n_vocab == 50257
-    # tiktoken keeps encodings per process, so check the files it would read are where it looks
-    tiktoken_cache = fresh_caches / "tiktoken"
-    expected = {hashlib.sha1(r.url.encode()).hexdigest(): r.sha256 for r in TIKTOKEN_GPT2_URLS}
-    assert names_in(tiktoken_cache) == sorted(expected)
-    for name, sha in expected.items():
-        assert prepare_common.sha256_file(tiktoken_cache / name) == sha
-    assert os.environ["TIKTOKEN_CACHE_DIR"] == str(tiktoken_cache)
-
-
-def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
-    """A new interpreter (no in-process tiktoken cache) whose every HTTP request would fail."""
-    env = dict(os.environ)
-    env[prepare_common.CACHE_ENV] = str(tmp_path / "cache")
-    env.pop("TIKTOKEN_CACHE_DIR", None)
-    for proxy in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ):
-        env[proxy] = "http://127.0.0.1:9"  # nothing listens there
-    env["NO_PROXY"] = env["no_proxy"] = ""
-    code = "import prepare_common; print(prepare_common.gpt2_encoding().encode('hello world'))"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[31373, 995]"
-    tiktoken_cache = tmp_path / "cache" / "tiktoken"
-    assert names_in(tiktoken_cache) == sorted(
-        hashlib.sha1(r.url.encode()).hexdigest() for r in TIKTOKEN_GPT2_URLS
-    )
-
-
-def test_gpt2_encoding_failure_is_our_one_line_error_not_tiktokens(
-    fresh_caches, server, monkeypatch
-):
-    """tiktoken's files come through `fetch`, so a bad source is a PrepareError, and nothing is cached."""
-    monkeypatch.setenv(
-        prepare_common.MIRROR_ENV, server.base + "/mirror"
-    )  # serves 404 for everything
-    with pytest.raises(PrepareError) as error:
-        prepare_common.gpt2_encoding()
-    assert f"{server.base}/mirror/gpt2/vocab.bpe" in str(error.value) and "404" in str(error.value)
-    assert server.hits["/mirror/gpt2/vocab.bpe"] == 1  # a 4xx is not retried
-    assert names_in(fresh_caches / "tiktoken") == []

@@ -5,13 +5,15 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import REPO, run_python
+from conftest import REPO, assert_clean_failure, files_in, run_python, write_files
 
-import prepare_common
 from bpe import Tokenizer
+from bpe.tokenizer import EOT
+from prep.downloads import TINY_SHAKESPEARE
+from prep.files import sha256_file
+from prep.meta import verify
 
 SCRIPT = REPO / "data" / "shakespeare" / "prepare.py"
-EOT = "<|endoftext|>"
 # sha256 of nanoGPT's train.bin / val.bin for Tiny Shakespeare (its shakespeare/prepare.py, run on the
 # mirror's input.txt: tiktoken gpt2, encode_ordinary, 90/10 split on characters, np.uint16 tofile)
 TRAIN_SHA256 = "502a2bdc8210d1ac5d5674867cb74467dd31db575d25cf6dbb08c8bdbea8680f"
@@ -22,38 +24,22 @@ def run_script(*args, cwd=None):
     return run_python(SCRIPT, *args, cwd=cwd)
 
 
-def nanogpt_bins(text):
-    """nanoGPT's shakespeare/prepare.py, from the text on: the bytes of its train.bin and val.bin."""
-    enc = (
-        prepare_common.gpt2_encoding()
-    )  # tiktoken.get_encoding("gpt2"), offline through the mirror
-    n = len(text)
-    train_data, val_data = text[: int(n * 0.9)], text[int(n * 0.9) :]
-    train_ids, val_ids = enc.encode_ordinary(train_data), enc.encode_ordinary(val_data)
-    return np.array(train_ids, dtype=np.uint16).tobytes(), np.array(
-        val_ids, dtype=np.uint16
-    ).tobytes()
-
-
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """The default pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare")
-    (out_dir / "meta.pkl").write_bytes(
-        pickle.dumps({"vocab_size": 400})
-    )  # left by an earlier --tokenizer run
+    stale = pickle.dumps({"vocab_size": 400})  # left by an earlier --tokenizer run
+    (out_dir / "meta.pkl").write_bytes(stale)
     result = run_script("--out-dir", out_dir, cwd=tmp_path_factory.mktemp("elsewhere"))
     assert result.returncode == 0, result.stderr
     return out_dir, result.stdout
 
 
 @pytest.fixture(scope="module")
-def small_tokenizer(tmp_path_factory):
+def small_tokenizer(tmp_path_factory, shakespeare):
     """A 400-token BPE with <|endoftext|>, trained by train_tokenizer.py on the first 200,000 characters."""
     folder = tmp_path_factory.mktemp("tokenizer")
-    text = prepare_common.read_text(
-        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
-    )
+    text = shakespeare
     (folder / "head.txt").write_text(text[:200_000], encoding="utf-8")
     result = run_python(
         REPO / "train_tokenizer.py",
@@ -75,15 +61,18 @@ def test_golden_figures(prepared):
     assert "length of dataset in characters: 1,115,394" in stdout
     assert "train has 301,966 tokens (3.32 characters per token)" in stdout
     assert "val has 36,059 tokens (3.09 characters per token)" in stdout
-    assert prepare_common.sha256_file(out_dir / "train.bin") == TRAIN_SHA256
-    assert prepare_common.sha256_file(out_dir / "val.bin") == VAL_SHA256
+    assert sha256_file(out_dir / "train.bin") == TRAIN_SHA256
+    assert sha256_file(out_dir / "val.bin") == VAL_SHA256
 
 
-def test_bins_are_nanogpts_bytes(prepared):
-    out_dir, _ = prepared
-    train_bytes, val_bytes = nanogpt_bins((out_dir / "input.txt").read_text(encoding="utf-8"))
-    assert (out_dir / "train.bin").read_bytes() == train_bytes
-    assert (out_dir / "val.bin").read_bytes() == val_bytes
+def test_bins_are_nanogpts_bytes(prepared, tmp_path):
+    out_dir, stdout = prepared
+    (tmp_path / "input.txt").write_bytes((out_dir / "input.txt").read_bytes())
+    oracle = run_python(REPO / "tests" / "nanogpt_shakespeare.py", tmp_path)
+    assert oracle.returncode == 0, oracle.stderr
+    for name in ("train.bin", "val.bin"):
+        assert (out_dir / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    assert "train has 301,966 tokens" in oracle.stdout and "val has 36,059 tokens" in oracle.stdout
 
 
 def test_gpt2_meta_files(prepared):
@@ -102,9 +91,9 @@ def test_gpt2_meta_files(prepared):
         "sha256": TRAIN_SHA256,
     }
     assert meta["splits"]["val"] == {"file": "val.bin", "tokens": 36_059, "sha256": VAL_SHA256}
-    assert meta["source"]["sha256"] == prepare_common.TINY_SHAKESPEARE.sha256
+    assert meta["source"]["sha256"] == TINY_SHAKESPEARE.sha256
     assert meta["split"]["boundary_character"] == 1_003_854
-    assert prepare_common.verify(out_dir) == []
+    assert verify(out_dir) == []
 
 
 def test_tokenizer_path(small_tokenizer, tmp_path):
@@ -133,7 +122,7 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
     # meta.pkl: nanoGPT's train.py reads vocab_size; the identity names the tokenizer file
     meta_pkl = pickle.loads((out / "meta.pkl").read_bytes())
     assert meta_pkl["vocab_size"] == tokenizer.vocab_size == 400
-    assert meta_pkl["tokenizer"]["sha256"] == prepare_common.sha256_file(tokenizer_path)
+    assert meta_pkl["tokenizer"]["sha256"] == sha256_file(tokenizer_path)
     assert meta_pkl["tokenizer"]["path"] == str(tokenizer_path.resolve())
     # nanoGPT's sample.py reads stoi/itos from any meta.pkl: its own lambdas must work on it
     stoi, itos = meta_pkl["stoi"], meta_pkl["itos"]
@@ -149,32 +138,37 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
         and meta["tokenizer"]["eot_id"] == tokenizer.special_tokens[EOT]
     )
     assert meta["source"]["path"] == str(input_path.resolve())
-    assert prepare_common.verify(out) == []
+    assert verify(out) == []
+
+
+HAMLET = "To be, or not to be: that is the question.\n"
 
 
 @pytest.mark.parametrize(
-    "case",
-    ["missing tokenizer", "not a tokenizer", "missing input", "too short", "out-dir is a file"],
+    "files, args, fragments",
+    [
+        pytest.param(
+            {"input.txt": HAMLET},
+            ["--tokenizer", "nope.json"],
+            ["--tokenizer nope.json does not exist"],
+            id="missing-tokenizer",
+        ),
+        pytest.param(
+            {"input.txt": HAMLET, "bad.json": '{"merges": 3}'},
+            ["--tokenizer", "bad.json"],
+            ["bad.json is not a tokenizer file"],
+            id="not-a-tokenizer",
+        ),
+        pytest.param({}, [], ["input.txt does not exist"], id="missing-input"),
+        pytest.param({"input.txt": "T"}, [], ["too short"], id="too-short"),
+        pytest.param(
+            {"input.txt": HAMLET, "out": "a file"}, [], ["is a file"], id="out-dir-is-a-file"
+        ),
+    ],
 )
-def test_bad_input_is_one_line_and_writes_nothing(case, tmp_path):
-    out = tmp_path / "out"
-    args = ["--out-dir", out, "--input", tmp_path / "input.txt"]
-    (tmp_path / "input.txt").write_text(
-        "To be, or not to be: that is the question.\n", encoding="utf-8"
-    )
-    if case == "missing tokenizer":
-        args += ["--tokenizer", tmp_path / "nope.json"]
-    elif case == "not a tokenizer":
-        (tmp_path / "bad.json").write_text('{"merges": 3}', encoding="utf-8")
-        args += ["--tokenizer", tmp_path / "bad.json"]
-    elif case == "missing input":
-        args[3] = tmp_path / "nope.txt"
-    elif case == "too short":
-        (tmp_path / "input.txt").write_text("T", encoding="utf-8")
-    else:
-        out.write_text("a file")
-    result = run_script(*args)
-    assert result.returncode == 1
-    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
-    if out.is_dir():
-        assert list(out.iterdir()) == []
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, files, args, fragments):
+    write_files(tmp_path, files)
+    before = files_in(tmp_path)
+    result = run_python(SCRIPT, "--input", "input.txt", "--out-dir", "out", *args, cwd=tmp_path)
+    assert_clean_failure(result, *fragments)
+    assert files_in(tmp_path) == before

@@ -1,4 +1,5 @@
-"""data/shakespeare_char/prepare.py: nanoGPT's figures and bytes, the lecture notes' examples, bad input."""
+"""data/shakespeare_char/prepare.py: nanoGPT's figures and bytes (its own script as the oracle),
+the lecture notes' examples, the strict vocabulary, bad input."""
 
 import importlib.util
 import json
@@ -6,11 +7,19 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, run_python
-from hypothesis import given, settings
+from conftest import (
+    REPO,
+    assert_clean_failure,
+    files_in,
+    names_in,
+    run_python,
+    write_files,
+)
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import prepare_common
+from prep.downloads import MIRROR_ENV, TINY_SHAKESPEARE
+from prep.files import sha256_file
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 
@@ -24,6 +33,9 @@ def load_script_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # safe: the script does its work only under __main__
     return module
+
+
+script = load_script_module()
 
 
 def get_batch(bin_path, i, block_size):
@@ -50,24 +62,19 @@ def test_golden_figures(prepared):
     assert "vocab size: 65" in stdout
     assert "train has 1,003,854 tokens" in stdout
     assert "val has 111,540 tokens" in stdout
-    assert (
-        prepare_common.sha256_file(out_dir / "input.txt") == prepare_common.TINY_SHAKESPEARE.sha256
-    )
+    assert sha256_file(out_dir / "input.txt") == TINY_SHAKESPEARE.sha256
     assert (out_dir / "train.bin").stat().st_size == 1_003_854 * 2
     assert (out_dir / "val.bin").stat().st_size == 111_540 * 2
 
 
-def test_bins_equal_nanogpt_reference_encoding(prepared):
-    out_dir, _ = prepared
-    data = (out_dir / "input.txt").read_text(encoding="utf-8")
-    # nanoGPT's own method, verbatim in spirit: sorted set, dict lookups, np.array(uint16).tofile
-    chars = sorted(list(set(data)))
-    stoi = {ch: i for i, ch in enumerate(chars)}
-    n = len(data)
-    train_ids = np.array([stoi[c] for c in data[: int(n * 0.9)]], dtype=np.uint16)
-    val_ids = np.array([stoi[c] for c in data[int(n * 0.9) :]], dtype=np.uint16)
-    assert (out_dir / "train.bin").read_bytes() == train_ids.tobytes()
-    assert (out_dir / "val.bin").read_bytes() == val_ids.tobytes()
+def test_outputs_equal_nanogpts_script(prepared, tmp_path):
+    out_dir, stdout = prepared
+    (tmp_path / "input.txt").write_bytes((out_dir / "input.txt").read_bytes())
+    oracle = run_python(REPO / "tests" / "nanogpt_shakespeare_char.py", tmp_path)
+    assert oracle.returncode == 0, oracle.stderr
+    for name in ("train.bin", "val.bin", "meta.pkl"):
+        assert (out_dir / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    assert oracle.stdout in stdout  # the same five lines of figures
 
 
 def test_meta_pkl_keeps_nanogpt_contract(prepared):
@@ -98,8 +105,8 @@ def test_meta_json(prepared):
         meta["splits"]["train"]["tokens"] == 1_003_854
         and meta["splits"]["val"]["tokens"] == 111_540
     )
-    assert meta["splits"]["val"]["sha256"] == prepare_common.sha256_file(out_dir / "val.bin")
-    assert meta["source"]["sha256"] == prepare_common.TINY_SHAKESPEARE.sha256
+    assert meta["splits"]["val"]["sha256"] == sha256_file(out_dir / "val.bin")
+    assert meta["source"]["sha256"] == TINY_SHAKESPEARE.sha256
     assert meta["source"]["path"] == "input.txt"
     assert meta["split"]["train_fraction"] == 0.9
     assert meta["options"] == {"vocab_from": "all", "unseen_in_val": "error"}
@@ -121,18 +128,24 @@ def test_rerun_reuses_download_and_gives_same_bytes(prepared):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text())
-def test_distinct_chars_is_sorted_set(text):
-    module = load_script_module()
-    assert module.distinct_chars(text) == sorted(set(text))
+@given(st.text(min_size=1), st.sets(st.characters(), min_size=1))
+def test_drop_unseen_keeps_exactly_the_seen_characters(val_data, unseen):
+    kept = "".join(c for c in val_data if c not in unseen)
+    assume(kept)  # dropping everything is an error: see test_bad_input_is_one_line_...
+    assert script.drop_unseen(val_data, unseen, "drop") == kept
 
 
-def test_lecture_example_encode_decode():
-    module = load_script_module()
-    chars = sorted(set("\n abc"))
-    assert list(module.encode("ab c", chars)) == [2, 3, 1, 4]
-    assert module.decode([2, 3, 1, 4], chars) == "ab c"
-    assert list(module.encode("", chars)) == []
+def test_lecture_example_encode_decode(tmp_path):
+    # chars of "\n abc" sorted: ["\n", " ", "a", "b", "c"]; "ab c" -> [2, 3, 1, 4]
+    text_path = tmp_path / "text.txt"
+    text_path.write_text("ab c\n" * 10, encoding="utf-8")
+    result = run_script("--input", text_path, "--out-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    ids = np.fromfile(tmp_path / "out" / "train.bin", dtype=np.uint16).tolist()
+    assert ids[:5] == [2, 3, 1, 4, 0]
+    meta = pickle.loads((tmp_path / "out" / "meta.pkl").read_bytes())
+    assert "".join(meta["itos"][i] for i in ids[:4]) == "ab c"
+    assert [meta["stoi"][c] for c in "ab c"] == [2, 3, 1, 4]
 
 
 def test_lecture_example_abba_inputs_and_targets(tmp_path):
@@ -153,68 +166,75 @@ def test_non_ascii_input_and_recorded_hash(tmp_path):
     meta = json.loads((tmp_path / "out" / "meta.json").read_text(encoding="utf-8"))
     chars = sorted(set(text))
     assert meta["tokenizer"]["chars"] == "".join(chars)
-    assert meta["source"]["sha256"] == prepare_common.sha256_file(text_path)
+    assert meta["source"]["sha256"] == sha256_file(text_path)
     ids = np.fromfile(tmp_path / "out" / "train.bin", dtype=np.uint16)
     assert "".join(chars[i] for i in ids) == text[: int(len(text) * 0.9)]
     assert not (tmp_path / "out" / "input.txt").exists()  # a local --input is not copied
 
 
-def test_strict_vocab_from_train(tmp_path):
+def test_strict_vocab_from_train_drops_unseen_val_characters(tmp_path):
     text_path = tmp_path / "text.txt"
-    text_path.write_text("abababababababababXY", encoding="utf-8")  # val "XY" never seen in train
+    text_path.write_text("ab" * 10 + "aXYb", encoding="utf-8")  # train "abab...a", val "XYb"
     out_dir = tmp_path / "out"
-    refused = run_script("--input", text_path, "--out-dir", out_dir, "--vocab-from", "train")
-    assert refused.returncode == 1
-    assert "never seen in train" in refused.stderr and "'XY'" in refused.stderr
-    assert sorted(p.name for p in out_dir.iterdir()) == []
-    dropped = run_script(
-        "--input",
-        text_path,
-        "--out-dir",
-        out_dir,
-        "--vocab-from",
-        "train",
-        "--unseen-in-val",
-        "drop",
-    )
-    assert dropped.returncode == 0, dropped.stderr
-    assert "vocab size: 2" in dropped.stdout and "val has 0 tokens" in dropped.stdout
-    assert (out_dir / "val.bin").stat().st_size == 0
+    args = ["--vocab-from", "train", "--unseen-in-val", "drop"]
+    result = run_script("--input", text_path, "--out-dir", out_dir, *args)
+    assert result.returncode == 0, result.stderr
+    assert "vocab size: 2" in result.stdout
+    assert "dropped 2 val characters never seen in train: 'XY'" in result.stdout
+    assert "val has 1 tokens" in result.stdout
+    assert np.fromfile(out_dir / "val.bin", dtype=np.uint16).tolist() == [1]  # "b"
+
+
+PREVIOUS = {"out/train.bin": b"previous"}  # an earlier output, which must survive untouched
 
 
 @pytest.mark.parametrize(
-    "content, fragments",
+    "files, args, fragments",
     [
-        (None, ["does not exist"]),
-        (b"", ["is empty"]),
-        (b"hello \xff world, more text", ["not valid UTF-8", "byte offset 6"]),
-        (b"x", ["too short for non-empty train and val splits"]),
+        pytest.param(PREVIOUS, [], ["input.txt", "does not exist"], id="missing"),
+        pytest.param({"input.txt": b"", **PREVIOUS}, [], ["input.txt", "is empty"], id="empty"),
+        pytest.param(
+            {"input.txt": b"hello \xff world, more text", **PREVIOUS},
+            [],
+            ["input.txt", "not valid UTF-8", "byte offset 6"],
+            id="invalid-utf8",
+        ),
+        pytest.param(
+            {"input.txt": b"x", **PREVIOUS},
+            [],
+            ["input.txt", "too short for non-empty train and val splits"],
+            id="too-short",
+        ),
+        pytest.param(
+            {"input.txt": "some text long enough", "out": "a file"},
+            [],
+            ["--out-dir out is a file"],
+            id="out-dir-is-a-file",
+        ),
+        pytest.param(
+            {"input.txt": "abababababababababXY", **PREVIOUS},
+            ["--vocab-from", "train"],
+            ["val has 2 characters never seen in train ('XY', first at val offset 0)"],
+            id="unseen-in-val",
+        ),
+        pytest.param(
+            {"input.txt": "abababababababababXY", **PREVIOUS},
+            ["--vocab-from", "train", "--unseen-in-val", "drop"],
+            ["('XY')", "leaves val empty"],
+            id="unseen-in-val-dropped-leaves-val-empty",
+        ),
     ],
-    ids=["missing", "empty", "invalid-utf8", "too-short"],
 )
-def test_bad_input_is_one_line_and_writes_nothing(tmp_path, content, fragments):
-    text_path = tmp_path / "input.txt"
-    if content is not None:
-        text_path.write_bytes(content)
-    out_dir = tmp_path / "out"
-    out_dir.mkdir()
-    (out_dir / "train.bin").write_bytes(b"previous")  # an earlier output must survive untouched
-    result = run_script("--input", text_path, "--out-dir", out_dir)
-    assert_clean_failure(result, str(text_path), *fragments)
-    assert sorted(p.name for p in out_dir.iterdir()) == ["train.bin"]
-    assert (out_dir / "train.bin").read_bytes() == b"previous"
-
-
-def test_out_dir_that_is_a_file(tmp_path):
-    text_path = tmp_path / "input.txt"
-    text_path.write_text("some text long enough", encoding="utf-8")
-    not_a_dir = tmp_path / "file"
-    not_a_dir.write_text("x")
-    assert_clean_failure(run_script("--input", text_path, "--out-dir", not_a_dir), "is a file")
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, files, args, fragments):
+    write_files(tmp_path, files)
+    before = files_in(tmp_path)
+    result = run_python(SCRIPT, "--input", "input.txt", "--out-dir", "out", *args, cwd=tmp_path)
+    assert_clean_failure(result, *fragments)
+    assert files_in(tmp_path) == before
 
 
 def test_download_failure_through_the_script(tmp_path, monkeypatch):
-    monkeypatch.setenv(prepare_common.MIRROR_ENV, str(tmp_path / "empty-mirror"))
+    monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "empty-mirror"))
     out_dir = tmp_path / "out"
     assert_clean_failure(run_script("--out-dir", out_dir), "mirror file", "does not exist")
     assert list(out_dir.iterdir()) == []
@@ -226,4 +246,4 @@ def test_tampered_download_is_not_trusted(tmp_path):
     (out_dir / "input.txt").write_text("not Shakespeare at all\n" * 10, encoding="utf-8")
     result = run_script("--out-dir", out_dir)
     assert_clean_failure(result, "input.txt", "sha256", "delete it")
-    assert sorted(p.name for p in out_dir.iterdir()) == ["input.txt"]
+    assert names_in(out_dir) == ["input.txt"]

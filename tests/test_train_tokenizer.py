@@ -3,9 +3,9 @@
 import pytest
 from conftest import REPO, assert_clean_failure, run_python
 
-import prepare_common
 from bpe import Tokenizer
 from bpe.train import train_bpe_from_iterator
+from prep.downloads import TINY_SHAKESPEARE, fetch
 
 SCRIPT = REPO / "train_tokenizer.py"
 EOT = "<|endoftext|>"
@@ -19,9 +19,7 @@ def run_cli(*args, cwd=None):
 def shakespeare_50k(tmp_path_factory):
     """The first 50 KB of Tiny Shakespeare (from the mirror) as train.txt, the next 20 KB as eval.txt."""
     folder = tmp_path_factory.mktemp("cli")
-    text = prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt").read_text(
-        "utf-8"
-    )
+    text = fetch(TINY_SHAKESPEARE, folder / "input.txt").read_text("utf-8")
     (folder / "train.txt").write_text(text[:50_000], encoding="utf-8")
     (folder / "eval.txt").write_text(text[50_000:70_000], encoding="utf-8")
     return folder

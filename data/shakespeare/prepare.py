@@ -14,20 +14,12 @@ gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
 import argparse
 from pathlib import Path
 
-from prepare_common import (
-    TINY_SHAKESPEARE,
-    PrepareError,
-    bpe_encoding,
-    dtype_for_vocab,
-    fetch,
-    prepare_out_dir,
-    read_text,
-    run_main,
-    text_source,
-    write_bin,
-    write_bpe_meta_pkl,
-    write_meta,
-)
+from prep.binfiles import dtype_for_vocab, write_bin
+from prep.downloads import TINY_SHAKESPEARE, fetch
+from prep.errors import PrepareError, run_main
+from prep.files import prepare_out_dir, read_text
+from prep.meta import text_source, write_bpe_meta_pkl, write_meta
+from prep.tokenizers import bpe_encoding
 
 SCRIPT_DIR = Path(__file__).resolve().parent
 TRAIN_FRACTION = (

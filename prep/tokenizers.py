@@ -1,0 +1,111 @@
+"""The tokenizer a BPE pipeline encodes with, as a tiktoken Encoding: GPT-2's or a trained one.
+
+- bpe_encoding(tokenizer_path, need_eot): the Encoding and its meta.json "tokenizer" record
+- gpt2_encoding(): tiktoken's "gpt2", its two files fetched (checksummed, mirror-aware) first
+- gpt2_files(): GPT-2's own encoder.json and vocab.bpe, for bpe.Tokenizer.from_gpt2_files
+- encoding_sha256(encoding): a fingerprint of an Encoding's definition
+- CACHE_ENV: the environment variable naming where tokenizer files are kept
+"""
+
+import hashlib
+import os
+from pathlib import Path
+
+from prep.downloads import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, fetch
+from prep.errors import PrepareError
+from prep.files import sha256_file
+
+CACHE_ENV = "NANOGPT_DATA_CACHE"  # where GPT-2's files are kept (default ~/.cache/nanogpt-data)
+
+
+def bpe_encoding(tokenizer_path=None, need_eot=False):
+    """The tiktoken Encoding a BPE pipeline encodes with, and its meta.json "tokenizer" record.
+
+    None -> GPT-2: (Encoding "gpt2", {"kind": "tiktoken", "name": "gpt2", "vocab_size": 50257,
+    "eot_id": 50256, ...}); a path -> a file written by train_tokenizer.py, loaded with
+    `bpe.Tokenizer.load` and encoded through its `to_tiktoken()` export ({"kind": "bpe", ...}).
+    need_eot: a trained tokenizer without <|endoftext|> is an error (documents end with it).
+    """
+    if tokenizer_path is None:
+        encoding = gpt2_encoding()
+        return encoding, {
+            "kind": "tiktoken",
+            "name": "gpt2",
+            "vocab_size": encoding.n_vocab,
+            "eot_id": encoding.eot_token,
+            "sha256": encoding_sha256(encoding),
+        }
+    from bpe import Tokenizer
+    from bpe.tokenizer import EOT
+
+    path = Path(tokenizer_path)
+    if not path.is_file():
+        raise PrepareError(
+            f"--tokenizer {path} does not exist; write one with train_tokenizer.py first"
+        )
+    try:
+        tokenizer = Tokenizer.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
+        raise PrepareError(
+            f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})"
+        ) from None
+    if need_eot and EOT not in tokenizer.special_tokens:
+        raise PrepareError(
+            f"--tokenizer {path} has no {EOT} special token; train one with "
+            f"train_tokenizer.py --special-tokens '{EOT}'"
+        )
+    encoding = tokenizer.to_tiktoken()
+    return encoding, {
+        "kind": "bpe",
+        "name": path.stem,
+        "path": str(path.resolve()),
+        "vocab_size": tokenizer.vocab_size,
+        "eot_id": tokenizer.special_tokens.get(EOT),
+        "sha256": sha256_file(path),
+        "encoding_sha256": encoding_sha256(encoding),
+    }
+
+
+def gpt2_encoding():
+    """`tiktoken.get_encoding("gpt2")`, with its two files fetched by `fetch` first.
+
+    tiktoken looks in $TIKTOKEN_CACHE_DIR for a file named sha1(url) of each of its two
+    downloads; we put checksummed copies there under those names, from the origin or from
+    NANOGPT_DATA_MIRROR. So the GPT-2 pipelines work offline with a mirror, and a failed
+    download is our one-line error (with retries) rather than a traceback from inside tiktoken.
+    """
+    import tiktoken
+
+    tiktoken_cache = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or _cache_dir() / "tiktoken")
+    tiktoken_cache.mkdir(parents=True, exist_ok=True)
+    for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
+        fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
+    return tiktoken.get_encoding("gpt2")
+
+
+def gpt2_files():
+    """GPT-2's `encoder.json` and `vocab.bpe`, fetched (checksummed) into the cache: (json, bpe)."""
+    folder = _cache_dir() / "gpt2"
+    folder.mkdir(exist_ok=True)
+    encoder_json = fetch(GPT2_ENCODER_JSON, folder / "encoder.json")
+    vocab_bpe = fetch(GPT2_VOCAB_BPE, folder / "vocab.bpe")
+    return encoder_json, vocab_bpe
+
+
+def encoding_sha256(encoding):
+    """A fingerprint of a tiktoken Encoding's definition: pattern, ranks and special tokens."""
+    digest = hashlib.sha256()
+    digest.update(encoding._pat_str.encode())
+    for token, rank in sorted(encoding._mergeable_ranks.items(), key=lambda item: item[1]):
+        digest.update(b"%d:%s\n" % (rank, token.hex().encode()))
+    for name, rank in sorted(encoding._special_tokens.items()):
+        digest.update(b"special %d:%s\n" % (rank, name.encode()))
+    return digest.hexdigest()
+
+
+def _cache_dir():
+    """Where downloaded tokenizer files are kept: $NANOGPT_DATA_CACHE or ~/.cache/nanogpt-data."""
+    folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -1,0 +1,150 @@
+"""prep/documents.py: loading and checking document collections, tokenizing them a batch at a
+time, and streaming their ids back out (data/openwebtext's machinery, each piece on its own)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prep.documents import (
+    HUB_REVISION,
+    count_tokens,
+    expand_data_files,
+    hub_load_arguments,
+    ids_cache_options,
+    load_documents,
+    rebatch,
+    split_sizes,
+    stream_ids,
+    token_stream,
+    tokenize,
+)
+from prep.errors import PrepareError
+
+GPT2_EOT = 50256
+
+
+def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
+    texts = ["Hello world", "Hi", "", "a <|endoftext|> in the text is plain text"]
+    out = tokenize(texts, encoding=gpt2_encoding, eot_id=GPT2_EOT, dtype=np.dtype(np.uint16))
+    assert [ids.tolist() for ids in out["ids"][:2]] == [[15496, 995, 50256], [17250, 50256]]
+    assert [ids.tolist() for ids in out["ids"]] == [
+        gpt2_encoding.encode_ordinary(t) + [GPT2_EOT] for t in texts
+    ]
+    assert out["len"] == [len(gpt2_encoding.encode_ordinary(t)) + 1 for t in texts]
+    assert all(ids.dtype == np.uint16 for ids in out["ids"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 65535), max_size=20), max_size=12), st.integers(1, 25))
+def test_rebatch_is_concatenate_cut_every_size(arrays, size):
+    arrays = [np.array(a, dtype=np.uint16) for a in arrays]
+    batches = list(rebatch(iter(arrays), size))
+    flat = np.concatenate(arrays) if arrays else np.array([], dtype=np.uint16)
+    assert np.concatenate(batches).tolist() == flat.tolist() if batches else flat.size == 0
+    assert all(len(b) == size for b in batches[:-1]) and all(0 < len(b) <= size for b in batches)
+
+
+@pytest.fixture(scope="module")
+def tokenized(corpus, tmp_path_factory, gpt2_encoding):
+    """90% of the corpus, loaded by load_documents and mapped exactly as the script maps it."""
+    folder, _ = corpus
+    documents = load_documents([str(folder / "*.jsonl")], 1, tmp_path_factory.mktemp("cache"))
+    split = documents.train_test_split(test_size=0.1, seed=1)["train"]
+    dtype = np.dtype(np.uint16)
+    record = {"sha256": "a tokenizer", "eot_id": GPT2_EOT}
+    return split.map(
+        tokenize,
+        fn_kwargs={"encoding": gpt2_encoding, "eot_id": GPT2_EOT, "dtype": dtype},
+        input_columns="text",
+        batched=True,
+        remove_columns=["text"],
+        num_proc=2,
+        **ids_cache_options(split, record, dtype),
+    )
+
+
+def test_token_stream_is_concatenate_of_the_ids_column(tokenized):
+    import datasets
+
+    assert len(tokenized.cache_files) == 2
+    expected = np.concatenate(tokenized.with_format("numpy")["ids"])
+    assert np.concatenate(list(token_stream(tokenized))).tolist() == expected.tolist()
+    in_memory = datasets.Dataset.from_dict(tokenized[:50], features=tokenized.features)
+    assert not in_memory.cache_files
+    assert (
+        np.concatenate(list(token_stream(in_memory))).tolist()
+        == np.concatenate(in_memory.with_format("numpy")["ids"]).tolist()
+    )
+
+
+def test_stream_ids_and_count_tokens_agree_with_the_ids_column(tokenized):
+    expected = np.concatenate(tokenized.with_format("numpy")["ids"])
+    batches = list(stream_ids(tokenized, batch_tokens=10_000))
+    assert np.concatenate(batches).tolist() == expected.tolist()
+    assert {len(b) for b in batches[:-1]} == {10_000} and batches[0].dtype == np.uint16
+    assert count_tokens(tokenized) == len(expected) == sum(tokenized["len"])
+
+
+@pytest.mark.parametrize(
+    "num_documents, val_fraction",
+    [(n, f) for n in (5, 2000, 3000) for f in (0.0005, 0.1, 0.5, 0.9) if (n, f) != (5, 0.9)],
+)
+def test_split_sizes_are_datasets(num_documents, val_fraction):
+    import datasets
+
+    split = datasets.Dataset.from_dict({"i": list(range(num_documents))}).train_test_split(
+        test_size=val_fraction, seed=2357
+    )
+    expected = (len(split["train"]), len(split["test"]))
+    assert split_sizes(num_documents, val_fraction) == expected
+
+
+@pytest.mark.parametrize(
+    "val_fraction, expected",
+    [
+        pytest.param(0.0005, (8_009_762, 4_007), id="nanogpt"),
+        pytest.param(0.1, (7_212_392, 801_377), id="0.1"),
+        pytest.param(0.5, (4_006_884, 4_006_885), id="0.5"),
+        pytest.param(0.9, (801_376, 7_212_393), id="0.9"),
+    ],
+)
+def test_openwebtext_split_sizes(val_fraction, expected):
+    # val gets ceil(fraction * 8,013,769) documents, as datasets' train_test_split
+    assert split_sizes(8_013_769, val_fraction) == expected
+
+
+@pytest.mark.parametrize(
+    "num_documents, val_fraction, message",
+    [
+        pytest.param(1, 0.0005, "0.0005 of 1 documents leaves train empty", id="one-document"),
+        pytest.param(1, 0.5, "0.5 of 1 documents leaves train empty", id="one-document-half"),
+        pytest.param(5, 0.9, "0.9 of 5 documents leaves train empty", id="all-val"),
+        pytest.param(5, 0.0, "0.0 of 5 documents leaves val empty", id="zero"),
+        pytest.param(5, 1.5, "1.5 of 5 documents leaves train empty", id="above-one"),
+    ],
+)
+def test_split_sizes_refuses_an_empty_side(num_documents, val_fraction, message):
+    with pytest.raises(PrepareError, match=f"--val-fraction {message}"):
+        split_sizes(num_documents, val_fraction)
+
+
+def test_hub_loader_arguments():
+    builder, kwargs = hub_load_arguments()
+    assert builder == "parquet"  # datasets' own builder: the repo's old loading script is never run
+    assert kwargs == {
+        "data_files": {
+            "train": "hf://datasets/Skylion007/openwebtext@"
+            "79d93d786212f7344586290adb811d4ae6a1762c/plain_text/*.parquet"
+        }
+    }
+    assert HUB_REVISION in kwargs["data_files"]["train"]  # one constant to change
+
+
+def test_data_files_order_is_sorted_per_pattern(tmp_path):
+    for name in ("b.txt", "a.txt", "10.txt", "2.txt"):
+        (tmp_path / name).write_text(name)
+    files = expand_data_files([str(tmp_path / "b.txt"), str(tmp_path / "*.txt")])
+    assert [Path(f).name for f in files] == ["b.txt", "10.txt", "2.txt", "a.txt"]  # b.txt only once

@@ -1,0 +1,140 @@
+"""prep/meta.py: meta.json written beside the .bin files, and `verify` re-checking a folder
+(in process, and as `python prepare_common.py verify DIR` on a real prepared folder)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from conftest import REPO, assert_clean_failure, names_in, run_python
+
+from prep.binfiles import write_bin
+from prep.files import sha256_file
+from prep.meta import META_FORMAT_VERSION, verify, write_meta
+
+
+def test_write_meta_then_verify_in_process(tmp_path, capsys):
+    chars = "\n abc"
+    train = np.array([2, 3, 4, 1, 0])
+    val = np.array([4, 3, 2])
+    write_bin(tmp_path / "train.bin", [train], np.uint16, len(chars))
+    write_bin(tmp_path / "val.bin", [val], np.uint16, len(chars))
+    meta = write_meta(
+        tmp_path,
+        script="tests/test_meta.py",
+        tokenizer={
+            "kind": "char",
+            "name": "char",
+            "vocab_size": len(chars),
+            "eot_id": None,
+            "chars": chars,
+        },
+        dtype=np.uint16,
+        split_tokens={"train": 5, "val": 3},
+        source={"path": None},
+        split={"rule": "by hand"},
+        options={},
+    )
+    on_disk = json.loads((tmp_path / "meta.json").read_text(encoding="utf-8"))
+    assert on_disk == meta
+    assert meta["format_version"] == META_FORMAT_VERSION
+    assert meta["dtype"] == "uint16"
+    assert meta["splits"]["val"] == {
+        "file": "val.bin",
+        "tokens": 3,
+        "sha256": sha256_file(tmp_path / "val.bin"),
+    }
+    assert names_in(tmp_path) == ["meta.json", "train.bin", "val.bin"]
+    assert verify(tmp_path) == []
+    assert "'cba'" in capsys.readouterr().out  # the start of val, decoded
+
+
+def run_verify(folder):
+    return run_python("prepare_common.py", "verify", folder, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def shakespeare_char_folder(tmp_path_factory):
+    """A folder written by the real data/shakespeare_char/prepare.py (input through the mirror)."""
+    out_dir = tmp_path_factory.mktemp("shakespeare_char")
+    result = run_python("data/shakespeare_char/prepare.py", "--out-dir", out_dir, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert names_in(out_dir) == ["input.txt", "meta.json", "meta.pkl", "train.bin", "val.bin"]
+    return out_dir
+
+
+@pytest.fixture
+def prepared(shakespeare_char_folder, tmp_path):
+    folder = tmp_path / "prepared"
+    shutil.copytree(shakespeare_char_folder, folder)
+    return folder
+
+
+def test_verify_ok_on_a_prepared_folder(prepared):
+    result = run_verify(prepared)
+    assert result.returncode == 0, result.stderr
+    assert f"{prepared}: OK" in result.stdout
+    assert "train: 1,003,854 tokens, uint16" in result.stdout
+    assert "val: 111,540 tokens, uint16" in result.stdout
+    assert "start of val:" in result.stdout
+    assert result.stderr == ""
+
+
+def truncate_train(folder):
+    train = folder / "train.bin"
+    train.write_bytes(train.read_bytes()[:-2])
+
+
+def flip_a_val_byte(folder):
+    # whether the id stays below 65 or not, the sha256 no longer matches
+    val = folder / "val.bin"
+    data = bytearray(val.read_bytes())
+    data[100] ^= 0x01
+    val.write_bytes(bytes(data))
+
+
+def put_id_65_in_val(folder):
+    ids = np.fromfile(folder / "val.bin", dtype=np.uint16)
+    ids[5] = 65
+    ids.tofile(folder / "val.bin")
+
+
+def change_the_source(folder):
+    source = folder / "input.txt"
+    source.write_bytes(source.read_bytes() + b"\n")
+
+
+def set_format_version_99(folder):
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    meta["format_version"] = 99
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "damage, fragments",
+    [
+        pytest.param(
+            truncate_train,
+            ["train.bin", "2,007,706 bytes", "1,003,854 uint16 tokens"],
+            id="truncated-bin",
+        ),
+        pytest.param(flip_a_val_byte, ["val.bin", "sha256"], id="flipped-byte"),
+        pytest.param(put_id_65_in_val, ["token id 65 >= vocab_size 65"], id="id-beyond-vocab"),
+        pytest.param(lambda f: (f / "val.bin").unlink(), ["val.bin is missing"], id="missing-bin"),
+        pytest.param(
+            lambda f: (f / "meta.json").unlink(),
+            ["meta.json", "does not exist", "prepare.py"],
+            id="missing-meta-json",
+        ),
+        pytest.param(change_the_source, ["input.txt", "source sha256"], id="changed-source"),
+        pytest.param(
+            lambda f: (f / "meta.json").write_text('{"format_version": 1,', encoding="utf-8"),
+            ["meta.json", "not valid JSON"],
+            id="invalid-meta-json",
+        ),
+        pytest.param(set_format_version_99, ["format_version 99"], id="unknown-format-version"),
+    ],
+)
+def test_verify_reports_a_damaged_folder_in_one_line(prepared, damage, fragments):
+    damage(prepared)
+    assert_clean_failure(run_verify(prepared), str(prepared), *fragments)
