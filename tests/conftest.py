@@ -54,6 +54,16 @@ def assert_clean_failure(result, *fragments, logs_before=False):
         assert fragment in lines[-1], lines[-1]
 
 
+def assert_refused(script, folder, files, args, fragments, env=None, logs_before=False):
+    """Lay out `files` in `folder`, run the script there with `args` (a bad-input case): it must
+    fail cleanly (`assert_clean_failure`) and leave every file in `folder` as it was."""
+    write_files(folder, files)
+    before = files_in(folder)
+    result = run_python(script, *args, cwd=folder, env=env)
+    assert_clean_failure(result, *fragments, logs_before=logs_before)
+    assert files_in(folder) == before
+
+
 def names_in(folder):
     """The sorted names in a folder: what a user would see with `ls` (temporary files included)."""
     return sorted(p.name for p in Path(folder).iterdir())

@@ -5,7 +5,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, files_in, run_python, write_files
+from conftest import REPO, assert_refused, run_python
 
 from bpe import Tokenizer
 from bpe.tokenizer import EOT
@@ -20,17 +20,13 @@ TRAIN_SHA256 = "502a2bdc8210d1ac5d5674867cb74467dd31db575d25cf6dbb08c8bdbea8680f
 VAL_SHA256 = "68a53422394c26a655ebe641f5c6f49888e8f4e45fe5d6f02abda63ba3ebd65b"
 
 
-def run_script(*args, cwd=None):
-    return run_python(SCRIPT, *args, cwd=cwd)
-
-
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
     """The default pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare")
     stale = pickle.dumps({"vocab_size": 400})  # left by an earlier --tokenizer run
     (out_dir / "meta.pkl").write_bytes(stale)
-    result = run_script("--out-dir", out_dir, cwd=tmp_path_factory.mktemp("elsewhere"))
+    result = run_python(SCRIPT, "--out-dir", out_dir, cwd=tmp_path_factory.mktemp("elsewhere"))
     assert result.returncode == 0, result.stderr
     return out_dir, result.stdout
 
@@ -100,8 +96,8 @@ def test_tokenizer_path(small_tokenizer, tmp_path):
     tokenizer_path, text = small_tokenizer
     input_path = tmp_path / "input.txt"
     input_path.write_text(text[:100_000], encoding="utf-8")
-    result = run_script(
-        "--input", input_path, "--out-dir", tmp_path / "out", "--tokenizer", tokenizer_path
+    result = run_python(
+        SCRIPT, "--input", input_path, "--out-dir", tmp_path / "out", "--tokenizer", tokenizer_path
     )
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
@@ -167,8 +163,5 @@ HAMLET = "To be, or not to be: that is the question.\n"
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, files, args, fragments):
-    write_files(tmp_path, files)
-    before = files_in(tmp_path)
-    result = run_python(SCRIPT, "--input", "input.txt", "--out-dir", "out", *args, cwd=tmp_path)
-    assert_clean_failure(result, *fragments)
-    assert files_in(tmp_path) == before
+    args = ["--input", "input.txt", "--out-dir", "out", *args]
+    assert_refused(SCRIPT, tmp_path, files, args, fragments)

@@ -10,10 +10,9 @@ import pytest
 from conftest import (
     REPO,
     assert_clean_failure,
-    files_in,
+    assert_refused,
     names_in,
     run_python,
-    write_files,
 )
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -22,10 +21,6 @@ from prep.downloads import MIRROR_ENV, TINY_SHAKESPEARE
 from prep.files import sha256_file
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
-
-
-def run_script(*args, cwd=None):
-    return run_python(SCRIPT, *args, cwd=cwd)
 
 
 def load_script_module():
@@ -51,7 +46,7 @@ def prepared(tmp_path_factory):
     """The real pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare_char")
     other_cwd = tmp_path_factory.mktemp("elsewhere")  # works from any folder, no PYTHONPATH
-    result = run_script("--out-dir", out_dir, cwd=other_cwd)
+    result = run_python(SCRIPT, "--out-dir", out_dir, cwd=other_cwd)
     assert result.returncode == 0, result.stderr
     return out_dir, result.stdout
 
@@ -122,7 +117,7 @@ def test_verify_command_accepts_the_output(prepared):
 def test_rerun_reuses_download_and_gives_same_bytes(prepared):
     out_dir, _ = prepared
     before = {name: (out_dir / name).read_bytes() for name in ("train.bin", "val.bin", "meta.pkl")}
-    result = run_script("--out-dir", out_dir)
+    result = run_python(SCRIPT, "--out-dir", out_dir)
     assert result.returncode == 0, result.stderr
     assert {name: (out_dir / name).read_bytes() for name in before} == before
 
@@ -139,7 +134,7 @@ def test_lecture_example_encode_decode(tmp_path):
     # chars of "\n abc" sorted: ["\n", " ", "a", "b", "c"]; "ab c" -> [2, 3, 1, 4]
     text_path = tmp_path / "text.txt"
     text_path.write_text("ab c\n" * 10, encoding="utf-8")
-    result = run_script("--input", text_path, "--out-dir", tmp_path / "out")
+    result = run_python(SCRIPT, "--input", text_path, "--out-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     ids = np.fromfile(tmp_path / "out" / "train.bin", dtype=np.uint16).tolist()
     assert ids[:5] == [2, 3, 1, 4, 0]
@@ -151,7 +146,7 @@ def test_lecture_example_encode_decode(tmp_path):
 def test_lecture_example_abba_inputs_and_targets(tmp_path):
     text_path = tmp_path / "abba.txt"
     text_path.write_text("ABBAABBAAB", encoding="utf-8")  # train "ABBAABBAA", val "B"
-    result = run_script("--input", text_path, "--out-dir", tmp_path / "out")
+    result = run_python(SCRIPT, "--input", text_path, "--out-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     assert get_batch(tmp_path / "out" / "train.bin", 0, 3) == ([0, 1, 1], [1, 1, 0])
     assert (tmp_path / "out" / "val.bin").read_bytes() == np.array([1], dtype=np.uint16).tobytes()
@@ -161,7 +156,7 @@ def test_non_ascii_input_and_recorded_hash(tmp_path):
     text = "Grüße, 世界! 🙂\n" * 20
     text_path = tmp_path / "text.txt"
     text_path.write_text(text, encoding="utf-8")
-    result = run_script("--input", text_path, "--out-dir", tmp_path / "out")
+    result = run_python(SCRIPT, "--input", text_path, "--out-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     meta = json.loads((tmp_path / "out" / "meta.json").read_text(encoding="utf-8"))
     chars = sorted(set(text))
@@ -177,7 +172,7 @@ def test_strict_vocab_from_train_drops_unseen_val_characters(tmp_path):
     text_path.write_text("ab" * 10 + "aXYb", encoding="utf-8")  # train "abab...a", val "XYb"
     out_dir = tmp_path / "out"
     args = ["--vocab-from", "train", "--unseen-in-val", "drop"]
-    result = run_script("--input", text_path, "--out-dir", out_dir, *args)
+    result = run_python(SCRIPT, "--input", text_path, "--out-dir", out_dir, *args)
     assert result.returncode == 0, result.stderr
     assert "vocab size: 2" in result.stdout
     assert "dropped 2 val characters never seen in train: 'XY'" in result.stdout
@@ -226,17 +221,14 @@ PREVIOUS = {"out/train.bin": b"previous"}  # an earlier output, which must survi
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, files, args, fragments):
-    write_files(tmp_path, files)
-    before = files_in(tmp_path)
-    result = run_python(SCRIPT, "--input", "input.txt", "--out-dir", "out", *args, cwd=tmp_path)
-    assert_clean_failure(result, *fragments)
-    assert files_in(tmp_path) == before
+    args = ["--input", "input.txt", "--out-dir", "out", *args]
+    assert_refused(SCRIPT, tmp_path, files, args, fragments)
 
 
 def test_download_failure_through_the_script(tmp_path, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "empty-mirror"))
     out_dir = tmp_path / "out"
-    assert_clean_failure(run_script("--out-dir", out_dir), "mirror file", "does not exist")
+    assert_clean_failure(run_python(SCRIPT, "--out-dir", out_dir), "mirror file", "does not exist")
     assert list(out_dir.iterdir()) == []
 
 
@@ -244,6 +236,6 @@ def test_tampered_download_is_not_trusted(tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     (out_dir / "input.txt").write_text("not Shakespeare at all\n" * 10, encoding="utf-8")
-    result = run_script("--out-dir", out_dir)
+    result = run_python(SCRIPT, "--out-dir", out_dir)
     assert_clean_failure(result, "input.txt", "sha256", "delete it")
     assert names_in(out_dir) == ["input.txt"]

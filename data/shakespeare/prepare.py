@@ -21,31 +21,7 @@ from prep.files import prepare_out_dir, read_text
 from prep.meta import text_source, write_bpe_meta_pkl, write_meta
 from prep.tokenizers import bpe_encoding
 
-SCRIPT_DIR = Path(__file__).resolve().parent
-TRAIN_FRACTION = (
-    0.9  # the first 90% of the characters train, the rest validate (as shakespeare_char)
-)
-
-
-def parse_args():
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
-    )
-    parser.add_argument(
-        "--out-dir",
-        type=Path,
-        default=SCRIPT_DIR,
-        help="where the outputs go (default: beside this script)",
-    )
-    parser.add_argument(
-        "--tokenizer",
-        type=Path,
-        help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)",
-    )
-    return parser.parse_args()
+TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 
 
 def main():
@@ -57,14 +33,11 @@ def main():
     print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
 
     # 2. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
-    input_path = (
-        args.input if args.input is not None else fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
-    )
+    input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
     data = read_text(input_path)
     print(f"length of dataset in characters: {len(data):,}")
 
-    # 3. split on characters, as nanoGPT does; each side is encoded on its own, so no token
-    #    straddles the boundary
+    # 3. split on characters as nanoGPT does; each side is encoded alone: no token straddles them
     n = len(data)
     boundary = int(n * TRAIN_FRACTION)
     train_data, val_data = data[:boundary], data[boundary:]
@@ -73,16 +46,11 @@ def main():
             f"{input_path} has only {n} characters: too short for non-empty train and val splits"
         )
 
-    # 4. encode with tiktoken; encode_ordinary reads "<|endoftext|>" in the text as plain text,
-    #    not as the special token
+    # 4. encode with tiktoken: encode_ordinary reads "<|endoftext|>" in the text as plain text
     train_ids = encoding.encode_ordinary(train_data)
     val_ids = encoding.encode_ordinary(val_data)
-    print(
-        f"train has {len(train_ids):,} tokens ({len(train_data) / len(train_ids):.2f} characters per token)"
-    )
-    print(
-        f"val has {len(val_ids):,} tokens ({len(val_data) / len(val_ids):.2f} characters per token)"
-    )
+    for split, text, ids in (("train", train_data, train_ids), ("val", val_data, val_ids)):
+        print(f"{split} has {len(ids):,} tokens ({len(text) / len(ids):.2f} characters per token)")
 
     # 5. export to bin files, and the metadata that reads them
     vocab_size = tokenizer["vocab_size"]
@@ -106,11 +74,30 @@ def main():
         options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
     )
     # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
-    #    (sample.py would otherwise look for a character vocabulary in it)
     wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer, encoding)
-    print(
-        f"wrote train.bin, val.bin ({dtype.name}), meta.json{', meta.pkl' if wrote_pkl else ''} to {out_dir}"
+    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
+    print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument(
+        "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
+    )
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path(__file__).parent,
+        help="where the outputs go (default: beside this script)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)",
+    )
+    return parser.parse_args()
 
 
 if __name__ == "__main__":
