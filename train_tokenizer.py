@@ -3,7 +3,7 @@
     python train_tokenizer.py --input input.txt --vocab-size 4096 --out tok.json \\
         --special-tokens "<|endoftext|>" --eval val.txt
 
-It learns vocab_size - 256 - (number of special tokens) merges (bpe/train.py explains
+It learns vocab_size - 256 - (number of special tokens) merges (bpe/simple.py explains
 the rule), prints the first and last merges in GPT-2's printable alphabet (Ġ is a space,
 Ċ a newline) and how many bytes one token covers on average, and writes the tokenizer
 file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
@@ -18,6 +18,9 @@ import time
 import warnings
 from pathlib import Path
 
+from bpe import Tokenizer, train_bpe_from_iterator
+from bpe.checks import check_tiktoken_special_tokens, check_training_args
+from bpe.io import render_token
 from prep.errors import PrepareError, run_main
 from prep.files import read_text
 
@@ -68,16 +71,12 @@ def check_args(args):
     for path in args.input + ([args.eval] if args.eval else []):
         if not Path(path).is_file():
             raise PrepareError(f"{path} does not exist or is not a file; check the path")
-    smallest = 256 + len(args.special_tokens)
-    if args.vocab_size < smallest:
-        raise PrepareError(
-            f"--vocab-size {args.vocab_size} is too small: the 256 byte tokens and "
-            f"{len(args.special_tokens)} special token(s) need at least {smallest}"
-        )
-    if len(set(args.special_tokens)) != len(args.special_tokens) or "" in args.special_tokens:
-        raise PrepareError(
-            f"--special-tokens must be distinct non-empty strings, got {args.special_tokens}"
-        )
+    try:
+        check_training_args(args.vocab_size, args.special_tokens, args.pattern)
+        # The tokenizer is used through its tiktoken export (here and by the pipelines).
+        check_tiktoken_special_tokens(args.special_tokens)
+    except ValueError as exc:
+        raise PrepareError(f"{exc} (see --vocab-size and --special-tokens)") from None
     if args.workers is not None and args.workers < 1:
         raise PrepareError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out)
@@ -114,8 +113,6 @@ class ProgressBars:
 
 def train(args, texts):
     """Learn the merges from the texts already read; warnings become printed lines."""
-    from bpe.train import train_bpe_from_iterator
-
     bars = ProgressBars()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -129,8 +126,6 @@ def train(args, texts):
 
 
 def show_merges(merges):
-    from bpe.core import render_token
-
     def line(i, pair):
         left, right = pair
         return f"  {256 + i:>6}: {render_token(left)} + {render_token(right)} -> {render_token(left + right)}"
@@ -161,8 +156,6 @@ def main(argv=None):
     if not any(texts):
         raise PrepareError(f"{' '.join(args.input)}: no text to train on (empty input)")
     eval_text = read_text(args.eval) if args.eval else None
-
-    from bpe import Tokenizer
 
     start = time.perf_counter()
     vocab, merges = train(args, texts)

@@ -22,8 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bpe import train_bpe
-from bpe.tokenizer import EOT
+from bpe import EOT, train_bpe
 from prep.downloads import TINY_SHAKESPEARE, fetch
 
 REPO = Path(__file__).resolve().parents[1]

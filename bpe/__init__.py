@@ -5,21 +5,30 @@
     tok = Tokenizer(vocab, merges, special_tokens={"<|endoftext|>": 4095})
     tok.decode(tok.encode("hello world")) == "hello world"
 
-Read in this order: core.py (the two functions BPE is made of), patterns.py
-(pre-tokenization), train.py (learning merges), tokenizer.py (using them).
+Read in this order:
+
+1. simple.py: a whole BPE in one sitting (count pairs, merge a pair, train, encode, decode),
+   with the worked examples; it alone trains, encodes and decodes Tiny Shakespeare.
+2. patterns.py: GPT-2's and GPT-4's pre-tokenization regexes.
+3. train.py: the fast trainer (`train_bpe`), equal to simple.train.
+4. tokenizer.py: the fast encoder (`Tokenizer`), equal to simple.encode, and its tiktoken export.
+5. io.py: files (our JSON, GPT-2's pair, the printable byte alphabet, strict UTF-8, atomic writes).
+6. checks.py: the argument checks all of the above share.
 """
 
-from .core import get_pair_counts, merge_pair
-from .patterns import GPT2_PATTERN, GPT4_PATTERN
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, first_uncovered
+from .simple import EOT, get_pair_counts, merge_pair
 from .tokenizer import Tokenizer
 from .train import train_bpe, train_bpe_from_iterator
 
 __all__ = [
+    "EOT",
     "Tokenizer",
     "train_bpe",
     "train_bpe_from_iterator",
     "get_pair_counts",
     "merge_pair",
+    "first_uncovered",
     "GPT2_PATTERN",
     "GPT4_PATTERN",
 ]

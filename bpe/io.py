@@ -20,7 +20,7 @@ sha256 can name the tokenizer in a dataset's metadata:
 - `pattern`: "gpt2" or "gpt4" when it is one of those, else the regex itself.
 - `special_tokens`: string -> id, in id order.
 - `single_bytes`: always written; 256 characters, the one at position i is the byte whose
-  id is i, in GPT-2's printable alphabet (`core.render_token`). A trained tokenizer has
+  id is i, in GPT-2's printable alphabet (`render_token`). A trained tokenizer has
   byte b at id b; GPT-2's own vocabulary permutes them ("!" is 0).
 - `merges`: in order, one per line; merge i makes id 256 + i from two earlier tokens,
   written in the printable alphabet ("Ġ" is a space), so a space separates the two.
@@ -35,7 +35,6 @@ import json
 import os
 from pathlib import Path
 
-from .core import parse_token, render_token
 from .patterns import PATTERNS
 
 FORMAT_NAME = "nanogpt-bpe-tokenizer"
@@ -45,6 +44,44 @@ HF_MERGES_HEADER = "#version: 0.2"
 
 class TokenizerFileError(ValueError):
     """A tokenizer file that is missing or unreadable; the message names the file."""
+
+
+# ---------------------------------------------------------------- GPT-2's printable bytes
+
+
+def bytes_to_unicode():
+    """GPT-2's map from each byte to a printable character, so tokens can be written as text.
+
+    Printable bytes map to themselves; the rest (controls, space, ...) to chars from U+0100 on:
+    0x21 ('!') -> '!',  0x20 (space) -> 'Ġ',  0x0A (newline) -> 'Ċ'.
+    """
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    chars = list(printable)
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            chars.append(256 + extra)
+            extra += 1
+    return {byte: chr(char) for byte, char in zip(printable, chars)}
+
+
+BYTE_TO_CHAR = bytes_to_unicode()
+CHAR_TO_BYTE = {char: byte for byte, char in BYTE_TO_CHAR.items()}
+
+
+def render_token(token: bytes) -> str:
+    """A token's bytes in GPT-2's printable alphabet: b" the" -> "Ġthe", b"\\n" -> "Ċ"."""
+    return "".join(BYTE_TO_CHAR[b] for b in token)
+
+
+def parse_token(text: str) -> bytes:
+    """The inverse of render_token: "Ġthe" -> b" the". A char outside the alphabet raises KeyError."""
+    return bytes(CHAR_TO_BYTE[c] for c in text)
 
 
 # ---------------------------------------------------------------- our JSON file
@@ -274,7 +311,19 @@ def read_hf(vocab_json, merges_txt):
     return vocab, merges, special_tokens
 
 
-# ---------------------------------------------------------------- writing
+# ---------------------------------------------------------------- reading and writing text
+
+
+def read_utf8(path):
+    """The text of a file, strictly UTF-8; a bad byte raises ValueError naming its offset."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not valid UTF-8: byte offset {exc.start:,} is "
+            f"{data[exc.start : exc.start + 1]!r}; convert the file to UTF-8 first"
+        ) from None
 
 
 def atomic_write_text(path, text):

@@ -1,14 +1,22 @@
-"""Pre-tokenization: the regex that cuts text into chunks before BPE sees it.
+"""Pre-tokenization: the regex that cuts text into pre-tokens before BPE sees it.
 
-BPE never merges across a chunk boundary, so " dog" and "dog." can share the token
+BPE never merges across a pre-token boundary, so " dog" and "dog." can share the token
 "dog" without ever producing a token like "g." (the lecture notes' example of why GPT-2
 splits first and merges second).
+
+A pattern must match every character: what no pre-token covers is not encoded at all.
+GPT-2's and GPT-4's do (see GPT2_PATTERN); `first_uncovered` finds what a custom one misses.
 """
 
 import re
 
 import regex
 
+# Both patterns cover every text: every character is a letter (\p{L}), a number (\p{N}),
+# whitespace (\s) or none of these ([^\s\p{L}\p{N}]), and each of the four classes has an
+# alternative that matches one such character wherever it stands (the final `\s` for
+# whitespace), so the matches of findall follow each other with no gap.
+#
 # GPT-2's pattern as released was
 #   r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 # This is tiktoken's equivalent form (possessive quantifiers, so it never backtracks);
@@ -33,32 +41,35 @@ GPT2_PATTERN_ASCII = (
 ASCII_EQUIVALENTS = {GPT2_PATTERN: GPT2_PATTERN_ASCII}
 
 
-def resolve_pattern(pattern):
-    """A pattern name ("gpt2", "gpt4") or a regex string -> the regex string.
+COVER_EVERY_TEXT = {GPT2_PATTERN, GPT4_PATTERN}
 
-    "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through).
+
+def first_uncovered(pattern, text, start=0, end=None):
+    """The position of the first character of `text` in no pre-token, or None if there is none.
+
+    r"\\w+", "a b, c!" -> 1 (the space: only "a", "b", "c" are pre-tokens);  GPT2_PATTERN -> None.
+    `pattern` is a regex string or a compiled regex; `start` and `end` look at text[start:end]
+    only, as findall(text, start, end) would.
     """
-    if pattern in PATTERNS:
-        return PATTERNS[pattern]
-    try:
-        regex.compile(pattern)
-    except (regex.error, TypeError) as exc:
-        raise ValueError(
-            f"pattern {pattern!r} is neither 'gpt2', 'gpt4' nor a valid regex: {exc}"
-        ) from None
-    return pattern
+    end = len(text) if end is None else end
+    position = start
+    for match in regex.finditer(pattern, text, pos=start, endpos=end):
+        if match.start() != position:
+            return position
+        position = match.end()
+    return None if position == end else position
 
 
 class PreTokenizer:
     """`findall(text)` with a pattern, taking the ASCII-only equivalent when the text allows.
 
-    PreTokenizer("gpt2").findall("Hello world!") -> ["Hello", " world", "!"]
-    Same pieces as regex.findall(resolve_pattern(pattern), text) for every text.
+    PreTokenizer(GPT2_PATTERN).findall("Hello world!") -> ["Hello", " world", "!"]
+    The same pre-tokens as regex.findall(pattern, text) for every text.
     """
 
     def __init__(self, pattern):
-        self.pattern = resolve_pattern(pattern)
-        self.regex = regex.compile(self.pattern)
+        self.pattern = pattern
+        self.regex = regex.compile(pattern)
         ascii_pattern = ASCII_EQUIVALENTS.get(self.pattern)
         self.ascii_regex = re.compile(ascii_pattern, re.ASCII) if ascii_pattern else None
 

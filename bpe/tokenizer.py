@@ -1,74 +1,51 @@
-"""Using a trained BPE: encode text to ids, decode ids to text, save and load.
+"""The fast encoder: a Tokenizer built from a vocabulary and its merges.
 
     tok = Tokenizer(vocab, merges, special_tokens={"<|endoftext|>": 4095})
     tok.encode("hello world<|endoftext|>")  -> [..., 4095]
     tok.decode(tok.encode(text)) == text
 
-Encoding is two steps. First the pattern cuts the text into pre-tokens ("hello", " world");
-then each pre-token's UTF-8 bytes start as single bytes and BPE merges them: repeatedly
-join the adjacent pair whose joined bytes are the token with the lowest id (made earliest
-in training), until no adjacent pair forms a token. This is GPT-2's and tiktoken's rule,
-so built from GPT-2's files this tokenizer gives exactly tiktoken's `gpt2` ids.
-
-Special tokens such as "<|endoftext|>" are found first and never go through BPE.
+It gives the ids of `simple.encode` (special tokens found whole, the longest first; each segment
+between them cut into pre-tokens; each pre-token's bytes merged by `simple.encode_pretoken`),
+and the tests prove it. What makes it fast: each distinct pre-token is merged once and cached,
+the merging itself (`encode_pretoken`) only re-looks at the pairs a merge changes, and the
+lookups and joins run in C. Built from GPT-2's files it gives exactly tiktoken's `gpt2` ids.
 """
 
 import gc
 import hashlib
-import re
 from itertools import chain, repeat
 
 from . import io
-from .patterns import PATTERNS, PreTokenizer, resolve_pattern
+from .checks import (
+    check_pattern,
+    check_special_tokens,
+    check_tiktoken_pattern,
+    check_tiktoken_special_tokens,
+)
+from .patterns import COVER_EVERY_TEXT, PATTERNS, PreTokenizer, first_uncovered
+from .simple import EOT, special_token_regex
 
-EOT = "<|endoftext|>"
 CACHE_LIMIT = 1 << 16  # distinct pre-tokens kept encoded (~130 bytes each); emptied when full
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
 NO_MERGE = 1 << 62  # rank of a pair that is not a token; above any real id
 SINGLE_BYTES = [bytes([b]) for b in range(256)]
 
 
-def bpe_encode_chunk_simple(chunk, ranks):
-    """BPE on one pre-token's bytes, the readable way (tiktoken's `_educational.bpe_encode`).
+def encode_pretoken(pre_token, ranks):
+    """Equal to simple.encode_pretoken, with less Python work per merge.
 
-    `ranks` maps token bytes -> id, lower id = merged earlier. With the ranks of
-    h, e, l, o, "he" (256), "ll" (257), "hell" (258):
-    b"hello" -> [h e l l o] -> [he l l o] -> [he ll o] -> [hell o] -> [258, ranks[b"o"]]
-
-    Like tiktoken, a chunk that is itself a token is that token, without merging step by
-    step. (For vocabularies made by merging the two almost always agree; doing the same
-    keeps our ids identical to tiktoken's.)
+    b"hello" -> [h e l l o] -> [he l l o] -> [he ll o] -> [hell o] -> [258, 111] (its example)
+    It keeps the rank of each adjacent pair of parts; a merge changes only the ranks of the
+    two pairs around it, so only those are looked up again (as tiktoken's Rust
+    `_byte_pair_merge` does).
     """
-    if chunk in ranks:
-        return [ranks[chunk]]
-    parts = [bytes([b]) for b in chunk]
-    while True:
-        best_index, best_rank = None, None
-        for i in range(len(parts) - 1):
-            rank = ranks.get(parts[i] + parts[i + 1])
-            if rank is not None and (best_rank is None or rank < best_rank):
-                best_index, best_rank = i, rank
-        if best_index is None:
-            break
-        i = best_index
-        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2 :]
-    return [ranks[part] for part in parts]
-
-
-def bpe_encode_chunk(chunk, ranks):
-    """Same result as `bpe_encode_chunk_simple`, with less Python work per merge.
-
-    It keeps the rank of each adjacent pair of parts; a merge changes only the ranks of
-    the two pairs around it, so only those are looked up again (tiktoken's Rust
-    `_byte_pair_merge` does the same). b"hello" -> [h e l l o] -> [he l l o] -> ... -> [258, ranks[b"o"]]
-    """
-    token = ranks.get(chunk)
+    token = ranks.get(pre_token)
     if token is not None:
         return [token]
-    if not chunk:
+    if not pre_token:
         return []
     get = ranks.get
-    parts = list(map(SINGLE_BYTES.__getitem__, chunk))
+    parts = list(map(SINGLE_BYTES.__getitem__, pre_token))
     pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
     best = min(pair_ranks)
     while best != NO_MERGE:
@@ -100,12 +77,13 @@ class Tokenizer:
     special_tokens: {"<|endoftext|>": id} with ids right after the merges, or a list of
              strings given ids in that order (an id already in `vocab` for that string is
              kept). None: any vocab entries after the merges are the special tokens.
-    pattern: "gpt2", "gpt4" or a regex that cuts text into pre-tokens.
+    pattern: "gpt2", "gpt4" or a regex that cuts text into pre-tokens. Encoding refuses a
+             text with a character the pattern does not match (it would be lost).
     """
 
     def __init__(self, vocab, merges, special_tokens=None, pattern="gpt2"):
         self.merges = [(bytes(a), bytes(b)) for a, b in merges]
-        self.pattern = resolve_pattern(pattern)
+        self.pattern = check_pattern(pattern)
         self.pattern_name = next((n for n, p in PATTERNS.items() if p == self.pattern), None)
         n_base = 256 + len(self.merges)
         self._ranks = _ranks_from(vocab, self.merges)  # bytes -> id of every non-special token
@@ -120,15 +98,15 @@ class Tokenizer:
 
         self._pretokenizer = PreTokenizer(self.pattern)
         self._regex = self._pretokenizer.regex
-        self._cache = {}  # pre-token str -> its ids (never changed once stored); see _encode_pieces
+        # GPT-2's and GPT-4's patterns match every character (patterns.py says why); for any
+        # other, encoding compares the pre-tokens' total length with the text's.
+        self._covers_every_text = self.pattern in COVER_EVERY_TEXT
+        self._cache = {}  # pre-token str -> its ids (never changed once stored); see _encode_pretokens
         self.cache_limit = CACHE_LIMIT
-        longest_first = sorted(self.special_tokens, key=lambda s: (-len(s), s))
         self._special_regex = (
-            re.compile("(" + "|".join(map(re.escape, longest_first)) + ")")
-            if longest_first
-            else None
+            special_token_regex(self.special_tokens) if self.special_tokens else None
         )
-        self._longest_special = max(map(len, longest_first), default=0)
+        self._longest_special = max(map(len, self.special_tokens), default=0)
 
     def __repr__(self):
         return (
@@ -142,27 +120,122 @@ class Tokenizer:
         """Text -> ids, with special-token strings treated as plain text (tiktoken's encode_ordinary).
 
         "hello world" -> [31373, 995] with GPT-2's files.
-        Same ids as `bpe_encode_chunk_simple` on each pre-token, through a cache.
+        Equal to simple.encode without special tokens.
         """
-        try:
-            return self._encode_pieces(self._pretokenizer.findall(text))
-        except UnicodeEncodeError:  # lone surrogates: not valid Unicode; repair as tiktoken does
-            return self.encode_ordinary(_without_lone_surrogates(text))
+        return self._encode_segment(text, 0)
 
-    def _encode_pieces(self, pieces):
+    def encode(self, text):
+        """Text -> ids, each special token found whole (the longest where two overlap).
+
+        "hi<|endoftext|>" -> [5303, 50256] with GPT-2's files, as tiktoken's
+        encode(text, allowed_special="all"). Equal to simple.encode: the segments between
+        special tokens are encoded on their own.
+        """
+        ids, rest = self._encode_specials(text, len(text), 0)
+        ids.extend(self._encode_segment(text[rest:], rest))
+        return ids
+
+    def encode_iterable(self, texts, *, buffer_chars=STREAM_CHARS):
+        """Stream ids from an iterable of strings (an open file gives lines) in bounded memory.
+
+        list(tok.encode_iterable(open("input.txt"))) == tok.encode(open("input.txt").read())
+
+        The end of one string may fall inside a pre-token, a whitespace run or a special token,
+        so the last pre-tokens are held back until more text shows how they end. Memory is
+        about `buffer_chars` characters plus the longest pre-token (tests use 1 to cut
+        everywhere).
+        """
+        buffer = ""
+        offset = 0  # the position of buffer[0] in the whole stream
+        for text in texts:
+            buffer += text
+            if len(buffer) >= buffer_chars:
+                ids, settled = self._encode_settled(buffer, offset)
+                buffer, offset = buffer[settled:], offset + settled
+                yield from ids
+        ids, rest = self._encode_specials(buffer, len(buffer), offset)
+        yield from ids
+        yield from self._encode_segment(buffer[rest:], offset + rest)
+
+    def _encode_specials(self, text, end, offset):
+        """Encode `text` up to the end of its last special token that starts before `end`.
+
+        -> (ids, the position after that special token, or 0 if there is none).
+        The segments before each special token are encoded with _encode_segment; `offset`
+        (the position of text[0] in what the user gave) only serves to name a position in an
+        error.
+        """
+        ids = []
+        start = 0
+        if self._special_regex is not None:
+            for match in self._special_regex.finditer(text):
+                if match.start() >= end:
+                    break
+                ids.extend(self._encode_segment(text[start : match.start()], offset + start))
+                ids.append(self.special_tokens[match.group()])
+                start = match.end()
+        return ids, start
+
+    def _encode_settled(self, buffer, offset):
+        """Encode the start of `buffer` that more text cannot change -> (ids, its length).
+
+        Settled: a special token with room after it for any longer one, and every
+        pre-token but the last two before the next unsettled position (a pre-token's match
+        looks at most into the next one: "  x" -> " ", " x", but "  " + "\\n" -> "  \\n").
+        """
+        # A special token starting after `end` could still grow or begin earlier.
+        end = max(0, len(buffer) - self._longest_special + 1)
+        ids, start = self._encode_specials(buffer, end, offset)
+        end = max(end, start)
+        pre_tokens = self._regex.findall(buffer, start, end)
+        if len(pre_tokens) <= 2:
+            return ids, start
+        settled = pre_tokens[:-2]
+        length = sum(map(len, settled))
+        if not self._covers_every_text:
+            # The settled pre-tokens must run on from `start` with no gap (a gap after them is
+            # looked at again with more text).
+            uncovered = first_uncovered(self._regex, buffer, start, end)
+            if uncovered is not None and uncovered < start + length:
+                self._refuse_uncovered(buffer, uncovered, offset)
+        try:
+            ids.extend(self._encode_pretokens(settled))
+        except UnicodeEncodeError:
+            ids.extend(self._encode_segment("".join(settled), offset + start))
+        return ids, start + length
+
+    def _encode_segment(self, segment, offset):
+        """Text without special tokens -> ids (encode_ordinary; `offset` as in _encode_specials)."""
+        pre_tokens = self._pretokenizer.findall(segment)
+        # Pre-tokens never overlap, so they cover the segment exactly when their lengths add up.
+        if not self._covers_every_text and sum(map(len, pre_tokens)) != len(segment):
+            self._refuse_uncovered(segment, first_uncovered(self._regex, segment), offset)
+        try:
+            return self._encode_pretokens(pre_tokens)
+        except UnicodeEncodeError:  # lone surrogates: not valid Unicode; repair as tiktoken does
+            return self._encode_segment(_without_lone_surrogates(segment), offset)
+
+    def _refuse_uncovered(self, text, position, offset):
+        raise ValueError(
+            f"the pattern {self.pattern!r} matches no pre-token at position {offset + position:,} "
+            f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
+            f"matches every character, such as 'gpt2'"
+        )
+
+    def _encode_pretokens(self, pre_tokens):
         """Pre-tokens -> ids: [" hello", " world"] -> [23748, 995] with GPT-2's files.
 
-        Same ids as `bpe_encode_chunk_simple` on each pre-token's bytes. Text repeats the
-        same pre-tokens over and over, so each distinct one is encoded once and kept in a
-        cache; the lookups and the joining then run in C (map, chain), which is what makes
-        this pure-Python tokenizer fast.
+        Same ids as `encode_pretoken` on each pre-token's bytes. Text repeats the same
+        pre-tokens over and over, so each distinct one is encoded once and kept in a cache;
+        the lookups and the joining then run in C (map, chain), which is what makes this
+        pure-Python tokenizer fast.
         """
         cache = self._cache
-        new_pieces = set(pieces).difference(cache)
-        if new_pieces:
-            if len(cache) + len(new_pieces) > self.cache_limit:
+        new_pretokens = set(pre_tokens).difference(cache)
+        if new_pretokens:
+            if len(cache) + len(new_pretokens) > self.cache_limit:
                 cache.clear()  # crude but bounded; the frequent pre-tokens come straight back
-                new_pieces = set(pieces)
+                new_pretokens = set(pre_tokens)
             ranks = self._ranks
             token_of = ranks.get
             # BPE makes many short-lived lists and no reference cycles; without this pause
@@ -171,78 +244,16 @@ class Tokenizer:
             gc_was_enabled = gc.isenabled()
             gc.disable()
             try:
-                for piece in new_pieces:
-                    chunk = piece.encode("utf-8")
-                    token = token_of(chunk)  # most pre-tokens are a single token
-                    cache[piece] = (token,) if token is not None else bpe_encode_chunk(chunk, ranks)
+                for pre_token in new_pretokens:
+                    encoded = pre_token.encode("utf-8")
+                    token = token_of(encoded)  # most pre-tokens are a single token
+                    cache[pre_token] = (
+                        (token,) if token is not None else encode_pretoken(encoded, ranks)
+                    )
             finally:
                 if gc_was_enabled:
                     gc.enable()
-        return list(chain.from_iterable(map(cache.__getitem__, pieces)))
-
-    def encode(self, text):
-        """Text -> ids, each special token found whole (the longest where two overlap).
-
-        "hi<|endoftext|>" -> [5303, 50256] with GPT-2's files, as tiktoken's
-        encode(text, allowed_special="all"). The text between special tokens is encoded
-        on its own with `encode_ordinary`.
-        """
-        if self._special_regex is None:
-            return self.encode_ordinary(text)
-        ids = []
-        for i, part in enumerate(self._special_regex.split(text)):
-            if i % 2:  # split() with a group puts the separators at odd positions
-                ids.append(self.special_tokens[part])
-            elif part:
-                ids.extend(self.encode_ordinary(part))
-        return ids
-
-    def encode_iterable(self, texts, *, buffer_chars=STREAM_CHARS):
-        """Stream ids from an iterable of strings (an open file gives lines) in bounded memory.
-
-        list(tok.encode_iterable(open("input.txt"))) == tok.encode(open("input.txt").read())
-
-        A chunk boundary may fall inside a pre-token, a whitespace run or a special token, so
-        the last pieces are held back until more text shows how they end. Memory is about
-        `buffer_chars` characters plus the longest pre-token (tests use 1 to cut everywhere).
-        """
-        buffer = ""
-        for text in texts:
-            buffer += text
-            if len(buffer) >= buffer_chars:
-                ids, buffer = self._encode_settled(buffer)
-                yield from ids
-        yield from self.encode(buffer)
-
-    def _encode_settled(self, buffer):
-        """Encode the start of `buffer` that more text cannot change -> (ids, the rest).
-
-        Settled: a special token with room after it for any longer one, and every
-        pre-token but the last two before the next unsettled position (a pre-token's match
-        looks at most into the next one: "  x" -> " ", " x", but "  " + "\\n" -> "  \\n").
-        """
-        ids = []
-        start = 0
-        end = len(buffer)
-        if self._special_regex is not None:
-            # A special token starting after `end` could still grow or begin earlier.
-            end = max(0, len(buffer) - self._longest_special + 1)
-            for match in self._special_regex.finditer(buffer, 0, len(buffer)):
-                if match.start() >= end:
-                    break
-                ids.extend(self.encode_ordinary(buffer[start : match.start()]))
-                ids.append(self.special_tokens[match.group()])
-                start = match.end()
-            end = max(end, start)
-        pieces = self._regex.findall(buffer, start, end)
-        if len(pieces) > 2:
-            settled = pieces[:-2]
-            try:
-                ids.extend(self._encode_pieces(settled))
-            except UnicodeEncodeError:
-                ids.extend(self.encode_ordinary("".join(settled)))
-            start += sum(map(len, settled))
-        return ids, buffer[start:]
+        return list(chain.from_iterable(map(cache.__getitem__, pre_tokens)))
 
     # ------------------------------------------------------------ decoding
 
@@ -273,9 +284,15 @@ class Tokenizer:
 
         tok.to_tiktoken().encode(text, allowed_special="all") == tok.encode(text)
         (tiktoken's plain `encode` refuses text containing special tokens unless allowed.)
+
+        Refused (ValueError) where the ids could differ: a pattern tiktoken cannot compile,
+        and a special token that is a proper prefix of another ("<|a|>" and "<|a|>b"; see
+        checks.check_tiktoken_special_tokens).
         """
         import tiktoken
 
+        check_tiktoken_special_tokens(self.special_tokens)
+        check_tiktoken_pattern(self.pattern)
         return tiktoken.Encoding(
             name=name,
             pat_str=self.pattern,
@@ -300,7 +317,11 @@ class Tokenizer:
         """Read a file written by `save`; any problem is a TokenizerFileError naming the file."""
         vocab, merges, special_tokens, pattern = io.tokenizer_from_json(path)
         try:
-            return cls(vocab, merges, special_tokens, pattern)
+            tokenizer = cls(vocab, merges, special_tokens, pattern)
+            # The pipelines encode through to_tiktoken(): a pattern it cannot compile is
+            # refused now, with the file named, not in the middle of a run.
+            check_tiktoken_pattern(tokenizer.pattern)
+            return tokenizer
         except ValueError as exc:
             raise io.TokenizerFileError(f"{path}: {exc}") from None
 
@@ -333,7 +354,7 @@ class Tokenizer:
     def from_gpt2_files(cls, encoder_json, vocab_bpe):
         """GPT-2's tokenizer from its own two files: 50,257 ids, "<|endoftext|>" = 50256.
 
-        Tokenizer.from_gpt2_files(*prepare_common.gpt2_files()).encode("hello world") -> [31373, 995]
+        Tokenizer.from_gpt2_files(*prep.tokenizers.gpt2_files()).encode("hello world") -> [31373, 995]
         """
         return cls.load_hf(encoder_json, vocab_bpe, pattern="gpt2")
 
@@ -394,22 +415,19 @@ def _special_ids(vocab, n_base, special_tokens):
                 "vocab has entries after the merges that are not UTF-8 special tokens"
             ) from None
     elif not isinstance(special_tokens, dict):
-        listed = list(special_tokens)
+        listed = check_special_tokens(special_tokens)
         by_bytes = {token: token_id for token_id, token in extra.items()}
         special_tokens, next_id = {}, max(extra, default=n_base - 1) + 1
         for text in listed:
-            if text in special_tokens:
-                raise ValueError(f"special token {text!r} is listed twice")
             if text.encode("utf-8") in by_bytes:
                 special_tokens[text] = by_bytes[text.encode("utf-8")]
             else:
                 special_tokens[text], next_id = next_id, next_id + 1
     special_tokens = dict(special_tokens)
+    check_special_tokens(special_tokens)
 
     by_id = {}
     for text, token_id in special_tokens.items():
-        if not isinstance(text, str) or not text:
-            raise ValueError(f"special token {text!r} must be a non-empty string")
         if token_id in by_id:
             raise ValueError(
                 f"special tokens {by_id[token_id]!r} and {text!r} both have id {token_id}"

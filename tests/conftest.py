@@ -1,5 +1,6 @@
 """What the test files share: the repo's path, running a script as a user would, checking a clean
-one-line failure, and the real inputs (Tiny Shakespeare, GPT-2's encoding) fetched once per run.
+one-line failure, and the real inputs (Tiny Shakespeare, GPT-2's encoding) fetched once per run;
+for the bpe tests, a hand-made tokenizer and one trained on Tiny Shakespeare.
 
 Helpers are imported by name (`from conftest import REPO, run_python, assert_clean_failure`);
 fixtures are found by pytest. The inputs come through the project's own `fetch`, so with
@@ -177,3 +178,23 @@ def server():
     httpd.shutdown()
     httpd.server_close()
     thread.join()
+
+
+def hand_made_tokenizer(merges, special_tokens=None, pattern="gpt2"):
+    """A bpe.Tokenizer from merges written by hand: [(b"h", b"e"), (b"he", b"l")] -> ids 256, 257."""
+    from bpe import Tokenizer
+
+    vocab = {b: bytes([b]) for b in range(256)}
+    for i, (a, b) in enumerate(merges):
+        vocab[256 + i] = a + b
+    return Tokenizer(vocab, merges, special_tokens, pattern)
+
+
+@pytest.fixture(scope="session")
+def trained(shakespeare):
+    """A bpe.Tokenizer of 1,000 ids learned from Tiny Shakespeare's first 200,000 characters,
+    with <|endoftext|> as the last id (999)."""
+    from bpe import EOT, Tokenizer, train_bpe_from_iterator
+
+    vocab, merges = train_bpe_from_iterator([shakespeare[:200_000]], 1000, special_tokens=[EOT])
+    return Tokenizer(vocab, merges, special_tokens=[EOT])

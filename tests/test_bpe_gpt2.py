@@ -6,12 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe import Tokenizer
+from bpe import EOT, Tokenizer
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
 from prep import tokenizers
-from prep.downloads import TINY_SHAKESPEARE, fetch
-
-EOT = "<|endoftext|>"
 
 # tiktoken's cl100k_base pattern, copied from tiktoken_ext/openai_public.py (tiktoken 0.x)
 CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
@@ -34,21 +31,10 @@ def gpt4_split(ours):
     return tok, tok.to_tiktoken()
 
 
-@pytest.fixture(scope="module")
-def tiktoken_gpt2():
-    return tokenizers.gpt2_encoding()
-
-
-@pytest.fixture(scope="module")
-def shakespeare(tmp_path_factory):
-    path = fetch(TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
-    return path.read_text(encoding="utf-8")
-
-
-def test_gpt2_shape(ours, tiktoken_gpt2):
-    assert ours.vocab_size == tiktoken_gpt2.n_vocab == 50257
+def test_gpt2_shape(ours, gpt2_encoding):
+    assert ours.vocab_size == gpt2_encoding.n_vocab == 50257
     assert ours.special_tokens == {EOT: 50256} and ours.eot_id == 50256
-    assert ours.pattern == GPT2_PATTERN == tiktoken_gpt2._pat_str
+    assert ours.pattern == GPT2_PATTERN == gpt2_encoding._pat_str
     assert ours.vocab[0] == b"!" and ours.vocab[220] == b" " and ours.vocab[256] == b" t"
 
 
@@ -60,9 +46,9 @@ def test_golden_ids(ours):
     assert ours.decode([31373, 995]) == "hello world"
 
 
-def test_whole_tiny_shakespeare_equals_tiktoken(ours, tiktoken_gpt2, shakespeare):
+def test_whole_tiny_shakespeare_equals_tiktoken(ours, gpt2_encoding, shakespeare):
     ids = ours.encode_ordinary(shakespeare)
-    assert ids == tiktoken_gpt2.encode_ordinary(shakespeare)
+    assert ids == gpt2_encoding.encode_ordinary(shakespeare)
     assert len(ids) == 338025  # 301,966 + 36,059 tokens in nanoGPT's train/val split
     assert ours.decode(ids) == shakespeare
 
@@ -100,15 +86,15 @@ TRICKY = [
 
 
 @pytest.mark.parametrize("text", TRICKY)
-def test_tricky_strings_equal_tiktoken(ours, tiktoken_gpt2, text):
-    assert ours.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
+def test_tricky_strings_equal_tiktoken(ours, gpt2_encoding, text):
+    assert ours.encode_ordinary(text) == gpt2_encoding.encode_ordinary(text)
     assert ours.decode(ours.encode(text)) == text
 
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(max_size=300))
-def test_random_text_equals_tiktoken(ours, tiktoken_gpt2, text):
-    assert ours.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
+def test_random_text_equals_tiktoken(ours, gpt2_encoding, text):
+    assert ours.encode_ordinary(text) == gpt2_encoding.encode_ordinary(text)
     assert ours.decode(ours.encode_ordinary(text)) == text
 
 
@@ -122,23 +108,23 @@ WHITESPACE_HEAVY = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(text=WHITESPACE_HEAVY)
-def test_whitespace_heavy_text_equals_tiktoken(ours, tiktoken_gpt2, text):
-    assert ours.encode_ordinary(text) == tiktoken_gpt2.encode_ordinary(text)
+def test_whitespace_heavy_text_equals_tiktoken(ours, gpt2_encoding, text):
+    assert ours.encode_ordinary(text) == gpt2_encoding.encode_ordinary(text)
 
 
 @settings(max_examples=200, deadline=None)
 @given(parts=st.lists(st.one_of(st.text(max_size=20), st.just(EOT)), max_size=8))
-def test_special_tokens_equal_tiktoken_allowed_special_all(ours, tiktoken_gpt2, parts):
+def test_special_tokens_equal_tiktoken_allowed_special_all(ours, gpt2_encoding, parts):
     text = "".join(parts)
-    assert ours.encode(text) == tiktoken_gpt2.encode(text, allowed_special="all")
+    assert ours.encode(text) == gpt2_encoding.encode(text, allowed_special="all")
 
 
 @settings(max_examples=200, deadline=None)
 @given(ids=st.lists(st.integers(0, 50256), max_size=30))
-def test_decode_random_ids_equals_tiktoken(ours, tiktoken_gpt2, ids):
-    data = tiktoken_gpt2.decode_bytes(ids)
+def test_decode_random_ids_equals_tiktoken(ours, gpt2_encoding, ids):
+    data = gpt2_encoding.decode_bytes(ids)
     assert ours.decode_bytes(ids) == data
-    assert ours.decode(ids) == data.decode("utf-8", errors="replace") == tiktoken_gpt2.decode(ids)
+    assert ours.decode(ids) == data.decode("utf-8", errors="replace") == gpt2_encoding.decode(ids)
 
 
 def test_out_of_vocabulary_id(ours):
@@ -146,10 +132,10 @@ def test_out_of_vocabulary_id(ours):
         ours.decode([31373, 50257])
 
 
-def test_to_tiktoken_equals_tiktokens_own_gpt2(ours, tiktoken_gpt2, shakespeare):
+def test_to_tiktoken_equals_tiktokens_own_gpt2(ours, gpt2_encoding, shakespeare):
     enc = ours.to_tiktoken(name="gpt2-ours")
     text = shakespeare[:200_000] + EOT + "\n".join(TRICKY)
-    assert enc.encode(text, allowed_special="all") == tiktoken_gpt2.encode(
+    assert enc.encode(text, allowed_special="all") == gpt2_encoding.encode(
         text, allowed_special="all"
     )
     assert enc.n_vocab == 50257 and enc.eot_token == 50256

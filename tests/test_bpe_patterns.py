@@ -1,11 +1,12 @@
-"""bpe/patterns.py: the ASCII fast path splits exactly as GPT-2's Unicode pattern does."""
+"""bpe/patterns.py: the ASCII fast path splits as GPT-2's Unicode pattern does; coverage."""
 
+import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, resolve_pattern
-from prep.downloads import TINY_SHAKESPEARE, fetch
+from bpe.checks import check_pattern
+from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, first_uncovered
 
 # Every ASCII character, with the ones that make pre-tokenization interesting drawn more often:
 # the whitespace kinds (and \x1c-\x1f, which Python's str.isspace calls space but Unicode does
@@ -24,22 +25,51 @@ ascii_text = st.lists(
 @settings(max_examples=600, deadline=None)
 @given(ascii_text)
 def test_ascii_fast_path_equals_the_unicode_pattern(text):
-    pretokenizer = PreTokenizer("gpt2")
+    pretokenizer = PreTokenizer(GPT2_PATTERN)
     assert pretokenizer.ascii_regex.findall(text) == regex.findall(GPT2_PATTERN, text)
     assert pretokenizer.findall(text) == regex.findall(GPT2_PATTERN, text)
 
 
-def test_ascii_fast_path_on_tiny_shakespeare(tmp_path):
-    path = fetch(TINY_SHAKESPEARE, tmp_path / "input.txt")
-    text = path.read_text(encoding="utf-8")
-    assert text.isascii()
-    assert PreTokenizer("gpt2").findall(text) == regex.findall(GPT2_PATTERN, text)
+def test_ascii_fast_path_on_tiny_shakespeare(shakespeare):
+    assert shakespeare.isascii()
+    assert PreTokenizer(GPT2_PATTERN).findall(shakespeare) == regex.findall(
+        GPT2_PATTERN, shakespeare
+    )
 
 
 def test_non_ascii_text_and_other_patterns_take_the_unicode_regex():
     text = "Grüße, 世界 's 12345 \u00a0\u0085 x"
-    assert PreTokenizer("gpt2").findall(text) == regex.findall(GPT2_PATTERN, text)
-    assert PreTokenizer("gpt4").ascii_regex is None
-    assert PreTokenizer("gpt4").findall("Hello 12345") == ["Hello", " ", "123", "45"]
+    assert PreTokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
+    assert PreTokenizer(GPT4_PATTERN).ascii_regex is None
+    assert PreTokenizer(GPT4_PATTERN).findall("Hello 12345") == ["Hello", " ", "123", "45"]
     assert PreTokenizer(r"\S+|\s+").findall("a  b") == ["a", "  ", "b"]
-    assert resolve_pattern("gpt4") == GPT4_PATTERN
+    assert check_pattern("gpt4") == GPT4_PATTERN
+
+
+@pytest.mark.parametrize(
+    "pattern, text, position",
+    [
+        pytest.param(r"\w+", "a b, c!", 1, id="the-issue's-example"),
+        pytest.param(r"\w+", "abc", None, id="covered"),
+        pytest.param(r"\w+", "", None, id="empty-text"),
+        pytest.param(r"\w+", " abc", 0, id="first-character"),
+        pytest.param(r"\w+", "abc!", 3, id="last-character"),
+        pytest.param(r"a*", "aab", 2, id="empty-matches"),
+        pytest.param(r"(?<=a)b|a", "ab\nb", 2, id="look-behind"),
+    ],
+)
+def test_first_uncovered(pattern, text, position):
+    assert first_uncovered(pattern, text) == position
+    assert first_uncovered(regex.compile(pattern), text) == position
+
+
+def test_first_uncovered_within_bounds():
+    assert first_uncovered(r"\w+", "a b c", 2, 3) is None
+    assert first_uncovered(r"\w+", "a b c", 2, 4) == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=100))
+def test_gpt2_and_gpt4_patterns_cover_any_unicode_text(text):
+    assert first_uncovered(GPT2_PATTERN, text) is None
+    assert first_uncovered(GPT4_PATTERN, text) is None

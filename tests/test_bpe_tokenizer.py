@@ -3,90 +3,61 @@
 GPT-2's own files and exact equality with tiktoken are in test_bpe_gpt2.py.
 """
 
-import hashlib
-import json
+import re
 
 import pytest
-import regex
+from conftest import hand_made_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe
-from bpe import Tokenizer
-from bpe.io import TokenizerFileError
-from bpe.patterns import GPT2_PATTERN
-from bpe.tokenizer import bpe_encode_chunk, bpe_encode_chunk_simple
-from prep.downloads import TINY_SHAKESPEARE, fetch
-
-EOT = "<|endoftext|>"
+from bpe import EOT, Tokenizer, simple
+from bpe.tokenizer import encode_pretoken
 
 
 def byte_vocab():
     return {b: bytes([b]) for b in range(256)}
 
 
-def hand_made(merges, special_tokens=None, pattern="gpt2"):
-    """A tokenizer from merges written by hand: [(b"h", b"e"), (b"he", b"l")] -> ids 256, 257."""
-    vocab = byte_vocab()
-    for i, (a, b) in enumerate(merges):
-        vocab[256 + i] = a + b
-    return Tokenizer(vocab, merges, special_tokens, pattern)
-
-
-@pytest.fixture(scope="module")
-def shakespeare(tmp_path_factory):
-    path = fetch(TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt")
-    return path.read_text(encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def trained(shakespeare):
-    """1,000 ids learned from the first 200,000 characters, with <|endoftext|> as the last id."""
-    vocab, merges = bpe.train_bpe_from_iterator([shakespeare[:200_000]], 1000, special_tokens=[EOT])
-    return Tokenizer(vocab, merges, special_tokens=[EOT])
-
-
-# ---------------------------------------------------------------- BPE on one chunk
+# ---------------------------------------------------------------- BPE on one pre-token
 
 HELLO_RANKS = {bytes([b]): b for b in range(256)} | {b"he": 256, b"ll": 257, b"hell": 258}
+ABC_RANKS = {bytes([b]): b for b in range(256)} | {b"bc": 256, b"ab": 257, b"aa": 258}
+ABCD_RANKS = {bytes([b]): b for b in range(256)} | {
+    b"bc": 256,
+    b"ab": 257,
+    b"cd": 258,
+    b"abcd": 259,
+}
 
 
-def test_simple_bpe_worked_example():
-    # The docstring's example: h e l l o -> he l l o -> he ll o -> hell o
-    assert bpe_encode_chunk_simple(b"hello", HELLO_RANKS) == [258, ord("o")]
-    assert bpe_encode_chunk(b"hello", HELLO_RANKS) == [258, ord("o")]
-
-
-def test_lowest_rank_wins_then_leftmost():
-    ranks = {bytes([b]): b for b in range(256)} | {b"bc": 256, b"ab": 257, b"aa": 258}
-    # "bc" (256) is merged before "ab" (257) although "ab" is to its left
-    assert bpe_encode_chunk_simple(b"abc", ranks) == [ord("a"), 256]
-    # equal ranks: the leftmost pair goes first, "aaa" -> (aa)(a)
-    assert bpe_encode_chunk_simple(b"aaa", ranks) == [258, ord("a")]
-    assert bpe_encode_chunk(b"aaa", ranks) == [258, ord("a")]
-
-
-def test_a_chunk_that_is_a_token_is_that_token_as_in_tiktoken():
-    # "abcd" was made as ab + cd, but merging step by step from bytes would take bc first
-    # and get stuck at a|bc|d; tiktoken (and so we) return the whole token.
-    ranks = {bytes([b]): b for b in range(256)} | {b"bc": 256, b"ab": 257, b"cd": 258, b"abcd": 259}
-    assert bpe_encode_chunk_simple(b"abcd", ranks) == [259]
-    assert bpe_encode_chunk(b"abcd", ranks) == [259]
-    assert bpe_encode_chunk(b"abcdx", ranks) == [ord("a"), 256, ord("d"), ord("x")]
+@pytest.mark.parametrize(
+    "pre_token, ranks, expected",
+    [
+        pytest.param(b"hello", HELLO_RANKS, [258, ord("o")], id="worked-example"),
+        pytest.param(b"abc", ABC_RANKS, [ord("a"), 256], id="lowest-rank-first"),
+        pytest.param(b"aaa", ABC_RANKS, [258, ord("a")], id="leftmost-of-equal-ranks"),
+        pytest.param(b"abcd", ABCD_RANKS, [259], id="a-pre-token-that-is-a-token"),
+        pytest.param(b"abcdx", ABCD_RANKS, [97, 256, 100, 120], id="merged-step-by-step"),
+        pytest.param(b"", HELLO_RANKS, [], id="empty"),
+    ],
+)
+def test_fast_encode_pretoken_gives_the_simple_examples(pre_token, ranks, expected):
+    assert encode_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks) == expected
 
 
 @settings(max_examples=300, deadline=None)
-@given(chunk=st.binary(max_size=40))
-def test_fast_bpe_equals_simple_bpe_on_random_bytes(trained, chunk):
+@given(pre_token=st.binary(max_size=40))
+def test_fast_encode_pretoken_equals_simple_on_random_bytes(trained, pre_token):
     ranks = trained._ranks
-    assert bpe_encode_chunk(chunk, ranks) == bpe_encode_chunk_simple(chunk, ranks)
+    assert encode_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks)
 
 
 @settings(max_examples=300, deadline=None)
-@given(chunk=st.text(alphabet="ab", max_size=30).map(str.encode))
-def test_fast_bpe_equals_simple_on_a_two_letter_vocabulary(chunk):
+@given(pre_token=st.text(alphabet="ab", max_size=30).map(str.encode))
+def test_fast_encode_pretoken_equals_simple_on_a_two_letter_vocabulary(pre_token):
     # Many overlapping tokens of a, b: the hardest case for the neighbour bookkeeping.
-    tok = hand_made(
+    tok = hand_made_tokenizer(
         [
             (b"a", b"a"),
             (b"a", b"b"),
@@ -97,23 +68,22 @@ def test_fast_bpe_equals_simple_on_a_two_letter_vocabulary(chunk):
             (b"aaa", b"aaa"),
         ]
     )
-    assert bpe_encode_chunk(chunk, tok._ranks) == bpe_encode_chunk_simple(chunk, tok._ranks)
+    assert encode_pretoken(pre_token, tok._ranks) == simple.encode_pretoken(pre_token, tok._ranks)
 
 
 @settings(max_examples=100, deadline=None)
-@given(text=st.text(max_size=200))
-def test_encode_is_simple_bpe_on_each_pre_token(trained, text):
-    expected = []
-    for piece in regex.findall(GPT2_PATTERN, text):
-        expected += bpe_encode_chunk_simple(piece.encode("utf-8"), trained._ranks)
-    assert trained.encode_ordinary(text) == expected
+@given(parts=st.lists(st.one_of(st.text(max_size=30), st.just(EOT)), max_size=6))
+def test_encode_equals_simple_encode_on_random_text(trained, parts):
+    text = "".join(parts)
+    assert trained.encode(text) == simple.encode(text, trained.merges, [EOT])
+    assert trained.encode_ordinary(text) == simple.encode(text, trained.merges)
 
 
 # ---------------------------------------------------------------- encode and decode
 
 
 def test_hand_made_merges_encode_as_expected():
-    tok = hand_made([(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b" ", b"w")])
+    tok = hand_made_tokenizer([(b"h", b"e"), (b"l", b"l"), (b"he", b"ll"), (b" ", b"w")])
     assert tok.encode("hello") == [258, ord("o")]
     assert tok.encode("hello world") == [258, ord("o"), 259, ord("o"), ord("r"), ord("l"), ord("d")]
     assert tok.decode([258, ord("o"), 259]) == "hello w"
@@ -137,7 +107,7 @@ def test_a_capital_never_seen_still_round_trips(trained, shakespeare):
 
 
 def test_invalid_utf8_decodes_to_replacement_characters():
-    tok = hand_made([])
+    tok = hand_made_tokenizer([])
     # half of "中" (e4 b8 ad) and a lone continuation byte
     assert tok.decode([0xE4, 0xB8]) == "\ufffd"
     assert tok.decode([0x80, ord("a")]) == "\ufffda"
@@ -197,7 +167,7 @@ def test_encode_ordinary_treats_special_text_as_plain(trained):
 
 
 def test_overlapping_special_tokens_longest_first():
-    tok = hand_made([], special_tokens=[EOT, EOT + EOT, "<|"])
+    tok = hand_made_tokenizer([], special_tokens=[EOT, EOT + EOT, "<|"])
     eot, double, bar = 256, 257, 258
     assert tok.encode(EOT + EOT + EOT) == [double, eot]
     assert tok.encode("<|<|endoftext|>") == [bar, eot]
@@ -206,7 +176,7 @@ def test_overlapping_special_tokens_longest_first():
 
 def test_text_next_to_a_special_token_is_encoded_as_if_the_text_ended_there():
     # tiktoken's behaviour: "  " before a special token is a trailing whitespace run
-    tok = hand_made([(b" ", b" ")], special_tokens=[EOT])
+    tok = hand_made_tokenizer([(b" ", b" ")], special_tokens=[EOT])
     assert tok.encode("a  " + EOT) == [ord("a"), 256, 257]
     assert tok.encode("a  b") == [ord("a"), ord(" "), ord(" "), ord("b")]
 
@@ -220,7 +190,7 @@ def test_special_tokens_given_as_dict_list_or_taken_from_the_vocab():
     assert as_dict.special_tokens == as_list.special_tokens == inferred.special_tokens == {EOT: 257}
     appended = Tokenizer(byte_vocab() | {256: b"ab"}, merges, [EOT, "<|pad|>"])
     assert appended.special_tokens == {EOT: 257, "<|pad|>": 258} and appended.vocab_size == 259
-    assert hand_made([]).eot_id is None
+    assert hand_made_tokenizer([]).eot_id is None
 
 
 # ---------------------------------------------------------------- constructor checks
@@ -255,11 +225,6 @@ def test_constructor_refuses_inconsistent_tables(vocab_change, merges, specials,
     vocab = byte_vocab() | vocab_change
     with pytest.raises(ValueError, match=message):
         Tokenizer(vocab, merges, specials)
-
-
-def test_constructor_refuses_a_bad_pattern():
-    with pytest.raises(ValueError, match="neither 'gpt2', 'gpt4' nor a valid regex"):
-        hand_made([], pattern="(unclosed")
 
 
 # ---------------------------------------------------------------- streaming
@@ -301,8 +266,8 @@ STREAM_TEXT = st.lists(
 )
 def test_encode_iterable_equals_encode_wherever_the_text_is_cut(trained, text, cuts, buffer_chars):
     cuts = sorted({min(c, len(text)) for c in cuts})
-    chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
-    assert list(trained.encode_iterable(chunks, buffer_chars=buffer_chars)) == trained.encode(text)
+    parts = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    assert list(trained.encode_iterable(parts, buffer_chars=buffer_chars)) == trained.encode(text)
 
 
 @settings(max_examples=200, deadline=None)
@@ -315,10 +280,12 @@ def test_encode_iterable_equals_encode_wherever_the_text_is_cut(trained, text, c
 def test_encode_iterable_with_both_patterns_with_and_without_specials(
     text, cuts, pattern, specials
 ):
-    tok = hand_made([(b" ", b" "), (b"\r", b"\n"), (b"'", b"l"), (b"'l", b"l")], specials, pattern)
+    tok = hand_made_tokenizer(
+        [(b" ", b" "), (b"\r", b"\n"), (b"'", b"l"), (b"'l", b"l")], specials, pattern
+    )
     cuts = sorted({min(c, len(text)) for c in cuts})
-    chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
-    assert list(tok.encode_iterable(chunks, buffer_chars=1)) == tok.encode(text)
+    parts = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    assert list(tok.encode_iterable(parts, buffer_chars=1)) == tok.encode(text)
 
 
 @pytest.mark.parametrize(
@@ -333,10 +300,10 @@ def test_encode_iterable_with_both_patterns_with_and_without_specials(
 )
 @pytest.mark.parametrize("specials", [[], [EOT, EOT + EOT]])
 def test_encode_iterable_known_hard_cuts(text, cut, specials):
-    tok = hand_made([(b"'", b"l"), (b"'l", b"l"), (b" ", b" ")], specials)
+    tok = hand_made_tokenizer([(b"'", b"l"), (b"'l", b"l"), (b" ", b" ")], specials)
     # the text after the cut is long enough for the start to be settled and encoded early
-    chunks = [text[:cut], text[cut:], " and then a good deal more text to come after it"]
-    assert list(tok.encode_iterable(chunks, buffer_chars=1)) == tok.encode("".join(chunks))
+    parts = [text[:cut], text[cut:], " and then a good deal more text to come after it"]
+    assert list(tok.encode_iterable(parts, buffer_chars=1)) == tok.encode("".join(parts))
 
 
 def test_encode_iterable_over_an_open_file(trained, shakespeare, tmp_path):
@@ -365,133 +332,62 @@ def test_to_tiktoken_equal_on_random_text(trained, text):
     assert trained.to_tiktoken().encode_ordinary(text) == trained.encode_ordinary(text)
 
 
-# ---------------------------------------------------------------- save and load
+def test_to_tiktoken_refuses_a_special_token_that_starts_another():
+    # encode takes the longest; tiktoken's order among its special tokens is unspecified.
+    tok = hand_made_tokenizer([], special_tokens=["<|a|>", "<|a|>b"])
+    assert tok.encode("<|a|>b") == [257]
+    with pytest.raises(ValueError, match=r"special token '<\|a\|>' is a prefix of '<\|a\|>b'"):
+        tok.to_tiktoken()
 
 
-def test_save_load_same_ids_and_same_bytes(trained, shakespeare, tmp_path):
-    path = tmp_path / "tok.json"
-    trained.save(path)
-    loaded = Tokenizer.load(path)
-    text = shakespeare[300_000:320_000] + EOT
-    assert loaded.encode(text) == trained.encode(text)
-    assert loaded.vocab == trained.vocab and loaded.merges == trained.merges
-    loaded.save(tmp_path / "again.json")
-    assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == trained.sha256()
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
+SPECIAL_PARTS = ["<|", "a", "b", "|>", "x", " "]
 
 
-def test_the_saved_file_is_readable(trained, tmp_path):
-    path = tmp_path / "tok.json"
-    trained.save(path)
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    assert text.endswith("}\n")
-    assert lines[1:4] == [
-        '  "format": "nanogpt-bpe-tokenizer",',
-        '  "version": 1,',
-        '  "pattern": "gpt2",',
-    ]
-    assert lines[4] == '  "special_tokens": {"<|endoftext|>": 999},'
-    # one merge per line, in GPT-2's printable alphabet, e.g. "Ġ t" for (b" ", b"t")
-    first = trained.merges[0]
-    assert (
-        lines[7]
-        == "    "
-        + json.dumps(
-            f"{bpe.core.render_token(first[0])} {bpe.core.render_token(first[1])}",
-            ensure_ascii=False,
-        )
-        + ","
-    )
-    assert len(lines) == 7 + len(trained.merges) + 3
-    assert json.loads(text)["single_bytes"][ord("!")] == "!"
+@settings(max_examples=100, deadline=None)
+@given(
+    specials=st.lists(
+        st.lists(st.sampled_from(SPECIAL_PARTS), min_size=1, max_size=4).map("".join),
+        min_size=1,
+        max_size=4,
+        unique=True,
+    ),
+    text_parts=st.lists(st.sampled_from(SPECIAL_PARTS + ["<|a|>", "<|b|>", "\n"]), max_size=20),
+)
+def test_to_tiktoken_agrees_with_encode_on_every_special_token_set_it_accepts(specials, text_parts):
+    tok = hand_made_tokenizer([(b"<", b"|"), (b"|", b">"), (b" ", b"a")], special_tokens=specials)
+    text = "".join(text_parts)
+    if any(a != b and b.startswith(a) for a in specials for b in specials):
+        with pytest.raises(ValueError, match="is a prefix of"):
+            tok.to_tiktoken()
+    else:
+        assert tok.to_tiktoken().encode(text, allowed_special="all") == tok.encode(text)
 
 
-def test_a_custom_pattern_and_permuted_bytes_survive_save_load(tmp_path):
-    vocab = {i: bytes([255 - i]) for i in range(256)} | {256: b"ab"}
-    tok = Tokenizer(vocab, [(b"a", b"b")], {EOT: 257}, pattern=r"\S+|\s+")
-    tok.save(tmp_path / "t.json")
-    loaded = Tokenizer.load(tmp_path / "t.json")
-    assert loaded.vocab == tok.vocab and loaded.pattern == r"\S+|\s+"
-    assert loaded.encode("ab a" + EOT) == [256, 255 - ord(" "), 255 - ord("a"), 257]
-    assert json.loads((tmp_path / "t.json").read_text())["pattern"] == r"\S+|\s+"
+# ---------------------------------------------------------------- a pattern that misses text
 
 
-def write_json_file(tmp_path, change):
-    tok = hand_made([(b"a", b"b"), (b"ab", b"c")], [EOT])
-    document = json.loads(tok.to_json())
-    change(document)
-    path = tmp_path / "tok.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
+def test_a_pattern_that_misses_a_character_is_refused_with_its_position():
+    tok = hand_made_tokenizer([], pattern=r"\w+")
+    for encode in (tok.encode, tok.encode_ordinary, lambda text: list(tok.encode_iterable([text]))):
+        with pytest.raises(ValueError, match=r"at position 1 \(the character ' '\)"):
+            encode("a b, c!")
+    assert tok.encode("abc") == [97, 98, 99]
 
 
 @pytest.mark.parametrize(
-    "change, message",
+    "text, position",
     [
-        (lambda d: d.update(format="something-else"), "is not a tokenizer file"),
-        (
-            lambda d: d.update(version=2),
-            "has tokenizer format version 2, but this code reads version 1",
-        ),
-        (lambda d: d.pop("merges"), r"lacks the field\(s\) \['merges'\]"),
-        (
-            lambda d: d["merges"].__setitem__(1, "ab zz"),
-            r"merge 1 \('ab zz'\) refers to the unknown token 'zz'",
-        ),
-        (
-            lambda d: d["merges"].__setitem__(0, "ab c"),
-            r"merge 0 \('ab c'\) refers to the unknown token 'ab'",
-        ),
-        (
-            lambda d: d["merges"].append("a b"),
-            r"merge 2 \('a b'\) makes the duplicate token 'ab', which already has id 256",
-        ),
-        (lambda d: d["merges"].append("abc"), r"merge 2: expected two tokens"),
-        (lambda d: d.update(single_bytes=d["single_bytes"][:255] + "a"), "repeats a byte"),
-        (lambda d: d["special_tokens"].update({"<|pad|>": 258}), r"both have id 258"),
-        (lambda d: d.update(pattern="(unclosed"), "neither 'gpt2', 'gpt4' nor a valid regex"),
+        pytest.param("ab<s>c d", 6, id="after-a-special-token"),
+        pytest.param("abcdefgh!", 8, id="at-the-very-end"),
+        pytest.param("abcd efgh ijkl mnop", 4, id="early-in-a-long-text"),
+        pytest.param("ab<s>cd<s>ef gh", 12, id="after-two-special-tokens"),
     ],
 )
-def test_load_errors_name_the_file(tmp_path, change, message):
-    path = write_json_file(tmp_path, change)
-    with pytest.raises(TokenizerFileError, match=message) as info:
-        Tokenizer.load(path)
-    assert str(path) in str(info.value)
-
-
-def test_load_errors_for_missing_file_bad_json_and_duplicate_keys(tmp_path):
-    missing = tmp_path / "nope.json"
-    with pytest.raises(TokenizerFileError, match=f"{missing} does not exist"):
-        Tokenizer.load(missing)
-    broken = tmp_path / "broken.json"
-    broken.write_text('{"format": ', encoding="utf-8")
-    with pytest.raises(TokenizerFileError, match=f"{broken} is not valid JSON"):
-        Tokenizer.load(broken)
-    twice = tmp_path / "twice.json"
-    twice.write_text('{"format": "a", "format": "b"}', encoding="utf-8")
-    with pytest.raises(TokenizerFileError, match=f"{twice} has the key 'format' twice"):
-        Tokenizer.load(twice)
-
-
-def test_hf_pair_round_trip(trained, tmp_path):
-    trained.save_hf(tmp_path)
-    assert (tmp_path / "merges.txt").read_text(encoding="utf-8").startswith("#version: 0.2\n")
-    loaded = Tokenizer.load_hf(tmp_path)
-    assert loaded.vocab == trained.vocab and loaded.special_tokens == trained.special_tokens
-    loaded.save_hf(tmp_path / "again")
-    for name in ("vocab.json", "merges.txt"):
-        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / name).read_bytes()
-
-
-def test_hf_pair_that_does_not_belong_together(trained, tmp_path):
-    trained.save_hf(tmp_path)
-    vocab = json.loads((tmp_path / "vocab.json").read_text(encoding="utf-8"))
-    first, second = [k for k, v in vocab.items() if v in (256, 257)]
-    vocab[first], vocab[second] = 257, 256
-    (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    with pytest.raises(
-        TokenizerFileError, match="id 256 should be .* the two files do not belong together"
-    ):
-        Tokenizer.load_hf(tmp_path)
+@pytest.mark.parametrize("buffer_chars", [1, 4, 1000])
+def test_the_position_counts_from_the_start_of_the_text(text, position, buffer_chars):
+    tok = hand_made_tokenizer([], special_tokens=["<s>"], pattern=r"\w+")
+    expected = re.escape(f"at position {position} (the character {text[position]!r})")
+    with pytest.raises(ValueError, match=expected):
+        tok.encode(text)
+    with pytest.raises(ValueError, match=expected):  # streamed one character at a time
+        list(tok.encode_iterable(list(text), buffer_chars=buffer_chars))

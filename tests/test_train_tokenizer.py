@@ -3,12 +3,9 @@
 import pytest
 from conftest import REPO, assert_clean_failure, run_python
 
-from bpe import Tokenizer
-from bpe.train import train_bpe_from_iterator
-from prep.downloads import TINY_SHAKESPEARE, fetch
+from bpe import EOT, Tokenizer, train_bpe_from_iterator
 
 SCRIPT = REPO / "train_tokenizer.py"
-EOT = "<|endoftext|>"
 
 
 def run_cli(*args, cwd=None):
@@ -16,12 +13,11 @@ def run_cli(*args, cwd=None):
 
 
 @pytest.fixture(scope="module")
-def shakespeare_50k(tmp_path_factory):
-    """The first 50 KB of Tiny Shakespeare (from the mirror) as train.txt, the next 20 KB as eval.txt."""
+def shakespeare_50k(tmp_path_factory, shakespeare):
+    """The first 50 KB of Tiny Shakespeare as train.txt, the next 20 KB as eval.txt."""
     folder = tmp_path_factory.mktemp("cli")
-    text = fetch(TINY_SHAKESPEARE, folder / "input.txt").read_text("utf-8")
-    (folder / "train.txt").write_text(text[:50_000], encoding="utf-8")
-    (folder / "eval.txt").write_text(text[50_000:70_000], encoding="utf-8")
+    (folder / "train.txt").write_text(shakespeare[:50_000], encoding="utf-8")
+    (folder / "eval.txt").write_text(shakespeare[50_000:70_000], encoding="utf-8")
     return folder
 
 
@@ -80,58 +76,52 @@ def test_small_corpus_says_it_stopped_early(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "case, fragments",
+    "args, fragments",
     [
-        ("missing", ["missing.txt", "does not exist"]),
-        ("non-utf8", ["bad.txt", "not valid UTF-8", "byte offset 6"]),
-        ("vocab-too-small", ["--vocab-size 256 is too small", "257"]),
-        ("out-folder-missing", ["no_such_folder", "does not exist"]),
-        ("duplicate-special", ["--special-tokens must be distinct"]),
-        ("empty", ["empty.txt", "no text to train on"]),
+        pytest.param(
+            ["--input", "missing.txt", "--vocab-size", 300],
+            ["missing.txt", "does not exist"],
+            id="missing",
+        ),
+        pytest.param(
+            ["--input", "good.txt", "bad.txt", "--vocab-size", 300],
+            ["bad.txt", "not valid UTF-8", "byte offset 6"],
+            id="non-utf8",
+        ),
+        pytest.param(
+            ["--input", "good.txt", "--vocab-size", 256, "--special-tokens", EOT],
+            ["vocab_size 256 is too small", "257", "--vocab-size"],
+            id="vocab-too-small",
+        ),
+        pytest.param(
+            ["--input", "good.txt", "--vocab-size", 300, "--special-tokens", EOT, EOT],
+            ["special tokens must be distinct", "--special-tokens"],
+            id="duplicate-special",
+        ),
+        pytest.param(
+            ["--input", "good.txt", "--vocab-size", 300, "--special-tokens", "<|a|>", "<|a|>b"],
+            ["special token '<|a|>' is a prefix of '<|a|>b'", "--special-tokens"],
+            id="special-prefix-of-another",
+        ),
+        pytest.param(
+            ["--input", "empty.txt", "--vocab-size", 300],
+            ["empty.txt", "no text to train on"],
+            id="empty",
+        ),
     ],
 )
-def test_errors_are_one_line_and_write_nothing(tmp_path, case, fragments):
-    good = tmp_path / "good.txt"
-    good.write_text("some ordinary text " * 10, encoding="utf-8")
-    bad = tmp_path / "bad.txt"
-    bad.write_bytes(b"hello \xff world")
-    empty = tmp_path / "empty.txt"
-    empty.write_bytes(b"")
-    out = tmp_path / "tok.json"
-    args = {
-        "missing": ["--input", tmp_path / "missing.txt", "--vocab-size", 300, "--out", out],
-        "non-utf8": ["--input", good, bad, "--vocab-size", 300, "--out", out],
-        "vocab-too-small": [
-            "--input",
-            good,
-            "--vocab-size",
-            256,
-            "--out",
-            out,
-            "--special-tokens",
-            EOT,
-        ],
-        "out-folder-missing": [
-            "--input",
-            good,
-            "--vocab-size",
-            300,
-            "--out",
-            tmp_path / "no_such_folder" / "t.json",
-        ],
-        "duplicate-special": [
-            "--input",
-            good,
-            "--vocab-size",
-            300,
-            "--out",
-            out,
-            "--special-tokens",
-            EOT,
-            EOT,
-        ],
-        "empty": ["--input", empty, "--vocab-size", 300, "--out", out],
-    }[case]
+def test_errors_are_one_line_and_write_nothing(tmp_path, args, fragments):
+    (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"hello \xff world")
+    (tmp_path / "empty.txt").write_bytes(b"")
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert_clean_failure(run_cli(*args), *fragments)
+    assert_clean_failure(run_cli(*args, "--out", "tok.json", cwd=tmp_path), *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_an_out_folder_that_does_not_exist_is_one_line(tmp_path):
+    (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
+    out = tmp_path / "no_such_folder" / "t.json"
+    result = run_cli("--input", "good.txt", "--vocab-size", 300, "--out", out, cwd=tmp_path)
+    assert_clean_failure(result, "no_such_folder", "does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.txt"]

@@ -1,0 +1,73 @@
+"""bpe/checks.py: every bad argument gets the same message from every entry point."""
+
+import pytest
+
+from bpe import EOT, Tokenizer, simple, train_bpe, train_bpe_from_iterator
+from bpe.checks import check_pattern, check_tiktoken_pattern, check_training_args
+from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
+
+BAD_TRAINING_ARGS = [
+    pytest.param(
+        256, [EOT], "gpt2", ValueError, "vocab_size 256 is too small", id="vocab-too-small"
+    ),
+    pytest.param(100, [], "gpt2", ValueError, "alone need 256", id="vocab-below-256"),
+    pytest.param(300.0, [], "gpt2", ValueError, "vocab_size 300.0 is too small", id="vocab-float"),
+    pytest.param(300, [EOT, EOT], "gpt2", ValueError, "must be distinct", id="repeated-special"),
+    pytest.param(300, [""], "gpt2", ValueError, "must be a non-empty string", id="empty-special"),
+    pytest.param(300, [7], "gpt2", ValueError, "must be a non-empty string", id="special-not-str"),
+    pytest.param(300, EOT, "gpt2", TypeError, "list of strings", id="special-bare-str"),
+    pytest.param(300, [], "(unclosed", ValueError, "neither 'gpt2', 'gpt4' nor", id="bad-regex"),
+    pytest.param(300, [], None, ValueError, "neither 'gpt2', 'gpt4' nor", id="pattern-none"),
+]
+
+
+@pytest.mark.parametrize("vocab_size, special_tokens, pattern, error, message", BAD_TRAINING_ARGS)
+@pytest.mark.parametrize("trainer", ["simple.train", "train_bpe_from_iterator", "train_bpe"])
+def test_bad_training_arguments(
+    tmp_path, trainer, vocab_size, special_tokens, pattern, error, message
+):
+    missing = tmp_path / "missing.txt"  # the arguments are checked before the file is read
+    call = {
+        "simple.train": lambda: simple.train("abc", vocab_size, special_tokens, pattern),
+        "train_bpe_from_iterator": lambda: train_bpe_from_iterator(
+            ["abc"], vocab_size, special_tokens, pattern
+        ),
+        "train_bpe": lambda: train_bpe(missing, vocab_size, special_tokens, pattern),
+    }[trainer]
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_good_training_arguments():
+    assert check_training_args(300, (EOT,), "gpt2") == (43, [EOT], GPT2_PATTERN)
+    assert check_training_args(256, [], r"\S+|\s+") == (0, [], r"\S+|\s+")
+    assert check_pattern("gpt4") == GPT4_PATTERN
+
+
+def test_the_tokenizer_checks_its_special_tokens_and_pattern_alike():
+    vocab = {b: bytes([b]) for b in range(256)}
+    with pytest.raises(ValueError, match="must be distinct"):
+        Tokenizer(vocab, [], [EOT, EOT])
+    with pytest.raises(ValueError, match="must be a non-empty string"):
+        Tokenizer(vocab, [], {"": 256})
+    with pytest.raises(ValueError, match="neither 'gpt2', 'gpt4' nor"):
+        Tokenizer(vocab, [], pattern="(unclosed")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param(r"\X+|.", id="grapheme-clusters"),
+        pytest.param(r"(?|a(b)|c(d))|[\s\S]", id="branch-reset"),
+        pytest.param(r"(?V1)[\w--\d]+|[\s\S]", id="set-operations"),
+    ],
+)
+def test_patterns_python_accepts_but_tiktoken_cannot_compile(pattern):
+    check_pattern(pattern)  # Python's regex compiles it
+    with pytest.raises(ValueError, match="tiktoken cannot compile it"):
+        check_tiktoken_pattern(pattern)
+
+
+def test_tiktoken_compiles_our_patterns_and_plain_ones():
+    for pattern in (GPT2_PATTERN, GPT4_PATTERN, r"\S+|\s+", r"\w+|[^\w]"):
+        check_tiktoken_pattern(pattern)

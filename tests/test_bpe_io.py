@@ -1,0 +1,213 @@
+"""bpe/io.py: our tokenizer file, GPT-2's file pair, the byte alphabet, strict UTF-8, atomic writes."""
+
+import hashlib
+import json
+
+import pytest
+from conftest import hand_made_tokenizer
+
+from bpe import EOT, Tokenizer
+from bpe.io import (
+    BYTE_TO_CHAR,
+    TokenizerFileError,
+    atomic_write_text,
+    parse_token,
+    read_utf8,
+    render_token,
+)
+
+# ---------------------------------------------------------------- the byte alphabet, text files
+
+
+def test_gpt2_byte_alphabet_examples():
+    assert render_token(b" the") == "Ġthe" and render_token(b"\n") == "Ċ"
+    assert parse_token("Ġthe") == b" the"
+    assert sorted(BYTE_TO_CHAR) == list(range(256)) and len(set(BYTE_TO_CHAR.values())) == 256
+    assert all(parse_token(render_token(bytes([b]))) == bytes([b]) for b in range(256))
+
+
+@pytest.mark.parametrize(
+    "data, offset",
+    [
+        pytest.param(b"hello \xff world", "6", id="invalid-byte"),
+        pytest.param(b"x" * 1234 + b"\xe4\xb8", "1,234", id="truncated-character"),
+    ],
+)
+def test_read_utf8_names_the_byte_offset(tmp_path, data, offset):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=f"{path} is not valid UTF-8: byte offset {offset} is"):
+        read_utf8(path)
+
+
+def test_read_utf8_and_atomic_write_text(tmp_path):
+    path = tmp_path / "sub" / "out.txt"
+    atomic_write_text(path, "héllo\n")
+    assert read_utf8(path) == "héllo\n" and path.read_bytes() == "héllo\n".encode()
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x", encoding="utf-8")
+    assert path.stat().st_mode == plain.stat().st_mode  # a normal file's mode, not mkstemp's 0600
+    plain.unlink()
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(IsADirectoryError):
+        atomic_write_text(tmp_path / "folder", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "sub"]  # no temporary left
+
+
+# ---------------------------------------------------------------- save and load
+
+
+def test_save_load_same_ids_and_same_bytes(trained, shakespeare, tmp_path):
+    path = tmp_path / "tok.json"
+    trained.save(path)
+    loaded = Tokenizer.load(path)
+    text = shakespeare[300_000:320_000] + EOT
+    assert loaded.encode(text) == trained.encode(text)
+    assert loaded.vocab == trained.vocab and loaded.merges == trained.merges
+    loaded.save(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == trained.sha256()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
+
+
+def test_the_saved_file_is_readable(trained, tmp_path):
+    path = tmp_path / "tok.json"
+    trained.save(path)
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    assert text.endswith("}\n")
+    assert lines[1:4] == [
+        '  "format": "nanogpt-bpe-tokenizer",',
+        '  "version": 1,',
+        '  "pattern": "gpt2",',
+    ]
+    assert lines[4] == '  "special_tokens": {"<|endoftext|>": 999},'
+    # one merge per line, in GPT-2's printable alphabet, e.g. "Ġ t" for (b" ", b"t")
+    first = trained.merges[0]
+    assert (
+        lines[7]
+        == "    "
+        + json.dumps(
+            f"{render_token(first[0])} {render_token(first[1])}",
+            ensure_ascii=False,
+        )
+        + ","
+    )
+    assert len(lines) == 7 + len(trained.merges) + 3
+    assert json.loads(text)["single_bytes"][ord("!")] == "!"
+
+
+def test_a_custom_pattern_and_permuted_bytes_survive_save_load(tmp_path):
+    vocab = {i: bytes([255 - i]) for i in range(256)} | {256: b"ab"}
+    tok = Tokenizer(vocab, [(b"a", b"b")], {EOT: 257}, pattern=r"\S+|\s+")
+    tok.save(tmp_path / "t.json")
+    loaded = Tokenizer.load(tmp_path / "t.json")
+    assert loaded.vocab == tok.vocab and loaded.pattern == r"\S+|\s+"
+    assert loaded.encode("ab a" + EOT) == [256, 255 - ord(" "), 255 - ord("a"), 257]
+    assert json.loads((tmp_path / "t.json").read_text())["pattern"] == r"\S+|\s+"
+
+
+def write_json_file(tmp_path, change):
+    tok = hand_made_tokenizer([(b"a", b"b"), (b"ab", b"c")], [EOT])
+    document = json.loads(tok.to_json())
+    change(document)
+    path = tmp_path / "tok.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        pytest.param(
+            lambda d: d.update(format="something-else"), "is not a tokenizer file", id="format"
+        ),
+        pytest.param(
+            lambda d: d.update(version=2),
+            "has tokenizer format version 2, but this code reads version 1",
+            id="version",
+        ),
+        pytest.param(
+            lambda d: d.pop("merges"), r"lacks the field\(s\) \['merges'\]", id="no-merges"
+        ),
+        pytest.param(
+            lambda d: d["merges"].__setitem__(1, "ab zz"),
+            r"merge 1 \('ab zz'\) refers to the unknown token 'zz'",
+            id="unknown-token",
+        ),
+        pytest.param(
+            lambda d: d["merges"].__setitem__(0, "ab c"),
+            r"merge 0 \('ab c'\) refers to the unknown token 'ab'",
+            id="token-used-before-made",
+        ),
+        pytest.param(
+            lambda d: d["merges"].append("a b"),
+            r"merge 2 \('a b'\) makes the duplicate token 'ab', which already has id 256",
+            id="duplicate-token",
+        ),
+        pytest.param(
+            lambda d: d["merges"].append("abc"), r"merge 2: expected two tokens", id="one-token"
+        ),
+        pytest.param(
+            lambda d: d.update(single_bytes=d["single_bytes"][:255] + "a"),
+            "repeats a byte",
+            id="single-bytes",
+        ),
+        pytest.param(
+            lambda d: d["special_tokens"].update({"<|pad|>": 258}),
+            r"both have id 258",
+            id="special-id-twice",
+        ),
+        pytest.param(
+            lambda d: d.update(pattern="(unclosed"),
+            "neither 'gpt2', 'gpt4' nor a valid regex",
+            id="pattern-invalid",
+        ),
+        pytest.param(
+            lambda d: d.update(pattern=r"\X+|[\s\S]"),
+            "is a valid Python regex but tiktoken cannot compile it",
+            id="pattern-tiktoken-cannot-compile",
+        ),
+    ],
+)
+def test_load_errors_name_the_file(tmp_path, change, message):
+    path = write_json_file(tmp_path, change)
+    with pytest.raises(TokenizerFileError, match=message) as info:
+        Tokenizer.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_load_errors_for_missing_file_bad_json_and_duplicate_keys(tmp_path):
+    missing = tmp_path / "nope.json"
+    with pytest.raises(TokenizerFileError, match=f"{missing} does not exist"):
+        Tokenizer.load(missing)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": ', encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match=f"{broken} is not valid JSON"):
+        Tokenizer.load(broken)
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"format": "a", "format": "b"}', encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match=f"{twice} has the key 'format' twice"):
+        Tokenizer.load(twice)
+
+
+def test_hf_pair_round_trip(trained, tmp_path):
+    trained.save_hf(tmp_path)
+    assert (tmp_path / "merges.txt").read_text(encoding="utf-8").startswith("#version: 0.2\n")
+    loaded = Tokenizer.load_hf(tmp_path)
+    assert loaded.vocab == trained.vocab and loaded.special_tokens == trained.special_tokens
+    loaded.save_hf(tmp_path / "again")
+    for name in ("vocab.json", "merges.txt"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / name).read_bytes()
+
+
+def test_hf_pair_that_does_not_belong_together(trained, tmp_path):
+    trained.save_hf(tmp_path)
+    vocab = json.loads((tmp_path / "vocab.json").read_text(encoding="utf-8"))
+    first, second = [k for k, v in vocab.items() if v in (256, 257)]
+    vocab[first], vocab[second] = 257, 256
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    with pytest.raises(
+        TokenizerFileError, match="id 256 should be .* the two files do not belong together"
+    ):
+        Tokenizer.load_hf(tmp_path)
