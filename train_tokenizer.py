@@ -21,6 +21,7 @@ from pathlib import Path
 from bpe import Tokenizer, train_bpe_from_iterator
 from bpe.checks import check_tiktoken_special_tokens, check_training_args
 from bpe.io import render_token
+from bpe.show_training import plot_sweep, sweep_bars, sweep_rows, sweep_table, trace_lines
 from prep.errors import PrepareError, run_main
 from prep.files import read_text
 
@@ -35,12 +36,11 @@ def parse_args(argv=None):
     parser.add_argument(
         "--vocab-size",
         type=int,
-        required=True,
         metavar="N",
         help="256 bytes + merges + special tokens, e.g. 4096",
     )
     parser.add_argument(
-        "--out", required=True, metavar="PATH", help="the tokenizer file to write (JSON)"
+        "--out", metavar="PATH", help="the tokenizer file to write (JSON); optional with --sweep"
     )
     parser.add_argument(
         "--special-tokens",
@@ -63,7 +63,30 @@ def parse_args(argv=None):
         help="processes for pre-tokenizing large files (default: all CPUs)",
     )
     parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--trace", type=int, default=0, metavar="N", help="replay the first N merges with counts"
+    )
+    parser.add_argument(
+        "--sweep",
+        type=parse_sizes,
+        metavar="SIZES",
+        help="compression for each vocab size, e.g. 256,512,1024 (trained once, to the largest)",
+    )
+    parser.add_argument("--plot", metavar="FILE.png", help="with --sweep: draw it (matplotlib)")
+    args = parser.parse_args(argv)
+    if args.sweep and args.vocab_size is None:
+        args.vocab_size = args.sweep[-1]
+    return args
+
+
+def parse_sizes(text):
+    """--sweep's argument: "1024,256,512" -> [256, 512, 1024]."""
+    try:
+        return sorted({int(size) for size in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of sizes like 256,512,1024"
+        ) from None
 
 
 def check_args(args):
@@ -71,21 +94,42 @@ def check_args(args):
     for path in args.input + ([args.eval] if args.eval else []):
         if not Path(path).is_file():
             raise PrepareError(f"{path} does not exist or is not a file; check the path")
+    if args.vocab_size is None or (args.out is None and not args.sweep):
+        raise PrepareError("give --vocab-size N and --out PATH (or --sweep SIZES)")
+    if args.sweep and args.vocab_size != args.sweep[-1]:
+        raise PrepareError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
+    if args.plot:
+        check_plot(args.plot, args.sweep)
+    sizes, option = (args.sweep, "--sweep") if args.sweep else ([args.vocab_size], "--vocab-size")
     try:
-        check_training_args(args.vocab_size, args.special_tokens, args.pattern)
+        check_training_args(sizes[0], args.special_tokens, args.pattern)
         # The tokenizer is used through its tiktoken export (here and by the pipelines).
         check_tiktoken_special_tokens(args.special_tokens)
     except ValueError as exc:
-        raise PrepareError(f"{exc} (see --vocab-size and --special-tokens)") from None
+        raise PrepareError(f"{exc} (see {option} and --special-tokens)") from None
     if args.workers is not None and args.workers < 1:
         raise PrepareError(f"--workers must be at least 1, got {args.workers}")
-    out = Path(args.out)
-    if not out.parent.is_dir():
+    out = Path(args.out or ".")
+    if args.out and not out.parent.is_dir():
         raise PrepareError(f"--out {out}: the folder {out.parent} does not exist; create it first")
-    if out.is_dir():
+    if args.out and out.is_dir():
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
         )
+
+
+def check_plot(path, sweep):
+    """--plot needs --sweep, a folder to write into, and matplotlib (the optional extra `plot`)."""
+    if not sweep:
+        raise PrepareError("--plot draws a --sweep: give --sweep SIZES too")
+    if not Path(path).parent.is_dir():
+        raise PrepareError(f"--plot {path}: the folder {Path(path).parent} does not exist")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PrepareError(
+            "--plot needs matplotlib: pip install 'nanogpt-data[plot]' (or pip install matplotlib)"
+        ) from None
 
 
 class ProgressBars:
@@ -164,6 +208,8 @@ def main(argv=None):
         f"learned {len(merges):,} merges in {seconds:.2f} s "
         f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}"
     )
+    if args.trace:
+        print(*trace_lines(texts, merges, args.trace, args.pattern, args.special_tokens), sep="\n")
     show_merges(merges)
 
     first_special = 256 + len(merges)
@@ -176,8 +222,27 @@ def main(argv=None):
     )
     if eval_text is not None:
         print(f"compression on {args.eval}: {compression(encoding, eval_text):.3f} bytes/token")
-    tokenizer.save(args.out)
-    print(f"wrote {args.out}")
+    if args.sweep:
+        show_sweep(args, vocab, merges, training_text, eval_text)
+    if args.out:
+        tokenizer.save(args.out)
+        print(f"wrote {args.out}")
+
+
+def show_sweep(args, vocab, merges, training_text, eval_text):
+    """Compression for each --sweep size, from the merges of the one training just done."""
+    texts, names = [training_text], ["training text"]
+    if eval_text is not None:
+        texts, names = [*texts, eval_text], [*names, Path(args.eval).name]
+    rows = sweep_rows(vocab, merges, args.sweep, texts, args.special_tokens, args.pattern)
+    print(
+        f"sweep: trained once, to vocab_size {len(vocab):,}. Training is greedy, so a smaller\n"
+        f"vocabulary's merges are the first ones of a larger one's: each size is a prefix."
+    )
+    print(*sweep_table(rows, names), *sweep_bars(rows, names), sep="\n")
+    if args.plot:
+        plot_sweep(rows, names, args.plot)
+        print(f"wrote {args.plot}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ Read in this order:
 4. tokenizer.py: the fast encoder (`Tokenizer`), equal to simple.encode, and its tiktoken export.
 5. io.py: files (our JSON, GPT-2's pair, the printable byte alphabet, strict UTF-8, atomic writes).
 6. checks.py: the argument checks all of the above share.
+7. show.py, show_training.py: see it work (`python -m bpe show`, `train_tokenizer.py --trace`
+   and `--sweep`).
 """
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, first_uncovered

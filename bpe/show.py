@@ -1,0 +1,165 @@
+"""See a tokenizer at work: the tokens of a text in color, and the merges of one word.
+
+    python -m bpe show "the cat in the hat"             # GPT-2's tokens, ids, bytes/token
+    python -m bpe show --tokenizer tok.json --file input.txt
+    python -m bpe show --tokenizer tok.json --explain lowest
+
+Tokens get alternating background colors on a color terminal, and are separated by `|`
+otherwise (stdout not a terminal, or NO_COLOR set, as https://no-color.org asks). A token
+holding only part of a multi-byte character shows its bytes in hex: "你" is 3 bytes, and
+GPT-2 cuts it into the tokens <e4 bd> and <a0>.
+"""
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+import regex
+
+from .tokenizer import Tokenizer
+
+# Background colors cycled over the tokens (256-color codes, pale, with black text), and reset.
+COLORS = ["\x1b[30;48;5;153m", "\x1b[30;48;5;194m", "\x1b[30;48;5;224m", "\x1b[30;48;5;230m"]
+RESET = "\x1b[0m"
+# Control characters are shown as escapes, so one token is always on one line: "\n" -> "\\n".
+VISIBLE_CONTROLS = {code: repr(chr(code))[1:-1] for code in [*range(32), 127]}
+
+
+def token_text(token, space=" "):
+    """A token's bytes as honest text: what it decodes to, with hex for bytes of a partial char.
+
+    b" hat" -> " hat";  b"\\n" -> "\\\\n";  b"\\xe4\\xbd" (2 of the 3 bytes of "你") -> "<e4 bd>";
+    b" hat", space="Ġ" -> "Ġhat" (GPT-2's mark for a space, where spaces separate tokens).
+    """
+    # surrogateescape turns each byte that is not part of a whole character into U+DC80..U+DCFF.
+    text = token.decode("utf-8", errors="surrogateescape").translate(VISIBLE_CONTROLS)
+    text = text.replace(" ", space)
+    return re.sub(
+        "[\udc80-\udcff]+",
+        lambda stray: "<" + stray.group().encode("utf-8", "surrogateescape").hex(" ") + ">",
+        text,
+    )
+
+
+def use_color(stream):
+    """Color only on a terminal, and never when NO_COLOR is set to anything but ""."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def show_tokens(tokenizer, text, color):
+    """The text cut into its tokens, then the ids and the compression, as printed lines.
+
+    "the cat in the hat" with GPT-2, no color ->
+        the| cat| in| the| hat
+        ids: [1169, 3797, 287, 262, 6877]
+        5 tokens, 18 bytes: 3.60 bytes/token
+    """
+    ids = tokenizer.encode(text)
+    pieces = [token_text(tokenizer.vocab[token_id]) for token_id in ids]
+    if color:
+        cut = "".join(f"{COLORS[i % len(COLORS)]}{p}{RESET}" for i, p in enumerate(pieces))
+    else:
+        cut = "|".join(pieces)
+    n_bytes = len(text.encode("utf-8"))
+    return [
+        cut,
+        f"ids: {ids}",
+        f"{len(ids):,} tokens, {n_bytes:,} bytes: {n_bytes / len(ids):.2f} bytes/token",
+    ]
+
+
+def merge_steps(pretoken, ranks):
+    """The parts of a pre-token after each merge that encoding applies, with that merge's id.
+
+    simple.encode_pretoken, one step at a time: each step joins the adjacent pair whose joined bytes are
+    the token made earliest (lowest id). With ranks {b"ow": 256, b"low": 257, b"st": 258,
+    b"est": 259}: b"lowest" -> ([l, ow, e, s, t], 256), ([low, e, s, t], 257),
+    ([low, e, st], 258), ([low, est], 259), then no pair is a token and it stops.
+    """
+    parts = [bytes([b]) for b in pretoken]
+    while True:
+        candidates = [
+            (ranks[a + b], i) for i, (a, b) in enumerate(zip(parts, parts[1:])) if a + b in ranks
+        ]
+        if not candidates:
+            return
+        token_id, i = min(candidates)  # the earliest merge; the leftmost if it occurs twice
+        parts = parts[:i] + [parts[i] + parts[i + 1]] + parts[i + 2 :]
+        yield parts, token_id
+
+
+def explain(tokenizer, word):
+    """How `word` is encoded, pre-token by pre-token, merge by merge, as printed lines.
+
+    "lowest" with a tokenizer trained on the book's low/lower/lowest/widest corpus ->
+        pre-token 'lowest': 6 bytes: 6c 6f 77 65 73 74
+          l o w e s t
+          l ow e s t      256: o + w -> ow
+          ...
+          low est         259: e + st -> est
+          no merge applies: ids [257, 259]
+    """
+    special_ids = set(tokenizer.special_tokens.values())
+    ranks = {token: i for i, token in tokenizer.vocab.items() if i not in special_ids}
+    lines = []
+    for pretoken in regex.findall(tokenizer.pattern, word):
+        data = pretoken.encode("utf-8")
+        lines.append(f"pre-token {pretoken!r}: {len(data)} bytes: {data.hex(' ')}")
+        steps = [([bytes([b]) for b in data], "")]
+        for parts, token_id in merge_steps(data, ranks):
+            left, right = tokenizer.merges[token_id - 256]
+            merge = f"{token_id}: {_spaced(left)} + {_spaced(right)} -> {_spaced(left + right)}"
+            steps.append((parts, merge))
+        rows = [(" ".join(map(_spaced, parts)), merge) for parts, merge in steps]
+        width = max(len(row) for row, _ in rows)
+        lines += [f"  {row:<{width}}  {merge}".rstrip() for row, merge in rows]
+        lines.append(f"  no merge applies: ids {[ranks[part] for part in steps[-1][0]]}")
+    return lines
+
+
+def _spaced(token):
+    return token_text(token, space="Ġ")
+
+
+def load_tokenizer(path=None):
+    """A tokenizer file written by train_tokenizer.py, or GPT-2's (fetched like the pipelines')."""
+    from prep.errors import PrepareError
+    from prep.tokenizers import gpt2_files
+
+    if path is None:
+        return Tokenizer.from_gpt2_files(*gpt2_files())
+    if not Path(path).is_file():
+        raise PrepareError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py")
+    try:
+        return Tokenizer.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
+        raise PrepareError(f"{path} is not a tokenizer file ({exc})") from None
+
+
+def main(argv=None):
+    from prep.errors import PrepareError
+    from prep.files import read_text
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bpe show", description="Show how a text is cut into tokens."
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--tokenizer", metavar="FILE", help="a file from train_tokenizer.py")
+    which.add_argument("--gpt2", action="store_true", help="GPT-2's tokenizer (the default)")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("text", nargs="?", help="the text to cut into tokens")
+    what.add_argument("--file", metavar="PATH", help="show the tokens of this UTF-8 file")
+    what.add_argument("--explain", metavar="WORD", help="show the merges that encode WORD")
+    args = parser.parse_args(argv)
+
+    text = read_text(args.file) if args.file else args.text if args.text else args.explain
+    if not text:
+        raise PrepareError(f"{args.file or 'the text'} is empty: nothing to show")
+    tokenizer = load_tokenizer(args.tokenizer)
+    if args.explain:
+        lines = explain(tokenizer, text)
+    else:
+        lines = show_tokens(tokenizer, text, use_color(sys.stdout))
+    print(*lines, sep="\n")
