@@ -1,0 +1,183 @@
+"""python -m bpe show: tokens in color (a real pseudo-terminal) or |-separated, and --explain."""
+
+import os
+import pty
+import subprocess
+import sys
+
+import pytest
+from support import REPO, assert_clean_failure
+
+import prepare_common
+from bpe import Tokenizer
+from bpe.patterns import PreTokenizer
+from bpe.show import explain, merge_steps, show_tokens, token_text
+from bpe.show import main as show_main
+from bpe.train import train_bpe_from_iterator
+
+# The book's corpus, one word a line, with Sennrich's counts (low 5, lower 2, widest 3).
+BOOK_CORPUS = "low\n" * 5 + "lower\n" * 2 + "lowest\n" + "widest\n" * 3
+
+
+def run_show(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "bpe", "show", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def run_show_in_terminal(*args, no_color=False):
+    """Run `python -m bpe show` with its stdout on a real pseudo-terminal; return its output."""
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    if no_color:
+        env["NO_COLOR"] = "1"
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bpe", "show", *map(str, args)], cwd=REPO, stdout=follower, env=env
+    )
+    os.close(follower)
+    output = b""
+    while True:
+        try:
+            block = os.read(leader, 1 << 16)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not block:
+            break
+        output += block
+    os.close(leader)
+    assert process.wait() == 0
+    return output.decode("utf-8").replace("\r\n", "\n")  # the terminal writes \n as \r\n
+
+
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory):
+    """Tokenizer files: "cat" trained on "the cat in the hat", "book" on the book's corpus."""
+    folder = tmp_path_factory.mktemp("tokenizers")
+    for name, text, vocab_size in [("cat", "the cat in the hat", 266), ("book", BOOK_CORPUS, 260)]:
+        vocab, merges = train_bpe_from_iterator([text], vocab_size)
+        Tokenizer(vocab, merges).save(folder / f"{name}.json")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def gpt2():
+    return Tokenizer.from_gpt2_files(*prepare_common.gpt2_files())
+
+
+@pytest.mark.parametrize(
+    "token, shown",
+    [
+        pytest.param(b" hat", " hat", id="text"),
+        pytest.param(b"\n\t", "\\n\\t", id="controls-escaped"),
+        pytest.param("你".encode()[:2], "<e4 bd>", id="part-of-a-character"),
+        pytest.param("你".encode() + b"\xe5", "你<e5>", id="a-character-and-a-part"),
+    ],
+)
+def test_token_text(token, shown):
+    assert token_text(token) == shown
+
+
+def test_gpt2_tokens_without_color(gpt2):
+    assert show_tokens(gpt2, "the cat in the hat", color=False) == [
+        "the| cat| in| the| hat",
+        "ids: [1169, 3797, 287, 262, 6877]",
+        "5 tokens, 18 bytes: 3.60 bytes/token",
+    ]
+    # "你" is 3 bytes, GPT-2 cuts it in two tokens; "好" too.
+    assert show_tokens(gpt2, "你好", color=False) == [
+        "<e4 bd>|<a0>|<e5 a5>|<bd>",
+        "ids: [19526, 254, 25001, 121]",
+        "4 tokens, 6 bytes: 1.50 bytes/token",
+    ]
+
+
+def test_cli_colors_gpt2_tokens_on_a_terminal():
+    assert run_show_in_terminal("--gpt2", "the cat in the hat") == (
+        "\x1b[30;48;5;153mthe\x1b[0m\x1b[30;48;5;194m cat\x1b[0m\x1b[30;48;5;224m in\x1b[0m"
+        "\x1b[30;48;5;230m the\x1b[0m\x1b[30;48;5;153m hat\x1b[0m\n"
+        "ids: [1169, 3797, 287, 262, 6877]\n"
+        "5 tokens, 18 bytes: 3.60 bytes/token\n"
+    )
+
+
+def test_cli_no_color_with_no_color_or_through_a_pipe(tokenizers):
+    expected = (
+        "the| cat| in| the| hat\nids: [257, 265, 263, 262, 264]\n"
+        "5 tokens, 18 bytes: 3.60 bytes/token\n"
+    )
+    tokenizer = tokenizers / "cat.json"
+    assert run_show_in_terminal("--tokenizer", tokenizer, "the cat in the hat", no_color=True) == (
+        expected
+    )
+    result = run_show("--tokenizer", tokenizer, "the cat in the hat")
+    assert (result.returncode, result.stdout) == (0, expected), result.stderr
+
+
+def test_explain_lowest_on_the_book_corpus(tokenizers):
+    result = run_show("--tokenizer", tokenizers / "book.json", "--explain", "lowest")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "pre-token 'lowest': 6 bytes: 6c 6f 77 65 73 74\n"
+        "  l o w e s t\n"
+        "  l ow e s t   256: o + w -> ow\n"
+        "  low e s t    257: l + ow -> low\n"
+        "  low e st     258: s + t -> st\n"
+        "  low est      259: e + st -> est\n"
+        "  no merge applies: ids [257, 259]\n"
+    )
+
+
+def test_explain_gpt2_cuts_a_character(gpt2):
+    assert explain(gpt2, " 你好") == [
+        "pre-token ' 你好': 7 bytes: 20 e4 bd a0 e5 a5 bd",
+        "  Ġ <e4> <bd> <a0> <e5> <a5> <bd>",
+        "  Ġ <e4 bd> <a0> <e5> <a5> <bd>    19526: <e4> + <bd> -> <e4 bd>",
+        "  Ġ <e4 bd> <a0> <e5 a5> <bd>      25001: <e5> + <a5> -> <e5 a5>",
+        "  no merge applies: ids [220, 19526, 254, 25001, 121]",
+    ]
+
+
+def test_merge_steps_end_where_encoding_ends(gpt2, tiny_shakespeare_text):
+    """The steps shown are the encoder's: their last parts are the ids encode gives."""
+    ranks = {token: token_id for token_id, token in gpt2.vocab.items() if token_id < 50256}
+    text = tiny_shakespeare_text[:30_000] + " naïve café 東京 🤗 Ελλάδα"
+    for pretoken in set(PreTokenizer("gpt2").findall(text)):
+        data = pretoken.encode("utf-8")
+        steps = list(merge_steps(data, ranks))
+        parts = steps[-1][0] if steps else [bytes([b]) for b in data]
+        assert [ranks[part] for part in parts] == gpt2.encode_ordinary(pretoken), pretoken
+
+
+@pytest.fixture(scope="module")
+def tiny_shakespeare_text(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    return prepare_common.read_text(
+        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
+    )
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        pytest.param(["--file", "missing.txt"], "missing.txt does not exist", id="missing-file"),
+        pytest.param(["--file", "latin1.txt"], "latin1.txt is not valid UTF-8", id="not-utf8"),
+        pytest.param(["--file", "empty.txt"], "empty.txt is empty", id="empty-file"),
+        pytest.param(["--tokenizer", "none.json", "x"], "none.json does not exist", id="no-tok"),
+        pytest.param(["--tokenizer", "latin1.txt", "x"], "latin1.txt is not a tokenizer", id="bad"),
+    ],
+)
+def test_bad_input_is_a_prepare_error(tmp_path, args, fragment):
+    """A PrepareError is what run_main prints as one line (the CLI case below shows it)."""
+    (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
+    (tmp_path / "empty.txt").write_bytes(b"")
+    args = [str(tmp_path / a) if a.endswith((".txt", ".json")) else a for a in args]
+    with pytest.raises(prepare_common.PrepareError, match=fragment):
+        show_main(args)
+
+
+def test_cli_bad_input_is_one_error_line():
+    assert_clean_failure(run_show(""), "the text is empty")

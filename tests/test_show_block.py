@@ -1,0 +1,95 @@
+"""prepare_common.py show: one (x, y) block of a prepared folder, read as nanoGPT's get_batch."""
+
+import numpy as np
+import pytest
+from support import REPO, assert_clean_failure, run_python
+
+import prepare_common
+import show_block
+
+
+@pytest.fixture(scope="module")
+def abba(tmp_path_factory):
+    """The lecture's "ABBA" (ten times) prepared by the character pipeline: A = 0, B = 1."""
+    folder = tmp_path_factory.mktemp("abba")
+    (folder / "abba.txt").write_text("ABBA" * 10, encoding="utf-8")
+    result = run_python(
+        REPO / "data/shakespeare_char/prepare.py", "--input", folder / "abba.txt",
+        "--out-dir", folder / "prepared",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return folder / "prepared"
+
+
+@pytest.fixture(scope="module")
+def gpt2_folder(tmp_path_factory):
+    """The start of Tiny Shakespeare prepared with GPT-2's tokenizer."""
+    folder = tmp_path_factory.mktemp("gpt2")
+    text = prepare_common.read_text(
+        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
+    )
+    (folder / "small.txt").write_text(text[:2_000], encoding="utf-8")
+    result = run_python(
+        REPO / "data/shakespeare/prepare.py", "--input", folder / "small.txt",
+        "--out-dir", folder / "prepared",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return folder / "prepared"
+
+
+def test_abba_shift_by_one(abba):
+    result = run_python(REPO / "prepare_common.py", "show", abba, "--block-size", 3)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        "train: 36 tokens; at position t the model has read x[0..t] and must predict y[t]\n"
+        "x = data[0:3] = [0, 1, 1]\n"
+        "y = data[1:4] = [1, 1, 0]\n"
+        "    t  x[t]   y[t]\n"
+        "    0  0 'A'  1 'B'\n"
+        "    1  1 'B'  1 'B'\n"
+        "    2  1 'B'  0 'A'\n"
+    )
+
+
+def test_gpt2_tokens_decoded_one_by_one(gpt2_folder):
+    assert show_block.block_lines(gpt2_folder, "train", block_size=5, offset=0) == [
+        "train: 502 tokens; at position t the model has read x[0..t] and must predict y[t]",
+        "x = data[0:5] = [5962, 22307, 25, 198, 8421]",
+        "y = data[1:6] = [22307, 25, 198, 8421, 356]",
+        "    t  x[t]              y[t]",
+        "    0   5962 'First'     22307 ' Citizen'",
+        "    1  22307 ' Citizen'     25 ':'",
+        "    2     25 ':'           198 '\\n'",
+        "    3    198 '\\n'         8421 'Before'",
+        "    4   8421 'Before'      356 ' we'",
+    ]
+
+
+def test_seed_draws_the_offset_like_get_batch(abba, capsys):
+    prepare_common.main(["show", str(abba), "--block-size", "5", "--seed", "7"])
+    offset = int(np.random.default_rng(7).integers(36 - 5))
+    data = np.memmap(abba / "train.bin", dtype=np.uint16, mode="r")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == f"x = data[{offset}:{offset + 5}] = {data[offset : offset + 5].tolist()}"
+    assert (
+        lines[2]
+        == f"y = data[{offset + 1}:{offset + 6}] = {data[offset + 1 : offset + 6].tolist()}"
+    )
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        pytest.param(["--offset", "33"], "an offset from 0 to 27, not 33", id="offset-too-far"),
+        pytest.param(["--block-size", "0"], "--block-size must be at least 1", id="block-size"),
+        pytest.param(["--split", "test"], "has no split 'test'", id="unknown-split"),
+    ],
+)
+def test_bad_input_is_a_prepare_error(abba, args, fragment):
+    with pytest.raises(prepare_common.PrepareError, match=fragment):
+        prepare_common.main(["show", str(abba), *args])
+
+
+def test_cli_bad_input_is_one_error_line(tmp_path):
+    result = run_python(REPO / "prepare_common.py", "show", tmp_path)
+    assert_clean_failure(result, f"{tmp_path / 'meta.json'} does not exist")

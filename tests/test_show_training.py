@@ -1,0 +1,123 @@
+"""train_tokenizer.py --trace and --sweep: the lecture's rounds on "the cat in the hat", and
+compression by vocabulary size from one training (a smaller vocabulary is a prefix)."""
+
+import sys
+
+import pytest
+from support import REPO, run_python
+
+import prepare_common
+import train_tokenizer
+from bpe import Tokenizer
+from bpe.show_training import bytes_per_token, plot_sweep, sweep_rows
+from bpe.train import train_bpe_from_iterator
+
+SCRIPT = REPO / "train_tokenizer.py"
+
+
+def test_trace_the_cat_in_the_hat(tmp_path):
+    """The lecture's three rounds: t h (2), then th e (2) = "the", then the next pair."""
+    (tmp_path / "cat.txt").write_text("the cat in the hat", encoding="utf-8")
+    result = run_python(
+        SCRIPT, "--input", "cat.txt", "--vocab-size", 300, "--out", "t.json", "--trace", 3,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # The early stop stays visible: the corpus has only 10 pairs to merge.
+    assert lines[0] == (
+        "note: asked for vocab_size 300, got 266: no pair left to merge after 10 merge(s) "
+        "(0 skipped as duplicates); the text is too small"
+    )
+    assert lines[2:9] == [
+        "corpus: t h e / Ġ c a t / Ġ i n / Ġ t h e / Ġ h a t",
+        "merge 1: t + h -> th (id 256), count 2; also 2: h + e, a + t (ties go to the greatest pair)",
+        "  th e / Ġ c a t / Ġ i n / Ġ th e / Ġ h a t",
+        "merge 2: th + e -> the (id 257), count 2; also 2: a + t (ties go to the greatest pair)",
+        "  the / Ġ c a t / Ġ i n / Ġ the / Ġ h a t",
+        "merge 3: a + t -> at (id 258), count 2",
+        "  the / Ġ c at / Ġ i n / Ġ the / Ġ h at",
+    ]
+
+
+def test_sweep_table_and_bars(tmp_path):
+    (tmp_path / "cat.txt").write_text("the cat in the hat", encoding="utf-8")
+    (tmp_path / "hat.txt").write_text("the hat", encoding="utf-8")
+    result = run_python(
+        SCRIPT, "--input", "cat.txt", "--sweep", "266,256,258", "--eval", "hat.txt", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert not list(tmp_path.glob("*.json"))  # no --out: nothing written
+    sweep = result.stdout[result.stdout.index("sweep:") :]
+    assert sweep == (
+        "sweep: trained once, to vocab_size 266. Training is greedy, so a smaller\n"
+        "vocabulary's merges are the first ones of a larger one's: each size is a prefix.\n"
+        "vocab_size  training text     hat.txt\n"
+        "       256          1.000       1.000\n"
+        "       258          1.286       1.400\n"
+        "       266          3.600       3.500\n"
+        "bytes/token (█ training text, ░ hat.txt):\n"
+        "       256 ███████████                              1.00\n"
+        "           ░░░░░░░░░░░                              1.00\n"
+        "       258 ██████████████                           1.29\n"
+        "           ░░░░░░░░░░░░░░░░                         1.40\n"
+        "       266 ████████████████████████████████████████ 3.60\n"
+        "           ░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░  3.50\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def shakespeare_40k(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sweep")
+    text = prepare_common.read_text(
+        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
+    )
+    return text[:40_000], text[40_000:50_000]
+
+
+def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(shakespeare_40k):
+    """What --sweep relies on, checked against separate trainings to each size."""
+    train_text, eval_text = shakespeare_40k
+    special = ["<|endoftext|>"]
+    vocab, merges = train_bpe_from_iterator([train_text], 700, special)
+    rows = dict(sweep_rows(vocab, merges, [257, 400, 555, 700], [eval_text], special))
+    for size in [257, 400, 555]:
+        alone_vocab, alone_merges = train_bpe_from_iterator([train_text], size, special)
+        assert alone_merges == merges[: len(alone_merges)]
+        alone = Tokenizer(alone_vocab, alone_merges, special).to_tiktoken()
+        assert rows[size] == [bytes_per_token(alone, eval_text)]
+    assert rows[257] == [1.0] and rows[257] < rows[400] < rows[555] < rows[700]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        pytest.param(["--sweep", "255,300"], "vocab size 255 is too small", id="too-small"),
+        pytest.param(["--sweep", "300", "--vocab-size", "400"], "largest --sweep", id="mismatch"),
+        pytest.param(
+            ["--vocab-size", "3", "--out", "t.json", "--plot", "a.png"], "give --sweep", id="plot"
+        ),
+        pytest.param(["--vocab-size", "300"], "give --vocab-size N and --out", id="no-out"),
+    ],
+)
+def test_bad_sweep_arguments(tmp_path, args, fragment):
+    (tmp_path / "in.txt").write_text("text", encoding="utf-8")
+    parsed = train_tokenizer.parse_args(["--input", str(tmp_path / "in.txt"), *args])
+    with pytest.raises(prepare_common.PrepareError, match=fragment):
+        train_tokenizer.check_args(parsed)
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what `import` sees when it is absent
+    with pytest.raises(prepare_common.PrepareError) as error:
+        train_tokenizer.check_plot("sweep.png", [256, 512])
+    assert str(error.value) == (
+        "--plot needs matplotlib: pip install 'nanogpt-data[plot]' (or pip install matplotlib)"
+    )
+
+
+def test_plot_draws_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [(256, [1.0, 1.0]), (512, [1.9, 1.8]), (1024, [2.4, 2.2])]
+    plot_sweep(rows, ["training text", "val.txt"], tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
