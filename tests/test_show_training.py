@@ -92,7 +92,7 @@ def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(shakespeare_40k):
 @pytest.mark.parametrize(
     "args, fragment",
     [
-        pytest.param(["--sweep", "255,300"], "vocab size 255 is too small", id="too-small"),
+        pytest.param(["--sweep", "255,300"], "--sweep size 255 is too small", id="too-small"),
         pytest.param(["--sweep", "300", "--vocab-size", "400"], "largest --sweep", id="mismatch"),
         pytest.param(
             ["--vocab-size", "3", "--out", "t.json", "--plot", "a.png"], "give --sweep", id="plot"
