@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from support import REPO, assert_clean_failure
+from conftest import REPO, assert_clean_failure
 
 import prepare_common
 from bpe import Tokenizer
@@ -141,23 +141,15 @@ def test_explain_gpt2_cuts_a_character(gpt2):
     ]
 
 
-def test_merge_steps_end_where_encoding_ends(gpt2, tiny_shakespeare_text):
+def test_merge_steps_end_where_encoding_ends(gpt2, shakespeare):
     """The steps shown are the encoder's: their last parts are the ids encode gives."""
     ranks = {token: token_id for token_id, token in gpt2.vocab.items() if token_id < 50256}
-    text = tiny_shakespeare_text[:30_000] + " naïve café 東京 🤗 Ελλάδα"
+    text = shakespeare[:30_000] + " naïve café 東京 🤗 Ελλάδα"
     for pretoken in set(PreTokenizer("gpt2").findall(text)):
         data = pretoken.encode("utf-8")
         steps = list(merge_steps(data, ranks))
         parts = steps[-1][0] if steps else [bytes([b]) for b in data]
         assert [ranks[part] for part in parts] == gpt2.encode_ordinary(pretoken), pretoken
-
-
-@pytest.fixture(scope="module")
-def tiny_shakespeare_text(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny")
-    return prepare_common.read_text(
-        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
-    )
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from support import REPO, assert_clean_failure, run_python
+from conftest import REPO, assert_clean_failure, run_python
 
 import prepare_common
 import show_block
@@ -22,13 +22,10 @@ def abba(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def gpt2_folder(tmp_path_factory):
+def gpt2_folder(tmp_path_factory, shakespeare):
     """The start of Tiny Shakespeare prepared with GPT-2's tokenizer."""
     folder = tmp_path_factory.mktemp("gpt2")
-    text = prepare_common.read_text(
-        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
-    )
-    (folder / "small.txt").write_text(text[:2_000], encoding="utf-8")
+    (folder / "small.txt").write_text(shakespeare[:2_000], encoding="utf-8")
     result = run_python(
         REPO / "data/shakespeare/prepare.py", "--input", folder / "small.txt",
         "--out-dir", folder / "prepared",

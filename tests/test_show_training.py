@@ -4,7 +4,7 @@ compression by vocabulary size from one training (a smaller vocabulary is a pref
 import sys
 
 import pytest
-from support import REPO, run_python
+from conftest import REPO, run_python
 
 import prepare_common
 import train_tokenizer
@@ -66,18 +66,9 @@ def test_sweep_table_and_bars(tmp_path):
     )
 
 
-@pytest.fixture(scope="module")
-def shakespeare_40k(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("sweep")
-    text = prepare_common.read_text(
-        prepare_common.fetch(prepare_common.TINY_SHAKESPEARE, folder / "input.txt")
-    )
-    return text[:40_000], text[40_000:50_000]
-
-
-def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(shakespeare_40k):
+def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(shakespeare):
     """What --sweep relies on, checked against separate trainings to each size."""
-    train_text, eval_text = shakespeare_40k
+    train_text, eval_text = shakespeare[:40_000], shakespeare[40_000:50_000]
     special = ["<|endoftext|>"]
     vocab, merges = train_bpe_from_iterator([train_text], 700, special)
     rows = dict(sweep_rows(vocab, merges, [257, 400, 555, 700], [eval_text], special))
