@@ -5,7 +5,8 @@ import pytest
 from conftest import REPO, assert_clean_failure, run_python
 
 import prepare_common
-import show_block
+from prep import show
+from prep.errors import PrepareError
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_abba_shift_by_one(abba):
 
 
 def test_gpt2_tokens_decoded_one_by_one(gpt2_folder):
-    assert show_block.block_lines(gpt2_folder, "train", block_size=5, offset=0) == [
+    assert show.block_lines(gpt2_folder, "train", block_size=5, offset=0) == [
         "train: 502 tokens; at position t the model has read x[0..t] and must predict y[t]",
         "x = data[0:5] = [5962, 22307, 25, 198, 8421]",
         "y = data[1:6] = [22307, 25, 198, 8421, 356]",
@@ -83,7 +84,7 @@ def test_seed_draws_the_offset_like_get_batch(abba, capsys):
     ],
 )
 def test_bad_input_is_a_prepare_error(abba, args, fragment):
-    with pytest.raises(prepare_common.PrepareError, match=fragment):
+    with pytest.raises(PrepareError, match=fragment):
         prepare_common.main(["show", str(abba), *args])
 
 

@@ -6,11 +6,11 @@ import sys
 import pytest
 from conftest import REPO, run_python
 
-import prepare_common
 import train_tokenizer
 from bpe import Tokenizer
 from bpe.show_training import bytes_per_token, plot_sweep, sweep_rows
 from bpe.train import train_bpe_from_iterator
+from prep.errors import PrepareError
 
 SCRIPT = REPO / "train_tokenizer.py"
 
@@ -94,13 +94,13 @@ def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(shakespeare):
 def test_bad_sweep_arguments(tmp_path, args, fragment):
     (tmp_path / "in.txt").write_text("text", encoding="utf-8")
     parsed = train_tokenizer.parse_args(["--input", str(tmp_path / "in.txt"), *args])
-    with pytest.raises(prepare_common.PrepareError, match=fragment):
+    with pytest.raises(PrepareError, match=fragment):
         train_tokenizer.check_args(parsed)
 
 
 def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what `import` sees when it is absent
-    with pytest.raises(prepare_common.PrepareError) as error:
+    with pytest.raises(PrepareError) as error:
         train_tokenizer.check_plot("sweep.png", [256, 512])
     assert str(error.value) == (
         "--plot needs matplotlib: pip install 'nanogpt-data[plot]' (or pip install matplotlib)"

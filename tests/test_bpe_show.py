@@ -8,12 +8,13 @@ import sys
 import pytest
 from conftest import REPO, assert_clean_failure
 
-import prepare_common
 from bpe import Tokenizer
 from bpe.patterns import PreTokenizer
 from bpe.show import explain, merge_steps, show_tokens, token_text
 from bpe.show import main as show_main
 from bpe.train import train_bpe_from_iterator
+from prep.errors import PrepareError
+from prep.tokenizers import gpt2_files
 
 # The book's corpus, one word a line, with Sennrich's counts (low 5, lower 2, widest 3).
 BOOK_CORPUS = "low\n" * 5 + "lower\n" * 2 + "lowest\n" + "widest\n" * 3
@@ -65,7 +66,7 @@ def tokenizers(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gpt2():
-    return Tokenizer.from_gpt2_files(*prepare_common.gpt2_files())
+    return Tokenizer.from_gpt2_files(*gpt2_files())
 
 
 @pytest.mark.parametrize(
@@ -167,7 +168,7 @@ def test_bad_input_is_a_prepare_error(tmp_path, args, fragment):
     (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
     (tmp_path / "empty.txt").write_bytes(b"")
     args = [str(tmp_path / a) if a.endswith((".txt", ".json")) else a for a in args]
-    with pytest.raises(prepare_common.PrepareError, match=fragment):
+    with pytest.raises(PrepareError, match=fragment):
         show_main(args)
 
 
