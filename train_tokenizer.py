@@ -240,6 +240,8 @@ def show_sweep(args, vocab, merges, training_text, eval_text):
         f"vocabulary's merges are the first ones of a larger one's: each size is a prefix."
     )
     print(*sweep_table(rows, names), *sweep_bars(rows, names), sep="\n")
+    if len(rows) < len(args.sweep):
+        print(f"not reached (no pair left to merge): {args.sweep[len(rows) :]}")
     if args.plot:
         plot_sweep(rows, names, args.plot)
         print(f"wrote {args.plot}")

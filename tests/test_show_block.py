@@ -5,8 +5,12 @@ import pytest
 from conftest import REPO, assert_clean_failure, run_python
 
 import prepare_common
+from bpe import Tokenizer, train_bpe_from_iterator
 from prep import show
 from prep.errors import PrepareError
+
+# The book's corpus, one word a line (low 5 times, lower 2, lowest 1, widest 3).
+BOOK_CORPUS = "low\n" * 5 + "lower\n" * 2 + "lowest\n" + "widest\n" * 3
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +34,20 @@ def gpt2_folder(tmp_path_factory, shakespeare):
     result = run_python(
         REPO / "data/shakespeare/prepare.py", "--input", folder / "small.txt",
         "--out-dir", folder / "prepared",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return folder / "prepared"
+
+
+@pytest.fixture(scope="module")
+def book_folder(tmp_path_factory):
+    """The book's corpus prepared with a 260-token BPE trained on it (lowest = low + est)."""
+    folder = tmp_path_factory.mktemp("book")
+    (folder / "book.txt").write_text(BOOK_CORPUS, encoding="utf-8")
+    Tokenizer(*train_bpe_from_iterator([BOOK_CORPUS], 260)).save(folder / "book.json")
+    result = run_python(
+        REPO / "data/shakespeare/prepare.py", "--input", folder / "book.txt",
+        "--tokenizer", folder / "book.json", "--out-dir", folder / "prepared",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return folder / "prepared"
@@ -60,6 +78,20 @@ def test_gpt2_tokens_decoded_one_by_one(gpt2_folder):
         "    2     25 ':'           198 '\\n'",
         "    3    198 '\\n'         8421 'Before'",
         "    4   8421 'Before'      356 ' we'",
+    ]
+
+
+def test_trained_bpe_tokens_decoded_one_by_one(book_folder):
+    assert show.block_lines(book_folder, "train", block_size=5, offset=16) == [
+        "train: 32 tokens; at position t the model has read x[0..t] and must predict y[t]",
+        "x = data[16:21] = [114, 10, 257, 259, 10]",
+        "y = data[17:22] = [10, 257, 259, 10, 119]",
+        "    t  x[t]       y[t]",
+        "    0  114 'r'     10 '\\n'",
+        "    1   10 '\\n'   257 'low'",
+        "    2  257 'low'  259 'est'",
+        "    3  259 'est'   10 '\\n'",
+        "    4   10 '\\n'   119 'w'",
     ]
 
 
