@@ -8,8 +8,15 @@ the rule), prints the first and last merges in GPT-2's printable alphabet (Ġ is
 Ċ a newline) and how many bytes one token covers on average, and writes the tokenizer
 file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
 
-Several --input files are trained on as one corpus (each is pre-tokenized on its own,
-so no pre-token spans two files). Large files are pre-tokenized in --workers processes.
+Several --input files and globs are trained on as one corpus: .txt files (special tokens
+such as <|endoftext|> separate documents), .jsonl/.json and .parquet files (each row's
+--text-column is a document). No pre-token spans two documents or two files. --workers
+processes read their own slices of the files and send back pre-token counts, never text,
+so memory stays the size of the count table however large the corpus; --max-chars N trains
+on the first documents only, up to N characters.
+
+    python train_tokenizer.py --input "shards/*.parquet" --max-chars 2_000_000_000 \
+        --vocab-size 32000 --special-tokens "<|endoftext|>" --out tok.json
 """
 
 import argparse
@@ -18,20 +25,38 @@ import time
 import warnings
 from pathlib import Path
 
-from bpe import Tokenizer, train_bpe_from_iterator
+from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_tiktoken_special_tokens, check_training_args
+from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
 from bpe.io import render_token
 from bpe.show_training import plot_sweep, sweep_bars, sweep_rows, sweep_table, trace_lines
 from prep.errors import PrepareError, run_main
 from prep.files import read_text
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
+SHOW_BYTES = 40  # a longer token is shown by its start and its length
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description="Train a byte-level BPE tokenizer.")
     parser.add_argument(
-        "--input", nargs="+", required=True, metavar="FILE", help="UTF-8 text to train on"
+        "--input",
+        nargs="+",
+        required=True,
+        metavar="FILE|GLOB",
+        help="files to train on: .txt (UTF-8 text), .jsonl/.json or .parquet (a row is a document)",
+    )
+    parser.add_argument(
+        "--text-column",
+        default="text",
+        metavar="NAME",
+        help="the text field of .jsonl/.json/.parquet rows (default: text)",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        metavar="N",
+        help="train on the first documents only, up to N characters in all (in file order)",
     )
     parser.add_argument(
         "--vocab-size",
@@ -91,9 +116,10 @@ def parse_sizes(text):
 
 def check_args(args):
     """Every mistake we can see before training, as a PrepareError (nothing written yet)."""
-    for path in args.input + ([args.eval] if args.eval else []):
-        if not Path(path).is_file():
-            raise PrepareError(f"{path} does not exist or is not a file; check the path")
+    if args.eval and not Path(args.eval).is_file():
+        raise PrepareError(f"{args.eval} does not exist or is not a file; check the path")
+    if args.max_chars is not None and args.max_chars < 1:
+        raise PrepareError(f"--max-chars must be at least 1, got {args.max_chars}")
     if args.vocab_size is None or (args.out is None and not args.sweep):
         raise PrepareError("give --vocab-size N and --out PATH (or --sweep SIZES)")
     if args.sweep and args.vocab_size != args.sweep[-1]:
@@ -143,9 +169,10 @@ class ProgressBars:
 
         if stage not in self.bars:
             self.close()  # the previous stage is over
-            unit = "char" if stage == "pretokenize" else "merge"
+            unit = {"read": "B", "pretokenize": "char"}.get(stage, "merge")
+            # Shown after a second: a quick run, or a bad file found at once, prints no bar.
             self.bars[stage] = tqdm(
-                total=total, desc=stage, unit=unit, unit_scale=True, file=sys.stderr
+                total=total, desc=stage, unit=unit, unit_scale=True, file=sys.stderr, delay=1
             )
         bar = self.bars[stage]
         bar.update(done - bar.n)
@@ -155,24 +182,47 @@ class ProgressBars:
             bar.close()
 
 
-def train(args, texts):
-    """Learn the merges from the texts already read; warnings become printed lines."""
+def train(args):
+    """Count the pre-tokens of the input files, then learn the merges; warnings become
+    printed lines. -> ({pre-token: count}, vocab, merges)"""
     bars = ProgressBars()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        vocab, merges = train_bpe_from_iterator(
-            texts, args.vocab_size, args.special_tokens, args.pattern, args.workers, progress=bars
+    try:
+        counts = count_corpus(
+            args.input,
+            args.pattern,
+            args.special_tokens,
+            args.text_column,
+            args.max_chars,
+            args.workers,
+            progress=bars,
         )
-    bars.close()
+        if not counts:
+            raise PrepareError(f"{' '.join(args.input)}: no text to train on (empty input)")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            vocab, merges = train_bpe_from_counts(
+                counts, args.vocab_size, args.special_tokens, progress=bars
+            )
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
+    finally:
+        bars.close()
     for warning in caught:
         print(f"note: {warning.message}")
-    return vocab, merges
+    return counts, vocab, merges
+
+
+def render_short(token):
+    """A token in GPT-2's alphabet, a long one cut: b"x" * 1000 -> "xxx...x... (1,000 bytes)"."""
+    if len(token) <= SHOW_BYTES:
+        return render_token(token)
+    return f"{render_token(token[:SHOW_BYTES])}... ({len(token):,} bytes)"
 
 
 def show_merges(merges):
     def line(i, pair):
         left, right = pair
-        return f"  {256 + i:>6}: {render_token(left)} + {render_token(right)} -> {render_token(left + right)}"
+        return f"  {256 + i:>6}: {render_short(left)} + {render_short(right)} -> {render_short(left + right)}"
 
     shown = list(enumerate(merges))
     if len(shown) > 2 * SHOW_MERGES:
@@ -193,16 +243,25 @@ def compression(encoding, text):
     return len(text.encode("utf-8")) / max(len(ids), 1)
 
 
+def compression_of_counts(encoding, counts):
+    """Bytes per token of a text given as {pre-token: count} (special tokens left out).
+
+    {"hello": 1, " world": 1} in 2 tokens -> 5.5. Each distinct pre-token is encoded once:
+    the same total as encoding the text (the pattern cuts a pre-token into itself), without
+    the text, which was never in memory.
+    """
+    tokens = sum(n * len(encoding.encode_ordinary(p)) for p, n in counts.items())
+    return sum(n * len(p.encode("utf-8")) for p, n in counts.items()) / max(tokens, 1)
+
+
 def main(argv=None):
     args = parse_args(argv)
     check_args(args)
-    texts = [read_text(path) for path in args.input]  # fails early on a non-UTF-8 file
-    if not any(texts):
-        raise PrepareError(f"{' '.join(args.input)}: no text to train on (empty input)")
     eval_text = read_text(args.eval) if args.eval else None
+    texts = training_texts(args) if args.trace or args.sweep else None
 
     start = time.perf_counter()
-    vocab, merges = train(args, texts)
+    counts, vocab, merges = train(args)
     seconds = time.perf_counter() - start
     print(
         f"learned {len(merges):,} merges in {seconds:.2f} s "
@@ -216,17 +275,29 @@ def main(argv=None):
     special_ids = {token: first_special + i for i, token in enumerate(args.special_tokens)}
     tokenizer = Tokenizer(vocab, merges, special_tokens=special_ids, pattern=args.pattern)
     encoding = tokenizer.to_tiktoken()
-    training_text = "".join(texts)
     print(
-        f"compression on the training text: {compression(encoding, training_text):.3f} bytes/token"
+        f"compression on the training text: {compression_of_counts(encoding, counts):.3f} "
+        "bytes/token"
     )
     if eval_text is not None:
         print(f"compression on {args.eval}: {compression(encoding, eval_text):.3f} bytes/token")
     if args.sweep:
-        show_sweep(args, vocab, merges, training_text, eval_text)
+        show_sweep(args, vocab, merges, "".join(texts), eval_text)
     if args.out:
         tokenizer.save(args.out)
         print(f"wrote {args.out}")
+
+
+def training_texts(args):
+    """The input files' texts, read whole: --trace and --sweep need them (training does not)."""
+    try:
+        paths = expand_inputs(args.input)
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
+    for path in paths:
+        if file_kind(path) != "text":
+            raise PrepareError(f"--trace and --sweep read text files whole; {path} is not one")
+    return [read_text(path) for path in paths]
 
 
 def show_sweep(args, vocab, merges, training_text, eval_text):

@@ -21,12 +21,14 @@ Read in this order:
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, first_uncovered
 from .simple import EOT, get_pair_counts, merge_pair
 from .tokenizer import Tokenizer
-from .train import train_bpe, train_bpe_from_iterator
+from .train import train_bpe, train_bpe_from_counts, train_bpe_from_files, train_bpe_from_iterator
 
 __all__ = [
     "EOT",
     "Tokenizer",
     "train_bpe",
+    "train_bpe_from_counts",
+    "train_bpe_from_files",
     "train_bpe_from_iterator",
     "get_pair_counts",
     "merge_pair",

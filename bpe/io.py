@@ -72,11 +72,16 @@ def bytes_to_unicode():
 
 BYTE_TO_CHAR = bytes_to_unicode()
 CHAR_TO_BYTE = {char: byte for byte, char in BYTE_TO_CHAR.items()}
+_RENDER_TABLE = {byte: char for byte, char in BYTE_TO_CHAR.items()}  # for str.translate
 
 
 def render_token(token: bytes) -> str:
-    """A token's bytes in GPT-2's printable alphabet: b" the" -> "Ġthe", b"\\n" -> "Ċ"."""
-    return "".join(BYTE_TO_CHAR[b] for b in token)
+    """A token's bytes in GPT-2's printable alphabet: b" the" -> "Ġthe", b"\\n" -> "Ċ".
+
+    Equal to "".join(BYTE_TO_CHAR[b] for b in token), at C speed (latin-1 maps byte b to
+    chr(b)): a token of a million bytes is written in milliseconds, not seconds.
+    """
+    return token.decode("latin-1").translate(_RENDER_TABLE)
 
 
 def parse_token(text: str) -> bytes:

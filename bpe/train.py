@@ -4,12 +4,16 @@
 
 `simple.train` states the rule (most frequent pair, ties to the greatest bytes, a pair whose
 bytes already are a token passed over, an early stop with a warning) and this module follows
-it exactly; the tests prove the two equal on random and real text. It is fast in two ways:
+it exactly; the tests prove the two equal on random and real text. It is fast in three ways:
 
-1. Pre-tokens are counted once (`count_pretokens`, in worker processes over slices of a
-   large text: `count_pretokens_parallel`), and the merges are learned from those counts.
+1. Pre-tokens are counted once, and the merges are learned from those counts. Files are
+   counted by worker processes that read their own slices (corpus.py), so memory is the
+   count table, not the corpus; texts in memory by `count_pretokens_parallel`.
 2. `learn_merges` never rescans: a merge only changes the pre-tokens that hold the pair, so
    it keeps, for each pair, its count and the pre-tokens holding it, and a heap of the counts.
+3. Its time is linear in the length of a pre-token: a pre-token is listed once per pair it
+   holds (not once per occurrence: a line of 200,000 "x" would be rescanned 100,000 times),
+   and a long one (LONG_PRETOKEN) is merged by C-level string operations.
 
 A note on rule 4 of `simple.train` (a pair whose joined bytes already are a token is passed
 over): we have not met a corpus where it happens (merging Tiny Shakespeare line by line until
@@ -23,10 +27,12 @@ import os
 import warnings
 from collections import Counter
 
+import numpy as np
+
 from .checks import check_pattern, check_training_args
-from .io import read_utf8
+from .corpus import count_corpus
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
-from .simple import special_token_regex, split_on_special_tokens
+from .simple import get_pair_counts, special_token_regex, split_on_special_tokens
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +154,42 @@ def _descending_key(token):
     return "".join(chr(256 - b) for b in token) + _END
 
 
+# A pre-token longer than this many bytes is kept as a str of chr(id) and merged by
+# str.replace and numpy (_merge_long) instead of a Python loop over its occurrences: a line
+# of 2,000,000 "x" is one pre-token, and the loop would cost seconds per merge.
+LONG_PRETOKEN = 1000
+
+
+def _long_pair_counts(pretoken):
+    """get_pair_counts of a pre-token written as a str of chr(id), counted by numpy.
+
+    "\\x01\\x01\\x01\\x02" -> {(1, 1): 2, (1, 2): 1}
+    """
+    ids = np.frombuffer(pretoken.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    pairs = (ids[:-1].astype(np.uint64) << np.uint64(32)) | ids[1:]
+    values, counts = np.unique(pairs, return_counts=True)
+    return {(v >> 32, v & 0xFFFFFFFF): n for v, n in zip(values.tolist(), counts.tolist())}
+
+
+def _merge_long(pretoken, a, b, new):
+    """simple.merge_pair on a pre-token written as a str of chr(id), and the change of its
+    pair counts (get_pair_counts after minus before).
+
+    "\\x01\\x01\\x01\\x02", 1, 1, 9 -> ("\\x09\\x01\\x02", {(1, 1): -2, (9, 1): 1})
+
+    str.replace is left to right and non-overlapping, exactly merge_pair; chr(id) is a str
+    character for every id below 0x110000 (surrogates included, hence "surrogatepass").
+    """
+    merged = pretoken.replace(chr(a) + chr(b), chr(new))
+    before, after = _long_pair_counts(pretoken), _long_pair_counts(merged)
+    changes = {}
+    for pair in before.keys() | after.keys():
+        change = after.get(pair, 0) - before.get(pair, 0)
+        if change:
+            changes[pair] = change
+    return merged, changes
+
+
 def learn_merges(pretoken_counts, num_merges, progress=None):
     """The merges learned from {pre-token bytes: count}, as (left id, right id) pairs.
 
@@ -163,7 +205,7 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
     tokens = [bytes([b]) for b in range(256)]
     known = set(tokens)
     keys = [_descending_key(t) for t in tokens]
-    pretokens = []  # each pre-token as a tuple of token ids
+    pretokens = []  # each pre-token as a tuple of token ids; a long one as a str of chr(id)
     freqs = []  # how often each occurs
     pair_counts = {}
     where = {}  # pair -> indices of the pre-tokens that held it when it appeared (may be stale)
@@ -171,13 +213,16 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
         if len(pretoken) < 2:
             continue
         index = len(pretokens)
-        ids = tuple(pretoken)
+        if len(pretoken) > LONG_PRETOKEN:
+            ids = pretoken.decode("latin-1")  # chr(byte) for each byte
+            counts = _long_pair_counts(ids)
+        else:
+            ids = tuple(pretoken)
+            counts = get_pair_counts(ids)
         pretokens.append(ids)
         freqs.append(freq)
-        pairs = list(zip(ids, ids[1:]))
-        for pair in pairs:
-            pair_counts[pair] = pair_counts.get(pair, 0) + freq
-        for pair in set(pairs):
+        for pair, n in counts.items():
+            pair_counts[pair] = pair_counts.get(pair, 0) + n * freq
             where.setdefault(pair, []).append(index)
     heap = [(-n, keys[a], keys[b], a, b) for (a, b), n in pair_counts.items()]
     heapq.heapify(heap)
@@ -214,8 +259,20 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
         fresh_where = {}
         for index in where.pop((a, b)):
             pretoken = pretokens[index]
-            last = len(pretoken) - 1
             freq = freqs[index]
+            touched = set()  # the pairs holding `new` here: `index` is listed once for each
+            if pretoken.__class__ is str:  # a long pre-token: merged at C speed
+                pretokens[index], changes = _merge_long(pretoken, a, b, new)
+                for pair, change in changes.items():
+                    if new in pair:
+                        fresh[pair] = fresh_get(pair, 0) + change * freq
+                        touched.add(pair)
+                    else:
+                        pair_counts[pair] += change * freq
+                for pair in touched:
+                    fresh_where.setdefault(pair, []).append(index)
+                continue
+            last = len(pretoken) - 1
             parts = []
             start = 0  # pretoken[start:] is not copied into parts yet
             i = 0
@@ -233,12 +290,12 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
                     pair_counts[x, a] -= freq
                     pair = (x, new)
                     fresh[pair] = fresh_get(pair, 0) + freq
-                    fresh_where.setdefault(pair, []).append(index)
+                    touched.add(pair)
                     parts.extend(pretoken[start:i])
                 elif i:  # right after the previous occurrence: (new, new)
                     pair = (new, new)
                     fresh[pair] = fresh_get(pair, 0) + freq
-                    fresh_where.setdefault(pair, []).append(index)
+                    touched.add(pair)
                 parts.append(new)
                 i += 2
                 start = i
@@ -250,10 +307,12 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
                     ):  # else the next turn adds (new, new)
                         pair = (new, y)
                         fresh[pair] = fresh_get(pair, 0) + freq
-                        fresh_where.setdefault(pair, []).append(index)
+                        touched.add(pair)
             if start:
                 parts.extend(pretoken[start:])
                 pretokens[index] = tuple(parts)
+            for pair in touched:
+                fresh_where.setdefault(pair, []).append(index)
         del pair_counts[a, b]
         for pair, count in fresh.items():
             pair_counts[pair] = count
@@ -280,13 +339,51 @@ def train_bpe(
     merges: [(left bytes, right bytes), ...] in creation order.
     vocab_size counts all three. The rule, ties and pairs passed over: see simple.train.
 
-    Large files are pre-tokenized in `num_workers` processes (default: all CPUs).
-    `progress(stage, done, total)`, if given, is called during "pretokenize" (characters)
-    and "merge" (merges), e.g. to drive a progress bar.
+    The file is read in slices by `num_workers` processes (default: all CPUs), never whole
+    (train_bpe_from_files, which also reads .jsonl/.json/.parquet files as rows).
+    `progress(stage, done, total)`, if given, is called during "read" (bytes) and "merge"
+    (merges), e.g. to drive a progress bar.
     """
-    check_training_args(vocab_size, special_tokens, pattern)  # before the file is read
-    text = read_utf8(input_path)
-    return _train_on_texts([text], vocab_size, special_tokens, pattern, num_workers, progress)
+    return train_bpe_from_files(
+        [input_path],
+        vocab_size,
+        special_tokens,
+        pattern,
+        num_workers=num_workers,
+        progress=progress,
+    )
+
+
+def train_bpe_from_files(
+    inputs,
+    vocab_size,
+    special_tokens=(),
+    pattern="gpt2",
+    text_column="text",
+    max_chars=None,
+    num_workers=None,
+    progress=None,
+):
+    """train_bpe on files and globs: .txt, .jsonl/.json or .parquet (a row is a document).
+
+    ["a.txt", "shards/*.parquet"], 4096 -> the same as train_bpe_from_iterator on their documents
+    (a .txt file's whole text is one iterator item). The files are read by worker processes
+    in slices and blocks (corpus.count_corpus), so memory is the pre-token count table plus a
+    constant, not the corpus. `progress` sees "read" (bytes) then "merge"; text_column and
+    max_chars (the first documents up to that many characters): see corpus.count_corpus.
+    """
+    num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
+    counts = count_corpus(
+        inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
+    )
+    return _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress)
+
+
+def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progress=None):
+    """train_bpe on a {pre-token: count} table already made (corpus.count_corpus, or the count
+    tables of many machines added up); the special tokens only get their ids at the end."""
+    num_merges, special_tokens, _ = check_training_args(vocab_size, special_tokens, "gpt2")
+    return _train_on_counts(pretoken_counts, num_merges, vocab_size, special_tokens, progress)
 
 
 def train_bpe_from_iterator(
@@ -316,6 +413,10 @@ def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, pro
             )
         )
         done += len(text)
+    return _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress)
+
+
+def _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress):
     pretoken_counts = {pre_token.encode("utf-8"): n for pre_token, n in counts.items()}
     merges, tokens, skipped = learn_merges(pretoken_counts, num_merges, progress)
     if skipped:
@@ -324,7 +425,7 @@ def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, pro
         warnings.warn(
             f"asked for vocab_size {vocab_size}, got {vocab_size - num_merges + len(merges)}: "
             f"no pair left to merge after {len(merges)} merge(s); the text is too small",
-            stacklevel=3,  # point at the code that called train_bpe / train_bpe_from_iterator
+            stacklevel=4,  # point at the code that called the public trainer
         )
     vocab = dict(enumerate(tokens + [token.encode("utf-8") for token in special_tokens]))
     return vocab, [(tokens[a], tokens[b]) for a, b in merges]

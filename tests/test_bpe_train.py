@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe import EOT, Tokenizer, simple
+from bpe import EOT, Tokenizer, corpus, simple
 from bpe import train as train_module
 from bpe.train import (
     count_pretokens,
@@ -50,7 +50,7 @@ def test_file_errors(tmp_path):
     bad.write_bytes(b"hello \xff world")
     with pytest.raises(ValueError, match="byte offset 6"):
         train_bpe(bad, 300)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ValueError, match="missing.txt does not exist"):
         train_bpe(tmp_path / "missing.txt", 300)
     with pytest.raises(ValueError, match="too small"):  # checked before the file is read
         train_bpe(tmp_path / "missing.txt", 10)
@@ -155,10 +155,63 @@ def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
 
 
 def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, monkeypatch):
-    monkeypatch.setattr(train_module, "PARALLEL_MIN_CHARS", 0)
+    monkeypatch.setattr(corpus, "SLICE_BYTES", 200_000)  # six slices, read by two workers
     from_file = train_bpe(shakespeare_path, 2000, [EOT], num_workers=2)
     assert from_file == train_bpe_from_iterator([shakespeare], 2000, [EOT])
     vocab, merges = from_file
     assert len(vocab) == 2000 and len(merges) == 2000 - 257
     # Pinned: Tiny Shakespeare's first merges under the GPT-2 pattern and the tie rule.
     assert merges[:5] == [(b" ", b"t"), (b"h", b"e"), (b" ", b"a"), (b"o", b"u"), (b" ", b"s")]
+
+
+# ---------------------------------------------------------------- long pre-tokens
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("x" * 3001, id="one-run"),
+        pytest.param("x" * 2048 + "\n", id="a-power-of-two"),
+        pytest.param(
+            "x" * 1500 + " " + "ab" * 700 + "\n" + "=" * 1201 + " " + "x" * 1100 + " é" * 600,
+            id="several-runs",
+        ),
+        pytest.param("QmFzZTY" * 300 + " " + "QmFz" * 300, id="base64-like-letters"),
+    ],
+)
+def test_long_pretokens_train_as_simple_train(text):
+    """Runs like web text's base64 or "=====" lines: the long path (LONG_PRETOKEN) must learn
+    exactly simple.train's merges (a 200,000-character run is the same code, just longer)."""
+    assert len(max(count_pretokens(text, "gpt2"), key=len)) > train_module.LONG_PRETOKEN
+    expected = train_quietly(simple.train, text, 300)
+    assert train_quietly(train_bpe_from_iterator, [text], 300) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpora(), st.integers(0, 40), st.integers(1, 6))
+def test_long_path_equals_simple_on_random_corpora(texts, num_merges, long_pretoken):
+    """With LONG_PRETOKEN lowered, most pre-tokens take the long path, mixed with the short."""
+    joined = "".join(texts)
+    expected = train_quietly(simple.train, joined, 256 + num_merges)
+    saved = train_module.LONG_PRETOKEN
+    train_module.LONG_PRETOKEN = long_pretoken
+    try:
+        got = train_quietly(train_bpe_from_iterator, [joined], 256 + num_merges)
+    finally:
+        train_module.LONG_PRETOKEN = saved
+    assert got == expected
+
+
+def test_merge_long_is_merge_pair_for_every_id():
+    """Ids in the surrogate range (0xD800..0xDFFF) are characters of a str too."""
+    ids = [0xD800, 0xD800, 0xD800, 7, 0xD800, 0xD800]
+    pretoken = "".join(map(chr, ids))
+    merged, changes = train_module._merge_long(pretoken, 0xD800, 0xD800, 0xDFFF)
+    assert [ord(c) for c in merged] == simple.merge_pair(ids, (0xD800, 0xD800), 0xDFFF)
+    before = simple.get_pair_counts(ids)
+    after = simple.get_pair_counts([ord(c) for c in merged])
+    assert changes == {
+        pair: after.get(pair, 0) - before.get(pair, 0)
+        for pair in before.keys() | after.keys()
+        if after.get(pair, 0) != before.get(pair, 0)
+    }

@@ -1,9 +1,15 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
-import pytest
-from conftest import REPO, assert_clean_failure, run_python
+import json
 
-from bpe import EOT, Tokenizer, train_bpe_from_iterator
+import pyarrow
+import pyarrow.parquet
+import pytest
+from conftest import REPO, assert_clean_failure, run_python, write_files
+
+import train_tokenizer
+from bpe import EOT, Tokenizer, simple, train_bpe_from_iterator
+from bpe.checks import check_pattern
 
 SCRIPT = REPO / "train_tokenizer.py"
 
@@ -125,3 +131,92 @@ def test_an_out_folder_that_does_not_exist_is_one_line(tmp_path):
     result = run_cli("--input", "good.txt", "--vocab-size", 300, "--out", out, cwd=tmp_path)
     assert_clean_failure(result, "no_such_folder", "does not exist")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.txt"]
+
+
+def write_body_rows(path, documents):
+    """Rows {"id": i, "body": document}: a .jsonl or a .parquet file (row groups of 50)."""
+    if path.suffix == ".jsonl":
+        rows = (json.dumps({"id": i, "body": d}) for i, d in enumerate(documents))
+        path.write_text("".join(row + "\n" for row in rows), encoding="utf-8")
+    else:
+        table = pyarrow.table({"id": list(range(len(documents))), "body": documents})
+        pyarrow.parquet.write_table(table, path, row_group_size=50)
+
+
+def test_globs_of_row_files_a_text_column_and_max_chars(tmp_path, paragraphs):
+    """The documents of the files in order (a glob sorted), the first up to --max-chars."""
+    write_body_rows(tmp_path / "part-1.jsonl", paragraphs[300:600])
+    write_body_rows(tmp_path / "part-0.jsonl", paragraphs[:300])
+    write_body_rows(tmp_path / "rest.parquet", paragraphs[600:900])
+    documents = paragraphs[:900]
+    max_chars = sum(map(len, documents[:750])) + 5  # stops inside the parquet file
+    out = tmp_path / "tok.json"
+    args = ["--input", "part-*.jsonl", "rest.parquet", "--text-column", "body"]
+    args += ["--max-chars", max_chars, "--vocab-size", 500, "--special-tokens", EOT]
+    result = run_cli(*args, "--workers", 2, "--out", out, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    tokenizer = Tokenizer.load(out)
+    expected = train_bpe_from_iterator(documents[:750], 500, [EOT])
+    assert (tokenizer.vocab, tokenizer.merges) == expected
+
+
+def test_a_line_of_200000_x_trains_as_simple_train_on_a_shorter_line(tmp_path):
+    """Issue 8: a run of one character doubles its longest token at each merge; the merges
+    before the run's length stops them are those simple.train learns on a shorter line."""
+    (tmp_path / "x.txt").write_text("x" * 200_000 + "\n", encoding="utf-8")
+    result = run_cli("--input", "x.txt", "--vocab-size", 300, "--out", "tok.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    merges = Tokenizer.load(tmp_path / "tok.json").merges
+    assert merges[:11] == train_bpe_from_iterator(["x" * 4096], 267)[1]
+    assert merges[:11] == simple.train("x" * 4096, 267)[1]
+    assert merges[:17] == [(b"x" * 2**i, b"x" * 2**i) for i in range(17)]  # up to 131,072
+    assert "... (131,072 bytes)" in result.stdout  # long tokens are shown cut
+
+
+def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_encoding):
+    counts = simple.count_pretokens(shakespeare, check_pattern("gpt2"))
+    expected = len(shakespeare.encode("utf-8")) / len(gpt2_encoding.encode_ordinary(shakespeare))
+    assert train_tokenizer.compression_of_counts(gpt2_encoding, counts) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "files, args, fragments",
+    [
+        pytest.param(
+            {},
+            ["--input", "shards/*.jsonl"],
+            ["shards/*.jsonl", "does not exist"],
+            id="glob-matches-nothing",
+        ),
+        pytest.param(
+            {"d.parquet": lambda p: write_body_rows(p, ["a b c"])},
+            ["--input", "d.parquet"],
+            ["d.parquet", "no column 'text'", "--text-column"],
+            id="missing-column",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"text": null}\n'},
+            ["--input", "d.jsonl"],
+            ["d.jsonl line 2", "'text' is null"],
+            id="null-text",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n'},
+            ["--input", "d.jsonl", "--max-chars", 0],
+            ["--max-chars must be at least 1"],
+            id="max-chars-zero",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "some words"}\n'},
+            ["--input", "d.jsonl", "--max-chars", 3],
+            ["d.jsonl", "no text to train on"],
+            id="max-chars-below-the-first-document",
+        ),
+    ],
+)
+def test_bad_corpus_is_one_line_and_writes_nothing(tmp_path, files, args, fragments):
+    write_files(tmp_path, files)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_cli(*args, "--vocab-size", 300, "--out", "tok.json", cwd=tmp_path)
+    assert_clean_failure(result, *fragments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -1,0 +1,569 @@
+"""A training corpus read as pre-token counts, in memory that does not grow with the corpus.
+
+    counts = count_corpus(["shards/*.parquet"], special_tokens=["<|endoftext|>"])
+    # Counter({" the": 5_231_208, ",": 4_517_117, ...})
+
+A corpus is files, each of one kind (by its suffix):
+
+- `.jsonl` / `.json`: one document per line, a JSON object whose `text_column` is a string
+  (a `.json` file that starts with `[` is one JSON array of such objects, read whole);
+- `.parquet`: one document per row, the string column `text_column`;
+- anything else (`.txt`): UTF-8 text; special tokens such as <|endoftext|> separate documents.
+
+Each file is cut into slices (`plan_slices`) and worker processes read their own slices, in
+blocks of BLOCK_BYTES, and send back {pre-token: count} tables, never text; the main process
+adds the tables up. So memory is the count table plus a constant, for 20 MB or 20 GB.
+
+Equal to: `train.count_pretokens` over each document (each whole .txt file) on its own, summed.
+A text is only cut where the pre-tokens of the parts are provably those of the whole
+(`train.slice_bounds`'s rule): right after a newline with a non-space character on both
+sides, or right before a special token. A stretch with no such place (a 2 MB line with no
+newline) is read as one block: the only case where a block grows past BLOCK_BYTES.
+"""
+
+import glob
+import json
+import multiprocessing
+import os
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .checks import check_pattern, check_special_tokens
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
+from .simple import split_on_special_tokens
+
+BLOCK_BYTES = 1 << 20  # what a worker reads at a time
+SLICE_BYTES = 8 << 20  # the largest slice; a finished slice moves the progress bar
+# Below this many bytes in all, the corpus is counted in this process: starting worker
+# processes costs more than it saves.
+PARALLEL_MIN_BYTES = 1 << 20
+PARQUET_BATCH_ROWS = 1024
+
+
+class CorpusError(ValueError):
+    """A file that cannot be read as the corpus says: the message names the file."""
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A worker's part of the input: bytes [start, end) of a text or JSON lines file, or
+    row groups [start, end) of a parquet file; `size` is its share of the file's bytes."""
+
+    path: str
+    kind: str  # "text", "jsonl", "json-array" or "parquet"
+    start: int
+    end: int
+    size: int
+    first_row: int = 0  # parquet: the index of the slice's first row in the file
+    stop_row: int = -1  # parquet, JSON array: the row to stop before (-1: to the end)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the documents are read and pre-tokenized: the same for every slice."""
+
+    pattern: str
+    special_tokens: tuple
+    text_column: str = "text"
+
+
+# ---------------------------------------------------------------------------
+# Files and globs
+# ---------------------------------------------------------------------------
+
+
+def expand_inputs(inputs):
+    """Each PATH|GLOB -> its files, sorted, in the order given; a name matching nothing raises.
+
+    ["b.txt", "a/*.txt"] -> ["b.txt", "a/1.txt", "a/2.txt"]
+    """
+    files = {}  # a dict keeps the first place of a file named twice
+    for name in inputs:
+        name = os.path.expanduser(str(name))
+        matches = [name] if os.path.exists(name) else sorted(glob.glob(name, recursive=True))
+        if not matches:
+            raise CorpusError(f"{name} does not exist (nor matches any file); check the path")
+        for path in matches:
+            if not os.path.isfile(path):
+                raise CorpusError(f"{path} is not a file; give files or a glob of files")
+            files.setdefault(path, None)
+    return list(files)
+
+
+def file_kind(path):
+    """ "a.parquet" -> "parquet"; "a.jsonl" -> "jsonl"; "a.json" -> "jsonl" or "json-array"; else "text"."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".parquet":
+        return "parquet"
+    if suffix == ".jsonl":
+        return "jsonl"
+    if suffix == ".json":
+        with _open(path) as file:
+            start = file.read(4096).lstrip()
+        return "json-array" if start.startswith(b"[") else "jsonl"
+    return "text"
+
+
+def _open(path):
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
+
+
+# ---------------------------------------------------------------------------
+# Where a text may be cut
+# ---------------------------------------------------------------------------
+
+
+def _char_ending_at(data, end):
+    """The character whose last byte is data[end - 1] (U+FFFD if that is not UTF-8)."""
+    start = end - 1
+    while start > 0 and end - start < 4 and 0x80 <= data[start] < 0xC0:
+        start -= 1
+    return data[start:end].decode("utf-8", "replace")[-1:]
+
+
+def _char_starting_at(data, start):
+    lead = data[start]
+    length = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    return data[start : start + length].decode("utf-8", "replace")[:1]
+
+
+def _inside_special(data, position, specials):
+    """True if an occurrence of a special token (bytes) has `position` strictly inside it."""
+    for token in specials:
+        start = max(0, position - len(token) + 1)
+        if data.find(token, start, position + len(token) - 1) != -1:
+            return True
+    return False
+
+
+class Cutter:
+    """Finds the places where a UTF-8 text may be cut (see the module docstring).
+
+    Cutter(GPT2_PATTERN, []).last_cut(b"ab\\ncd\\nef", 8) -> 6   (after the second newline)
+    """
+
+    def __init__(self, pattern, special_tokens):
+        self.on_lines = pattern in (GPT2_PATTERN, GPT4_PATTERN)
+        self.specials = [token.encode("utf-8") for token in special_tokens]
+        # A cut this close to the end of the bytes at hand cannot be checked yet.
+        self.margin = max([4] + [len(token) for token in self.specials])
+
+    def _line_cut(self, data, cut):
+        return (
+            cut >= 2
+            and not _char_ending_at(data, cut - 1).isspace()
+            and not _char_starting_at(data, cut).isspace()
+            and not _inside_special(data, cut, self.specials)
+        )
+
+    def last_cut(self, data, limit):
+        """The last cut in data[1:limit], or -1. data[:limit + margin] must be at hand."""
+        best = -1
+        if self.on_lines:
+            newline = data.rfind(b"\n", 0, limit - 1)
+            while newline > 0:
+                if self._line_cut(data, newline + 1):
+                    best = newline + 1
+                    break
+                newline = data.rfind(b"\n", 0, newline)
+        for token in self.specials:
+            start = data.rfind(token, 0, limit)
+            while start > best:
+                if not _inside_special(data, start, self.specials):
+                    best = start
+                    break
+                start = data.rfind(token, 0, start)
+        return best if best > 0 else -1
+
+    def first_cut(self, data, position):
+        """The first cut at or after `position` in data[:len(data) - margin], or -1."""
+        limit = len(data) - self.margin
+        best = -1
+        if self.on_lines:
+            newline = data.find(b"\n", max(position - 1, 1), limit)
+            while newline != -1:
+                if self._line_cut(data, newline + 1):
+                    best = newline + 1
+                    break
+                newline = data.find(b"\n", newline + 1, limit)
+        for token in self.specials:
+            start = data.find(token, position, limit if best == -1 else best)
+            while start != -1:
+                if not _inside_special(data, start, self.specials):
+                    best = start
+                    break
+                start = data.find(token, start + 1, limit if best == -1 else best)
+        return best
+
+
+# ---------------------------------------------------------------------------
+# Planning: files -> slices
+# ---------------------------------------------------------------------------
+
+
+def plan_slices(paths, reading, slice_bytes=SLICE_BYTES):
+    """The slices of every file, in file order; a missing column or an unreadable file raises."""
+    slices = []
+    for path in paths:
+        kind = file_kind(path)
+        if kind == "parquet":
+            slices += _parquet_slices(path, reading.text_column)
+        elif kind == "json-array":
+            slices.append(Slice(path, kind, 0, os.path.getsize(path), os.path.getsize(path)))
+        else:
+            slices += _byte_slices(path, kind, reading, slice_bytes)
+    return slices
+
+
+def _byte_slices(path, kind, reading, slice_bytes):
+    """Byte ranges of about slice_bytes, cut where `Cutter` allows (JSON lines: at any newline)."""
+    size = os.path.getsize(path)
+    cutter = Cutter(reading.pattern, reading.special_tokens)
+    if kind == "text" and not cutter.on_lines and not cutter.specials:
+        return [Slice(path, kind, 0, size, size)]  # a custom pattern: no place to cut
+    bounds = [0]
+    with _open(path) as file:
+        while bounds[-1] + slice_bytes < size:
+            cut = _next_cut(file, bounds[-1] + slice_bytes, kind, cutter)
+            if cut is None:
+                break
+            bounds.append(cut)
+    bounds.append(size)
+    return [Slice(path, kind, a, b, b - a) for a, b in zip(bounds, bounds[1:])]
+
+
+def _next_cut(file, position, kind, cutter):
+    """The first cut at or after byte `position` of the file, or None (to the end)."""
+    back = min(position, 8)  # the character before a newline is looked at too
+    file.seek(position - back)
+    data = b""
+    searched = back  # no cut before this
+    while True:
+        block = file.read(BLOCK_BYTES)
+        data += block
+        if kind == "text":
+            cut = cutter.first_cut(data, searched)
+            searched = max(searched, len(data) - cutter.margin - 8)
+        else:
+            newline = data.find(b"\n", back)
+            cut = -1 if newline == -1 else newline + 1
+        if cut != -1:
+            return position - back + cut
+        if not block:
+            return None
+
+
+def _parquet_slices(path, text_column):
+    """One slice per row group (a parquet file's unit of reading), sized by its rows."""
+    metadata = _parquet_file(path).metadata
+    names = metadata.schema.to_arrow_schema().names
+    if text_column not in names:
+        raise CorpusError(
+            f"{path} has no column {text_column!r} (its columns: {', '.join(names)}); "
+            "name the text column with --text-column"
+        )
+    size = os.path.getsize(path)
+    rows = max(metadata.num_rows, 1)
+    slices, first_row = [], 0
+    for group in range(metadata.num_row_groups):
+        group_rows = metadata.row_group(group).num_rows
+        share = size * group_rows // rows
+        slices.append(Slice(path, "parquet", group, group + 1, share, first_row))
+        first_row += group_rows
+    return slices
+
+
+def _parquet_file(path):
+    import pyarrow
+    import pyarrow.parquet
+
+    try:
+        return pyarrow.parquet.ParquetFile(path)
+    except (OSError, pyarrow.ArrowException) as exc:
+        raise CorpusError(f"cannot read {path} as parquet: {exc}") from None
+
+
+def cap_slices(slices, reading, max_chars):
+    """The slices cut to the first max_chars characters, in file order, in whole documents.
+
+    A document (a row; in a text file, the text up to a place where it may be cut) that
+    would take the total past max_chars is left out, with everything after it. This reads
+    up to max_chars characters once more, before the counting.
+    """
+    capped, budget = [], max_chars
+    for piece in slices:
+        used, stop = _chars_within(piece, reading, budget)
+        budget -= used
+        if stop is None:
+            capped.append(piece)
+            continue
+        if piece.kind in ("parquet", "json-array"):
+            share = piece.size * (stop - piece.first_row) // max(_rows_in(piece), 1)
+            capped.append(replace(piece, stop_row=stop, size=share))
+        elif stop > piece.start:
+            capped.append(replace(piece, end=stop, size=stop - piece.start))
+        break
+    return capped
+
+
+def _rows_in(piece):
+    if piece.kind == "json-array":
+        return len(_json_array_rows(piece.path))
+    metadata = _parquet_file(piece.path).metadata
+    return sum(metadata.row_group(g).num_rows for g in range(piece.start, piece.end))
+
+
+def _chars_within(piece, reading, budget):
+    """-> (characters of the slice's documents that fit in budget, None if all fit, else
+    where to stop: a byte offset, or for rows the index of the first row left out)."""
+    used = 0
+    for stop, chars in _documents_with_sizes(piece, reading):
+        if used + chars > budget:
+            return used, stop
+        used += chars
+    return used, None
+
+
+def _documents_with_sizes(piece, reading):
+    """(where the document starts, its characters) for each document of the slice in order."""
+    if piece.kind == "parquet":
+        row = piece.first_row
+        for text in _parquet_texts(piece, reading.text_column):
+            yield row, len(text)
+            row += 1
+    elif piece.kind == "json-array":
+        for number, row in enumerate(_json_array_rows(piece.path)):
+            yield number, len(_text_of(row, piece.path, f"row {number}", reading.text_column))
+    else:
+        cutter = Cutter(reading.pattern, reading.special_tokens)
+        for offset, data in _blocks(piece, cutter):
+            if piece.kind == "jsonl":
+                start = 0
+                for line in data.split(b"\n"):
+                    if line.strip():
+                        text = _json_line_text(
+                            line, piece.path, offset + start, reading.text_column
+                        )
+                        yield offset + start, len(text)
+                    start += len(line) + 1
+                continue
+            start = 0
+            while start < len(data):
+                cut = cutter.first_cut(data, start + 1)
+                cut = len(data) if cut == -1 else cut
+                yield offset + start, len(_decode(data[start:cut], piece.path, offset + start))
+                start = cut
+
+
+# ---------------------------------------------------------------------------
+# Reading one slice: its documents, counted
+# ---------------------------------------------------------------------------
+
+
+class _Counting:
+    """Pre-token counts of documents: split at special tokens, then the pattern."""
+
+    def __init__(self, reading):
+        self.pretokenizer = PreTokenizer(reading.pattern)
+        self.special_tokens = reading.special_tokens
+        self.counts = Counter()
+
+    def add(self, text):
+        for segment in split_on_special_tokens(text, self.special_tokens)[::2]:
+            self.counts.update(self.pretokenizer.findall(segment))
+
+
+def count_slice(piece, reading):
+    """{pre-token: count} of one slice's documents."""
+    counting = _Counting(reading)
+    if piece.kind == "parquet":
+        for text in _parquet_texts(piece, reading.text_column):
+            counting.add(text)
+    elif piece.kind == "json-array":
+        _count_json_array(piece, reading.text_column, counting)
+    else:
+        _count_lines_or_text(piece, reading, counting)
+    return counting.counts
+
+
+def _blocks(piece, cutter):
+    """(byte offset, bytes) of a text or JSON lines slice, in blocks of about BLOCK_BYTES,
+    each ending where the text may be cut (JSON lines: after a newline)."""
+    with _open(piece.path) as file:
+        file.seek(piece.start)
+        data = b""
+        offset = piece.start  # of data[0] in the file
+        position = piece.start  # how far the file has been read
+        while position < piece.end or data:
+            block = file.read(min(BLOCK_BYTES, piece.end - position))
+            position = position + len(block) if block else piece.end
+            data += block
+            if position < piece.end:
+                if piece.kind == "text":
+                    cut = cutter.last_cut(data, len(data) - cutter.margin)
+                else:
+                    cut = data.rfind(b"\n") + 1 or -1
+                if cut == -1:
+                    continue  # no place to cut yet: read on
+            else:
+                cut = len(data)
+            yield offset, data[:cut]
+            data = data[cut:]
+            offset += cut
+
+
+def _count_lines_or_text(piece, reading, counting):
+    cutter = Cutter(reading.pattern, reading.special_tokens)
+    for offset, data in _blocks(piece, cutter):
+        if piece.kind == "text":
+            counting.add(_decode(data, piece.path, offset))
+            continue
+        start = 0
+        for line in data.split(b"\n"):
+            if line.strip():
+                counting.add(_json_line_text(line, piece.path, offset + start, reading.text_column))
+            start += len(line) + 1
+
+
+def _decode(data, path, offset):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(
+            f"{path} is not valid UTF-8: byte offset {offset + exc.start:,} is "
+            f"{data[exc.start : exc.start + 1]!r}; convert the file to UTF-8 first"
+        ) from None
+
+
+def _row_number(path, offset):
+    """The 1-based line number of the line starting at byte `offset` (on the error path only)."""
+    with _open(path) as file:
+        return file.read(offset).count(b"\n") + 1
+
+
+def _json_line_text(line, path, offset, text_column):
+    """The text of one JSON line; an error names the file and the line."""
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        where = f"line {_row_number(path, offset)}"
+        raise CorpusError(f"{path} {where}: not valid JSON ({exc})") from None
+    if isinstance(row, dict) and isinstance(row.get(text_column), str):
+        return row[text_column]
+    return _text_of(row, path, f"line {_row_number(path, offset)}", text_column)
+
+
+def _text_of(row, path, where, text_column):
+    """row[text_column], which must be a string; else an error naming the file and the row."""
+    if not isinstance(row, dict) or text_column not in row:
+        raise CorpusError(
+            f"{path} {where}: no {text_column!r} field; name the text field with --text-column"
+        )
+    text = row[text_column]
+    if not isinstance(text, str):
+        kind = "null" if text is None else type(text).__name__
+        raise CorpusError(
+            f"{path} {where}: {text_column!r} is {kind}, not a string; fix or remove that row"
+        )
+    return text
+
+
+def _json_array_rows(path):
+    with _open(path) as file:
+        try:
+            rows = json.load(file)
+        except ValueError as exc:
+            raise CorpusError(f"{path} is not valid JSON ({exc})") from None
+    if not isinstance(rows, list):
+        raise CorpusError(f"{path} is a JSON {type(rows).__name__}, not a list of rows")
+    return rows
+
+
+def _count_json_array(piece, text_column, counting):
+    rows = _json_array_rows(piece.path)
+    stop = len(rows) if piece.stop_row == -1 else piece.stop_row
+    for number in range(stop):
+        counting.add(_text_of(rows[number], piece.path, f"row {number}", text_column))
+
+
+def _parquet_texts(piece, text_column):
+    """The texts of a parquet slice's rows, up to stop_row; a null or non-string raises."""
+    parquet = _parquet_file(piece.path)
+    row = piece.first_row
+    batches = parquet.iter_batches(
+        batch_size=PARQUET_BATCH_ROWS,
+        row_groups=range(piece.start, piece.end),
+        columns=[text_column],
+    )
+    for batch in batches:
+        for text in batch.column(0).to_pylist():
+            if row == piece.stop_row:
+                return
+            if not isinstance(text, str):
+                kind = "null" if text is None else type(text).__name__
+                raise CorpusError(
+                    f"{piece.path} row {row}: {text_column!r} is {kind}, not a string; "
+                    "fix or remove that row"
+                )
+            yield text
+            row += 1
+
+
+# ---------------------------------------------------------------------------
+# The whole corpus
+# ---------------------------------------------------------------------------
+
+
+def _count_job(job):
+    piece, reading = job
+    return count_slice(piece, reading)
+
+
+def count_corpus(
+    inputs,
+    pattern="gpt2",
+    special_tokens=(),
+    text_column="text",
+    max_chars=None,
+    num_workers=None,
+    progress=None,
+):
+    """{pre-token: count} of every document of the files (globs allowed), see the module docstring.
+
+    max_chars: only the first documents, in file order, up to that many characters (cap_slices).
+    `progress("read", bytes done, bytes in all)` is called as slices finish.
+    """
+    reading = Reading(
+        check_pattern(pattern), tuple(check_special_tokens(special_tokens)), text_column
+    )
+    paths = expand_inputs(inputs)
+    num_workers = num_workers or os.cpu_count() or 1
+    size = sum(os.path.getsize(path) for path in paths)
+    slice_bytes = max(BLOCK_BYTES, min(SLICE_BYTES, size // (4 * num_workers) + 1))
+    slices = plan_slices(paths, reading, slice_bytes)
+    if max_chars is not None:
+        slices = cap_slices(slices, reading, max_chars)
+    total = sum(piece.size for piece in slices)
+    jobs = [(piece, reading) for piece in slices]
+    counts = Counter()
+    done = 0
+    if num_workers < 2 or total < PARALLEL_MIN_BYTES or len(jobs) < 2:
+        results = map(_count_job, jobs)
+        pool = None
+    else:
+        pool = multiprocessing.Pool(min(num_workers, len(jobs)))
+        results = pool.imap(_count_job, jobs)
+    try:
+        for piece, slice_counts in zip(slices, results):
+            counts.update(slice_counts)
+            done += piece.size
+            if progress:
+                progress("read", done, total)
+    finally:
+        if pool is not None:
+            pool.terminate()
+    return counts

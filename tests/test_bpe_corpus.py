@@ -1,0 +1,189 @@
+"""bpe/corpus.py: files read as pre-token counts in slices and blocks, equal to counting each
+document whole; the file kinds, --max-chars, and one clear error for each bad input."""
+
+import json
+from collections import Counter
+
+import pyarrow
+import pyarrow.parquet
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bpe import EOT, corpus
+from bpe.train import count_pretokens, train_bpe_from_files, train_bpe_from_iterator
+
+# Pieces that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
+# prefixes, multi-byte characters, long runs.
+PIECES = ["a", "b", " ", "\n", "\n", "  ", "é", "中", "\u00a0", "\u2028", "\t", ".", "\r\n"]
+PIECES += [EOT, "<|endo", "x" * 40]
+
+
+def count_documents(documents, pattern="gpt2", special_tokens=(EOT,)):
+    """The reference: each document counted whole, summed."""
+    counts = Counter()
+    for document in documents:
+        counts.update(count_pretokens(document, pattern, special_tokens))
+    return counts
+
+
+def count_in_slices(paths, reading, slice_bytes):
+    counts = Counter()
+    for piece in corpus.plan_slices(paths, reading, slice_bytes):
+        counts.update(corpus.count_slice(piece, reading))
+    return counts
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 64 bytes, so that a few hundred bytes cross many block and slice boundaries."""
+    monkeypatch.setattr(corpus, "BLOCK_BYTES", 64)
+
+
+@pytest.mark.usefixtures("small_blocks")
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=st.lists(st.sampled_from(PIECES), max_size=120).map("".join),
+    slice_bytes=st.integers(1, 200),
+    max_chars=st.integers(0, 700),
+    pattern=st.sampled_from(["gpt2", "gpt4", r"\S+|\s+"]),
+    special_tokens=st.sampled_from([(), (EOT,)]),
+)
+def test_text_slices_and_blocks_count_like_the_whole_text(
+    tmp_path, text, slice_bytes, max_chars, pattern, special_tokens
+):
+    path = tmp_path / "t.txt"
+    path.write_bytes(text.encode("utf-8"))
+    reading = corpus.Reading(corpus.check_pattern(pattern), special_tokens)
+    assert count_in_slices([path], reading, slice_bytes) == count_pretokens(
+        text, pattern, special_tokens
+    )
+    # --max-chars: the counts of a prefix that ends where the text may be cut, within the cap
+    slices = corpus.cap_slices(corpus.plan_slices([path], reading, slice_bytes), reading, max_chars)
+    prefix = path.read_bytes()[: slices[-1].end if slices else 0].decode("utf-8")
+    assert len(prefix) <= max_chars
+    counts = Counter()
+    for piece in slices:
+        counts.update(corpus.count_slice(piece, reading))
+    assert counts == count_pretokens(prefix, pattern, special_tokens)
+
+
+def write_rows(folder, name, documents):
+    """The documents as a .jsonl, a .json array or a .parquet file (row groups of 7 rows)."""
+    path = folder / name
+    rows = [{"id": i, "text": d} for i, d in enumerate(documents)]
+    if name.endswith(".jsonl"):
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    elif name.endswith(".json"):
+        path.write_text(json.dumps(rows), encoding="utf-8")
+    else:
+        table = pyarrow.table({"id": list(range(len(documents))), "text": documents})
+        pyarrow.parquet.write_table(table, path, row_group_size=7)
+    return path
+
+
+@pytest.mark.usefixtures("small_blocks")
+@pytest.mark.parametrize("name", ["docs.jsonl", "docs.json", "docs.parquet"])
+def test_rows_are_documents_never_merged_across(tmp_path, paragraphs, name):
+    documents = paragraphs[:60] + ["", "tail<|endoftext|>end"]
+    path = write_rows(tmp_path, name, documents)
+    reading = corpus.Reading(corpus.check_pattern("gpt2"), (EOT,))
+    assert count_in_slices([path], reading, 100) == count_documents(documents)
+    for max_chars in (0, 1000, 10**9):
+        taken, total = [], 0
+        for document in documents:
+            if total + len(document) > max_chars:
+                break
+            taken.append(document)
+            total += len(document)
+        counts = corpus.count_corpus([path], special_tokens=[EOT], max_chars=max_chars)
+        assert counts == count_documents(taken)
+
+
+def test_globs_kinds_and_workers_together_equal_training_in_memory(
+    tmp_path, monkeypatch, paragraphs
+):
+    """Two workers over a .txt, a glob of .jsonl and a .parquet: the same tokenizer."""
+    monkeypatch.setattr(corpus, "PARALLEL_MIN_BYTES", 0)  # the workers fork with this
+    monkeypatch.setattr(corpus, "SLICE_BYTES", 50_000)
+    text = EOT.join(paragraphs[:2000])
+    (tmp_path / "a.txt").write_text(text, encoding="utf-8")
+    write_rows(tmp_path, "b1.jsonl", paragraphs[2000:2500])
+    write_rows(tmp_path, "b2.jsonl", paragraphs[2500:3000])
+    write_rows(tmp_path, "c.parquet", paragraphs[3000:3500])
+    inputs = [tmp_path / "a.txt", str(tmp_path / "b*.jsonl"), tmp_path / "c.parquet"]
+    got = train_bpe_from_files(inputs, 400, [EOT], num_workers=2)
+    expected = train_bpe_from_iterator([text] + paragraphs[2000:3500], 400, [EOT])
+    assert got == expected
+
+
+def bad_parquet(column):
+    return lambda path: pyarrow.parquet.write_table(pyarrow.table(column), path)
+
+
+@pytest.mark.parametrize(
+    "files, inputs, fragments",
+    [
+        pytest.param({}, ["missing.txt"], ["missing.txt", "does not exist"], id="missing"),
+        pytest.param({}, ["*.jsonl"], ["*.jsonl", "does not exist"], id="glob-matches-nothing"),
+        pytest.param(
+            {"bad.txt": b"hello\n\xffworld"},
+            ["bad.txt"],
+            ["bad.txt", "not valid UTF-8", "byte offset 6"],
+            id="not-utf8",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"body": "b"}\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "no 'text' field", "--text-column"],
+            id="jsonl-missing-field",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"text": null}\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "'text' is null"],
+            id="jsonl-null-text",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"text": "b"\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "not valid JSON"],
+            id="jsonl-broken-line",
+        ),
+        pytest.param(
+            {"d.json": '[{"text": "a"}, {"text": 5}]'},
+            ["d.json"],
+            ["d.json row 1", "'text' is int"],
+            id="json-array-number",
+        ),
+        pytest.param(
+            {"d.parquet": bad_parquet({"body": ["a"]})},
+            ["d.parquet"],
+            ["d.parquet", "no column 'text'", "body", "--text-column"],
+            id="parquet-missing-column",
+        ),
+        pytest.param(
+            {"d.parquet": bad_parquet({"text": ["a", None, "c"]})},
+            ["d.parquet"],
+            ["d.parquet row 1", "'text' is null"],
+            id="parquet-null-text",
+        ),
+        pytest.param(
+            {"d.parquet": b"PAR1 not really"},
+            ["d.parquet"],
+            ["d.parquet", "cannot read", "as parquet"],
+            id="parquet-broken",
+        ),
+    ],
+)
+def test_bad_input_is_one_error_naming_the_file(tmp_path, monkeypatch, files, inputs, fragments):
+    from conftest import write_files
+
+    write_files(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(corpus.CorpusError) as error:
+        corpus.count_corpus(inputs, special_tokens=[EOT])
+    for fragment in fragments:
+        assert fragment in str(error.value)
