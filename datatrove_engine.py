@@ -1,0 +1,858 @@
+"""The datatrove engine of data/openwebtext/prepare.py: the same train.bin and val.bin, from many tasks.
+
+datatrove (Hugging Face's engine for LLM data processing at scale) runs a pipeline as N tasks on
+one machine (local executor), a Slurm cluster or a Ray cluster, and resumes a crashed run by
+skipping the tasks it marked completed. Four stages, each a datatrove executor depending on the
+one before:
+
+1. tokenize (N tasks): each task reads its slice of the input (contiguous pieces of the sorted
+   files: rows of parquet files, lines of JSON Lines files, whole .txt files), runs the same pure
+   `tokenize` as the datasets engine, and writes its ids (one flat file) and an index: per
+   document its file number, its position in the file (row, or byte offset of its line) and its
+   token count.
+2. plan (1 task): the tasks' indexes in task order are the documents in `datasets`' order (files
+   in order, rows in file order); it checks that every document is there exactly once, draws
+   nanoGPT's split (`random_split`, the one the datasets engine uses too) and records, for each
+   document of each split, where its ids are and where they go.
+3. write (N tasks): task r writes part r of each split: one contiguous range of the output,
+   copied in order from the memory-mapped token files. No file has two writers.
+4. commit (1 task): joins the parts into train.bin and val.bin, checks the sizes and writes
+   meta.json last.
+
+The work directory is named by a hash of everything the tokens depend on (input files with
+their sizes and times, tokenizer, number of tasks), and its split stages by a hash of the split
+options, so a re-run resumes only its own work and never mixes in another run's files.
+"""
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from prepare_common import (
+    PrepareError,
+    bpe_encoding,
+    check_ids,
+    write_bpe_meta_pkl,
+    write_meta,
+)
+
+WORK_FORMAT = 1  # bump when the layout of the work directory changes
+DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
+TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
+INDEX_DTYPE = np.dtype([("file", "<u4"), ("position", "<i8"), ("tokens", "<u4")])
+JSON_WHITESPACE = b" \t\r\n"
+EXECUTORS = ("local", "slurm", "ray")
+
+
+# ---------------------------------------------------------------------------------------------
+# the split: one function for both engines
+
+
+def random_split(num_documents, val_fraction, seed):
+    """nanoGPT's split of documents 0..n-1: (train, val) document numbers, in the order written.
+
+    Exactly datasets' `train_test_split(test_size=val_fraction, seed=seed, shuffle=True)`:
+    val gets ceil(val_fraction * n) documents, the first ones of
+    `np.random.default_rng(seed).permutation(n)`, train the rest, in permutation order.
+    10 documents, 0.2, seed 2357 -> (array([...8 numbers]), array([...2 numbers]))
+    """
+    num_val = math.ceil(val_fraction * num_documents)
+    permutation = np.random.default_rng(seed).permutation(num_documents)
+    return permutation[num_val:], permutation[:num_val]
+
+
+def check_split(num_documents, val_fraction):
+    """Refuse a --val-fraction that leaves train or val without a document."""
+    num_val = math.ceil(val_fraction * num_documents)
+    if not 0 < val_fraction < 1 or num_val >= num_documents:
+        empty = "val" if val_fraction <= 0 else "train"
+        raise PrepareError(
+            f"--val-fraction {val_fraction} of {num_documents:,} documents leaves {empty} empty; "
+            f"choose a fraction that leaves at least one document on each side"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# the input: files, their lengths, and the slices of the tasks
+
+
+def open_input(path, mode="rb"):
+    """A local path or an fsspec URL (hf://datasets/..., s3://...) opened for reading."""
+    if "://" not in path:
+        return open(path, mode)
+    import fsspec
+
+    return fsspec.open(path, mode).open()
+
+
+def list_remote_files(pattern):
+    """The files an fsspec glob (hf://datasets/owner/name@revision/dir/*.parquet) names, sorted."""
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(pattern)
+    protocol = pattern.split("://", 1)[0]
+    return [f"{protocol}://{path}" for path in sorted(fs.glob(pattern))]
+
+
+def file_identity(path):
+    """What identifies a file's content for the work directory's name: path, size, time."""
+    if "://" in path:
+        import fsspec
+
+        fs, inner = fsspec.core.url_to_fs(path)
+        info = fs.info(inner)
+        return [path, info.get("size"), str(info.get("last_commit") or info.get("mtime") or "")]
+    stat = os.stat(path)
+    return [os.path.abspath(path), stat.st_size, stat.st_mtime_ns]
+
+
+def text_field_type(schema, path):
+    """The arrow type of a parquet file's `text` column; no such column is the datasets engine's error."""
+    if "text" not in schema.names:
+        raise PrepareError(
+            f"{path} has no 'text' column; its columns are: {', '.join(schema.names)}"
+        )
+    return schema.field("text").type
+
+
+def file_lengths(files, kind):
+    """How much of each file there is to share out: rows (parquet), bytes (JSON), 1 (.txt)."""
+    if kind == "text":
+        return [1] * len(files)
+    if kind == "json":
+        return [file_identity(path)[1] for path in files]
+    import pyarrow.parquet as pq
+
+    lengths = []
+    for path in files:
+        try:
+            with open_input(path) as f:
+                parquet = pq.ParquetFile(f)
+                text_field_type(parquet.schema_arrow, path)
+                lengths.append(parquet.metadata.num_rows)
+        except PrepareError:
+            raise
+        except Exception as exc:  # not a parquet file, truncated footer, unreadable
+            raise PrepareError(
+                f"cannot read {path} as a parquet file ({type(exc).__name__}: {exc}); "
+                f"replace or remove it"
+            ) from None
+    return lengths
+
+
+def task_slices(lengths, tasks):
+    """Share files of these lengths into `tasks` contiguous slices of (file, start, end) pieces.
+
+    [3, 5] rows, 3 tasks -> [[(0, 0, 2)], [(0, 2, 3), (1, 0, 2)], [(1, 2, 5)]]
+    Task t gets units [t*total//tasks, (t+1)*total//tasks) of all files end to end, so there can
+    be more tasks than files (a task with an empty slice writes empty files).
+    """
+    total = sum(lengths)
+    file_starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    slices = []
+    for task in range(tasks):
+        low, high = task * total // tasks, (task + 1) * total // tasks
+        pieces = []
+        for file_number, length in enumerate(lengths):
+            start = max(low - int(file_starts[file_number]), 0)
+            end = min(high - int(file_starts[file_number]), length)
+            if start < end:
+                pieces.append((file_number, start, end))
+        slices.append(pieces)
+    return slices
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a piece: the documents `datasets` reads, row for row
+
+
+def read_text_document(path):
+    """A .txt file as one document, as datasets' text reader opens it (universal newlines)."""
+    with open_input(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PrepareError(
+            f"{path} is not valid UTF-8 (byte offset {exc.start:,}); convert it to UTF-8"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_parquet_rows(path, start, end):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open_input(path) as f:
+        parquet = pq.ParquetFile(f)
+        is_string = pa.types.is_string(
+            text_field_type(parquet.schema_arrow, path)
+        ) or pa.types.is_large_string(parquet.schema_arrow.field("text").type)
+        row = 0
+        for group in range(parquet.metadata.num_row_groups):
+            group_rows = parquet.metadata.row_group(group).num_rows
+            if row + group_rows > start and row < end:
+                texts = parquet.read_row_group(group, columns=["text"]).column("text")
+                low, high = max(start - row, 0), min(end - row, group_rows)
+                values = texts.slice(low, high - low).to_pylist()
+                for offset, text in enumerate(values):
+                    yield row + low + offset, text if is_string else None
+            row += group_rows
+
+
+def _refuse_duplicate_keys(pairs):
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("a key is specified twice")  # pyarrow, hence datasets, refuses it too
+    return obj
+
+
+def json_text(line, path, offset):
+    """The `text` of one JSON Lines object; None when missing, null or not a string."""
+    try:
+        if line.lstrip(JSON_WHITESPACE).startswith(b"["):
+            raise ValueError("a JSON array; the datatrove engine reads JSON Lines only")
+        document = json.loads(line, object_pairs_hook=_refuse_duplicate_keys)
+        if document is not None and not isinstance(document, dict):
+            raise ValueError(f"a JSON {type(document).__name__}, not an object")
+        text = None if document is None else document.get("text")
+        if isinstance(text, str) and b"\\u" in line:
+            text.encode("utf-8")  # a lone surrogate (\ud800): datasets refuses it
+    except (ValueError, UnicodeError) as exc:
+        reason = str(exc).splitlines()[0][:200]
+        raise PrepareError(
+            f"{path}: the line at byte {offset:,} is not a valid JSON Lines object ({reason}); "
+            f"fix or remove that line"
+        ) from None
+    return text if isinstance(text, str) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# the work directory
+
+
+class Work:
+    """The paths of one run's work directory.
+
+    WORK_ROOT/<hash of inputs, tokenizer, tasks>/ holds the token files of the tokenize stage;
+    .../split-<hash of the split options and the output folder>/ the plan, the parts and the
+    logs of the later stages. Each holds run.json, the options its name was made from.
+    """
+
+    def __init__(self, root, tokens_config, split_config):
+        self.tokens_config, self.split_config = tokens_config, split_config
+        self.tokens = Path(root) / config_hash(tokens_config)
+        self.split = self.tokens / f"split-{config_hash(split_config)}"
+
+    def token_file(self, rank):
+        return self.tokens / "shards" / f"tokens-{rank:05d}.bin"
+
+    def index_file(self, rank):
+        return self.tokens / "shards" / f"index-{rank:05d}.npy"
+
+    def summary_file(self, rank):
+        return self.tokens / "shards" / f"summary-{rank:05d}.json"
+
+    def plan_file(self, split, column):
+        return self.split / "plan" / f"{split}-{column}.npy"
+
+    def part_file(self, split, rank):
+        return self.split / "parts" / f"{split}-{rank:05d}.bin"
+
+    def logs(self, stage):
+        return str((self.tokens if stage == "tokenize" else self.split) / "logs" / stage)
+
+    def claim(self):
+        """Create the folders, or check that existing ones were made for these same options."""
+        for folder, config in ((self.tokens, self.tokens_config), (self.split, self.split_config)):
+            folder.mkdir(parents=True, exist_ok=True)
+            run_json = folder / "run.json"
+            if run_json.exists():
+                found = json.loads(run_json.read_text(encoding="utf-8"))
+                if found != config:
+                    raise PrepareError(
+                        f"the work directory {folder} was made by another run (its run.json "
+                        f"differs from this run's options); delete it or choose another --work-dir"
+                    )
+            else:
+                with atomic_file(run_json) as tmp:
+                    tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def config_hash(config):
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """A temporary name beside `path`, renamed to it if the block succeeds (a killed task leaves
+    no file that looks complete)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+# ---------------------------------------------------------------------------------------------
+# the four stages, as datatrove pipeline steps (in an importable module, so that Slurm and Ray
+# workers can unpickle them)
+
+try:
+    from datatrove.pipeline.base import PipelineStep
+except ImportError:  # the engine is optional: prepare() says how to install it
+    PipelineStep = object
+
+
+def show_user_errors_without_traceback():
+    """datatrove logs a failed task's exception with its traceback; a PrepareError is the user's
+    problem (bad input), already explained in one line, so it is logged without one."""
+    from loguru import logger
+
+    def drop_traceback(record):
+        exception = record["exception"]
+        if exception is not None and isinstance(exception.value, PrepareError):
+            record["exception"] = None
+
+    logger.configure(patcher=drop_traceback)
+
+
+class Stage(PipelineStep):
+    type = "nanoGPT"
+
+    def __init__(self, work, job):
+        super().__init__()
+        self.work, self.job = work, job
+
+    def run(self, data=None, rank=0, world_size=1):  # noqa: ARG002 (datatrove's signature)
+        show_user_errors_without_traceback()
+        self.run_task(rank, world_size)
+
+    def load_tokenizer(self):
+        """The run's tokenizer, refusing one whose file changed since the run started."""
+        encoding, tokenizer = bpe_encoding(self.job["tokenizer_path"])
+        if tokenizer["sha256"] != self.job["tokenizer"]["sha256"]:
+            raise PrepareError(f"{self.job['tokenizer_path']} changed while the run was going on")
+        return encoding, tokenizer
+
+
+def pure_tokenize():
+    """The datasets engine's `tokenize(texts, encoding, eot_id, dtype)`: one function for both."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parent / "data" / "openwebtext" / "prepare.py"
+    spec = importlib.util.spec_from_file_location("openwebtext_prepare", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the script does its work only under __main__
+    return module.tokenize
+
+
+class TokenizeStage(Stage):
+    """Task r: its slice of the input -> tokens-r.bin (the ids), index-r.npy (file, position,
+    tokens per document) and summary-r.json (written last: the spans of the input it covered)."""
+
+    name = "tokenize"
+
+    def run_task(self, rank, world_size):  # noqa: ARG002
+        job, dtype = self.job, np.dtype(self.job["dtype"])
+        tokenize = pure_tokenize()
+        encoding, _ = self.load_tokenizer()
+        index, spans, bad, first_bad = [], [], 0, None
+        with atomic_file(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
+            for file_number, start, end in job["slices"][rank]:
+                reader = PieceReader(job["files"][file_number], job["kind"], start, end)
+                for batch in batches(reader, DOCUMENTS_PER_BATCH):
+                    rows = np.zeros(len(batch), INDEX_DTYPE)
+                    rows["file"] = file_number
+                    rows["position"] = [position for position, _ in batch]
+                    good = [i for i, (_, text) in enumerate(batch) if text is not None]
+                    if len(good) < len(batch):  # reported by the plan, with global row numbers
+                        if first_bad is None:
+                            first_bad = sum(map(len, index)) + next(
+                                i for i, (_, text) in enumerate(batch) if text is None
+                            )
+                        bad += len(batch) - len(good)
+                    tokens = tokenize([batch[i][1] for i in good], encoding, job["eot_id"], dtype)
+                    if good:
+                        ids = np.concatenate(tokens["ids"])
+                        check_ids(ids, job["vocab_size"], dtype, where=job["files"][file_number])
+                        ids.tofile(out)
+                        rows["tokens"][good] = tokens["len"]
+                    index.append(rows)
+                spans.append([file_number, reader.begin, reader.end])
+        index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
+        with atomic_file(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
+            np.save(f, index)
+        summary = {
+            "documents": len(index),
+            "tokens": int(index["tokens"].sum(dtype=np.int64)),
+            "spans": spans,
+            "bad": bad,
+            "first_bad": first_bad,
+        }
+        with atomic_file(self.work.summary_file(rank)) as tmp:
+            tmp.write_text(json.dumps(summary) + "\n")
+
+
+def batches(items, size):
+    """[1, 2, 3, 4, 5] with size 2 -> [1, 2], [3, 4], [5]"""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class PieceReader:
+    """(position, text) for each document of a piece of a file, exactly the rows datasets reads.
+
+    text is None when missing, null or not a string. parquet: rows start..end-1, position = row.
+    JSON Lines: every line that starts at a byte offset in [start, end), position = that offset;
+    blank lines are skipped, as datasets' JSON reader skips them. .txt: the whole file is one
+    document, position 0. What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8)
+    is a PrepareError naming the file and the byte offset. After the iteration, .begin and .end
+    are the span of the file covered (rows, or bytes for JSON Lines), which the plan checks.
+    """
+
+    def __init__(self, path, kind, start, end):
+        self.path, self.kind, self.start, self.end = path, kind, start, end
+        self.begin = start
+
+    def __iter__(self):
+        if self.kind == "parquet":
+            yield from read_parquet_rows(self.path, self.start, self.end)
+            return
+        if self.kind == "text":
+            yield 0, read_text_document(self.path)
+            return
+        with open_input(self.path) as f:
+            if self.start > 0:  # the line that straddles `start` belongs to the piece before
+                f.seek(self.start - 1)
+                f.readline()
+            offset = self.begin = f.tell()
+            while offset < self.end:
+                line = f.readline()
+                if not line:
+                    break
+                position = offset
+                if offset == 0 and line.startswith(b"\xef\xbb\xbf"):
+                    line, position = line[3:], 3  # a byte order mark: datasets ignores it
+                if line.strip(JSON_WHITESPACE):
+                    yield position, json_text(line, self.path, position)
+                offset = position + len(line)
+            self.end = offset
+
+
+class PlanStage(Stage):
+    """One task: number the documents, check each is there once, draw the split, place them."""
+
+    name = "plan"
+
+    def run_task(self, rank, world_size):  # noqa: ARG002
+        job, tasks = self.job, self.job["tasks"]
+        summaries = [
+            json.loads(self.work.summary_file(r).read_text(encoding="utf-8")) for r in range(tasks)
+        ]
+        index = np.concatenate([np.load(self.work.index_file(r)) for r in range(tasks)])
+        plan = make_plan(index, summaries, job, self.work)
+        with atomic_file(self.work.split / "plan" / "plan.json") as tmp:
+            tmp.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+
+
+def make_plan(index, summaries, job, work):
+    """The plan of the write stage, from the documents' index in task order (see PlanStage)."""
+    num_documents = len(index)
+    bad = sum(summary["bad"] for summary in summaries)
+    if bad:
+        before = np.cumsum([0] + [summary["documents"] for summary in summaries])
+        first = min(
+            int(before[r]) + summary["first_bad"]
+            for r, summary in enumerate(summaries)
+            if summary["bad"]
+        )
+        raise PrepareError(
+            f"{job['source']}: {bad:,} of {num_documents:,} documents have a missing or "
+            f"non-string 'text' (the first at row {first:,}); fix or drop those rows"
+        )
+    if num_documents == 0:
+        raise PrepareError(f"{job['source']} holds no documents; there is nothing to prepare")
+    check_each_document_once(index, summaries, job, work)
+    check_split(num_documents, job["val_fraction"])
+    train, val = random_split(num_documents, job["val_fraction"], job["seed"])
+
+    # where each document's ids are: its task's token file, and the offset in it
+    documents_per_task = [summary["documents"] for summary in summaries]
+    task = np.repeat(np.arange(len(summaries), dtype=np.uint32), documents_per_task)
+    tokens = index["tokens"].astype(np.int64)
+    start = np.cumsum(tokens) - tokens
+    task_start = np.concatenate([[0], np.cumsum([s["tokens"] for s in summaries])])
+    start -= task_start[task]
+    plan = {"documents": num_documents, "numpy": np.__version__, "splits": {}}
+    for split, documents in (("train", train), ("val", val)):
+        split_tokens = tokens[documents]
+        offset = np.concatenate([[0], np.cumsum(split_tokens)])
+        for column, values in (
+            ("task", task[documents]),
+            ("start", start[documents]),
+            ("tokens", split_tokens),
+            ("offset", offset),
+        ):
+            with atomic_file(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
+                np.save(f, values)
+        plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
+    return plan
+
+
+def check_each_document_once(index, summaries, job, work):
+    """The token files must cover every file once, end to end, with each document once, in
+    order; anything else (a stale or foreign file in the work directory) stops the run."""
+    itemsize = np.dtype(job["dtype"]).itemsize
+    problem = None
+    for rank, summary in enumerate(summaries):
+        size = work.token_file(rank).stat().st_size
+        if size != summary["tokens"] * itemsize:
+            problem = f"{work.token_file(rank)} has {size:,} bytes, not {summary['tokens']:,} ids"
+    ends = {}  # file number -> where the spans so far end
+    for summary in summaries:
+        for file_number, begin, end in summary["spans"]:
+            if ends.get(file_number, 0) != begin:
+                problem = f"the spans read of {job['files'][file_number]} are not contiguous"
+            ends[file_number] = end
+    for file_number, length in enumerate(job["lengths"]):
+        if ends.get(file_number, 0) != length:
+            problem = f"{job['files'][file_number]} was not read to its end"
+    keys = index["file"].astype(np.int64), index["position"]
+    increasing = (keys[0][1:] > keys[0][:-1]) | (
+        (keys[0][1:] == keys[0][:-1]) & (keys[1][1:] > keys[1][:-1])
+    )
+    if not increasing.all():
+        problem = f"document {int(np.argmin(increasing)) + 1:,} is out of order or repeated"
+    if problem:
+        raise PrepareError(
+            f"the work directory {work.tokens} does not hold each document once ({problem}); "
+            f"delete it and run again"
+        )
+
+
+class WriteStage(Stage):
+    """Task r of N: part r of each split, its ids copied in order from the token files."""
+
+    name = "write"
+
+    def run_task(self, rank, world_size):
+        plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
+        dtype = np.dtype(self.job["dtype"])
+        for split in ("train", "val"):
+            total = plan["splits"][split]["tokens"]
+            low, high = rank * total // world_size, (rank + 1) * total // world_size
+            with atomic_file(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
+                for ids in self.ranges(split, low, high, dtype):
+                    ids.tofile(out)
+                if tmp.stat().st_size != (high - low) * dtype.itemsize:
+                    raise PrepareError(f"{self.work.part_file(split, rank)}: wrong size")
+
+    def ranges(self, split, low, high, dtype):
+        """The ids of positions low..high-1 of a split, as arrays of up to TOKENS_PER_WRITE."""
+        plan = {
+            column: np.load(self.work.plan_file(split, column), mmap_mode="r")
+            for column in ("task", "start", "tokens", "offset")
+        }
+        first = max(int(np.searchsorted(plan["offset"], low, side="right")) - 1, 0)
+        last = int(np.searchsorted(plan["offset"], high, side="left"))
+        shards = {}
+        buffer, filled = np.empty(min(TOKENS_PER_WRITE, max(high - low, 1)), dtype), 0
+        for task, start, tokens, offset in zip(
+            plan["task"][first:last].tolist(),
+            plan["start"][first:last].tolist(),
+            plan["tokens"][first:last].tolist(),
+            plan["offset"][first:last].tolist(),
+        ):
+            skip = max(low - offset, 0)
+            take = min(high - offset, tokens) - skip
+            if take <= 0:
+                continue
+            if task not in shards:
+                shards[task] = np.memmap(self.work.token_file(task), dtype=dtype, mode="r")
+            ids = shards[task][start + skip : start + skip + take]
+            if filled + take > len(buffer):
+                yield buffer[:filled]
+                filled = 0
+            if take > len(buffer):
+                yield np.asarray(ids)
+                continue
+            buffer[filled : filled + take] = ids
+            filled += take
+        if filled:
+            yield buffer[:filled]
+
+
+class CommitStage(Stage):
+    """One task: join the parts into train.bin and val.bin, check them, write meta.json last."""
+
+    name = "commit"
+
+    def run_task(self, rank, world_size):  # noqa: ARG002
+        job = self.job
+        plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
+        encoding, tokenizer = self.load_tokenizer()
+        dtype = np.dtype(job["dtype"])
+        parts = {
+            split: [self.work.part_file(split, r) for r in range(job["tasks"])]
+            for split in ("train", "val")
+        }
+        split_tokens = {split: plan["splits"][split]["tokens"] for split in parts}
+        for split, paths in parts.items():
+            size = sum(path.stat().st_size for path in paths)
+            if size != split_tokens[split] * dtype.itemsize:
+                raise PrepareError(
+                    f"the parts of {split} in {self.work.split / 'parts'} hold {size:,} bytes, "
+                    f"not {split_tokens[split]:,} ids; delete the work directory and run again"
+                )
+        out_dir = Path(job["out_dir"])
+        source = dict(job["source_record"], documents=plan["documents"])
+        split = {
+            "rule": "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
+            "np.random.default_rng(seed).permutation(n), train the rest in that order "
+            "(datasets' train_test_split(shuffle=True), 'test' renamed 'val')",
+            "val_fraction": job["val_fraction"],
+            "seed": job["seed"],
+            "numpy": plan["numpy"],
+            "documents": {name: plan["splits"][name]["documents"] for name in parts},
+        }
+        commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split, job)
+        write_bpe_meta_pkl(out_dir, tokenizer, encoding)
+        for name in parts:
+            print(
+                f"{name} has {split['documents'][name]:,} documents, {split_tokens[name]:,} tokens"
+            )
+        print(f"wrote train.bin, val.bin ({dtype.name}), meta.json to {out_dir}")
+
+
+def commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split, job):
+    """Put the joined parts in place as <split>.bin and write meta.json last.
+
+    The old meta.json goes first, so that a crash in between never leaves a meta.json that
+    describes other .bin files; each .bin appears under its name only when complete.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        (out_dir / "meta.json").unlink()
+    for name, paths in parts.items():
+        target = out_dir / f"{name}.bin"
+        with atomic_file(target) as tmp:
+            join_files(paths, tmp)
+            if tmp.stat().st_size != split_tokens[name] * dtype.itemsize:
+                raise PrepareError(f"{target}: joined size differs from the plan")
+    write_meta(
+        out_dir,
+        script="data/openwebtext/prepare.py",
+        tokenizer=tokenizer,
+        dtype=dtype,
+        split_tokens=split_tokens,
+        source=source,
+        split=split,
+        options=job["options"],
+    )
+
+
+def join_files(paths, target):
+    """Concatenate files into `target`; in the kernel (copy_file_range) where it can."""
+    with open(target, "wb") as out:
+        for path in paths:
+            with open(path, "rb") as part:
+                size = os.fstat(part.fileno()).st_size
+                copied = 0
+                if hasattr(os, "copy_file_range"):
+                    with contextlib.suppress(OSError):
+                        while copied < size:
+                            step = os.copy_file_range(part.fileno(), out.fileno(), size - copied)
+                            if step == 0:
+                                break
+                            copied += step
+                part.seek(copied)
+                out.seek(0, os.SEEK_END)
+                while block := part.read(1 << 24):
+                    out.write(block)
+
+
+# ---------------------------------------------------------------------------------------------
+# the executors and the command line
+
+
+STAGES = (
+    ("tokenize", TokenizeStage),
+    ("plan", PlanStage),
+    ("write", WriteStage),
+    ("commit", CommitStage),
+)
+
+
+def add_arguments(parser):
+    """The datatrove engine's options, added to the script's parser."""
+    group = parser.add_argument_group("datatrove engine (pip install -e '.[scale]')")
+    group.add_argument(
+        "--engine",
+        choices=("datasets", "datatrove"),
+        default="datasets",
+        help="datasets: one machine (default); datatrove: N tasks on this machine, Slurm or Ray, "
+        "resumable, the same train.bin and val.bin",
+    )
+    group.add_argument("--executor", choices=EXECUTORS, default="local", help="where tasks run")
+    group.add_argument(
+        "--tasks",
+        type=int,
+        help="tasks the work is cut into (default: --workers, or 64 on a cluster)",
+    )
+    group.add_argument(
+        "--workers",
+        type=int,
+        help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
+    )
+    group.add_argument(
+        "--work-dir",
+        type=Path,
+        help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work); "
+        "on a cluster, a folder every node sees",
+    )
+    group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
+    group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
+    group.add_argument("--slurm-cpus-per-task", type=int, default=1, help="CPUs per Slurm task")
+    group.add_argument("--slurm-mem-per-cpu-gb", type=int, default=2, help="memory per CPU (GB)")
+
+
+def check_arguments(parser, args):
+    if args.engine != "datatrove":
+        for option in ("executor", "tasks", "workers", "work_dir", "slurm_partition"):
+            if getattr(args, option) not in (None, parser.get_default(option)):
+                parser.error(f"--{option.replace('_', '-')} needs --engine datatrove")
+        return
+    on_cluster = args.executor != "local"
+    if args.workers is None:
+        args.workers = -1 if on_cluster else args.num_proc
+    if args.tasks is None:
+        args.tasks = 64 if on_cluster else args.workers
+    if args.tasks < 1 or (args.workers < 1 and not (on_cluster and args.workers == -1)):
+        parser.error("--tasks and --workers must be at least 1")
+    if args.executor == "slurm" and not args.slurm_partition:
+        parser.error("--executor slurm needs --slurm-partition")
+
+
+def make_executor(args, work, job):
+    """The chain of four datatrove executors (each depends on the one before); returns the last.
+
+    The commit stage always runs again (skip_completed=False): it rebuilds the outputs from the
+    parts, so a re-run restores outputs deleted since.
+    """
+    previous = None
+    for name, step in STAGES:
+        tasks = args.tasks if name in ("tokenize", "write") else 1
+        common = {
+            "pipeline": [step(work, job)],
+            "tasks": tasks,
+            "logging_dir": work.logs(name),
+            "depends": previous,
+            "skip_completed": name != "commit",
+        }
+        if args.executor == "local":
+            from datatrove.executor import LocalPipelineExecutor
+
+            previous = LocalPipelineExecutor(workers=min(args.workers, tasks), **common)
+        elif args.executor == "slurm":
+            from datatrove.executor import SlurmPipelineExecutor
+
+            previous = SlurmPipelineExecutor(
+                job_name=f"nanogpt-{name}",
+                partition=args.slurm_partition,
+                time=args.slurm_time,
+                cpus_per_task=args.slurm_cpus_per_task,
+                mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+                workers=args.workers,
+                **common,
+            )
+        else:
+            from datatrove.executor.ray import RayPipelineExecutor
+
+            previous = RayPipelineExecutor(workers=args.workers, **common)
+    return previous
+
+
+def prepare(args, *, files, kind, source, source_record, tokenizer, dtype):
+    """Prepare train.bin, val.bin and meta.json in args.out_dir with datatrove's executors."""
+    try:
+        import datatrove  # noqa: F401
+    except ImportError:
+        raise PrepareError(
+            "--engine datatrove needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
+        ) from None
+    if args.executor == "ray":
+        try:
+            import ray
+        except ImportError:
+            raise PrepareError("--executor ray needs Ray: pip install 'ray[default]'") from None
+        if not ray.is_initialized():
+            ray.init()  # joins the cluster of $RAY_ADDRESS, or starts one on this machine
+    out_dir = Path(args.out_dir).resolve()
+    tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
+    lengths = file_lengths(files, kind)
+    job = {
+        "files": files,
+        "kind": kind,
+        "lengths": lengths,
+        "slices": task_slices(lengths, args.tasks),
+        "tasks": args.tasks,
+        "source": source,
+        "source_record": source_record,
+        "tokenizer_path": tokenizer_path,
+        "tokenizer": tokenizer,
+        "eot_id": tokenizer["eot_id"],
+        "vocab_size": tokenizer["vocab_size"],
+        "dtype": dtype.name,
+        "val_fraction": args.val_fraction,
+        "seed": args.seed,
+        "out_dir": str(out_dir),
+        "options": {
+            "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
+            "engine": "datatrove",
+            "executor": args.executor,
+            "tasks": args.tasks,
+            "workers": args.workers,
+        },
+    }
+    tokens_config = {
+        "format": WORK_FORMAT,
+        "files": [file_identity(path) for path in files],
+        "kind": kind,
+        "tokenizer": tokenizer["sha256"],
+        "eot_id": tokenizer["eot_id"],
+        "dtype": dtype.name,
+        "tasks": args.tasks,
+    }
+    split_config = {
+        "val_fraction": args.val_fraction,
+        "seed": args.seed,
+        "numpy": np.__version__,  # the permutation depends on numpy's generator stream
+        "out_dir": str(out_dir),
+    }
+    work = Work(
+        Path(args.work_dir or out_dir / ".datatrove-work").resolve(), tokens_config, split_config
+    )
+    work.claim()
+    print(f"{source}: {len(files):,} files, {args.tasks:,} tasks; work directory {work.split}")
+    show_user_errors_without_traceback()
+    make_executor(args, work, job).run()
+    if args.executor == "slurm":
+        print(
+            f"submitted to Slurm; the outputs appear in {out_dir} when the commit job ends "
+            f"(logs: {work.split / 'logs'}); run the same command again to resume"
+        )
