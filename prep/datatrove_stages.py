@@ -1,0 +1,358 @@
+"""The four stages of the datatrove engine (see datatrove_engine), as datatrove pipeline steps.
+
+They live in an importable module, not in a script's __main__, because the Slurm and Ray
+executors pickle them and unpickle them in other processes on other machines.
+"""
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+from datatrove.pipeline.base import PipelineStep
+
+from datatrove_engine import (
+    DOCUMENTS_PER_BATCH,
+    INDEX_DTYPE,
+    LOADED_TOKENIZERS,
+    TOKENS_PER_WRITE,
+    PieceReader,
+    atomic_file,
+    batches,
+    check_split,
+    random_split,
+)
+from prepare_common import PrepareError, bpe_encoding, check_ids, write_bpe_meta_pkl, write_meta
+
+
+def show_user_errors_without_traceback():
+    """datatrove logs a failed task's exception with its traceback; a PrepareError is the user's
+    problem (bad input), already explained in one line, so it is logged without one."""
+    from loguru import logger
+
+    def drop_traceback(record):
+        exception = record["exception"]
+        if exception is not None and isinstance(exception.value, PrepareError):
+            record["exception"] = None
+
+    logger.configure(patcher=drop_traceback)
+
+
+class Stage(PipelineStep):
+    type = "nanoGPT"
+
+    def __init__(self, work, job):
+        super().__init__()
+        self.work, self.job = work, job
+
+    def run(self, data=None, rank=0, world_size=1):  # noqa: ARG002 (datatrove's signature)
+        show_user_errors_without_traceback()
+        self.run_task(rank, world_size)
+
+    def load_tokenizer(self):
+        """The run's tokenizer (loaded once per process), refusing a changed tokenizer file."""
+        key = (self.job["tokenizer_path"], self.job["tokenizer"]["sha256"])
+        if key not in LOADED_TOKENIZERS:
+            encoding, tokenizer = bpe_encoding(self.job["tokenizer_path"])
+            if tokenizer["sha256"] != key[1]:
+                raise PrepareError(f"{key[0]} changed while the run was going on")
+            LOADED_TOKENIZERS[key] = encoding, tokenizer
+        return LOADED_TOKENIZERS[key]
+
+
+def pure_tokenize():
+    """The datasets engine's `tokenize(texts, encoding, eot_id, dtype)`: one function for both."""
+    import importlib.util
+
+    script = Path(__file__).resolve().parent / "data" / "openwebtext" / "prepare.py"
+    spec = importlib.util.spec_from_file_location("openwebtext_prepare", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the script does its work only under __main__
+    return module.tokenize
+
+
+class TokenizeStage(Stage):
+    """Task r: its slice of the input -> tokens-r.bin (the ids), index-r.npy (file, position,
+    tokens per document) and summary-r.json (written last: the spans of the input it covered)."""
+
+    name = "tokenize"
+
+    def run_task(self, rank, world_size):  # noqa: ARG002
+        job, dtype = self.job, np.dtype(self.job["dtype"])
+        tokenize = pure_tokenize()
+        encoding, _ = self.load_tokenizer()
+        index, spans, bad, first_bad = [], [], 0, None
+        with atomic_file(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
+            for file_number, start, end in job["slices"][rank]:
+                reader = PieceReader(job["files"][file_number], job["kind"], start, end)
+                for batch in batches(reader, DOCUMENTS_PER_BATCH):
+                    rows = np.zeros(len(batch), INDEX_DTYPE)
+                    rows["file"] = file_number
+                    rows["position"] = [position for position, _ in batch]
+                    good = [i for i, (_, text) in enumerate(batch) if text is not None]
+                    if len(good) < len(batch):  # reported by the plan, with global row numbers
+                        if first_bad is None:
+                            first_bad = sum(map(len, index)) + next(
+                                i for i, (_, text) in enumerate(batch) if text is None
+                            )
+                        bad += len(batch) - len(good)
+                    tokens = tokenize([batch[i][1] for i in good], encoding, job["eot_id"], dtype)
+                    if good:
+                        ids = np.concatenate(tokens["ids"])
+                        check_ids(ids, job["vocab_size"], dtype, where=job["files"][file_number])
+                        ids.tofile(out)
+                        rows["tokens"][good] = tokens["len"]
+                    index.append(rows)
+                spans.append([file_number, reader.begin, reader.end])
+        index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
+        with atomic_file(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
+            np.save(f, index)
+        summary = {
+            "documents": len(index),
+            "tokens": int(index["tokens"].sum(dtype=np.int64)),
+            "spans": spans,
+            "bad": bad,
+            "first_bad": first_bad,
+        }
+        with atomic_file(self.work.summary_file(rank)) as tmp:
+            tmp.write_text(json.dumps(summary) + "\n")
+
+
+class PlanStage(Stage):
+    """One task: number the documents, check each is there once, draw the split, place them."""
+
+    name = "plan"
+
+    def run_task(self, rank, world_size):  # noqa: ARG002
+        job, tasks = self.job, self.job["tasks"]
+        summaries = [
+            json.loads(self.work.summary_file(r).read_text(encoding="utf-8")) for r in range(tasks)
+        ]
+        index = np.concatenate([np.load(self.work.index_file(r)) for r in range(tasks)])
+        plan = make_plan(index, summaries, job, self.work)
+        with atomic_file(self.work.split / "plan" / "plan.json") as tmp:
+            tmp.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+
+
+def make_plan(index, summaries, job, work):
+    """The plan of the write stage, from the documents' index in task order (see PlanStage)."""
+    num_documents = len(index)
+    bad = sum(summary["bad"] for summary in summaries)
+    if bad:
+        before = np.cumsum([0] + [summary["documents"] for summary in summaries])
+        first = min(
+            int(before[r]) + summary["first_bad"]
+            for r, summary in enumerate(summaries)
+            if summary["bad"]
+        )
+        raise PrepareError(
+            f"{job['source']}: {bad:,} of {num_documents:,} documents have a missing or "
+            f"non-string 'text' (the first at row {first:,}); fix or drop those rows"
+        )
+    if num_documents == 0:
+        raise PrepareError(f"{job['source']} holds no documents; there is nothing to prepare")
+    check_each_document_once(index, summaries, job, work)
+    check_split(num_documents, job["val_fraction"])
+    train, val = random_split(num_documents, job["val_fraction"], job["seed"])
+
+    # where each document's ids are: its task's token file, and the offset in it
+    documents_per_task = [summary["documents"] for summary in summaries]
+    task = np.repeat(np.arange(len(summaries), dtype=np.uint32), documents_per_task)
+    tokens = index["tokens"].astype(np.int64)
+    start = np.cumsum(tokens) - tokens
+    task_start = np.concatenate([[0], np.cumsum([s["tokens"] for s in summaries])])
+    start -= task_start[task]
+    plan = {"documents": num_documents, "numpy": np.__version__, "splits": {}}
+    for split, documents in (("train", train), ("val", val)):
+        split_tokens = tokens[documents]
+        offset = np.concatenate([[0], np.cumsum(split_tokens)])
+        for column, values in (
+            ("task", task[documents]),
+            ("start", start[documents]),
+            ("tokens", split_tokens),
+            ("offset", offset),
+        ):
+            with atomic_file(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
+                np.save(f, values)
+        plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
+    return plan
+
+
+def check_each_document_once(index, summaries, job, work):
+    """The token files must cover every file once, end to end, with each document once, in
+    order; anything else (a stale or foreign file in the work directory) stops the run."""
+    itemsize = np.dtype(job["dtype"]).itemsize
+    problem = None
+    for rank, summary in enumerate(summaries):
+        size = work.token_file(rank).stat().st_size
+        if size != summary["tokens"] * itemsize:
+            problem = f"{work.token_file(rank)} has {size:,} bytes, not {summary['tokens']:,} ids"
+    ends = {}  # file number -> where the spans so far end
+    for summary in summaries:
+        for file_number, begin, end in summary["spans"]:
+            if ends.get(file_number, 0) != begin:
+                problem = f"the spans read of {job['files'][file_number]} are not contiguous"
+            ends[file_number] = end
+    for file_number, length in enumerate(job["lengths"]):
+        if ends.get(file_number, 0) != length:
+            problem = f"{job['files'][file_number]} was not read to its end"
+    keys = index["file"].astype(np.int64), index["position"]
+    increasing = (keys[0][1:] > keys[0][:-1]) | (
+        (keys[0][1:] == keys[0][:-1]) & (keys[1][1:] > keys[1][:-1])
+    )
+    if not increasing.all():
+        problem = f"document {int(np.argmin(increasing)) + 1:,} is out of order or repeated"
+    if problem:
+        raise PrepareError(
+            f"the work directory {work.tokens} does not hold each document once ({problem}); "
+            f"delete it and run again"
+        )
+
+
+class WriteStage(Stage):
+    """Task r of N: part r of each split, its ids copied in order from the token files."""
+
+    name = "write"
+
+    def run_task(self, rank, world_size):
+        plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
+        dtype = np.dtype(self.job["dtype"])
+        for split in ("train", "val"):
+            total = plan["splits"][split]["tokens"]
+            low, high = rank * total // world_size, (rank + 1) * total // world_size
+            with atomic_file(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
+                for ids in self.ranges(split, low, high, dtype):
+                    ids.tofile(out)
+                if tmp.stat().st_size != (high - low) * dtype.itemsize:
+                    raise PrepareError(f"{self.work.part_file(split, rank)}: wrong size")
+
+    def ranges(self, split, low, high, dtype):
+        """The ids of positions low..high-1 of a split, as arrays of up to TOKENS_PER_WRITE."""
+        plan = {
+            column: np.load(self.work.plan_file(split, column), mmap_mode="r")
+            for column in ("task", "start", "tokens", "offset")
+        }
+        first = max(int(np.searchsorted(plan["offset"], low, side="right")) - 1, 0)
+        last = int(np.searchsorted(plan["offset"], high, side="left"))
+        shards = {}
+        buffer, filled = np.empty(min(TOKENS_PER_WRITE, max(high - low, 1)), dtype), 0
+        for task, start, tokens, offset in zip(
+            plan["task"][first:last].tolist(),
+            plan["start"][first:last].tolist(),
+            plan["tokens"][first:last].tolist(),
+            plan["offset"][first:last].tolist(),
+        ):
+            skip = max(low - offset, 0)
+            take = min(high - offset, tokens) - skip
+            if take <= 0:
+                continue
+            if task not in shards:
+                shards[task] = np.memmap(self.work.token_file(task), dtype=dtype, mode="r")
+            ids = shards[task][start + skip : start + skip + take]
+            if filled + take > len(buffer):
+                yield buffer[:filled]
+                filled = 0
+            if take > len(buffer):
+                yield np.asarray(ids)
+                continue
+            buffer[filled : filled + take] = ids
+            filled += take
+        if filled:
+            yield buffer[:filled]
+
+
+class CommitStage(Stage):
+    """One task: join the parts into train.bin and val.bin, check them, write meta.json last."""
+
+    name = "commit"
+
+    def run_task(self, rank, world_size):  # noqa: ARG002
+        job = self.job
+        plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
+        encoding, tokenizer = self.load_tokenizer()
+        dtype = np.dtype(job["dtype"])
+        parts = {
+            split: [self.work.part_file(split, r) for r in range(job["tasks"])]
+            for split in ("train", "val")
+        }
+        split_tokens = {split: plan["splits"][split]["tokens"] for split in parts}
+        for split, paths in parts.items():
+            size = sum(path.stat().st_size for path in paths)
+            if size != split_tokens[split] * dtype.itemsize:
+                raise PrepareError(
+                    f"the parts of {split} in {self.work.split / 'parts'} hold {size:,} bytes, "
+                    f"not {split_tokens[split]:,} ids; delete the work directory and run again"
+                )
+        out_dir = Path(job["out_dir"])
+        source = dict(job["source_record"], documents=plan["documents"])
+        split = {
+            "rule": "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
+            "np.random.default_rng(seed).permutation(n), train the rest in that order "
+            "(datasets' train_test_split(shuffle=True), 'test' renamed 'val')",
+            "val_fraction": job["val_fraction"],
+            "seed": job["seed"],
+            "numpy": plan["numpy"],
+            "documents": {name: plan["splits"][name]["documents"] for name in parts},
+        }
+        commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split, job)
+        write_bpe_meta_pkl(out_dir, tokenizer, encoding)
+        for name in parts:
+            print(
+                f"{name} has {split['documents'][name]:,} documents, {split_tokens[name]:,} tokens"
+            )
+        print(f"wrote train.bin, val.bin ({dtype.name}), meta.json to {out_dir}")
+
+
+def commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split, job):
+    """Put the joined parts in place as <split>.bin and write meta.json last.
+
+    The old meta.json goes first, so that a crash in between never leaves a meta.json that
+    describes other .bin files; each .bin appears under its name only when complete.
+    """
+    with contextlib.suppress(FileNotFoundError):
+        (out_dir / "meta.json").unlink()
+    for name, paths in parts.items():
+        target = out_dir / f"{name}.bin"
+        with atomic_file(target) as tmp:
+            join_files(paths, tmp)
+            if tmp.stat().st_size != split_tokens[name] * dtype.itemsize:
+                raise PrepareError(f"{target}: joined size differs from the plan")
+    write_meta(
+        out_dir,
+        script="data/openwebtext/prepare.py",
+        tokenizer=tokenizer,
+        dtype=dtype,
+        split_tokens=split_tokens,
+        source=source,
+        split=split,
+        options=job["options"],
+    )
+
+
+def join_files(paths, target):
+    """Concatenate files into `target`; in the kernel (copy_file_range) where it can."""
+    with open(target, "wb") as out:
+        for path in paths:
+            with open(path, "rb") as part:
+                size = os.fstat(part.fileno()).st_size
+                copied = 0
+                if hasattr(os, "copy_file_range"):
+                    with contextlib.suppress(OSError):
+                        while copied < size:
+                            step = os.copy_file_range(part.fileno(), out.fileno(), size - copied)
+                            if step == 0:
+                                break
+                            copied += step
+                part.seek(copied)
+                out.seek(0, os.SEEK_END)
+                while block := part.read(1 << 24):
+                    out.write(block)
+
+
+STAGES = (
+    ("tokenize", TokenizeStage),
+    ("plan", PlanStage),
+    ("write", WriteStage),
+    ("commit", CommitStage),
+)

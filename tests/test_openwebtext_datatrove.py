@@ -1,0 +1,386 @@
+"""data/openwebtext/prepare.py --engine datatrove: byte for byte the datasets engine's files.
+
+Real datatrove executors on local files: the local one (forked processes), Slurm's through
+stand-in sbatch/scontrol/srun (tests/slurm/) that run datatrove's own launch scripts here, and
+Ray's when Ray is installed. Each comparison is against a run of the default (datasets) engine
+on the same files.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import prepare_common
+
+datatrove_engine = pytest.importorskip(
+    "datatrove_engine", reason="needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
+)
+pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
+STAND_IN_SLURM = Path(__file__).resolve().parent / "slurm"
+VAL_FRACTION = "0.01"
+
+
+def run(*args, tmp_path, env=None, **popen):
+    env = dict(os.environ, HF_DATASETS_CACHE=str(tmp_path / "hf-cache"), **(env or {}))
+    command = [sys.executable, str(SCRIPT), *map(str, args)]
+    if popen:
+        return subprocess.Popen(command, env=env, **popen)
+    return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+def prepare(out, *args, tmp_path, env=None):
+    result = run(*args, "--out-dir", out, tmp_path=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def datatrove(out, files, *args, tmp_path, env=None):
+    """Our engine on `files`; returns the output folder."""
+    return prepare(
+        out,
+        "--data-files",
+        *files,
+        "--val-fraction",
+        VAL_FRACTION,
+        "--engine",
+        "datatrove",
+        *args,
+        tmp_path=tmp_path,
+        env=env,
+    )
+
+
+def assert_same_files(out, reference):
+    for name in ("train.bin", "val.bin"):
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+    assert prepare_common.verify(out) == []
+
+
+def assert_one_error_line(stderr, message):
+    lines = stderr.rstrip("\n").split("\n")
+    assert lines[-1].startswith("error: ") and message in lines[-1], stderr[-3000:]
+    assert sum(line.startswith("error: ") for line in lines) == 1, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def paragraphs(tmp_path_factory):
+    path = prepare_common.fetch(
+        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
+    )
+    return [p for p in prepare_common.read_text(path).split("\n\n") if p.strip()]
+
+
+@pytest.fixture(scope="module")
+def jsonl(paragraphs, tmp_path_factory):
+    """3,000 documents in 3 JSON Lines files, with what a reader can get wrong: empty texts (kept),
+    blank lines (skipped), a byte order mark opening the second file, CRLF line ends, non-ASCII."""
+    folder = tmp_path_factory.mktemp("jsonl")
+    documents = paragraphs[:3000]
+    documents[5] = documents[1500] = ""
+    documents[7] = "caf\u00e9 \U0001f600 \u4e2d\u6587 <|endoftext|> \r\n tab\t"
+    files = []
+    for i in range(3):
+        lines = [json.dumps({"text": d, "id": n}) for n, d in enumerate(documents[i::3])]
+        lines[10:10] = ["", "   "]  # blank lines: not documents
+        data = "\n".join(lines) + "\n"
+        if i == 1:
+            data = "\ufeff" + data.replace("\n", "\r\n")
+        files.append(folder / f"part-{i}.jsonl")
+        files[-1].write_bytes(data.encode("utf-8"))
+    return files
+
+
+@pytest.fixture(scope="module")
+def jsonl_reference(jsonl, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("jsonl-reference")
+    return prepare(
+        tmp / "out", "--data-files", *jsonl, "--val-fraction", VAL_FRACTION, tmp_path=tmp
+    )
+
+
+@pytest.fixture(scope="module")
+def work_root(tmp_path_factory):
+    """One --work-dir shared by the runs with different --tasks: each gets its own folder."""
+    return tmp_path_factory.mktemp("work")
+
+
+# ---------------------------------------------------------------------------------------------
+# the pieces
+
+
+@pytest.mark.parametrize("num_documents", [2, 10, 999, 3000])
+@pytest.mark.parametrize("val_fraction", [0.0005, 0.01, 0.3])
+def test_random_split_is_datasets_train_test_split(num_documents, val_fraction):
+    import datasets
+
+    train, val = datatrove_engine.random_split(num_documents, val_fraction, seed=2357)
+    split = datasets.Dataset.from_dict({"i": list(range(num_documents))}).train_test_split(
+        test_size=val_fraction, seed=2357, shuffle=True
+    )
+    assert train.tolist() == split["train"]["i"] and val.tolist() == split["test"]["i"]
+
+
+def test_random_split_pins_numpys_stream_for_nanogpts_seed():
+    # np.random.default_rng(2357).permutation(n): if numpy ever changes its generator stream, the
+    # split (and every .bin file) changes; meta.json records numpy's version for that reason
+    train, val = datatrove_engine.random_split(8_013_769, 0.0005, seed=2357)
+    assert (len(train), len(val)) == (8_009_762, 4_007)
+    assert val[:6].tolist() == [4327249, 4286500, 2184614, 4793011, 1709068, 2210533]
+    assert datatrove_engine.random_split(10, 0.2, seed=2357)[1].tolist() == [8, 3]
+
+
+def test_task_slices():
+    assert datatrove_engine.task_slices([3, 5], 3) == [
+        [(0, 0, 2)],
+        [(0, 2, 3), (1, 0, 2)],
+        [(1, 2, 5)],
+    ]
+    assert datatrove_engine.task_slices([1, 1], 4) == [[], [(0, 0, 1)], [], [(1, 0, 1)]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "", "b c", "\u00e9", "x" * 40, None]), min_size=1, max_size=30),
+    st.lists(st.integers(0, 2000), max_size=6),
+    st.booleans(),
+)
+def test_json_pieces_read_every_line_once(tmp_path_factory, texts, cuts, bom):
+    """Cut a JSON Lines file anywhere: the pieces together read each document once, in order."""
+    path = tmp_path_factory.mktemp("pieces") / "x.jsonl"
+    lines = [json.dumps({"text": t}) if t is not None else "" for t in texts]
+    data = ("\ufeff" if bom else "") + "\n".join(lines)
+    path.write_bytes(data.encode("utf-8"))
+    size = path.stat().st_size
+    bounds = sorted({0, size, *(min(c, size) for c in cuts)})
+    read, end = [], 0
+    for start, stop in zip(bounds, bounds[1:]):
+        reader = datatrove_engine.PieceReader(str(path), "json", start, stop)
+        read += [text for _, text in reader]
+        assert reader.begin == end  # contiguous spans: what the plan checks
+        end = reader.end
+    assert end == size
+    assert read == [t for t in texts if t is not None]
+
+
+def test_work_directory_is_named_by_its_inputs(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
+    identity = datatrove_engine.file_identity(str(tmp_path / "a.jsonl"))
+    config = {"files": [identity], "tasks": 2}
+    work = datatrove_engine.Work(tmp_path / "work", config, {"seed": 1})
+    work.claim()
+    assert datatrove_engine.Work(tmp_path / "work", dict(config, tasks=3), {}).tokens != work.tokens
+    with open(tmp_path / "a.jsonl", "a") as f:
+        f.write('{"text": "b"}\n')  # the same file with one more document: another folder
+    changed = {"files": [datatrove_engine.file_identity(str(tmp_path / "a.jsonl"))], "tasks": 2}
+    assert datatrove_engine.Work(tmp_path / "work", changed, {}).tokens != work.tokens
+    (work.tokens / "run.json").write_text(json.dumps(dict(config, tasks=5)))  # foreign files
+    with pytest.raises(prepare_common.PrepareError, match="was made by another run"):
+        work.claim()
+
+
+# ---------------------------------------------------------------------------------------------
+# whole runs: the same bytes as the datasets engine
+
+
+@pytest.mark.parametrize(
+    "tasks, workers",
+    [
+        pytest.param(1, 1, id="1-task"),
+        pytest.param(2, 2, id="2-tasks-2-workers"),
+        pytest.param(7, 2, id="more-tasks-than-files"),
+    ],
+)
+def test_jsonl_same_bytes_as_datasets_engine(
+    jsonl, jsonl_reference, work_root, tmp_path, tasks, workers
+):
+    out = datatrove(
+        tmp_path / "out",
+        jsonl,
+        "--tasks",
+        tasks,
+        "--workers",
+        workers,
+        "--work-dir",
+        work_root,
+        tmp_path=tmp_path,
+    )
+    assert_same_files(out, jsonl_reference)
+    meta = json.loads((out / "meta.json").read_text())
+    reference = json.loads((jsonl_reference / "meta.json").read_text())
+    assert meta["splits"] == reference["splits"]
+    assert (
+        meta["split"]["documents"] == reference["split"]["documents"] == {"train": 2970, "val": 30}
+    )
+    assert meta["split"]["numpy"] == np.__version__
+    assert meta["options"]["engine"] == "datatrove" and meta["options"]["tasks"] == tasks
+    # runs with other --tasks never share token files: one folder per set of options
+    assert len(list(work_root.glob("*/shards/tokens-00000.bin"))) >= 1
+    assert all(
+        json.loads((folder.parent.parent / "run.json").read_text())["tasks"]
+        == len(list(folder.parent.glob("tokens-*.bin")))
+        for folder in work_root.glob("*/shards/tokens-00000.bin")
+    )
+
+
+def test_parquet_same_bytes_as_datasets_engine(jsonl, jsonl_reference, tmp_path):
+    """The JSON Lines corpus's documents, in the same order, as 2 parquet files (the datasets
+    engine gives the same files for both, see test_openwebtext.py)."""
+    documents = [
+        json.loads(line)["text"]
+        for path in jsonl
+        for line in path.read_text(encoding="utf-8-sig").splitlines()
+        if line.strip()
+    ]
+    assert len(documents) == 3000
+    # row groups of 100: the tasks' rows start and end inside row groups and files
+    for name, part in (("a", documents[:1700]), ("b", documents[1700:])):
+        pq.write_table(pa.table({"text": part}), tmp_path / f"{name}.parquet", row_group_size=100)
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    out = datatrove(tmp_path / "out", files, "--tasks", 5, "--workers", 2, tmp_path=tmp_path)
+    assert_same_files(out, jsonl_reference)
+
+
+def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
+    """SIGKILL the whole run as soon as one task is done; the same command then resumes it."""
+    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION, "--engine", "datatrove"]
+    args += ["--tasks", 8, "--work-dir", tmp_path / "work", "--out-dir", tmp_path / "out"]
+    first = run(
+        *args,
+        "--workers",
+        1,
+        tmp_path=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "work").glob("*/logs/tokenize/completions/*")):
+        assert first.poll() is None and time.monotonic() < deadline, "the run ended too soon"
+        time.sleep(0.01)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    done = len(list((tmp_path / "work").glob("*/logs/tokenize/completions/*")))
+    assert 1 <= done < 8 and not (tmp_path / "out" / "meta.json").exists()
+    second = run(*args, "--workers", 2, tmp_path=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"Skipping {done} already completed tasks" in second.stderr
+    assert_same_files(tmp_path / "out", jsonl_reference)
+
+
+def test_slurm_executor_with_stand_in_sbatch(jsonl, jsonl_reference, tmp_path):
+    """datatrove's real Slurm launch scripts, array ranks and dependencies, run by tests/slurm/."""
+    env = {
+        "PATH": f"{STAND_IN_SLURM}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+        + os.environ["PATH"],
+        "FAKE_SLURM_STATE": str(tmp_path / "slurm"),
+    }
+    out = datatrove(
+        tmp_path / "out",
+        jsonl,
+        "--executor",
+        "slurm",
+        "--slurm-partition",
+        "test",
+        "--tasks",
+        2,
+        tmp_path=tmp_path,
+        env=env,
+    )
+    assert_same_files(out, jsonl_reference)
+    jobs = [
+        json.loads(line) for line in (tmp_path / "slurm" / "jobs.jsonl").read_text().splitlines()
+    ]
+    assert [job["state"] for job in jobs] == ["COMPLETED"] * 8  # 4 stages, 4 datatrove stats merges
+    stages = {job["name"]: job for job in jobs if "launch_pickled_pipeline" in job["command"]}
+    assert list(stages) == ["nanogpt-tokenize", "nanogpt-plan", "nanogpt-write", "nanogpt-commit"]
+    assert [job["array"] for job in stages.values()] == [2, 1, 2, 1]  # array ranks = tasks
+    for before, after in zip(list(stages.values()), list(stages.values())[1:]):
+        assert after["dependencies"] == [["afterok", before["id"]]]
+
+
+def test_ray_executor(jsonl, jsonl_reference, tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]')")
+    out = datatrove(
+        tmp_path / "out",
+        jsonl,
+        "--executor",
+        "ray",
+        "--tasks",
+        3,
+        "--workers",
+        2,
+        tmp_path=tmp_path,
+    )
+    assert_same_files(out, jsonl_reference)
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: what the datasets engine gives, one line, no outputs
+
+
+def lines_of(*objects):
+    return "".join(json.dumps(o) + "\n" for o in objects)
+
+
+BAD_JSONL = {
+    # null, missing and non-string texts: 3 bad documents, as the datasets engine counts them
+    "missing-text": lines_of(
+        {"text": "a"}, {"text": "b"}, {"text": None}, {"url": "u"}, {"text": 5}
+    ),
+    "invalid-json-line": '{"text": "a"}\n{"text": "b\n{"text": "c"}\n',
+    "duplicate-key": '{"text": "a"}\n{"text": "b", "text": "c"}\n',
+}
+
+
+@pytest.mark.parametrize(
+    "case, extra, message",
+    [
+        pytest.param(
+            "missing-text",
+            [],
+            "3 of 5 documents have a missing or non-string 'text' (the first at row 2)",
+            id="missing-text",
+        ),
+        pytest.param("invalid-json-line", [], "the line at byte 14 is not a valid", id="bad-json"),
+        pytest.param("duplicate-key", [], "a key is specified twice", id="duplicate-key"),
+        pytest.param("corrupt.parquet", [], "as a parquet file", id="corrupt-parquet"),
+        pytest.param(
+            "no-text.parquet",
+            [],
+            "has no 'text' column; its columns are: body, url",
+            id="no-text-column",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_no_output(tmp_path, case, extra, message):
+    if case == "corrupt.parquet":
+        (tmp_path / case).write_bytes(b"PAR1 not really")
+    elif case == "no-text.parquet":
+        pq.write_table(pa.table({"body": ["a"], "url": ["u"]}), tmp_path / case)
+    else:
+        case = f"{case}.jsonl"
+        (tmp_path / case).write_text(BAD_JSONL[case[:-6]])
+    out = tmp_path / "out"
+    result = run(
+        "--data-files", tmp_path / case, "--engine", "datatrove", "--tasks", 2, *extra,
+        "--out-dir", out, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert_one_error_line(result.stderr, message)
+    assert str(tmp_path / case) in result.stderr.splitlines()[-1]
+    assert [p.name for p in out.iterdir() if not p.name.startswith(".")] == []
