@@ -17,7 +17,7 @@ the targets are about. Then the plan step alone (`datatrove_stages.make_plan`) o
 OpenWebText: 8,013,769 document lengths (log-normal around nanoGPT's 1,128 tokens per
 document) in 64 task indexes, timed in a fresh process with its peak RSS (VmHWM).
 
-    NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_openwebtext_scale.py [--repeats 3]
+    NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_openwebtext_scale.py [--repeats 3] [--corpus docs20.txt]
 """
 
 import argparse
@@ -80,9 +80,9 @@ print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu() - cpu_sta
 """
 
 
-def make_corpus(folder):
+def make_corpus(corpus, folder):
     """docs20.txt cut at line ends into NUM_DOCUMENTS documents, in NUM_FILES .jsonl files."""
-    lines = CORPUS.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = corpus.read_text(encoding="utf-8").splitlines(keepends=True)
     per_document = len(lines) / NUM_DOCUMENTS
     documents = [
         "".join(lines[round(i * per_document) : round((i + 1) * per_document)])
@@ -223,11 +223,12 @@ def synthetic_plan(tmp, tasks=64):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="default: %(default)s")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        files = make_corpus(tmp)
+        files = make_corpus(args.corpus, tmp)
         size = sum(f.stat().st_size for f in files)
         print(f"corpus: {NUM_DOCUMENTS:,} documents, {size / 1e6:.1f} MB in {NUM_FILES} files")
         results, same, tokens = run_engines(files, tmp, args.repeats, env)
