@@ -42,7 +42,7 @@ OPENWEBTEXT_DOCUMENTS, OPENWEBTEXT_TOKENS = (
 
 FLOOR = r"""
 import json, sys, time, multiprocessing as mp
-from prepare_common import gpt2_encoding
+from prep.tokenizers import gpt2_encoding
 files = sys.argv[1:]
 texts = [json.loads(line)["text"] for path in files for line in open(path, encoding="utf-8")]
 encoding = gpt2_encoding()
@@ -60,7 +60,7 @@ PLAN = r"""
 import json, resource, sys, time
 import numpy as np
 from pathlib import Path
-import datatrove_engine, datatrove_stages
+from prep import datatrove_engine, datatrove_stages
 work_dir, tasks = Path(sys.argv[1]), int(sys.argv[2])
 work = datatrove_engine.Work(work_dir, {"synthetic": True}, {"seed": 2357})
 summaries = json.loads((work.tokens / "summaries.json").read_text())
@@ -175,7 +175,7 @@ def synthetic_plan(tmp, tasks=64):
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    import datatrove_engine
+    from prep import datatrove_engine
 
     rng = np.random.default_rng(0)
     tokens = rng.lognormal(mean=6.6, sigma=0.8, size=OPENWEBTEXT_DOCUMENTS)

@@ -12,7 +12,7 @@ one before:
    token count.
 2. plan (1 task): the tasks' indexes in task order are the documents in `datasets`' order (files
    in order, rows in file order); it checks that every document is there exactly once, draws
-   nanoGPT's split (`random_split`, the one the datasets engine uses too) and records, for each
+   nanoGPT's split (`random_split`, the function the datasets engine uses too) and records, for each
    document of each split, where its ids are and where they go.
 3. write (N tasks): task r writes part r of each split: one contiguous range of the output,
    copied in order from the memory-mapped token files. No file has two writers.
@@ -24,19 +24,23 @@ their sizes and times, tokenizer, number of tasks), and its split stages by a ha
 options, so a re-run resumes only its own work and never mixes in another run's files.
 """
 
-import contextlib
 import hashlib
 import json
-import math
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from prepare_common import (
-    PrepareError,
+from prep.documents import (
+    BUILDERS,
+    expand_data_files,
+    hub_load_arguments,
+    source_name,
+    source_record,
 )
+from prep.errors import PrepareError
+from prep.files import atomic_path
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
@@ -50,34 +54,6 @@ LOCAL_START_METHOD = "fork" if sys.platform == "linux" else "forkserver"
 # (tokenizer path, sha256) -> (encoding, record): a worker process loads a tokenizer once, and
 # local workers forked from the main process start with the one it loaded
 LOADED_TOKENIZERS = {}
-
-
-# ---------------------------------------------------------------------------------------------
-# the split: one function for both engines
-
-
-def random_split(num_documents, val_fraction, seed):
-    """nanoGPT's split of documents 0..n-1: (train, val) document numbers, in the order written.
-
-    Exactly datasets' `train_test_split(test_size=val_fraction, seed=seed, shuffle=True)`:
-    val gets ceil(val_fraction * n) documents, the first ones of
-    `np.random.default_rng(seed).permutation(n)`, train the rest, in permutation order.
-    10 documents, 0.2, seed 2357 -> (array([...8 numbers]), array([...2 numbers]))
-    """
-    num_val = math.ceil(val_fraction * num_documents)
-    permutation = np.random.default_rng(seed).permutation(num_documents)
-    return permutation[num_val:], permutation[:num_val]
-
-
-def check_split(num_documents, val_fraction):
-    """Refuse a --val-fraction that leaves train or val without a document."""
-    num_val = math.ceil(val_fraction * num_documents)
-    if not 0 < val_fraction < 1 or num_val >= num_documents:
-        empty = "val" if val_fraction <= 0 else "train"
-        raise PrepareError(
-            f"--val-fraction {val_fraction} of {num_documents:,} documents leaves {empty} empty; "
-            f"choose a fraction that leaves at least one document on each side"
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,7 +301,8 @@ class Work:
     def claim(self):
         """Create the folders, or check that existing ones were made for these same options."""
         for folder, config in ((self.tokens, self.tokens_config), (self.split, self.split_config)):
-            folder.mkdir(parents=True, exist_ok=True)
+            for sub in ("shards",) if folder == self.tokens else ("plan", "parts"):
+                (folder / sub).mkdir(parents=True, exist_ok=True)
             run_json = folder / "run.json"
             if run_json.exists():
                 found = json.loads(run_json.read_text(encoding="utf-8"))
@@ -335,7 +312,7 @@ class Work:
                         f"differs from this run's options); delete it or choose another --work-dir"
                     )
             else:
-                with atomic_file(run_json) as tmp:
+                with atomic_path(run_json) as tmp:
                     tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
@@ -343,26 +320,11 @@ def config_hash(config):
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def atomic_file(path):
-    """A temporary name beside `path`, renamed to it if the block succeeds (a killed task leaves
-    no file that looks complete)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 # ---------------------------------------------------------------------------------------------
 # the executors and the command line
 
 
-def add_arguments(parser):
+def add_datatrove_arguments(parser):
     """The datatrove engine's options, added to the script's parser."""
     group = parser.add_argument_group("datatrove engine (pip install -e '.[scale]')")
     group.add_argument(
@@ -395,7 +357,7 @@ def add_arguments(parser):
     group.add_argument("--slurm-mem-per-cpu-gb", type=int, default=2, help="memory per CPU (GB)")
 
 
-def check_arguments(parser, args):
+def check_datatrove_arguments(parser, args):
     if args.engine != "datatrove":
         for option in ("executor", "tasks", "workers", "work_dir", "slurm_partition"):
             if getattr(args, option) not in (None, parser.get_default(option)):
@@ -418,7 +380,7 @@ def make_executor(args, work, job):
     The commit stage always runs again (skip_completed=False): it rebuilds the outputs from the
     parts, so a re-run restores outputs deleted since.
     """
-    from datatrove_stages import STAGES
+    from prep.datatrove_stages import STAGES
 
     previous = None
     for name, step in STAGES:
@@ -455,7 +417,15 @@ def make_executor(args, work, job):
     return previous
 
 
-def prepare(args, *, files, kind, source, source_record, encoding, tokenizer, dtype):
+def input_files(data_files):
+    """The files to read, in `datasets`' order, and their kind: ([paths or URLs], "json")."""
+    if data_files is None:  # OpenWebText's parquet files on the hub, through fsspec's hf://
+        return list_remote_files(hub_load_arguments()[1]["data_files"]["train"]), "parquet"
+    files = expand_data_files(data_files)
+    return [str(Path(path).resolve()) for path in files], BUILDERS[Path(files[0]).suffix.lower()][0]
+
+
+def prepare_with_datatrove(args, encoding, tokenizer, dtype):
     """Prepare train.bin, val.bin and meta.json in args.out_dir with datatrove's executors."""
     try:
         import datatrove  # noqa: F401
@@ -473,7 +443,9 @@ def prepare(args, *, files, kind, source, source_record, encoding, tokenizer, dt
     out_dir = Path(args.out_dir).resolve()
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
     LOADED_TOKENIZERS[tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
+    files, kind = input_files(args.data_files)
     lengths = file_lengths(files, kind)
+    source = source_name(args.data_files)
     job = {
         "files": files,
         "kind": kind,
@@ -481,7 +453,7 @@ def prepare(args, *, files, kind, source, source_record, encoding, tokenizer, dt
         "slices": task_slices(lengths, args.tasks),
         "tasks": args.tasks,
         "source": source,
-        "source_record": source_record,
+        "source_record": source_record(args.data_files, None),
         "tokenizer_path": tokenizer_path,
         "tokenizer": tokenizer,
         "eot_id": tokenizer["eot_id"],
@@ -518,7 +490,7 @@ def prepare(args, *, files, kind, source, source_record, encoding, tokenizer, dt
     )
     work.claim()
     print(f"{source}: {len(files):,} files, {args.tasks:,} tasks; work directory {work.split}")
-    from datatrove_stages import show_user_errors_without_traceback
+    from prep.datatrove_stages import show_user_errors_without_traceback
 
     show_user_errors_without_traceback()
     make_executor(args, work, job).run()

@@ -1,4 +1,4 @@
-"""The four stages of the datatrove engine (see datatrove_engine), as datatrove pipeline steps.
+"""The four stages of the datatrove engine (see prep/datatrove_engine.py), as datatrove pipeline steps.
 
 They live in an importable module, not in a script's __main__, because the Slurm and Ray
 executors pickle them and unpickle them in other processes on other machines.
@@ -12,18 +12,20 @@ from pathlib import Path
 import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
-from datatrove_engine import (
+from prep.binfiles import check_ids
+from prep.datatrove_engine import (
     DOCUMENTS_PER_BATCH,
     INDEX_DTYPE,
     LOADED_TOKENIZERS,
     TOKENS_PER_WRITE,
     PieceReader,
-    atomic_file,
     batches,
-    check_split,
-    random_split,
 )
-from prepare_common import PrepareError, bpe_encoding, check_ids, write_bpe_meta_pkl, write_meta
+from prep.documents import SPLIT_RULE, random_split, tokenize
+from prep.errors import PrepareError
+from prep.files import atomic_path
+from prep.meta import write_bpe_meta_pkl, write_meta
+from prep.tokenizers import bpe_encoding
 
 
 def show_user_errors_without_traceback():
@@ -61,17 +63,6 @@ class Stage(PipelineStep):
         return LOADED_TOKENIZERS[key]
 
 
-def pure_tokenize():
-    """The datasets engine's `tokenize(texts, encoding, eot_id, dtype)`: one function for both."""
-    import importlib.util
-
-    script = Path(__file__).resolve().parent / "data" / "openwebtext" / "prepare.py"
-    spec = importlib.util.spec_from_file_location("openwebtext_prepare", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # the script does its work only under __main__
-    return module.tokenize
-
-
 class TokenizeStage(Stage):
     """Task r: its slice of the input -> tokens-r.bin (the ids), index-r.npy (file, position,
     tokens per document) and summary-r.json (written last: the spans of the input it covered)."""
@@ -80,10 +71,9 @@ class TokenizeStage(Stage):
 
     def run_task(self, rank, world_size):  # noqa: ARG002
         job, dtype = self.job, np.dtype(self.job["dtype"])
-        tokenize = pure_tokenize()
         encoding, _ = self.load_tokenizer()
         index, spans, bad, first_bad = [], [], 0, None
-        with atomic_file(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
+        with atomic_path(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
             for file_number, start, end in job["slices"][rank]:
                 reader = PieceReader(job["files"][file_number], job["kind"], start, end)
                 for batch in batches(reader, DOCUMENTS_PER_BATCH):
@@ -106,7 +96,7 @@ class TokenizeStage(Stage):
                     index.append(rows)
                 spans.append([file_number, reader.begin, reader.end])
         index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
-        with atomic_file(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
+        with atomic_path(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
             np.save(f, index)
         summary = {
             "documents": len(index),
@@ -115,7 +105,7 @@ class TokenizeStage(Stage):
             "bad": bad,
             "first_bad": first_bad,
         }
-        with atomic_file(self.work.summary_file(rank)) as tmp:
+        with atomic_path(self.work.summary_file(rank)) as tmp:
             tmp.write_text(json.dumps(summary) + "\n")
 
 
@@ -131,7 +121,7 @@ class PlanStage(Stage):
         ]
         index = np.concatenate([np.load(self.work.index_file(r)) for r in range(tasks)])
         plan = make_plan(index, summaries, job, self.work)
-        with atomic_file(self.work.split / "plan" / "plan.json") as tmp:
+        with atomic_path(self.work.split / "plan" / "plan.json") as tmp:
             tmp.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
 
 
@@ -153,7 +143,6 @@ def make_plan(index, summaries, job, work):
     if num_documents == 0:
         raise PrepareError(f"{job['source']} holds no documents; there is nothing to prepare")
     check_each_document_once(index, summaries, job, work)
-    check_split(num_documents, job["val_fraction"])
     train, val = random_split(num_documents, job["val_fraction"], job["seed"])
 
     # where each document's ids are: its task's token file, and the offset in it
@@ -173,7 +162,7 @@ def make_plan(index, summaries, job, work):
             ("tokens", split_tokens),
             ("offset", offset),
         ):
-            with atomic_file(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
+            with atomic_path(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
                 np.save(f, values)
         plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
     return plan
@@ -221,7 +210,7 @@ class WriteStage(Stage):
         for split in ("train", "val"):
             total = plan["splits"][split]["tokens"]
             low, high = rank * total // world_size, (rank + 1) * total // world_size
-            with atomic_file(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
+            with atomic_path(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
                 for ids in self.ranges(split, low, high, dtype):
                     ids.tofile(out)
                 if tmp.stat().st_size != (high - low) * dtype.itemsize:
@@ -287,9 +276,7 @@ class CommitStage(Stage):
         out_dir = Path(job["out_dir"])
         source = dict(job["source_record"], documents=plan["documents"])
         split = {
-            "rule": "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
-            "np.random.default_rng(seed).permutation(n), train the rest in that order "
-            "(datasets' train_test_split(shuffle=True), 'test' renamed 'val')",
+            "rule": SPLIT_RULE,
             "val_fraction": job["val_fraction"],
             "seed": job["seed"],
             "numpy": plan["numpy"],
@@ -314,7 +301,7 @@ def commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split
         (out_dir / "meta.json").unlink()
     for name, paths in parts.items():
         target = out_dir / f"{name}.bin"
-        with atomic_file(target) as tmp:
+        with atomic_path(target) as tmp:
             join_files(paths, tmp)
             if tmp.stat().st_size != split_tokens[name] * dtype.itemsize:
                 raise PrepareError(f"{target}: joined size differs from the plan")

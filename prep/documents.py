@@ -5,6 +5,7 @@ loaded and checked with `datasets`, tokenized a batch at a time, their ids strea
 - source_name(data_files), source_record(data_files, num_documents): what they are, for the
   printout and for meta.json
 - split_sizes(num_documents, val_fraction): the (train, val) counts of datasets' split
+- random_split(num_documents, val_fraction, seed): nanoGPT's split itself, for both engines
 - tokenize(texts, encoding, eot_id, dtype): a batch of texts -> ids (nanoGPT's `process`)
 - ids_cache_options(documents, tokenizer, dtype): the features and cache key of `tokenize`'s map
 - count_tokens(tokenized), stream_ids(tokenized): a tokenized split's size, and its ids in batches
@@ -25,6 +26,11 @@ HUB_REPO = "Skylion007/openwebtext"
 HUB_REVISION = "79d93d786212f7344586290adb811d4ae6a1762c"  # pinned: change here to follow the hub
 HUB_CONFIG = (
     "plain_text"  # the folder of parquet files at that revision: 80 files, 8,013,769 documents
+)
+SPLIT_RULE = (
+    "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
+    "np.random.default_rng(seed).permutation(n), train the rest in that order "
+    "(datasets' train_test_split(shuffle=True), 'test' renamed 'val')"
 )
 TOKENS_PER_WRITE = 1 << 22  # ids written per batch: 8 MB of uint16, whatever the corpus size
 # Which datasets builder reads which local files; .txt files are one document each.
@@ -202,6 +208,20 @@ def split_sizes(num_documents, val_fraction):
             f"choose a fraction that leaves at least one document on each side"
         )
     return num_train, num_val
+
+
+def random_split(num_documents, val_fraction, seed):
+    """nanoGPT's split of documents 0..n-1: (train, val) document numbers, in the order written.
+
+    10 documents, 0.2, seed 2357 -> (array([0, 9, 5, 6, 2, 7, 4, 1]), array([8, 3]))
+    Exactly datasets' train_test_split(test_size=val_fraction, seed=seed, shuffle=True): val is
+    the first ceil(val_fraction * n) numbers of np.random.default_rng(seed).permutation(n),
+    train the rest, in that order. The permutation is numpy's generator stream: meta.json
+    records numpy's version. One function for both engines (datasets: dataset.select).
+    """
+    num_train, num_val = split_sizes(num_documents, val_fraction)
+    permutation = np.random.default_rng(seed).permutation(num_documents)
+    return permutation[num_val:], permutation[:num_val]
 
 
 def tokenize(texts, encoding, eot_id, dtype):

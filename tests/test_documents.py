@@ -15,6 +15,7 @@ from prep.documents import (
     hub_load_arguments,
     ids_cache_options,
     load_documents,
+    random_split,
     rebatch,
     split_sizes,
     stream_ids,
@@ -129,6 +130,28 @@ def test_openwebtext_split_sizes(val_fraction, expected):
 def test_split_sizes_refuses_an_empty_side(num_documents, val_fraction, message):
     with pytest.raises(PrepareError, match=f"--val-fraction {message}"):
         split_sizes(num_documents, val_fraction)
+
+
+@pytest.mark.parametrize("num_documents", [2, 10, 999, 3000])
+@pytest.mark.parametrize("val_fraction", [0.0005, 0.01, 0.3])
+def test_random_split_is_datasets_train_test_split(num_documents, val_fraction):
+    import datasets
+
+    train, val = random_split(num_documents, val_fraction, seed=2357)
+    split = datasets.Dataset.from_dict({"i": list(range(num_documents))}).train_test_split(
+        test_size=val_fraction, seed=2357, shuffle=True
+    )
+    assert train.tolist() == split["train"]["i"] and val.tolist() == split["test"]["i"]
+
+
+def test_random_split_pins_numpys_stream_for_nanogpts_seed():
+    # np.random.default_rng(2357).permutation(n): if numpy ever changes its generator stream, the
+    # split (and every .bin file) changes; meta.json records numpy's version for that reason
+    train, val = random_split(8_013_769, 0.0005, seed=2357)
+    assert (len(train), len(val)) == (8_009_762, 4_007)
+    assert val[:6].tolist() == [4327249, 4286500, 2184614, 4793011, 1709068, 2210533]
+    assert random_split(10, 0.2, seed=2357)[1].tolist() == [8, 3]
+    assert random_split(10, 0.2, seed=2357)[0].tolist() == [0, 9, 5, 6, 2, 7, 4, 1]
 
 
 def test_hub_loader_arguments():

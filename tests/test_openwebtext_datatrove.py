@@ -18,17 +18,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prepare_common
+from prep import datatrove_engine
+from prep.errors import PrepareError
+from prep.meta import verify
 
-datatrove_engine = pytest.importorskip(
-    "datatrove_engine", reason="needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
+pytest.importorskip(
+    "datatrove", reason="needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
 )
-pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 STAND_IN_SLURM = Path(__file__).resolve().parent / "slurm"
 VAL_FRACTION = "0.01"
@@ -67,7 +68,7 @@ def datatrove(out, files, *args, tmp_path, env=None):
 def assert_same_files(out, reference):
     for name in ("train.bin", "val.bin"):
         assert (out / name).read_bytes() == (reference / name).read_bytes(), name
-    assert prepare_common.verify(out) == []
+    assert verify(out) == []
 
 
 def assert_one_error_line(stderr, message):
@@ -78,11 +79,8 @@ def assert_one_error_line(stderr, message):
 
 
 @pytest.fixture(scope="module")
-def paragraphs(tmp_path_factory):
-    path = prepare_common.fetch(
-        prepare_common.TINY_SHAKESPEARE, tmp_path_factory.mktemp("ts") / "input.txt"
-    )
-    return [p for p in prepare_common.read_text(path).split("\n\n") if p.strip()]
+def paragraphs(shakespeare):
+    return [p for p in shakespeare.split("\n\n") if p.strip()]
 
 
 @pytest.fixture(scope="module")
@@ -121,27 +119,6 @@ def work_root(tmp_path_factory):
 
 # ---------------------------------------------------------------------------------------------
 # the pieces
-
-
-@pytest.mark.parametrize("num_documents", [2, 10, 999, 3000])
-@pytest.mark.parametrize("val_fraction", [0.0005, 0.01, 0.3])
-def test_random_split_is_datasets_train_test_split(num_documents, val_fraction):
-    import datasets
-
-    train, val = datatrove_engine.random_split(num_documents, val_fraction, seed=2357)
-    split = datasets.Dataset.from_dict({"i": list(range(num_documents))}).train_test_split(
-        test_size=val_fraction, seed=2357, shuffle=True
-    )
-    assert train.tolist() == split["train"]["i"] and val.tolist() == split["test"]["i"]
-
-
-def test_random_split_pins_numpys_stream_for_nanogpts_seed():
-    # np.random.default_rng(2357).permutation(n): if numpy ever changes its generator stream, the
-    # split (and every .bin file) changes; meta.json records numpy's version for that reason
-    train, val = datatrove_engine.random_split(8_013_769, 0.0005, seed=2357)
-    assert (len(train), len(val)) == (8_009_762, 4_007)
-    assert val[:6].tolist() == [4327249, 4286500, 2184614, 4793011, 1709068, 2210533]
-    assert datatrove_engine.random_split(10, 0.2, seed=2357)[1].tolist() == [8, 3]
 
 
 def test_task_slices():
@@ -189,7 +166,7 @@ def test_work_directory_is_named_by_its_inputs(tmp_path):
     changed = {"files": [datatrove_engine.file_identity(str(tmp_path / "a.jsonl"))], "tasks": 2}
     assert datatrove_engine.Work(tmp_path / "work", changed, {}).tokens != work.tokens
     (work.tokens / "run.json").write_text(json.dumps(dict(config, tasks=5)))  # foreign files
-    with pytest.raises(prepare_common.PrepareError, match="was made by another run"):
+    with pytest.raises(PrepareError, match="was made by another run"):
         work.claim()
 
 

@@ -13,20 +13,29 @@ What is different from nanoGPT's script (loading, checking and streaming: prep/d
 
     python data/openwebtext/prepare.py [--data-files PATH|GLOB ...] [--tokenizer FILE]
         [--out-dir DIR] [--num-proc N] [--val-fraction 0.0005] [--seed 2357] [--cache-dir DIR]
+        [--engine datatrove [--executor local|slurm|ray] [--tasks N] [--workers N] ...]
 """
 
 import argparse
 import os
 from pathlib import Path
 
+import numpy as np
+
 from prep.binfiles import dtype_for_vocab, write_bin
+from prep.datatrove_engine import (
+    add_datatrove_arguments,
+    check_datatrove_arguments,
+    prepare_with_datatrove,
+)
 from prep.documents import (
+    SPLIT_RULE,
     count_tokens,
     ids_cache_options,
     load_documents,
+    random_split,
     source_name,
     source_record,
-    split_sizes,
     stream_ids,
     tokenize,
 )
@@ -47,17 +56,16 @@ def main():
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+    if args.engine == "datatrove":  # the same files from N tasks, here or on a cluster
+        return prepare_with_datatrove(args, encoding, tokenizer, dtype)
 
     # 2. the documents: OpenWebText from the hub, or local files
     dataset = load_documents(args.data_files, args.num_proc, args.cache_dir)
     print(f"{source_name(args.data_files)}: {len(dataset):,} documents")
 
-    # 3. split the documents at random, as nanoGPT: train_test_split, then 'test' becomes 'val'
-    num_train, num_val = split_sizes(len(dataset), args.val_fraction)
-    split_dataset = dataset.train_test_split(
-        test_size=args.val_fraction, seed=args.seed, shuffle=True
-    )
-    split_dataset["val"] = split_dataset.pop("test")
+    # 3. split the documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
+    train, val = random_split(len(dataset), args.val_fraction, args.seed)
+    split_dataset = {"train": dataset.select(train), "val": dataset.select(val)}
 
     # 4. tokenize every document, a batch at a time (nanoGPT's `process`)
     tokenized = {
@@ -93,10 +101,11 @@ def main():
         split_tokens=split_tokens,
         source=source_record(args.data_files, len(dataset)),
         split={
-            "rule": "datasets train_test_split(shuffle=True), 'test' renamed 'val'",
+            "rule": SPLIT_RULE,
             "val_fraction": args.val_fraction,
             "seed": args.seed,
-            "documents": {"train": num_train, "val": num_val},
+            "numpy": np.__version__,  # the permutation is numpy's generator stream
+            "documents": {"train": len(train), "val": len(val)},
         },
         options={
             "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
@@ -121,9 +130,11 @@ def parse_args():
     add("--val-fraction", type=float, default=VAL_FRACTION, help="share of the documents in val")
     add("--seed", type=int, default=SEED, help="seed of the random split")
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    add_datatrove_arguments(parser)  # --engine datatrove, --executor, --tasks, --workers...
     args = parser.parse_args()
     if args.num_proc < 1:
         parser.error(f"--num-proc must be at least 1, got {args.num_proc}")
+    check_datatrove_arguments(parser, args)
     return args
 
 
