@@ -181,7 +181,7 @@ def synthetic_plan(tmp, tasks=64):
     tokens = rng.lognormal(mean=6.6, sigma=0.8, size=OPENWEBTEXT_DOCUMENTS)
     tokens = np.maximum(tokens * (1128 / tokens.mean()), 2).astype(np.uint32)
     work = datatrove_engine.Work(tmp / "plan", {"synthetic": True}, {"seed": 2357})
-    (work.tokens / "shards").mkdir(parents=True)
+    work.claim()
     bounds = np.linspace(0, OPENWEBTEXT_DOCUMENTS, tasks + 1).astype(np.int64)
     per_file = -(-OPENWEBTEXT_DOCUMENTS // 80)  # 80 parquet files, as on the hub
     summaries = []
