@@ -56,15 +56,20 @@ def load_documents(data_files, num_proc, cache_dir):
 
     cache_dir = None if cache_dir is None else str(cache_dir)
     if data_files is None:
+        import huggingface_hub
+
         builder, kwargs = hub_load_arguments()
         try:
+            # datasets' glob finds no file in a repo or revision that is gone: ask first, to say which
+            huggingface_hub.HfApi().dataset_info(HUB_REPO, revision=HUB_REVISION)
             dataset = datasets.load_dataset(
                 builder, split="train", num_proc=num_proc, cache_dir=cache_dir, **kwargs
             )
         except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's errors span lines
             raise PrepareError(
                 f"cannot load {source_name(None)} from the Hugging Face hub "
-                f"({type(exc).__name__}: {exc}); to use local files instead, pass --data-files 'DIR/*.parquet'"
+                f"({detail}); to use local files instead, pass --data-files 'DIR/*.parquet'"
             ) from None
     else:
         files = expand_data_files(data_files)

@@ -1,0 +1,314 @@
+"""A small Hugging Face hub on 127.0.0.1 for tests: the part of the hub's HTTP API that
+huggingface_hub and datasets use to read `hf://datasets/OWNER/NAME@REVISION/...` files.
+
+    with LocalHub("Skylion007/openwebtext", {sha: {"plain_text/a.parquet": b"..."}}) as hub:
+        env = {**os.environ, **hub.environment(tmp_path)}   # HF_ENDPOINT, a fresh HF_HOME...
+
+The routes, as huggingface_hub 2.4 and datasets 5.2 call them (found by logging their requests;
+every other request is answered 404 and kept in `hub.unknown`, so that a test fails when a new
+version of the libraries calls something new):
+
+    GET  /api/datasets/{repo}/revision/{rev}             the repo at a revision: its commit (sha)
+    GET  /api/datasets/{repo}/tree/{rev}[/{dir}]         a folder's entries; ?recursive=true lists
+                                                         the whole subtree; pages of `page_size`
+                                                         entries linked by a `Link: <...>; rel="next"`
+    POST /api/datasets/{repo}/paths-info/{rev}           the entries of the form's `paths`
+    HEAD, GET /datasets/{repo}/resolve/{rev}/{path}      a file: small files are answered here;
+                                                         LFS files (.parquet, as on the real hub)
+                                                         redirect (302) to the CDN, with the file's
+                                                         X-Repo-Commit, X-Linked-Etag, X-Linked-Size
+    HEAD, GET {cdn}/lfs/{sha256}                         an LFS file's bytes, with Range requests;
+                                                         on its own port, so another origin, as the
+                                                         real CDN is (the client sends no token there)
+
+`{rev}` is a commit sha or a ref name (e.g. "main"), percent-encoded. A repo the hub does not hold
+gets 404 RepoNotFound, an unknown revision 404 RevisionNotFound, a missing path 404 EntryNotFound
+(the X-Error-Code header the client turns into its exceptions).
+"""
+
+import email.utils
+import hashlib
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import PurePosixPath
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+LFS_SUFFIXES = (".parquet",)  # what the real repo stores in LFS (as the hub's .gitattributes)
+LAST_MODIFIED = email.utils.formatdate(1_700_000_000, usegmt=True)
+
+
+def git_blob_id(data):
+    """The git object id of a file's bytes (the hub's `oid` and ETag of a non-LFS file)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class LocalHub:
+    """One dataset repo with its commits, served on two ports of 127.0.0.1: the hub and its CDN.
+
+    `commits` maps a commit sha (40 hex digits) to that commit's files ({path: bytes});
+    `refs` maps branch names to commits ({"main": sha}). Every request is recorded in
+    `requests` as (method, path, status); those no route answers also in `unknown`.
+    """
+
+    def __init__(self, repo_id, commits, refs=None, page_size=1000):
+        self.repo_id = repo_id
+        self.commits = commits
+        self.refs = dict(refs or {})
+        self.page_size = page_size  # entries per tree page (the real hub: 1,000)
+        self.requests = []
+        self.unknown = []
+        self.lock = threading.Lock()
+        self.blobs = {}  # sha256 -> bytes, what the CDN serves
+        for files in commits.values():
+            for data in files.values():
+                self.blobs[hashlib.sha256(data).hexdigest()] = data
+        self.hub = ThreadingHTTPServer(("127.0.0.1", 0), self.handler(self.route_hub))
+        self.cdn = ThreadingHTTPServer(("127.0.0.1", 0), self.handler(self.route_cdn))
+        self.threads = [
+            threading.Thread(target=server.serve_forever, daemon=True)
+            for server in (self.hub, self.cdn)
+        ]
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.hub.server_address[1]}"
+
+    @property
+    def cdn_url(self):
+        return f"http://127.0.0.1:{self.cdn.server_address[1]}"
+
+    def environment(self, home):
+        """What a process needs to use this hub, with its own empty caches under `home`."""
+        return {
+            "HF_ENDPOINT": self.endpoint,
+            "HF_HOME": str(home / "hf-home"),  # the hub's file cache, no saved token
+            "HF_DATASETS_CACHE": str(home / "hf-datasets"),
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        }
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        for server in (self.hub, self.cdn):
+            server.shutdown()
+            server.server_close()
+        for thread in self.threads:
+            thread.join()
+
+    # -----------------------------------------------------------------------------------------
+    # the routes: each takes the request and returns (status, headers, body)
+
+    def handler(self, route):
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the clients' connection pools expect
+
+            def do_GET(self):
+                self.answer()
+
+            def do_HEAD(self):
+                self.answer()
+
+            def do_POST(self):
+                self.body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.answer()
+
+            def answer(self):
+                try:
+                    status, headers, body = route(self)
+                except Exception as exc:  # a bug here must fail the test, not hang the client
+                    status, headers, body = 500, {"X-Unknown-Route": "1"}, repr(exc).encode()
+                with hub.lock:
+                    hub.requests.append((self.command, self.path, status))
+                    if headers.pop("X-Unknown-Route", None):
+                        hub.unknown.append((self.command, self.path))
+                self.send_response(status)
+                headers.setdefault("Content-Length", str(len(body)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def log_message(self, *args):  # the test reads `hub.requests`, not stderr
+                pass
+
+        return Handler
+
+    def route_hub(self, request):
+        url = urlsplit(request.path)
+        query = parse_qs(url.query)
+        patterns = {
+            ("GET", "revision"): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/revision/(?P<rev>[^/]+)",
+            ("GET", "tree"): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)(?:/(?P<path>.+))?",
+            ("POST", "paths-info"): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/paths-info/(?P<rev>[^/]+)",
+            ("GET", "resolve"): r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)",
+            ("HEAD", "resolve"): r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)",
+        }
+        for (method, name), pattern in patterns.items():
+            match = re.fullmatch(pattern, url.path)
+            if method != request.command or not match:
+                continue
+            if unquote(match["repo"]) != self.repo_id:
+                return error(404, "RepoNotFound", "Repository not found")
+            revision = unquote(match["rev"])
+            sha = revision if revision in self.commits else self.refs.get(revision)
+            if sha is None:
+                return error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+            path = unquote(match.groupdict().get("path") or "").strip("/")
+            if name == "revision":
+                return self.repo_info(sha)
+            if name == "tree":
+                recursive = query.get("recursive", ["false"])[0].lower() == "true"
+                cursor = int(query.get("cursor", ["0"])[0])
+                return self.tree(request, sha, path, recursive, cursor)
+            if name == "paths-info":
+                form = parse_qs(request.body.decode())
+                return self.paths_info(sha, form.get("paths", []))
+            return self.resolve(sha, path)
+        return unknown_route()
+
+    def route_cdn(self, request):
+        match = re.fullmatch(r"/lfs/(?P<sha256>[0-9a-f]{64})", urlsplit(request.path).path)
+        if request.command not in ("GET", "HEAD") or not match:
+            return unknown_route()
+        data = self.blobs.get(match["sha256"])
+        if data is None:
+            return 404, {}, b"not found"
+        return ranged(request, data, {"ETag": f'"{match["sha256"]}"'})
+
+    # -----------------------------------------------------------------------------------------
+    # the answers
+
+    def entry(self, sha, path):
+        """The hub's description of a file or folder of a commit, as the tree endpoint gives it."""
+        files = self.commits[sha]
+        if path in files:
+            data = files[path]
+            entry = {"type": "file", "oid": git_blob_id(data), "size": len(data), "path": path}
+            if path.endswith(LFS_SUFFIXES):
+                pointer = lfs_pointer(data)
+                entry["oid"] = git_blob_id(pointer)  # git holds the pointer, LFS the bytes
+                entry["lfs"] = {
+                    "oid": hashlib.sha256(data).hexdigest(),
+                    "size": len(data),
+                    "pointerSize": len(pointer),
+                }
+            return entry
+        tree_id = hashlib.sha1(f"tree {sha} {path}".encode()).hexdigest()
+        return {"type": "directory", "oid": tree_id, "size": 0, "path": path}
+
+    def folders(self, sha):
+        return {str(parent) for path in self.commits[sha] for parent in PurePosixPath(path).parents}
+
+    def repo_info(self, sha):
+        info = {
+            "_id": hashlib.sha1(self.repo_id.encode()).hexdigest()[:24],
+            "id": self.repo_id,
+            "author": self.repo_id.split("/")[0],
+            "sha": sha,
+            "lastModified": "2023-11-14T22:13:20.000Z",
+            "private": False,
+            "gated": False,
+            "disabled": False,
+            "tags": [],
+            "downloads": 0,
+            "likes": 0,
+            "siblings": [{"rfilename": path} for path in sorted(self.commits[sha])],
+        }
+        return json_answer(info)
+
+    def tree(self, request, sha, path, recursive, cursor):
+        folders = self.folders(sha)
+        if path and path not in folders:
+            return error(404, "EntryNotFound", f"{path} does not exist on {sha}")
+        prefix = f"{path}/" if path else ""
+        children = sorted(  # in reverse name order: the hub promises none, so neither do we
+            {
+                candidate
+                for candidate in (set(self.commits[sha]) | folders) - {".", ""}
+                if candidate.startswith(prefix)
+                and (recursive or "/" not in candidate[len(prefix) :])
+            },
+            reverse=True,
+        )
+        page = [self.entry(sha, child) for child in children[cursor : cursor + self.page_size]]
+        headers = {}
+        if cursor + self.page_size < len(children):
+            url = urlsplit(request.path)
+            query = {k: v[0] for k, v in parse_qs(url.query).items()}
+            query["cursor"] = str(cursor + self.page_size)
+            next_query = "&".join(f"{k}={quote(v)}" for k, v in query.items())
+            headers["Link"] = f'<{self.endpoint}{url.path}?{next_query}>; rel="next"'
+        return json_answer(page, headers)
+
+    def paths_info(self, sha, paths):
+        known = set(self.commits[sha]) | self.folders(sha)
+        return json_answer([self.entry(sha, p.strip("/")) for p in paths if p.strip("/") in known])
+
+    def resolve(self, sha, path):
+        files = self.commits[sha]
+        if path not in files:
+            status, headers, body = error(404, "EntryNotFound", f"{path} does not exist on {sha}")
+            headers["X-Repo-Commit"] = sha  # the client caches a missing file per commit
+            return status, headers, body
+        data, entry = files[path], self.entry(sha, path)
+        headers = {"X-Repo-Commit": sha, "Accept-Ranges": "bytes", "Last-Modified": LAST_MODIFIED}
+        if "lfs" not in entry:
+            headers["ETag"] = f'"{entry["oid"]}"'
+            return 200, headers, data  # a HEAD drops the body, keeps its Content-Length
+        sha256 = entry["lfs"]["oid"]
+        headers.update(
+            {
+                "ETag": f'"{entry["oid"]}"',  # the pointer's id; the file's own is X-Linked-Etag
+                "X-Linked-Etag": f'"{sha256}"',
+                "X-Linked-Size": str(len(data)),
+                "Location": f"{self.cdn_url}/lfs/{sha256}",
+            }
+        )
+        return 302, headers, b""
+
+
+def lfs_pointer(data):
+    """The small text file git stores in place of an LFS file."""
+    return (
+        "version https://git-lfs.github.com/spec/v1\n"
+        f"oid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n"
+    ).encode()
+
+
+def ranged(request, data, headers):
+    """`data`, or the part a `Range: bytes=START-END` header asks for (206)."""
+    headers = {**headers, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+    wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", request.headers.get("Range", "").strip())
+    if not wanted:
+        return 200, headers, data
+    first, last = wanted.groups()
+    if first == "":  # the last N bytes
+        start, end = max(0, len(data) - int(last)), len(data) - 1
+    else:
+        start, end = int(first), min(len(data) - 1, int(last)) if last else len(data) - 1
+    if start >= len(data) or start > end:
+        return 416, {"Content-Range": f"bytes */{len(data)}"}, b""
+    headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+    return 206, headers, data[start : end + 1]
+
+
+def json_answer(value, headers=None):
+    return 200, {"Content-Type": "application/json", **(headers or {})}, json.dumps(value).encode()
+
+
+def error(status, code, message):
+    body = json.dumps({"error": message}).encode()
+    return status, {"Content-Type": "application/json", "X-Error-Code": code, "X-Error-Message": message}, body
+
+
+def unknown_route():
+    return 404, {"X-Unknown-Route": "1"}, b"no such route in tests/hub_server.py"
