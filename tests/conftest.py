@@ -1,23 +1,28 @@
 """What the test files share: the repo's path, running a script as a user would, checking a clean
 one-line failure, and the real inputs (Tiny Shakespeare, GPT-2's encoding) fetched once per run;
-for the bpe tests, a hand-made tokenizer and one trained on Tiny Shakespeare.
+for the bpe tests, a hand-made tokenizer and one trained on Tiny Shakespeare; `openwebtext_hub`,
+a local Hugging Face hub (tests/hub_server.py) holding a small OpenWebText.
 
 Helpers are imported by name (`from conftest import REPO, run_python, assert_clean_failure`);
 fixtures are found by pytest. The inputs come through the project's own `fetch`, so with
 NANOGPT_DATA_MIRROR set (as CI does) no test touches the network.
 """
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from hub_server import LocalHub, openwebtext_files
 
+from prep import documents as prep_documents
 from prep import tokenizers
 from prep.downloads import TINY_SHAKESPEARE, fetch
 
@@ -198,3 +203,51 @@ def trained(shakespeare):
 
     vocab, merges = train_bpe_from_iterator([shakespeare[:200_000]], 1000, special_tokens=[EOT])
     return Tokenizer(vocab, merges, special_tokens=[EOT])
+
+
+# ---------------------------------------------------------------------------------------------
+# A local Hugging Face hub holding a small OpenWebText (tests/hub_server.py)
+
+
+@dataclass
+class OpenWebTextHub:
+    hub: LocalHub  # the server; hub.requests and hub.unknown log what the clients asked
+    env: dict  # HF_ENDPOINT and fresh caches, for run_python(..., env=env)
+    local_files: Path  # the same parquet files on disk, for --data-files
+    documents: list  # every document, in file order
+    repo: str
+    revision: str  # the pinned HUB_REVISION
+    config: str
+
+
+@pytest.fixture
+def openwebtext_hub(paragraphs, tmp_path):
+    """A local hub with OpenWebText at the pinned revision of data/openwebtext/prepare.py.
+
+    600 Tiny Shakespeare paragraphs in 3 parquet files of 150, 250 and 200 documents, laid out as
+    the real repo's (plain_text/train-0000N-of-00080.parquet); `main` is another commit holding
+    the documents in reverse order, so a run that does not follow the pin writes other bytes.
+    Clients reach it through HF_ENDPOINT, as they would reach a mirror of the hub.
+    """
+    repo, revision = prep_documents.HUB_REPO, prep_documents.HUB_REVISION
+    config = prep_documents.HUB_CONFIG
+    documents = paragraphs[:600]
+    files = openwebtext_files(documents, [150, 250, 200], config=config)
+    main_commit = hashlib.sha1(b"another commit").hexdigest()
+    commits = {
+        revision: files,
+        main_commit: openwebtext_files(documents[::-1], [200, 250, 150], config=config),
+    }
+    for path, data in files.items():
+        (tmp_path / "local" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "local" / path).write_bytes(data)
+    with LocalHub(repo, commits, refs={"main": main_commit}) as hub:
+        yield OpenWebTextHub(
+            hub=hub,
+            env=hub.environment(tmp_path / "hub-client"),
+            local_files=tmp_path / "local" / config,
+            documents=documents,
+            repo=repo,
+            revision=revision,
+            config=config,
+        )

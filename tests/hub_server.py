@@ -5,31 +5,40 @@ huggingface_hub and datasets use to read `hf://datasets/OWNER/NAME@REVISION/...`
         env = {**os.environ, **hub.environment(tmp_path)}   # HF_ENDPOINT, a fresh HF_HOME...
 
 The routes, as huggingface_hub 2.4 and datasets 5.2 call them (found by logging their requests;
-every other request is answered 404 and kept in `hub.unknown`, so that a test fails when a new
-version of the libraries calls something new):
+every other request is answered 404, and a request that fails here 500; both are kept in
+`hub.unknown`, so that a test fails when a new version of the libraries calls something new):
 
-    GET  /api/datasets/{repo}/revision/{rev}             the repo at a revision: its commit (sha)
-    GET  /api/datasets/{repo}/tree/{rev}[/{dir}]         a folder's entries; ?recursive=true lists
-                                                         the whole subtree; pages of `page_size`
-                                                         entries linked by a `Link: <...>; rel="next"`
-    POST /api/datasets/{repo}/paths-info/{rev}           the entries of the form's `paths`
-    HEAD, GET /datasets/{repo}/resolve/{rev}/{path}      a file: small files are answered here;
-                                                         LFS files (.parquet, as on the real hub)
-                                                         redirect (302) to the CDN, with the file's
-                                                         X-Repo-Commit, X-Linked-Etag, X-Linked-Size
-    HEAD, GET {cdn}/lfs/{sha256}                         an LFS file's bytes, with Range requests;
-                                                         on its own port, so another origin, as the
-                                                         real CDN is (the client sends no token there)
+    GET  /api/datasets/{repo}/revision/{rev}             the repo at a revision, its commit `sha`
+                                                         (any hf:// path is checked with it first)
+    GET  /api/datasets/{repo}/tree/{rev}[/{dir}]         a folder's entries (a glob lists the
+                                                         folder and its parent); ?recursive=true
+                                                         the whole subtree (find); pages of
+                                                         `page_size` entries chained by a
+                                                         `Link: <...>; rel="next"` header
+    POST /api/datasets/{repo}/paths-info/{rev}           the entries of the form's `paths` (info)
+    HEAD, GET /datasets/{repo}/resolve/{rev}/{path}      a file. LFS files (.parquet, as on the
+                                                         real hub) redirect (302) to the CDN; the
+                                                         HEAD of hf_hub_download reads the file's
+                                                         X-Repo-Commit, X-Linked-Etag and
+                                                         X-Linked-Size from that redirect
+    HEAD, GET {cdn}/lfs/{sha256}                         an LFS file's bytes, Range requests
+                                                         answered 206 (HfFileSystem's reads); on
+                                                         its own port, so another origin, as the
+                                                         real CDN is (the client sends no token)
 
 `{rev}` is a commit sha or a ref name (e.g. "main"), percent-encoded. A repo the hub does not hold
 gets 404 RepoNotFound, an unknown revision 404 RevisionNotFound, a missing path 404 EntryNotFound
-(the X-Error-Code header the client turns into its exceptions).
+(the X-Error-Code header the client turns into its exceptions; the tree of a file is one too, and
+HfFileSystem then lists its folder). Files are served as stored: no Xet (hf_xet is used only when
+the hub announces a file's Xet hash, which this one never does).
 """
 
 import email.utils
 import hashlib
+import io
 import json
 import re
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import PurePosixPath
@@ -67,7 +76,7 @@ class LocalHub:
         self.hub = ThreadingHTTPServer(("127.0.0.1", 0), self.handler(self.route_hub))
         self.cdn = ThreadingHTTPServer(("127.0.0.1", 0), self.handler(self.route_cdn))
         self.threads = [
-            threading.Thread(target=server.serve_forever, daemon=True)
+            threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
             for server in (self.hub, self.cdn)
         ]
 
@@ -147,10 +156,22 @@ class LocalHub:
         query = parse_qs(url.query)
         patterns = {
             ("GET", "revision"): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/revision/(?P<rev>[^/]+)",
-            ("GET", "tree"): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)(?:/(?P<path>.+))?",
-            ("POST", "paths-info"): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/paths-info/(?P<rev>[^/]+)",
-            ("GET", "resolve"): r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)",
-            ("HEAD", "resolve"): r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)",
+            (
+                "GET",
+                "tree",
+            ): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)(?:/(?P<path>.+))?",
+            (
+                "POST",
+                "paths-info",
+            ): r"/api/datasets/(?P<repo>[^/]+/[^/]+)/paths-info/(?P<rev>[^/]+)",
+            (
+                "GET",
+                "resolve",
+            ): r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)",
+            (
+                "HEAD",
+                "resolve",
+            ): r"/datasets/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<path>.+)",
         }
         for (method, name), pattern in patterns.items():
             match = re.fullmatch(pattern, url.path)
@@ -307,8 +328,42 @@ def json_answer(value, headers=None):
 
 def error(status, code, message):
     body = json.dumps({"error": message}).encode()
-    return status, {"Content-Type": "application/json", "X-Error-Code": code, "X-Error-Message": message}, body
+    return (
+        status,
+        {"Content-Type": "application/json", "X-Error-Code": code, "X-Error-Message": message},
+        body,
+    )
 
 
 def unknown_route():
     return 404, {"X-Unknown-Route": "1"}, b"no such route in tests/hub_server.py"
+
+
+def parquet_bytes(texts):
+    """A parquet file of one `text` column, as the hub's OpenWebText files are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"text": pa.array(texts, type=pa.string())}), buffer)
+    return buffer.getvalue()
+
+
+def openwebtext_files(documents, sizes, config="plain_text"):
+    """`documents` cut into parquet files of `sizes` documents, named as the real repo's:
+    [d0, d1, d2], sizes [1, 2] -> {"plain_text/train-00000-of-00080.parquet": [d0], ...-00001-...: [d1, d2]}
+    """
+    assert sum(sizes) == len(documents)
+    files, start = {}, 0
+    for number, size in enumerate(sizes):
+        name = f"{config}/train-{number:05d}-of-00080.parquet"
+        files[name] = parquet_bytes(documents[start : start + size])
+        start += size
+    return files
+
+
+def unused_port_url():
+    """The URL of a port of 127.0.0.1 nothing listens on: a hub that cannot be reached."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"

@@ -1,0 +1,158 @@
+"""data/openwebtext/prepare.py's default path, OpenWebText from the Hugging Face hub, run for real.
+
+The script, with no --data-files, loads hf://datasets/Skylion007/openwebtext@<HUB_REVISION>/...
+from a local hub (tests/hub_server.py, the `openwebtext_hub` fixture) reached through
+HF_ENDPOINT, as a user reaches a mirror of the hub, and must write what a --data-files run over
+the same parquet files writes. The hub answers only the routes the libraries are known to call:
+any other request is logged in `hub.unknown`, and every test here asserts that log is empty.
+"""
+
+import hashlib
+import json
+import textwrap
+
+import pytest
+from conftest import REPO, assert_clean_failure, run_python
+from hub_server import unused_port_url
+
+SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
+
+
+def repo_requests(hub):
+    """The (method, path, status) of the requests about the repo (the CDN's are not)."""
+    return [r for r in hub.requests if r[1].startswith(("/api/datasets/", "/datasets/"))]
+
+
+def test_hub_run_equals_data_files_run(openwebtext_hub, gpt2_encoding, tmp_path):
+    owt = openwebtext_hub
+    hub_run = run_python(SCRIPT, "--out-dir", tmp_path / "hub", "--num-proc", 2, env=owt.env)
+    assert hub_run.returncode == 0, hub_run.stderr
+    assert f"{owt.repo}@{owt.revision[:12]}: 600 documents" in hub_run.stdout
+    local_run = run_python(
+        SCRIPT,
+        "--data-files",
+        owt.local_files / "*.parquet",
+        "--out-dir",
+        tmp_path / "local",
+        "--num-proc",
+        2,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "local-cache")},
+    )
+    assert local_run.returncode == 0, local_run.stderr
+
+    for name in ("train.bin", "val.bin"):
+        assert (tmp_path / "hub" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    hub_meta = json.loads((tmp_path / "hub" / "meta.json").read_text())
+    local_meta = json.loads((tmp_path / "local" / "meta.json").read_text())
+    assert hub_meta["splits"] == local_meta["splits"]
+    assert hub_meta["split"]["documents"] == {"train": 599, "val": 1}
+    assert hub_meta["source"] == {
+        "repo": owt.repo,
+        "revision": owt.revision,
+        "config": owt.config,
+        "documents": 600,
+    }
+    # every document, once, with its end-of-text token: the runs agree on something real
+    tokens = sum(len(gpt2_encoding.encode_ordinary(d)) + 1 for d in owt.documents)
+    assert hub_meta["splits"]["train"]["tokens"] + hub_meta["splits"]["val"]["tokens"] == tokens
+
+    # every request named the pinned commit (not `main`, which holds other files), and every
+    # file was fetched at that commit: its metadata from the hub, its bytes from the CDN
+    assert owt.hub.unknown == []
+    requests = repo_requests(owt.hub)
+    assert requests and all(f"/{owt.revision}" in path for _, path, _ in requests), requests
+    resolved = {
+        path.split(f"/resolve/{owt.revision}/")[1]
+        for method, path, status in requests
+        if method == "HEAD" and status == 302
+    }
+    assert resolved == {f"{owt.config}/{p.name}" for p in owt.local_files.glob("*.parquet")}
+    downloads = [r for r in owt.hub.requests if r[1].startswith("/lfs/")]
+    assert len(downloads) == 3 and all(status == 200 for _, _, status in downloads)
+
+
+def break_hub(case, owt):
+    """Make the hub fail as `case` says; return the HF_ENDPOINT the script gets."""
+    if case == "unreachable":
+        return unused_port_url()
+    if case == "revision gone":  # e.g. the repo's history was rewritten
+        owt.hub.commits.pop(owt.revision)
+    elif case == "file gone from the CDN":
+        owt.hub.blobs.clear()
+    return owt.hub.endpoint
+
+
+@pytest.mark.parametrize(
+    "case, cause",
+    [
+        pytest.param("unreachable", "(ConnectError: ", id="hub unreachable"),
+        pytest.param(
+            "revision gone",
+            "(RevisionNotFoundError: 404 Client Error. Revision Not Found for url: ",
+            id="pinned revision not on the hub",
+        ),
+        pytest.param(
+            "file gone from the CDN",
+            "(HfHubHTTPError: Client error '404 Not Found' for url ",
+            id="file gone from the CDN",
+        ),
+    ],
+)
+def test_hub_failure_is_one_line_naming_data_files(case, cause, openwebtext_hub, tmp_path):
+    owt = openwebtext_hub
+    endpoint = break_hub(case, owt)
+    result = run_python(
+        SCRIPT, "--out-dir", tmp_path / "out", env={**owt.env, "HF_ENDPOINT": endpoint}
+    )
+    assert_clean_failure(
+        result,
+        f"error: cannot load {owt.repo}@{owt.revision[:12]} from the Hugging Face hub ",
+        cause,
+        "; to use local files instead, pass --data-files 'DIR/*.parquet'",
+    )
+    assert list((tmp_path / "out").iterdir()) == []
+    assert owt.hub.unknown == []
+
+
+# Bytes only: pyarrow in this process can abort at exit now and then (apache/arrow#34314,
+# "terminate called without an active exception"), which would make the test flaky.
+READ_THROUGH_HFFS = textwrap.dedent(
+    """
+    import hashlib, json, sys
+    from huggingface_hub import HfFileSystem
+
+    fs = HfFileSystem()
+    paths = fs.glob(sys.argv[1])
+    with fs.open(paths[0], block_size=4096) as f:  # read in ranges of about 4 KB
+        data = b"".join(iter(lambda: f.read(1000), b""))
+    print(json.dumps({
+        "paths": paths,
+        "info": {k: fs.info(paths[0])[k] for k in ("name", "size", "type")},
+        "folder": fs.ls(fs._parent(paths[0]), detail=False),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "tail": fs.cat_file(paths[1], start=-100).hex(),  # a parquet reader's first read
+    }))
+    """
+)
+
+
+def test_hf_file_system_globs_and_reads_ranges(openwebtext_hub, tmp_path):
+    """What datatrove reads hf:// paths with: HfFileSystem, configured by HF_ENDPOINT alone."""
+    owt = openwebtext_hub
+    root = f"datasets/{owt.repo}@{owt.revision}/{owt.config}"
+    (tmp_path / "read.py").write_text(READ_THROUGH_HFFS)
+    result = run_python(tmp_path / "read.py", f"{root}/*.parquet", env=owt.env)
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+
+    local = sorted(owt.local_files.glob("*.parquet"))
+    assert answer["paths"] == sorted(answer["folder"]) == [f"{root}/{p.name}" for p in local]
+    first = local[0].read_bytes()
+    assert answer["info"] == {"name": f"{root}/{local[0].name}", "size": len(first), "type": "file"}
+    assert answer["sha256"] == hashlib.sha256(first).hexdigest()
+    assert bytes.fromhex(answer["tail"]) == local[1].read_bytes()[-100:]
+    sha256 = hashlib.sha256(first).hexdigest()
+    ranges = [s for _, path, s in owt.hub.requests if path == f"/lfs/{sha256}"]
+    assert len(ranges) >= 2 and set(ranges) == {206}  # its bytes in parts, as asked
+    assert owt.hub.unknown == []
+    assert all(f"/{owt.revision}" in path for _, path, _ in repo_requests(owt.hub))
