@@ -1,8 +1,9 @@
 """data/openwebtext/prepare.py on local corpora made of Tiny Shakespeare's paragraphs (one
 document each), run as a user runs it; the pieces it is made of are in test_documents.py.
 
-Offline: the hub is only checked for its one-line error without network. Each run gets its own
-datasets cache (HF_DATASETS_CACHE in tmp_path).
+Offline: the hub is only checked for its one-line error without network (test_openwebtext_hub.py
+runs the hub path against a local hub). Each run gets its own datasets cache (HF_DATASETS_CACHE
+in tmp_path).
 """
 
 import json
