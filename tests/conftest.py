@@ -210,24 +210,30 @@ def trained(shakespeare):
 
 
 @dataclass
-class OpenWebTextHub:
-    hub: LocalHub  # the server; hub.requests and hub.unknown log what the clients asked
-    env: dict  # HF_ENDPOINT and fresh caches, for run_python(..., env=env)
-    local_files: Path  # the same parquet files on disk, for --data-files
-    documents: list  # every document, in file order
+class OpenWebTextRepo:
+    commits: dict  # {commit sha: {path: bytes}}
+    refs: dict  # {"main": sha}
+    local_files: Path  # the pinned commit's parquet files on disk, for --data-files
+    documents: list  # every document of the pinned commit, in file order
     repo: str
     revision: str  # the pinned HUB_REVISION
     config: str
 
 
-@pytest.fixture
-def openwebtext_hub(paragraphs, tmp_path):
-    """A local hub with OpenWebText at the pinned revision of data/openwebtext/prepare.py.
+@dataclass
+class OpenWebTextHub(OpenWebTextRepo):
+    # always given; the defaults only let these fields follow the repo's (Python 3.9 dataclasses)
+    hub: LocalHub = None  # the server; hub.requests and hub.unknown log what the clients asked
+    env: dict = None  # HF_ENDPOINT and fresh caches, for run_python(..., env=env)
+
+
+@pytest.fixture(scope="session")
+def openwebtext_repo(paragraphs, tmp_path_factory):
+    """OpenWebText's repo at the pinned revision of data/openwebtext/prepare.py, made small.
 
     600 Tiny Shakespeare paragraphs in 3 parquet files of 150, 250 and 200 documents, laid out as
     the real repo's (plain_text/train-0000N-of-00080.parquet); `main` is another commit holding
     the documents in reverse order, so a run that does not follow the pin writes other bytes.
-    Clients reach it through HF_ENDPOINT, as they would reach a mirror of the hub.
     """
     repo, revision = prep_documents.HUB_REPO, prep_documents.HUB_REVISION
     config = prep_documents.HUB_CONFIG
@@ -238,16 +244,22 @@ def openwebtext_hub(paragraphs, tmp_path):
         revision: files,
         main_commit: openwebtext_files(documents[::-1], [200, 250, 150], config=config),
     }
+    local = tmp_path_factory.mktemp("openwebtext-repo")
     for path, data in files.items():
-        (tmp_path / "local" / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "local" / path).write_bytes(data)
-    with LocalHub(repo, commits, refs={"main": main_commit}) as hub:
-        yield OpenWebTextHub(
-            hub=hub,
-            env=hub.environment(tmp_path / "hub-client"),
-            local_files=tmp_path / "local" / config,
-            documents=documents,
-            repo=repo,
-            revision=revision,
-            config=config,
-        )
+        (local / path).parent.mkdir(parents=True, exist_ok=True)
+        (local / path).write_bytes(data)
+    return OpenWebTextRepo(
+        commits, {"main": main_commit}, local / config, documents, repo, revision, config
+    )
+
+
+@pytest.fixture
+def openwebtext_hub(openwebtext_repo, tmp_path):
+    """A local hub serving `openwebtext_repo`, and a client environment with empty caches.
+
+    Clients reach it through HF_ENDPOINT, as they would reach a mirror of the hub. A test may
+    break this hub (hub.commits.pop(revision), hub.blobs.clear()): each test gets its own.
+    """
+    owt = openwebtext_repo
+    with LocalHub(owt.repo, dict(owt.commits), refs=owt.refs) as hub:
+        yield OpenWebTextHub(**vars(owt), hub=hub, env=hub.environment(tmp_path / "hub-client"))

@@ -3,7 +3,8 @@
 The script, with no --data-files, loads hf://datasets/Skylion007/openwebtext@<HUB_REVISION>/...
 from a local hub (tests/hub_server.py, the `openwebtext_hub` fixture) reached through
 HF_ENDPOINT, as a user reaches a mirror of the hub, and must write what a --data-files run over
-the same parquet files writes. The hub answers only the routes the libraries are known to call:
+the same parquet files writes: with the datasets engine (datasets downloads the files) and with
+the datatrove engine (its tasks read them through huggingface_hub's HfFileSystem). The hub answers only the routes the libraries are known to call:
 any other request is logged in `hub.unknown`, and every test here asserts that log is empty.
 """
 
@@ -23,30 +24,31 @@ def repo_requests(hub):
     return [r for r in hub.requests if r[1].startswith(("/api/datasets/", "/datasets/"))]
 
 
-def test_hub_run_equals_data_files_run(openwebtext_hub, gpt2_encoding, tmp_path):
-    owt = openwebtext_hub
-    hub_run = run_python(SCRIPT, "--out-dir", tmp_path / "hub", "--num-proc", 2, env=owt.env)
-    assert hub_run.returncode == 0, hub_run.stderr
-    assert f"{owt.repo}@{owt.revision[:12]}: 600 documents" in hub_run.stdout
-    local_run = run_python(
+@pytest.fixture(scope="module")
+def data_files_run(openwebtext_repo, tmp_path_factory):
+    """The reference: the default engine on the same parquet files, from disk (--data-files)."""
+    out = tmp_path_factory.mktemp("data-files-run")
+    result = run_python(
         SCRIPT,
         "--data-files",
-        owt.local_files / "*.parquet",
+        openwebtext_repo.local_files / "*.parquet",
         "--out-dir",
-        tmp_path / "local",
+        out / "out",
         "--num-proc",
         2,
-        env={"HF_DATASETS_CACHE": str(tmp_path / "local-cache")},
+        env={"HF_DATASETS_CACHE": str(out / "cache")},
     )
-    assert local_run.returncode == 0, local_run.stderr
+    assert result.returncode == 0, result.stderr
+    return out / "out"
 
+
+def assert_same_as_data_files_run(out, reference, owt, gpt2_encoding):
     for name in ("train.bin", "val.bin"):
-        assert (tmp_path / "hub" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
-    hub_meta = json.loads((tmp_path / "hub" / "meta.json").read_text())
-    local_meta = json.loads((tmp_path / "local" / "meta.json").read_text())
-    assert hub_meta["splits"] == local_meta["splits"]
-    assert hub_meta["split"]["documents"] == {"train": 599, "val": 1}
-    assert hub_meta["source"] == {
+        assert (out / name).read_bytes() == (reference / name).read_bytes()
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["splits"] == json.loads((reference / "meta.json").read_text())["splits"]
+    assert meta["split"]["documents"] == {"train": 599, "val": 1}
+    assert meta["source"] == {
         "repo": owt.repo,
         "revision": owt.revision,
         "config": owt.config,
@@ -54,21 +56,56 @@ def test_hub_run_equals_data_files_run(openwebtext_hub, gpt2_encoding, tmp_path)
     }
     # every document, once, with its end-of-text token: the runs agree on something real
     tokens = sum(len(gpt2_encoding.encode_ordinary(d)) + 1 for d in owt.documents)
-    assert hub_meta["splits"]["train"]["tokens"] + hub_meta["splits"]["val"]["tokens"] == tokens
+    assert meta["splits"]["train"]["tokens"] + meta["splits"]["val"]["tokens"] == tokens
 
-    # every request named the pinned commit (not `main`, which holds other files), and every
-    # file was fetched at that commit: its metadata from the hub, its bytes from the CDN
+
+def assert_pinned_requests(owt):
+    """Every request named the pinned commit (not `main`, which holds other files), every
+    parquet file was resolved at it, and the hub knew every route the clients used."""
     assert owt.hub.unknown == []
     requests = repo_requests(owt.hub)
     assert requests and all(f"/{owt.revision}" in path for _, path, _ in requests), requests
     resolved = {
         path.split(f"/resolve/{owt.revision}/")[1]
-        for method, path, status in requests
-        if method == "HEAD" and status == 302
+        for _, path, status in requests
+        if "/resolve/" in path and status == 302
     }
     assert resolved == {f"{owt.config}/{p.name}" for p in owt.local_files.glob("*.parquet")}
+
+
+def test_hub_run_equals_data_files_run(openwebtext_hub, data_files_run, gpt2_encoding, tmp_path):
+    owt = openwebtext_hub
+    result = run_python(SCRIPT, "--out-dir", tmp_path / "out", "--num-proc", 2, env=owt.env)
+    assert result.returncode == 0, result.stderr
+    assert f"{owt.repo}@{owt.revision[:12]}: 600 documents" in result.stdout
+    assert_same_as_data_files_run(tmp_path / "out", data_files_run, owt, gpt2_encoding)
+    assert_pinned_requests(owt)
+    # datasets downloads each file once (HEAD at the hub, then GET at the CDN) into its cache
     downloads = [r for r in owt.hub.requests if r[1].startswith("/lfs/")]
     assert len(downloads) == 3 and all(status == 200 for _, _, status in downloads)
+
+
+def test_datatrove_engine_from_the_hub(openwebtext_hub, data_files_run, gpt2_encoding, tmp_path):
+    """4 tasks over 3 files: the tasks read their slices through HfFileSystem, in ranges."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    owt = openwebtext_hub
+    result = run_python(
+        SCRIPT,
+        "--engine",
+        "datatrove",
+        "--tasks",
+        4,
+        "--workers",
+        2,
+        "--out-dir",
+        tmp_path / "out",
+        env=owt.env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_as_data_files_run(tmp_path / "out", data_files_run, owt, gpt2_encoding)
+    assert_pinned_requests(owt)
+    reads = [r for r in owt.hub.requests if r[1].startswith("/lfs/")]
+    assert reads and all(status == 206 for _, _, status in reads)
 
 
 def break_hub(case, owt):
