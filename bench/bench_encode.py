@@ -9,7 +9,7 @@
    Also the same with a warm cache, and (if installed: `pip install tokenizers`) Hugging
    Face's ByteLevel BPE from the same files, as a second reference.
 2. `Tokenizer.to_tiktoken()` against tiktoken's own gpt2 (should be ~1.0).
-3. `encode_iterable` over ../shared/bench/docs20.txt (20 MB) in a fresh process: growth of
+3. `encode_iterable` over --docs20 (default ../shared/bench/docs20.txt, 20 MB) in a fresh process: growth of
    peak RSS while streaming a quarter of the file and the whole file (it should not depend
    on the file size), its time against tiktoken encoding the whole text at once, and
    whether the ids are the same.
@@ -30,7 +30,7 @@ from prep.downloads import TINY_SHAKESPEARE, fetch
 from prep.tokenizers import gpt2_encoding, gpt2_files
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
+DOCS20 = ROOT.parent / "shared" / "bench" / "docs20.txt"
 
 # A fresh process: build the tokenizer, reset VmHWM, stream the first N characters' lines.
 STREAM_PROBE = r"""
@@ -132,11 +132,11 @@ def bench_to_tiktoken(runs, files, enc, text):
     )
 
 
-def bench_stream(files, enc):
+def bench_stream(files, enc, corpus):
     print(
-        f"== 3. encode_iterable over {CORPUS.name} ({mb(CORPUS.stat().st_size)}), fresh processes"
+        f"== 3. encode_iterable over {corpus.name} ({mb(corpus.stat().st_size)}), fresh processes"
     )
-    text = CORPUS.read_text(encoding="utf-8")
+    text = corpus.read_text(encoding="utf-8")
     ref_s, ref_ids = timed(functools.partial(enc.encode, allowed_special="all"), text)
     ref_checksum = 0
     for token_id in ref_ids:
@@ -146,11 +146,11 @@ def bench_stream(files, enc):
         probe = Path(tmp) / "probe.py"
         probe.write_text(STREAM_PROBE)
         for label, limit in (
-            ("a quarter", CORPUS.stat().st_size // 4),
+            ("a quarter", corpus.stat().st_size // 4),
             ("the whole file", 1 << 62),
         ):
             out = subprocess.run(
-                [sys.executable, str(probe), str(files[0]), str(files[1]), str(CORPUS), str(limit)],
+                [sys.executable, str(probe), str(files[0]), str(files[1]), str(corpus), str(limit)],
                 check=True,
                 capture_output=True,
                 text=True,
@@ -164,7 +164,7 @@ def bench_stream(files, enc):
                 int(out[4]),
             )
             line = f"  {label:15s} {count:>10,} ids  peak RSS growth {mb(growth)}  ({cached:,} cached pre-tokens)"
-            if limit > CORPUS.stat().st_size:
+            if limit > corpus.stat().st_size:
                 line += (
                     f"\n  whole file: ours streaming {seconds:.2f} s, tiktoken encode(all at once) {ref_s:.2f} s, "
                     f"ratio {ref_s / seconds:.2f}x; same ids as tiktoken: {'yes' if (count, checksum) == (len(ref_ids), ref_checksum) else 'NO'}"
@@ -176,6 +176,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-stream", action="store_true", help="skip part 3 (the 20 MB stream)")
+    parser.add_argument("--docs20", type=Path, default=DOCS20, help="the corpus of part 3")
     args = parser.parse_args()
     files = gpt2_files()
     enc = gpt2_encoding()
@@ -185,7 +186,7 @@ def main():
     bench_shakespeare(args.runs, files, enc, shakespeare)
     bench_to_tiktoken(args.runs, files, enc, shakespeare)
     if not args.skip_stream:
-        bench_stream(files, enc)
+        bench_stream(files, enc, args.docs20)
 
 
 if __name__ == "__main__":
