@@ -15,9 +15,9 @@ it exactly; the tests prove the two equal on random and real text. It is fast in
    holds (not once per occurrence: a line of 200,000 "x" would be rescanned 100,000 times),
    and a long one (LONG_PRETOKEN) is merged by C-level string operations.
 
-A note on rule 4 of `simple.train` (a pair whose joined bytes already are a token is passed
-over): we have not met a corpus where it happens (merging Tiny Shakespeare line by line until
-no pair is left, 177,254 merges, passes over none); the check costs one set lookup per merge.
+On the rule that passes over a pair whose joined bytes already are a token: we have not met
+a corpus where it happens (merging Tiny Shakespeare line by line until no pair is left,
+177,254 merges, passes over none); the check costs one set lookup per merge.
 """
 
 import heapq
