@@ -1,11 +1,18 @@
-"""What the test files share: the repo's path, running a script as a user would, checking a clean
-one-line failure, and the real inputs (Tiny Shakespeare, GPT-2's encoding) fetched once per run;
-for the bpe tests, a hand-made tokenizer and one trained on Tiny Shakespeare; `openwebtext_hub`,
-a local Hugging Face hub (tests/hub_server.py) holding a small OpenWebText.
+"""What the test files share, imported by name (`from conftest import REPO, run_python`) or, for
+fixtures, found by pytest.
 
-Helpers are imported by name (`from conftest import REPO, run_python, assert_clean_failure`);
-fixtures are found by pytest. The inputs come through the project's own `fetch`, so with
-NANOGPT_DATA_MIRROR set (as CI does) no test touches the network.
+Helpers: REPO (the repo's folder); run_python (a script in a fresh process, as a user runs it);
+assert_clean_failure (exit 1, one `error:` line, no traceback); assert_refused (a bad-input case:
+lay out files, run, a clean failure, the folder untouched); names_in, files_in, write_files,
+write_jsonl (folders and files of a case); send (an answer of the HTTP server);
+hand_made_tokenizer (a bpe.Tokenizer from merges written by hand).
+
+Fixtures: shakespeare_path, shakespeare (Tiny Shakespeare), paragraphs and corpus (documents made
+of its paragraphs), gpt2_encoding (tiktoken's GPT-2), gpt2_files (GPT-2's own two files), server
+(a real HTTP server on 127.0.0.1), trained (a 1,000-id BPE trained on Tiny Shakespeare),
+openwebtext_hub (a local Hugging Face hub, tests/hub_server.py, holding a small OpenWebText). The
+inputs come through the project's own `fetch`, so with NANOGPT_DATA_MIRROR set (as CI does) no
+test touches the network.
 """
 
 import hashlib
@@ -109,6 +116,12 @@ def shakespeare(shakespeare_path):
 def gpt2_encoding():
     """tiktoken's GPT-2 Encoding (50,257 ids), its files fetched through the project's `fetch`."""
     return tokenizers.gpt2_encoding()
+
+
+@pytest.fixture(scope="session")
+def gpt2_files():
+    """GPT-2's own (encoder.json, vocab.bpe), fetched and checksummed: for Tokenizer.from_gpt2_files."""
+    return tokenizers.gpt2_files()
 
 
 def write_jsonl(path, documents):

@@ -48,7 +48,7 @@ def main():
     print("all the unique characters:", "".join(chars))
     print(f"vocab size: {vocab_size:,}")
 
-    # 4. create a mapping from characters to integers
+    # 4. create a mapping from characters to integers (nanoGPT's sample.py decodes the same way)
     # fmt: off
     stoi = { ch:i for i,ch in enumerate(chars) }
     itos = { i:ch for i,ch in enumerate(chars) }
