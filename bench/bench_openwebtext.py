@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bpe.tokenizer import EOT
+from bpe import EOT
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"

@@ -35,8 +35,7 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
             "eot_id": encoding.eot_token,
             "sha256": encoding_sha256(encoding),
         }
-    from bpe import Tokenizer
-    from bpe.tokenizer import EOT
+    from bpe import EOT, Tokenizer
 
     path = Path(tokenizer_path)
     if not path.is_file():

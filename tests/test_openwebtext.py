@@ -15,8 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_refused, run_python, write_jsonl
 
-from bpe import Tokenizer
-from bpe.tokenizer import EOT
+from bpe import EOT, Tokenizer
 from prep.files import sha256_file
 from prep.meta import verify
 

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_refused, run_python
 
-from bpe import Tokenizer
-from bpe.tokenizer import EOT
+from bpe import EOT, Tokenizer
 from prep.downloads import TINY_SHAKESPEARE
 from prep.files import sha256_file
 from prep.meta import verify

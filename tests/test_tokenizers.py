@@ -9,8 +9,7 @@ import sys
 import pytest
 from conftest import REPO, names_in, write_files
 
-from bpe import Tokenizer
-from bpe.tokenizer import EOT
+from bpe import EOT, Tokenizer
 from prep import tokenizers
 from prep.downloads import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, MIRROR_ENV
 from prep.errors import PrepareError
