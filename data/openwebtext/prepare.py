@@ -89,12 +89,7 @@ def main():
         print(f"{split} has {len(documents):,} documents, {num_tokens:,} tokens")
         bin_path = out_dir / f"{split}.bin"
         split_tokens[split] = write_bin(
-            bin_path,
-            stream_ids(documents),
-            dtype,
-            vocab_size,
-            expected_tokens=num_tokens,
-            desc=f"writing {bin_path}",
+            bin_path, stream_ids(documents), dtype, vocab_size, num_tokens, f"writing {bin_path}"
         )
 
     # 6. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
