@@ -8,6 +8,7 @@ Read in this order:
 - downloads.py: pinned remote files, fetched (or copied from the offline mirror) and checksummed
 - tokenizers.py: the tiktoken Encoding a BPE pipeline encodes with: GPT-2's or a trained one
 - documents.py: collections of documents (OpenWebText, local files): load, check, tokenize
+- datatrove_engine.py, datatrove_stages.py: the same, as datatrove pipeline steps (--engine datatrove)
 - binfiles.py: token ids and the .bin files: dtype, id checks, streaming writer
 - meta.py: meta.json and nanoGPT's meta.pkl beside the outputs, and `verify`, which re-checks them
 - show.py: one block of a prepared folder as nanoGPT's get_batch reads it, x and y, decoded
