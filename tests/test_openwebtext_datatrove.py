@@ -3,7 +3,7 @@
 Real datatrove executors on local files: the local one (forked processes), Slurm's through
 stand-in sbatch/scontrol/srun (tests/slurm/) that run datatrove's own launch scripts here, and
 Ray's when Ray is installed. Each comparison is against a run of the default (datasets) engine
-on the same files.
+on the same files. The hub path of this engine is tested in test_openwebtext_hub.py.
 """
 
 import json
@@ -76,11 +76,6 @@ def assert_one_error_line(stderr, message):
     assert lines[-1].startswith("error: ") and message in lines[-1], stderr[-3000:]
     assert sum(line.startswith("error: ") for line in lines) == 1, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
-
-
-@pytest.fixture(scope="module")
-def paragraphs(shakespeare):
-    return [p for p in shakespeare.split("\n\n") if p.strip()]
 
 
 @pytest.fixture(scope="module")
