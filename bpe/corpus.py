@@ -205,8 +205,12 @@ class Cutter:
 # ---------------------------------------------------------------------------
 
 
-def plan_slices(paths, reading, slice_bytes=SLICE_BYTES):
-    """The slices of every file, in file order; a missing column or an unreadable file raises."""
+def plan_slices(paths, reading, slice_bytes=None):
+    """The slices of every file, in file order; a missing column or an unreadable file raises.
+
+    Text and JSON lines files are cut into slices of about slice_bytes (default SLICE_BYTES).
+    """
+    slice_bytes = slice_bytes or SLICE_BYTES
     slices = []
     for path in paths:
         kind = file_kind(path)

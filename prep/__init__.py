@@ -12,4 +12,5 @@ Read in this order:
 - binfiles.py: token ids and the .bin files: dtype, id checks, streaming writer
 - meta.py: meta.json and nanoGPT's meta.pkl beside the outputs, and `verify`, which re-checks them
 - show.py: one block of a prepared folder as nanoGPT's get_batch reads it, x and y, decoded
+- datatrove_training.py: tokenizer training whose counting runs as datatrove tasks (a cluster)
 """
