@@ -73,9 +73,9 @@ def show_tokens(tokenizer, text, color):
 def merge_steps(pretoken, ranks):
     """The parts of a pre-token after each merge that encoding applies, with that merge's id.
 
-    simple.encode_pretoken, one step at a time: each step joins the adjacent pair whose joined bytes are
-    the token made earliest (lowest id). With ranks {b"ow": 256, b"low": 257, b"st": 258,
-    b"est": 259}: b"lowest" -> ([l, ow, e, s, t], 256), ([low, e, s, t], 257),
+    simple.encode_pretoken one step at a time: each step joins the adjacent pair whose joined
+    bytes are the token made earliest (lowest id). With ranks {b"ow": 256, b"low": 257,
+    b"st": 258, b"est": 259}: b"lowest" -> ([l, ow, e, s, t], 256), ([low, e, s, t], 257),
     ([low, e, st], 258), ([low, est], 259), then no pair is a token and it stops.
     """
     parts = [bytes([b]) for b in pretoken]
@@ -96,9 +96,9 @@ def explain(tokenizer, word):
     "lowest" with a tokenizer trained on the book's low/lower/lowest/widest corpus ->
         pre-token 'lowest': 6 bytes: 6c 6f 77 65 73 74
           l o w e s t
-          l ow e s t      256: o + w -> ow
+          l ow e s t   256: o + w -> ow
           ...
-          low est         259: e + st -> est
+          low est      259: e + st -> est
           no merge applies: ids [257, 259]
     """
     special_ids = set(tokenizer.special_tokens.values())

@@ -20,43 +20,43 @@ from prep.files import sha256_file
 from prep.tokenizers import gpt2_encoding
 
 
-def read_block(folder, split, block_size, offset):
-    """(x, y, number of ids in the split) at `offset`, read as get_batch reads them."""
-    folder = Path(folder)
-    meta = read_meta(folder)
-    if split not in meta["splits"]:
-        raise PrepareError(f"{folder / 'meta.json'} has no split {split!r}: {list(meta['splits'])}")
-    path = folder / meta["splits"][split]["file"]
-    if not path.is_file() or path.stat().st_size == 0:
-        raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
-    data = np.memmap(path, dtype=np.dtype(meta["dtype"]), mode="r")
-    if not 0 <= offset < len(data) - block_size:
-        raise PrepareError(
-            f"{path} holds {len(data):,} tokens: a block of {block_size} and its target need "
-            f"an offset from 0 to {len(data) - block_size - 1:,}, not {offset:,}"
-        )
-    x = data[offset : offset + block_size].tolist()
-    y = data[offset + 1 : offset + 1 + block_size].tolist()
-    return x, y, len(data)
-
-
 def read_meta(folder):
+    """meta.json of a prepared folder, with the three records this view needs."""
     meta_path = Path(folder) / "meta.json"
     try:
-        return json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PrepareError(
             f"{meta_path} does not exist; run the folder's prepare.py first"
         ) from None
+    except OSError as exc:
+        raise PrepareError(f"cannot read {meta_path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PrepareError(f"{meta_path} is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise PrepareError(f"{meta_path} is not the meta.json prepare.py writes; prepare again")
+    missing = [key for key in ("tokenizer", "dtype", "splits") if key not in meta]
+    if missing:
+        raise PrepareError(f"{meta_path} has no {missing[0]!r} record; prepare the folder again")
+    return meta
 
 
-def random_offset(folder, split, block_size, seed):
-    """The offset get_batch would draw (torch.randint(len(data) - block_size)), with numpy."""
+def open_split(folder, split):
+    """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
     meta = read_meta(folder)
-    tokens = meta["splits"].get(split, {}).get("tokens", 0)
-    return int(np.random.default_rng(seed).integers(max(tokens - block_size, 1)))
+    if split not in meta["splits"]:
+        raise PrepareError(
+            f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}"
+        )
+    path = Path(folder) / meta["splits"][split]["file"]
+    if not path.is_file() or path.stat().st_size == 0:
+        raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
+    return meta, np.memmap(path, dtype=np.dtype(meta["dtype"]), mode="r")
+
+
+def random_offset(num_tokens, block_size, seed):
+    """The offset get_batch would draw (torch.randint(len(data) - block_size)), with numpy."""
+    return int(np.random.default_rng(seed).integers(max(num_tokens - block_size, 1)))
 
 
 def token_bytes_for(tokenizer, folder):
@@ -65,8 +65,12 @@ def token_bytes_for(tokenizer, folder):
     if kind == "char":
         chars = tokenizer["chars"]
         return lambda token_id: chars[token_id].encode("utf-8")
-    if kind == "tiktoken" and tokenizer.get("name") == "gpt2":
-        return gpt2_encoding().decode_single_token_bytes
+    if kind == "tiktoken":
+        import tiktoken
+
+        name = tokenizer.get("name")
+        encoding = gpt2_encoding() if name == "gpt2" else tiktoken.get_encoding(name)
+        return encoding.decode_single_token_bytes
     if kind == "bpe":
         from bpe import Tokenizer
 
@@ -82,16 +86,28 @@ def token_bytes_for(tokenizer, folder):
 def block_lines(folder, split="train", block_size=8, offset=0):
     """One block as printed lines: x and y side by side, each token with its id and text.
 
-    The lecture's "ABBA" prepared by shakespeare_char, block_size 3 ->
+    The lecture's "ABBA" (ten times) prepared by shakespeare_char, block_size 3 ->
+        train: 36 tokens; at position t the model has read x[0..t] and must predict y[t]
         x = data[0:3] = [0, 1, 1]
         y = data[1:4] = [1, 1, 0]
-          t    x[t]    y[t]
-          0   0 'A'   1 'B'
-          1   1 'B'   1 'B'
-          2   1 'B'   0 'A'
+            t  x[t]   y[t]
+            0  0 'A'  1 'B'
+            1  1 'B'  1 'B'
+            2  1 'B'  0 'A'
     """
-    x, y, total = read_block(folder, split, block_size, offset)
-    token_bytes = token_bytes_for(read_meta(folder)["tokenizer"], folder)
+    meta, data = open_split(folder, split)
+    if not 0 <= offset < len(data) - block_size:
+        raise PrepareError(
+            f"{split} holds {len(data):,} tokens: a block of {block_size} and its target need "
+            f"an offset from 0 to {len(data) - block_size - 1:,}, not {offset:,}"
+        )
+    x = data[offset : offset + block_size].tolist()
+    y = data[offset + 1 : offset + 1 + block_size].tolist()
+    if max(x + y) >= meta["tokenizer"]["vocab_size"]:
+        raise PrepareError(
+            f"{folder}: token id {max(x + y):,} is not in the vocabulary; run verify"
+        )
+    token_bytes = token_bytes_for(meta["tokenizer"], folder)
 
     def cell(token_id):
         return f"{token_id:>{len(str(max(x + y)))}} '{token_text(token_bytes(token_id))}'"
@@ -100,7 +116,7 @@ def block_lines(folder, split="train", block_size=8, offset=0):
     width = max(len("x[t]"), *(len(a) for a, _ in cells))
     end = offset + block_size
     lines = [
-        f"{split}: {total:,} tokens; at position t the model has read x[0..t] and must predict y[t]",
+        f"{split}: {len(data):,} tokens; at position t the model has read x[0..t] and must predict y[t]",
         f"x = data[{offset}:{end}] = {x}",
         f"y = data[{offset + 1}:{end + 1}] = {y}",
         f"{'t':>5}  {'x[t]':<{width}}  y[t]",
@@ -124,5 +140,6 @@ def show(args):
         raise PrepareError(f"--block-size must be at least 1, got {args.block_size}")
     offset = args.offset
     if args.seed is not None:
-        offset = random_offset(args.folder, args.split, args.block_size, args.seed)
+        _, data = open_split(args.folder, args.split)
+        offset = random_offset(len(data), args.block_size, args.seed)
     print(*block_lines(args.folder, args.split, args.block_size, offset), sep="\n")

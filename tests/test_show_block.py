@@ -120,6 +120,23 @@ def test_bad_input_is_a_prepare_error(abba, args, fragment):
         prepare_common.main(["show", str(abba), *args])
 
 
+@pytest.mark.parametrize(
+    "meta_json, fragment",
+    [
+        pytest.param("{", "is not valid JSON", id="not-json"),
+        pytest.param("[]", "is not the meta.json prepare.py writes", id="a-list"),
+        pytest.param('{"tokenizer": {}, "splits": {}}', "has no 'dtype' record", id="no-dtype"),
+    ],
+)
+def test_bad_meta_json_is_a_prepare_error(tmp_path, meta_json, fragment):
+    (tmp_path / "meta.json").write_text(meta_json, encoding="utf-8")
+    with pytest.raises(PrepareError, match=fragment):
+        prepare_common.main(["show", str(tmp_path)])
+
+
 def test_cli_bad_input_is_one_error_line(tmp_path):
     result = run_python(REPO / "prepare_common.py", "show", tmp_path)
     assert_clean_failure(result, f"{tmp_path / 'meta.json'} does not exist")
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    with pytest.raises(PrepareError, match="cannot read .*a-file/meta.json"):
+        prepare_common.main(["show", str(tmp_path / "a-file")])
