@@ -29,7 +29,15 @@ from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_tiktoken_special_tokens, check_training_args
 from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
 from bpe.io import render_token
-from bpe.show_training import plot_sweep, sweep_bars, sweep_rows, sweep_table, trace_lines
+from bpe.show_training import (
+    TRACE_CORPUS_BYTES,
+    corpus_pretokens,
+    plot_sweep,
+    prefix_encodings,
+    sweep_bars,
+    sweep_table,
+    trace_lines,
+)
 from prep.errors import PrepareError, run_main
 from prep.files import read_text
 
@@ -258,7 +266,6 @@ def main(argv=None):
     args = parse_args(argv)
     check_args(args)
     eval_text = read_text(args.eval) if args.eval else None
-    texts = training_texts(args) if args.trace or args.sweep else None
 
     start = time.perf_counter()
     counts, vocab, merges = train(args)
@@ -268,7 +275,7 @@ def main(argv=None):
         f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}"
     )
     if args.trace:
-        print(*trace_lines(texts, merges, args.trace, args.pattern, args.special_tokens), sep="\n")
+        print(*trace_lines(counts, merges, args.trace, small_corpus(args)), sep="\n")
     show_merges(merges)
 
     first_special = 256 + len(merges)
@@ -282,30 +289,34 @@ def main(argv=None):
     if eval_text is not None:
         print(f"compression on {args.eval}: {compression(encoding, eval_text):.3f} bytes/token")
     if args.sweep:
-        show_sweep(args, vocab, merges, "".join(texts), eval_text)
+        show_sweep(args, vocab, merges, counts, eval_text)
     if args.out:
         tokenizer.save(args.out)
         print(f"wrote {args.out}")
 
 
-def training_texts(args):
-    """The input files' texts, read whole: --trace and --sweep need them (training does not)."""
-    try:
-        paths = expand_inputs(args.input)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
-    for path in paths:
-        if file_kind(path) != "text":
-            raise PrepareError(f"--trace and --sweep read text files whole; {path} is not one")
-    return [read_text(path) for path in paths]
+def small_corpus(args):
+    """For --trace: the training text's pre-tokens in order, if it is a few hundred bytes of text."""
+    paths = expand_inputs(args.input)
+    if any(file_kind(path) != "text" for path in paths):
+        return None
+    if sum(Path(path).stat().st_size for path in paths) > TRACE_CORPUS_BYTES:
+        return None
+    texts = [read_text(path) for path in paths]
+    return corpus_pretokens(texts, args.pattern, args.special_tokens)
 
 
-def show_sweep(args, vocab, merges, training_text, eval_text):
+def show_sweep(args, vocab, merges, counts, eval_text):
     """Compression for each --sweep size, from the merges of the one training just done."""
-    texts, names = [training_text], ["training text"]
-    if eval_text is not None:
-        texts, names = [*texts, eval_text], [*names, Path(args.eval).name]
-    rows = sweep_rows(vocab, merges, args.sweep, texts, args.special_tokens, args.pattern)
+    names = ["training text"] + ([Path(args.eval).name] if eval_text is not None else [])
+    rows = []
+    for size, encoding in prefix_encodings(
+        vocab, merges, args.sweep, args.special_tokens, args.pattern
+    ):
+        figures = [compression_of_counts(encoding, counts)]
+        if eval_text is not None:
+            figures.append(compression(encoding, eval_text))
+        rows.append((size, figures))
     print(
         f"sweep: trained once, to vocab_size {len(vocab):,}. Training is greedy, so a smaller\n"
         f"vocabulary's merges are the first ones of a larger one's: each size is a prefix."

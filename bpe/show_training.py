@@ -6,22 +6,21 @@
 `trace_lines` replays the merges the trainer learned with the two functions BPE is made of
 (simple.get_pair_counts, simple.merge_pair): each round counts the adjacent pairs, shows the one
 merged and its count, replaces it everywhere and, on a small corpus, prints the corpus again.
+It works on the pre-token counts training made, so any corpus can be traced.
 
-`sweep_rows` needs one training only: training is greedy, merge k is chosen from the corpus as
+`prefix_encodings` needs one training only: training is greedy, merge k is chosen from the corpus as
 merges 1..k-1 left it, whatever vocab_size was asked for. So the merges of a smaller vocabulary
 are exactly the first merges of a larger one, and each size is a prefix of the largest.
 """
-
-from collections import Counter
 
 import regex
 
 from .checks import check_pattern
 from .show import token_text
-from .simple import count_pretokens, get_pair_counts, merge_pair, split_on_special_tokens
+from .simple import get_pair_counts, merge_pair, split_on_special_tokens
 from .tokenizer import Tokenizer
 
-TRACE_CORPUS_CHARS = 300  # the corpus is printed after each merge only up to this size
+TRACE_CORPUS_BYTES = 300  # the corpus is printed after each merge only up to this size
 TIES_SHOWN = 3  # other pairs with the same count, listed to show the tie rule at work
 BAR_WIDTH = 40  # characters of the longest bar in the terminal chart
 
@@ -30,32 +29,35 @@ def _spaced(token):
     return token_text(token, space="Ġ")
 
 
-def trace_lines(texts, merges, rounds, pattern="gpt2", special_tokens=()):
-    """The first `rounds` merges: pair, count, ties and (small corpus) the corpus after it.
+def corpus_pretokens(texts, pattern="gpt2", special_tokens=()):
+    """A small corpus as its pre-tokens in order: ["the cat"] -> ["the", " cat"]."""
+    pattern = check_pattern(pattern)
+    return [
+        pretoken
+        for text in texts
+        for segment in split_on_special_tokens(text, special_tokens)[::2]
+        for pretoken in regex.findall(pattern, segment)
+    ]
 
-    ["the cat in the hat"], its merges, 2 ->
+
+def trace_lines(counts, merges, rounds, corpus=None):
+    """The first `rounds` merges: pair, count, ties and (given `corpus`) the corpus after it.
+
+    counts: {pre-token: how often}, what training counted; corpus: the pre-tokens in order, for
+    a text small enough to print. The counts and corpus of "the cat in the hat", 2 ->
         corpus: t h e / Ġ c a t / Ġ i n / Ġ t h e / Ġ h a t
         merge 1: t + h -> th (id 256), count 2; also 2: h + e, a + t (ties go to the greatest pair)
           th e / Ġ c a t / Ġ i n / Ġ th e / Ġ h a t
         merge 2: th + e -> the (id 257), count 2; also 2: a + t (ties go to the greatest pair)
           the / Ġ c a t / Ġ i n / Ġ the / Ġ h a t
     """
-    pattern = check_pattern(pattern)
-    counts = Counter()  # each distinct pre-token is merged once, weighted by its count
-    for text in texts:
-        counts.update(count_pretokens(text, pattern, special_tokens))
+    # Each distinct pre-token is merged once, and its pairs count as often as it occurs.
     parts = {pretoken: [bytes([b]) for b in pretoken.encode("utf-8")] for pretoken in counts}
-    show_corpus = sum(map(len, texts)) <= TRACE_CORPUS_CHARS
-    pretokens = []  # the corpus in order, kept only when it is small enough to print
-    if show_corpus:
-        for text in texts:
-            for segment in split_on_special_tokens(text, special_tokens)[::2]:
-                pretokens += regex.findall(pattern, segment)
 
-    def corpus():
-        return " / ".join(" ".join(map(_spaced, parts[pretoken])) for pretoken in pretokens)
+    def shown():
+        return " / ".join(" ".join(map(_spaced, parts[pretoken])) for pretoken in corpus)
 
-    lines = [f"corpus: {corpus()}"] if show_corpus else []
+    lines = [f"corpus: {shown()}"] if corpus else []
     for i, (left, right) in enumerate(merges[:rounds]):
         pair_counts = {}
         for pretoken, count in counts.items():
@@ -72,15 +74,9 @@ def trace_lines(texts, merges, rounds, pattern="gpt2", special_tokens=()):
         lines.append(line)
         for pretoken in parts:
             parts[pretoken] = merge_pair(parts[pretoken], (left, right), left + right)
-        if show_corpus:
-            lines.append(f"  {corpus()}")
+        if corpus:
+            lines.append(f"  {shown()}")
     return lines
-
-
-def bytes_per_token(encoding, text):
-    """How many bytes of text one token covers on average: "hello world" in 2 tokens -> 5.5."""
-    ids = encoding.encode(text, allowed_special="all")
-    return len(text.encode("utf-8")) / max(len(ids), 1)
 
 
 def prefix_tokenizer(vocab, merges, vocab_size, special_tokens=(), pattern="gpt2"):
@@ -90,18 +86,15 @@ def prefix_tokenizer(vocab, merges, vocab_size, special_tokens=(), pattern="gpt2
     return Tokenizer(base, merges[:num_merges], list(special_tokens), pattern)
 
 
-def sweep_rows(vocab, merges, sizes, texts, special_tokens=(), pattern="gpt2"):
-    """Bytes/token of each text for each vocab size: [(size, [figure per text]), ...].
+def prefix_encodings(vocab, merges, sizes, special_tokens=(), pattern="gpt2"):
+    """(size, tiktoken Encoding) for each vocab size, from the merges of the largest.
 
     Sizes that training did not reach (it stopped early: no pair left) are left out.
     """
-    rows = []
     for size in sizes:
         if size - 256 - len(special_tokens) > len(merges):
-            break
-        encoding = prefix_tokenizer(vocab, merges, size, special_tokens, pattern).to_tiktoken()
-        rows.append((size, [bytes_per_token(encoding, text) for text in texts]))
-    return rows
+            return
+        yield size, prefix_tokenizer(vocab, merges, size, special_tokens, pattern).to_tiktoken()
 
 
 def sweep_table(rows, names):

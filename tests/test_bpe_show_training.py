@@ -8,9 +8,12 @@ from conftest import REPO, run_python
 
 import train_tokenizer
 from bpe import Tokenizer
-from bpe.show_training import bytes_per_token, plot_sweep, sweep_rows
+from bpe.patterns import GPT2_PATTERN
+from bpe.show_training import plot_sweep, prefix_encodings, trace_lines
+from bpe.simple import count_pretokens
 from bpe.train import train_bpe_from_iterator
 from prep.errors import PrepareError
+from train_tokenizer import compression
 
 SCRIPT = REPO / "train_tokenizer.py"
 
@@ -71,13 +74,14 @@ def test_a_smaller_vocabulary_is_a_prefix_of_a_larger_one(shakespeare):
     train_text, eval_text = shakespeare[:40_000], shakespeare[40_000:50_000]
     special = ["<|endoftext|>"]
     vocab, merges = train_bpe_from_iterator([train_text], 700, special)
-    rows = dict(sweep_rows(vocab, merges, [257, 400, 555, 700], [eval_text], special))
+    encodings = dict(prefix_encodings(vocab, merges, [257, 400, 555, 700], special))
     for size in [257, 400, 555]:
         alone_vocab, alone_merges = train_bpe_from_iterator([train_text], size, special)
         assert alone_merges == merges[: len(alone_merges)]
         alone = Tokenizer(alone_vocab, alone_merges, special).to_tiktoken()
-        assert rows[size] == [bytes_per_token(alone, eval_text)]
-    assert rows[257] == [1.0] and rows[257] < rows[400] < rows[555] < rows[700]
+        assert encodings[size].encode(eval_text) == alone.encode(eval_text)
+    figures = [compression(encodings[size], eval_text) for size in [257, 400, 555, 700]]
+    assert figures[0] == 1.0 and figures == sorted(figures)
 
 
 @pytest.mark.parametrize(
@@ -112,3 +116,13 @@ def test_plot_draws_a_png(tmp_path):
     rows = [(256, [1.0, 1.0]), (512, [1.9, 1.8]), (1024, [2.4, 2.2])]
     plot_sweep(rows, ["training text", "val.txt"], tmp_path / "sweep.png")
     assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_trace_of_a_large_corpus_shows_counts_only(shakespeare):
+    """Traced from the pre-token counts (any input kind); a corpus this large is not printed."""
+    counts = count_pretokens(shakespeare[:40_000], GPT2_PATTERN)
+    _, merges = train_bpe_from_iterator([shakespeare[:40_000]], 258)
+    starting_with_space_t = sum(n for pretoken, n in counts.items() if pretoken.startswith(" t"))
+    assert trace_lines(counts, merges, 1) == [
+        f"merge 1: Ġ + t -> Ġt (id 256), count {starting_with_space_t}"
+    ]
