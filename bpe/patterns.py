@@ -63,13 +63,14 @@ def first_uncovered(pattern, text, start=0, end=None):
 class PreTokenizer:
     """`findall(text)` with a pattern, taking the ASCII-only equivalent when the text allows.
 
-    PreTokenizer(GPT2_PATTERN).findall("Hello world!") -> ["Hello", " world", "!"]
-    The same pre-tokens as regex.findall(pattern, text) for every text.
+    PreTokenizer("gpt2").findall("Hello world!") -> ["Hello", " world", "!"]
+    The same pre-tokens as regex.findall(pattern, text) for every text. `pattern` is a name
+    ("gpt2", "gpt4") or a regex; a name must not be read as the regex matching its own letters.
     """
 
     def __init__(self, pattern):
-        self.pattern = pattern
-        self.regex = regex.compile(pattern)
+        self.pattern = PATTERNS.get(pattern, pattern)
+        self.regex = regex.compile(self.pattern)
         ascii_pattern = ASCII_EQUIVALENTS.get(self.pattern)
         self.ascii_regex = re.compile(ascii_pattern, re.ASCII) if ascii_pattern else None
 

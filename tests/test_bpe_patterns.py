@@ -43,6 +43,8 @@ def test_non_ascii_text_and_other_patterns_take_the_unicode_regex():
     assert PreTokenizer(GPT4_PATTERN).ascii_regex is None
     assert PreTokenizer(GPT4_PATTERN).findall("Hello 12345") == ["Hello", " ", "123", "45"]
     assert PreTokenizer(r"\S+|\s+").findall("a  b") == ["a", "  ", "b"]
+    assert PreTokenizer("gpt2").pattern == GPT2_PATTERN  # a name, not the regex "gpt2"
+    assert PreTokenizer("gpt4").findall("Hello 12345") == ["Hello", " ", "123", "45"]
     assert check_pattern("gpt4") == GPT4_PATTERN
 
 

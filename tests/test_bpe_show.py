@@ -146,7 +146,9 @@ def test_merge_steps_end_where_encoding_ends(gpt2, shakespeare):
     """The steps shown are the encoder's: their last parts are the ids encode gives."""
     ranks = {token: token_id for token_id, token in gpt2.vocab.items() if token_id < 50256}
     text = shakespeare[:30_000] + " naïve café 東京 🤗 Ελλάδα"
-    for pretoken in set(PreTokenizer("gpt2").findall(text)):
+    pretokens = set(PreTokenizer("gpt2").findall(text))
+    assert len(pretokens) > 1_000  # every distinct pre-token of the text, not a handful
+    for pretoken in pretokens:
         data = pretoken.encode("utf-8")
         steps = list(merge_steps(data, ranks))
         parts = steps[-1][0] if steps else [bytes([b]) for b in data]
