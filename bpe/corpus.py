@@ -131,11 +131,15 @@ def _char_starting_at(data, start):
     return data[start : start + length].decode("utf-8", "replace")[:1]
 
 
-def _inside_special(data, position, specials):
-    """True if an occurrence of a special token (bytes) has `position` strictly inside it."""
-    for token in specials:
+def straddles_special(text, position, special_tokens):
+    """True if an occurrence of a special token has `position` strictly inside it.
+
+    Works on str with str tokens and on bytes with bytes tokens:
+    "a<|x|>b", 3, ["<|x|>"] -> True (between "<|" and "x"); "a<|x|>b", 1, ["<|x|>"] -> False.
+    """
+    for token in special_tokens:
         start = max(0, position - len(token) + 1)
-        if data.find(token, start, position + len(token) - 1) != -1:
+        if text.find(token, start, position + len(token) - 1) != -1:
             return True
     return False
 
@@ -157,7 +161,7 @@ class Cutter:
             cut >= 2
             and not _char_ending_at(data, cut - 1).isspace()
             and not _char_starting_at(data, cut).isspace()
-            and not _inside_special(data, cut, self.specials)
+            and not straddles_special(data, cut, self.specials)
         )
 
     def last_cut(self, data, limit):
@@ -173,7 +177,7 @@ class Cutter:
         for token in self.specials:
             start = data.rfind(token, 0, limit)
             while start > best:
-                if not _inside_special(data, start, self.specials):
+                if not straddles_special(data, start, self.specials):
                     best = start
                     break
                 start = data.rfind(token, 0, start)
@@ -193,7 +197,7 @@ class Cutter:
         for token in self.specials:
             start = data.find(token, position, limit if best == -1 else best)
             while start != -1:
-                if not _inside_special(data, start, self.specials):
+                if not straddles_special(data, start, self.specials):
                     best = start
                     break
                 start = data.find(token, start + 1, limit if best == -1 else best)

@@ -30,7 +30,7 @@ from collections import Counter
 import numpy as np
 
 from .checks import check_pattern, check_training_args
-from .corpus import count_corpus
+from .corpus import count_corpus, straddles_special
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
 from .simple import get_pair_counts, special_token_regex, split_on_special_tokens
 
@@ -63,15 +63,6 @@ def _count_slice(job):
     return count_pretokens(text, pattern, special_tokens)
 
 
-def _straddles_special(text, position, special_tokens):
-    """True if some occurrence of a special token has `position` strictly inside it."""
-    for token in special_tokens:
-        start = max(0, position - len(token) + 1)
-        if text.find(token, start, position + len(token) - 1) != -1:
-            return True
-    return False
-
-
 def slice_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     """Cut points that split `text` into slices of about `target_chars` each, placed where
     pre-tokenizing the slices separately gives exactly the pre-tokens of the whole text.
@@ -95,14 +86,14 @@ def slice_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
                     0 < newline < len(text) - 1
                     and not text[newline - 1].isspace()
                     and not text[newline + 1].isspace()
-                    and not _straddles_special(text, newline + 1, special_tokens)
+                    and not straddles_special(text, newline + 1, special_tokens)
                 ):
                     cut = newline + 1
                 else:
                     newline = text.find("\n", newline + 1)
         if special is not None:
             match = special.search(text, position)
-            while match and _straddles_special(text, match.start(), special_tokens):
+            while match and straddles_special(text, match.start(), special_tokens):
                 match = special.search(text, match.start() + 1)
             if match and (cut is None or match.start() < cut):
                 cut = match.start()
