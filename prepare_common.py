@@ -3,23 +3,23 @@
     python prepare_common.py verify data/shakespeare_char
     python prepare_common.py show data/shakespeare_char [--split val] [--block-size 8]
 
-`verify` compares the .bin sizes and hashes with meta.json, checks every id is below vocab_size,
-and decodes the start of val; it exits non-zero on any mismatch. `show` prints one block as
+`verify` recomputes what meta.json records (each split's size, sha256 and largest id, the
+source's and the tokenizer's sha256) and decodes the start of val; each problem is one `error:`
+line, and the exit code is 1 if there is any. `show` prints one block as
 nanoGPT's get_batch takes it: x, and y, the next token of each (prep/show.py). The code the
 prepare.py scripts share lives in the `prep` package (prep/__init__.py lists its modules in reading order).
 """
 
-import argparse
+import sys
 
 from prep import show
-from prep.errors import PrepareError, run_main
+from prep.arguments import ArgumentParser
+from prep.errors import run_main
 from prep.meta import verify
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description="Check a prepared data folder against its meta.json."
-    )
+    parser = ArgumentParser(description="Check a prepared data folder against its meta.json.")
     sub = parser.add_subparsers(dest="command", required=True)
     verify_parser = sub.add_parser(
         "verify", help="check .bin sizes, hashes and ids against meta.json"
@@ -32,8 +32,10 @@ def main(argv=None):
     if args.command == "show":
         return show.show(args)
     problems = verify(args.folder)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
     if problems:
-        raise PrepareError("; ".join(problems))
+        sys.exit(1)
     print(f"{args.folder}: OK")
 
 

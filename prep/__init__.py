@@ -13,4 +13,6 @@ Read in this order:
 - meta.py: meta.json and nanoGPT's meta.pkl beside the outputs, and `verify`, which re-checks them
 - show.py: one block of a prepared folder as nanoGPT's get_batch reads it, x and y, decoded
 - datatrove_training.py: tokenizer training whose counting runs as datatrove tasks (a cluster)
+- folder.py: the output folder changes as one transaction (`with output_folder(out_dir) as out:`),
+  locked against a second run
 """

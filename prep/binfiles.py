@@ -78,7 +78,7 @@ def write_bin(path, id_batches, dtype, vocab_size, expected_tokens=None, desc=No
                 for batch in id_batches:
                     batch = np.asarray(batch)
                     check_ids(batch, vocab_size, dtype, where=path.name)
-                    batch.astype(dtype, copy=False).tofile(f)
+                    f.write(np.ascontiguousarray(batch, dtype=dtype))  # tofile's errors lack errno
                     written += batch.size
                     if bar is not None:
                         bar.update(batch.size)

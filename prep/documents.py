@@ -54,6 +54,8 @@ def load_documents(data_files, num_proc, cache_dir):
     """
     import datasets
 
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
     cache_dir = None if cache_dir is None else str(cache_dir)
     if data_files is None:
         import huggingface_hub

@@ -108,6 +108,10 @@ def download(url, expected_sha256, dest, retries=3, backoff=1.0):
                 return _save_verified(
                     response.iter_content(1 << 16), expected_sha256, dest, url, total
                 )
+        except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
+            raise PrepareError(
+                f"{url} is not a valid URL ({exc}); check {MIRROR_ENV} if it is set"
+            ) from None
         except (_RetryableStatus, *transient) as exc:
             if attempt == retries:
                 if (

@@ -1,7 +1,6 @@
 """Files on disk, handled so that a failure never leaves a half-written output.
 
 - read_text(path): a whole file as strict UTF-8; a bad byte is an error giving its offset
-- prepare_out_dir(out_dir): the output folder, created if needed (an error if it is a file)
 - sha256_file(path): the hex sha256 of a file, read in blocks
 - atomic_path(path): a temporary path beside `path`, renamed into place only on success
 """
@@ -9,6 +8,7 @@
 import contextlib
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from prep.errors import PrepareError
@@ -17,6 +17,13 @@ from prep.errors import PrepareError
 def read_text(path):
     """Read a whole file as strict UTF-8; a bad byte is an error that gives its offset."""
     path = Path(path)
+    with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            # a pipe would block (or be read once, then hashed empty): refuse it before opening
+            raise PrepareError(
+                f"{path} is not a regular file (a pipe or a device?); save the text to a file "
+                f"and pass that"
+            )
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -32,18 +39,6 @@ def read_text(path):
             f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start : exc.start + 1]!r}; "
             f"convert the file to UTF-8 first"
         ) from None
-
-
-def prepare_out_dir(out_dir):
-    """Make sure `out_dir` is a folder we can write into (creating it if needed)."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise PrepareError(f"--out-dir {out_dir} is a file, not a folder; choose another path")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrepareError(f"cannot create the output folder {out_dir}: {exc.strerror}") from None
-    return out_dir
 
 
 def sha256_file(path):

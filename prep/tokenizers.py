@@ -3,14 +3,20 @@
 - bpe_encoding(tokenizer_path, need_eot): the Encoding and its meta.json "tokenizer" record
 - gpt2_encoding(): tiktoken's "gpt2", its two files fetched (checksummed, mirror-aware) first
 - gpt2_files(): GPT-2's own encoder.json and vocab.bpe, for bpe.Tokenizer.from_gpt2_files
+- check_covered(text, ids, encoding, tokenizer, where): refuse ids that leave characters out
 - encoding_sha256(encoding): a fingerprint of an Encoding's definition
 - CACHE_ENV: the environment variable naming where tokenizer files are kept
 """
 
+import contextlib
+import functools
 import hashlib
 import os
 from pathlib import Path
 
+import numpy as np
+
+from bpe.patterns import PATTERNS, first_uncovered
 from prep.downloads import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, fetch
 from prep.errors import PrepareError
 from prep.files import sha256_file
@@ -53,7 +59,10 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
             f"--tokenizer {path} has no {EOT} special token; train one with "
             f"train_tokenizer.py --special-tokens '{EOT}'"
         )
-    encoding = tokenizer.to_tiktoken()
+    try:
+        encoding = tokenizer.to_tiktoken()
+    except ValueError as exc:  # a pattern tiktoken's regex engine cannot compile
+        raise PrepareError(f"{path}: tiktoken cannot use this tokenizer ({exc})") from None
     return encoding, {
         "kind": "bpe",
         "name": path.stem,
@@ -63,6 +72,43 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
         "sha256": sha256_file(path),
         "encoding_sha256": encoding_sha256(encoding),
     }
+
+
+def check_covered(text, ids, encoding, tokenizer, where):
+    """Refuse ids that leave characters of `text` out: a trained tokenizer's own pattern may.
+
+    With the pattern r"\\w+", "a b, c!" encodes to the ids of "a", "b", "c": the spaces and the
+    punctuation are in no pre-token, so they would be lost without a word. The check costs one
+    numpy lookup: the ids' byte lengths must add up to the text's; only when they do not is the
+    first character left out looked for (`bpe.patterns.first_uncovered`), for the error, which
+    names `where` (the text's file), the position, and the tokenizer file. GPT-2's and GPT-4's
+    patterns match every character, so their encodings are not checked.
+    """
+    if tokenizer["kind"] != "bpe" or encoding._pat_str in PATTERNS.values():
+        return
+    if int(_token_byte_lengths(encoding)[np.asarray(ids, dtype=np.int64)].sum()) == len(
+        text.encode("utf-8")
+    ):
+        return
+    position = first_uncovered(encoding._pat_str, text)
+    character = (
+        "a character" if position is None else f"character {position:,} ({text[position]!r})"
+    )
+    raise PrepareError(
+        f"{where}: {character} is in no pre-token of the pattern "
+        f"{encoding._pat_str!r} of {tokenizer['path']}, so it would be lost (and every one like "
+        f"it); train a tokenizer with a pattern that matches every character, such as gpt2"
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _token_byte_lengths(encoding):
+    """An array: id -> the number of bytes its token stands for (0 for a gap in the ids)."""
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for token_id in range(encoding.n_vocab):
+        with contextlib.suppress(KeyError):
+            lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
+    return lengths
 
 
 def gpt2_encoding():
@@ -75,8 +121,10 @@ def gpt2_encoding():
     """
     import tiktoken
 
-    tiktoken_cache = Path(os.environ.get("TIKTOKEN_CACHE_DIR") or _cache_dir() / "tiktoken")
-    tiktoken_cache.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        tiktoken_cache = _cache_folder(Path(os.environ["TIKTOKEN_CACHE_DIR"]), "TIKTOKEN_CACHE_DIR")
+    else:
+        tiktoken_cache = _cache_folder(_cache_dir() / "tiktoken", CACHE_ENV)
     for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
         fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
     os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
@@ -85,8 +133,7 @@ def gpt2_encoding():
 
 def gpt2_files():
     """GPT-2's `encoder.json` and `vocab.bpe`, fetched (checksummed) into the cache: (json, bpe)."""
-    folder = _cache_dir() / "gpt2"
-    folder.mkdir(exist_ok=True)
+    folder = _cache_folder(_cache_dir() / "gpt2", CACHE_ENV)
     encoder_json = fetch(GPT2_ENCODER_JSON, folder / "encoder.json")
     vocab_bpe = fetch(GPT2_VOCAB_BPE, folder / "vocab.bpe")
     return encoder_json, vocab_bpe
@@ -106,5 +153,16 @@ def encoding_sha256(encoding):
 def _cache_dir():
     """Where downloaded tokenizer files are kept: $NANOGPT_DATA_CACHE or ~/.cache/nanogpt-data."""
     folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
-    folder.mkdir(parents=True, exist_ok=True)
+    return _cache_folder(folder, CACHE_ENV)
+
+
+def _cache_folder(folder, variable):
+    """`folder`, created if needed; one that cannot be (a file is there) is a one-line error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot use {folder} as a cache folder ({exc.strerror}); set {variable} to a "
+            f"writable folder"
+        ) from None
     return folder

@@ -32,6 +32,7 @@ from hub_server import LocalHub, openwebtext_files
 from prep import documents as prep_documents
 from prep import tokenizers
 from prep.downloads import TINY_SHAKESPEARE, fetch
+from prep.folder import LOCK_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -83,8 +84,16 @@ def names_in(folder):
 
 
 def files_in(folder):
-    """Every file under `folder` and its bytes: {Path("out/train.bin"): b"...", ...}."""
-    return {p.relative_to(folder): p.read_bytes() for p in Path(folder).rglob("*") if p.is_file()}
+    """Every file under `folder` and its bytes: {Path("out/train.bin"): b"...", ...}.
+
+    An output folder's lock file is left out: a run creates it and leaves it, by design (see
+    prep/folder.py), so "a failed run wrote nothing" means nothing else appeared.
+    """
+    return {
+        p.relative_to(folder): p.read_bytes()
+        for p in Path(folder).rglob("*")
+        if p.is_file() and p.name != LOCK_NAME
+    }
 
 
 def write_files(folder, files):

@@ -1,6 +1,7 @@
 """prep/meta.py: meta.json written beside the .bin files, and `verify` re-checking a folder
 (in process, and as `python prepare_common.py verify DIR` on a real prepared folder)."""
 
+import hashlib
 import json
 import shutil
 
@@ -10,6 +11,7 @@ from conftest import REPO, assert_clean_failure, names_in, run_python
 
 from prep.binfiles import write_bin
 from prep.files import sha256_file
+from prep.folder import LOCK_NAME
 from prep.meta import META_FORMAT_VERSION, verify, write_meta
 
 
@@ -27,6 +29,7 @@ def test_write_meta_then_verify_in_process(tmp_path, capsys):
             "name": "char",
             "vocab_size": len(chars),
             "eot_id": None,
+            "sha256": hashlib.sha256(chars.encode()).hexdigest(),
             "chars": chars,
         },
         dtype=np.uint16,
@@ -59,7 +62,14 @@ def shakespeare_char_folder(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("shakespeare_char")
     result = run_python("data/shakespeare_char/prepare.py", "--out-dir", out_dir, cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert names_in(out_dir) == ["input.txt", "meta.json", "meta.pkl", "train.bin", "val.bin"]
+    assert names_in(out_dir) == [
+        LOCK_NAME,
+        "input.txt",
+        "meta.json",
+        "meta.pkl",
+        "train.bin",
+        "val.bin",
+    ]
     return out_dir
 
 
@@ -94,9 +104,27 @@ def flip_a_val_byte(folder):
 
 
 def put_id_65_in_val(folder):
+    """An id beyond the vocabulary, with meta.json's sha256 updated to match: only the id is wrong."""
     ids = np.fromfile(folder / "val.bin", dtype=np.uint16)
     ids[5] = 65
     ids.tofile(folder / "val.bin")
+    edit_meta(
+        folder, lambda meta: meta["splits"]["val"].update(sha256=sha256_file(folder / "val.bin"))
+    )
+
+
+def edit_meta(folder, change):
+    """Load meta.json, apply `change(meta)` to it, write it back."""
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    change(meta)
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+
+def leave_a_killed_runs_files(folder):
+    """What a SIGKILL between the commit's renames leaves: new train.bin, no meta.json, staging."""
+    (folder / ".prepare.99999.tmp").mkdir()
+    (folder / "train.bin").write_bytes(b"\x00\x00")
+    (folder / "meta.json").unlink()
 
 
 def change_the_source(folder):
@@ -133,8 +161,91 @@ def set_format_version_99(folder):
             id="invalid-meta-json",
         ),
         pytest.param(set_format_version_99, ["format_version 99"], id="unknown-format-version"),
+        pytest.param(
+            leave_a_killed_runs_files,
+            ["meta.json does not exist", "incomplete", "interrupted", "prepare.py"],
+            id="killed-mid-commit",
+        ),
+        pytest.param(
+            lambda f: (f / "meta.json").write_text("[1, 2]", encoding="utf-8"),
+            ["meta.json holds a JSON list, not an object"],
+            id="meta-json-is-a-list",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m.pop("dtype")),
+            ['"dtype" is missing'],
+            id="missing-dtype",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m["tokenizer"].pop("vocab_size")),
+            ['tokenizer "vocab_size" is missing'],
+            id="missing-vocab-size",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m["splits"]["train"].update(tokens="1003854")),
+            ['splits.train.tokens is "1003854", expected a count of tokens'],
+            id="tokens-as-a-string",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m.update(dtype="float32")),
+            ['dtype is "float32", expected uint16 or uint32'],
+            id="unknown-dtype",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m.update(splits={})),
+            ["splits has no train and no val", "needs both"],
+            id="empty-splits",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m["splits"].pop("val")),
+            ["splits has no val"],
+            id="no-val-split",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m["splits"]["val"].update(file="../val.bin")),
+            ['splits.val.file is "../val.bin", expected a file name in the folder'],
+            id="split-file-outside-the-folder",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m["splits"].update(train=[])),
+            ["splits.train is [], expected a JSON object"],
+            id="split-not-an-object",
+        ),
+        pytest.param(
+            lambda f: edit_meta(
+                f, lambda m: m["tokenizer"].update(chars="abc" + m["tokenizer"]["chars"][3:])
+            ),
+            ["tokenizer sha256 does not match its recorded characters"],
+            id="char-vocabulary-changed",
+        ),
+        pytest.param(
+            lambda f: edit_meta(f, lambda m: m["tokenizer"].update(kind="sentencepiece")),
+            ['tokenizer.kind is "sentencepiece"'],
+            id="unknown-tokenizer-kind",
+        ),
     ],
 )
 def test_verify_reports_a_damaged_folder_in_one_line(prepared, damage, fragments):
     damage(prepared)
     assert_clean_failure(run_verify(prepared), str(prepared), *fragments)
+
+
+@pytest.mark.parametrize(
+    "target, fragments",
+    [
+        pytest.param("meta.json", ["meta.json is a file", "give the folder"], id="a-file"),
+        pytest.param("no-such-folder", ["no-such-folder is missing"], id="missing-folder"),
+    ],
+)
+def test_verify_on_something_that_is_not_a_folder(prepared, target, fragments):
+    assert_clean_failure(run_verify(prepared / target), *fragments)
+
+
+def test_verify_warns_about_leftovers_but_passes_a_whole_folder(prepared):
+    (prepared / ".prepare.4242.tmp").mkdir()
+    (prepared / ".input.txt.4242.tmp").write_text("half a download")
+    result = run_verify(prepared)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("warning: ") and len(result.stderr.splitlines()) == 1
+    assert ".input.txt.4242.tmp, .prepare.4242.tmp" in result.stderr
+    assert "the next run into this folder removes them" in result.stderr

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from prep.downloads import MIRROR_ENV, TINY_SHAKESPEARE
 from prep.files import sha256_file
+from prep.folder import LOCK_NAME
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 
@@ -229,7 +230,7 @@ def test_download_failure_through_the_script(tmp_path, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "empty-mirror"))
     out_dir = tmp_path / "out"
     assert_clean_failure(run_python(SCRIPT, "--out-dir", out_dir), "mirror file", "does not exist")
-    assert list(out_dir.iterdir()) == []
+    assert names_in(out_dir) == [LOCK_NAME]
 
 
 def test_tampered_download_is_not_trusted(tmp_path):
@@ -238,4 +239,4 @@ def test_tampered_download_is_not_trusted(tmp_path):
     (out_dir / "input.txt").write_text("not Shakespeare at all\n" * 10, encoding="utf-8")
     result = run_python(SCRIPT, "--out-dir", out_dir)
     assert_clean_failure(result, "input.txt", "sha256", "delete it")
-    assert names_in(out_dir) == ["input.txt"]
+    assert names_in(out_dir) == [LOCK_NAME, "input.txt"]

@@ -11,78 +11,81 @@ gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
     python data/shakespeare/prepare.py [--input FILE] [--out-dir DIR] [--tokenizer TOKENIZER.json]
 """
 
-import argparse
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from prep.arguments import ArgumentParser
 from prep.binfiles import dtype_for_vocab, write_bin
 from prep.downloads import TINY_SHAKESPEARE, fetch
 from prep.errors import PrepareError, run_main
-from prep.files import prepare_out_dir, read_text
+from prep.files import read_text
+from prep.folder import output_folder
 from prep.meta import text_source, write_bpe_meta_pkl, write_meta
-from prep.tokenizers import bpe_encoding
+from prep.tokenizers import bpe_encoding, check_covered
 
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 
 
 def main():
     args = parse_args()
-    out_dir = prepare_out_dir(args.out_dir)
+    out_dir = args.out_dir
+    with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
+        # 1. the tokenizer first: a wrong --tokenizer should fail before any download
+        encoding, tokenizer = bpe_encoding(args.tokenizer)
+        print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
 
-    # 1. the tokenizer first: a wrong --tokenizer should fail before any download
-    encoding, tokenizer = bpe_encoding(args.tokenizer)
-    print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
+        # 2. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
+        input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
+        data = read_text(input_path)
+        print(f"length of dataset in characters: {len(data):,}")
 
-    # 2. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
-    input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
-    data = read_text(input_path)
-    print(f"length of dataset in characters: {len(data):,}")
+        # 3. split on characters as nanoGPT does; each side is encoded alone: no token straddles them
+        n = len(data)
+        boundary = int(n * TRAIN_FRACTION)
+        train_data, val_data = data[:boundary], data[boundary:]
+        if not train_data or not val_data:
+            raise PrepareError(
+                f"{input_path} has only {n} characters: too short for non-empty train and val splits"
+            )
 
-    # 3. split on characters as nanoGPT does; each side is encoded alone: no token straddles them
-    n = len(data)
-    boundary = int(n * TRAIN_FRACTION)
-    train_data, val_data = data[:boundary], data[boundary:]
-    if not train_data or not val_data:
-        raise PrepareError(
-            f"{input_path} has only {n} characters: too short for non-empty train and val splits"
+        # 4. encode with tiktoken: encode_ordinary reads "<|endoftext|>" in the text as plain text
+        train_ids = encoding.encode_ordinary(train_data)
+        val_ids = encoding.encode_ordinary(val_data)
+        check_covered(data, train_ids + val_ids, encoding, tokenizer, where=input_path)
+        for split, text, ids in (("train", train_data, train_ids), ("val", val_data, val_ids)):
+            print(
+                f"{split} has {len(ids):,} tokens ({len(text) / len(ids):.2f} characters per token)"
+            )
+
+        # 5. export to bin files, and the metadata that reads them
+        vocab_size = tokenizer["vocab_size"]
+        dtype = dtype_for_vocab(vocab_size)
+        write_bin(out / "train.bin", [train_ids], dtype, vocab_size)
+        write_bin(out / "val.bin", [val_ids], dtype, vocab_size)
+        write_meta(
+            out,
+            script="data/shakespeare/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            split_tokens={"train": len(train_ids), "val": len(val_ids)},
+            source=text_source(
+                input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
+            ),
+            split={
+                "rule": "first 90% of the characters train, the rest val",
+                "train_fraction": TRAIN_FRACTION,
+                "boundary_character": boundary,
+            },
+            options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
         )
-
-    # 4. encode with tiktoken: encode_ordinary reads "<|endoftext|>" in the text as plain text
-    train_ids = encoding.encode_ordinary(train_data)
-    val_ids = encoding.encode_ordinary(val_data)
-    for split, text, ids in (("train", train_data, train_ids), ("val", val_data, val_ids)):
-        print(f"{split} has {len(ids):,} tokens ({len(text) / len(ids):.2f} characters per token)")
-
-    # 5. export to bin files, and the metadata that reads them
-    vocab_size = tokenizer["vocab_size"]
-    dtype = dtype_for_vocab(vocab_size)
-    write_bin(out_dir / "train.bin", [train_ids], dtype, vocab_size)
-    write_bin(out_dir / "val.bin", [val_ids], dtype, vocab_size)
-    write_meta(
-        out_dir,
-        script="data/shakespeare/prepare.py",
-        tokenizer=tokenizer,
-        dtype=dtype,
-        split_tokens={"train": len(train_ids), "val": len(val_ids)},
-        source=text_source(
-            input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
-        ),
-        split={
-            "rule": "first 90% of the characters train, the rest val",
-            "train_fraction": TRAIN_FRACTION,
-            "boundary_character": boundary,
-        },
-        options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
-    )
-    # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
-    wrote_pkl = write_bpe_meta_pkl(out_dir, tokenizer, encoding)
-    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
+        # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
+        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
+        meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     parser.add_argument(
         "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
     )

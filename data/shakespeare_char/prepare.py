@@ -9,14 +9,16 @@ meta.json (readable, safe) describing everything needed to check and reproduce t
         [--vocab-from all|train] [--unseen-in-val error|drop]
 """
 
-import argparse
 import hashlib
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from prep.arguments import ArgumentParser
 from prep.binfiles import dtype_for_vocab, write_bin
 from prep.downloads import TINY_SHAKESPEARE, fetch
 from prep.errors import PrepareError, run_main
-from prep.files import prepare_out_dir, read_text
+from prep.files import read_text
+from prep.folder import output_folder
 from prep.meta import text_source, write_meta, write_pickle
 
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
@@ -24,77 +26,77 @@ TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 
 def main():
     args = parse_args()
-    out_dir = prepare_out_dir(args.out_dir)
+    out_dir = args.out_dir
+    with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
+        # 1. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
+        input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
+        data = read_text(input_path)
+        if not data:
+            raise PrepareError(f"{input_path} is empty; there is nothing to prepare")
+        print(f"length of dataset in characters: {len(data):,}")
 
-    # 1. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
-    input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
-    data = read_text(input_path)
-    if not data:
-        raise PrepareError(f"{input_path} is empty; there is nothing to prepare")
-    print(f"length of dataset in characters: {len(data):,}")
+        # 2. create the train and test splits
+        n = len(data)
+        boundary = int(n * TRAIN_FRACTION)
+        train_data, val_data = data[:boundary], data[boundary:]
+        if not train_data or not val_data:
+            raise PrepareError(
+                f"{input_path} has only {n} character(s): too short for non-empty train and val splits"
+            )
 
-    # 2. create the train and test splits
-    n = len(data)
-    boundary = int(n * TRAIN_FRACTION)
-    train_data, val_data = data[:boundary], data[boundary:]
-    if not train_data or not val_data:
-        raise PrepareError(
-            f"{input_path} has only {n} character(s): too short for non-empty train and val splits"
+        # 3. get all the unique characters that occur in this text (or in train only, if asked)
+        chars = sorted(list(set(data if args.vocab_from == "all" else train_data)))
+        vocab_size = len(chars)
+        print("all the unique characters:", "".join(chars))
+        print(f"vocab size: {vocab_size:,}")
+
+        # 4. create a mapping from characters to integers (nanoGPT's sample.py decodes the same way)
+        # fmt: off
+        stoi = { ch:i for i,ch in enumerate(chars) }
+        itos = { i:ch for i,ch in enumerate(chars) }
+        encode = lambda s: [stoi[c] for c in s] # encoder: take a string, output a list of integers  # noqa: E731
+        decode = lambda l: ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string  # noqa: E731, E741, F841
+        # fmt: on
+
+        # 5. with --vocab-from train, val may hold characters train never had: refuse or drop them
+        unseen = set(val_data) - set(chars)
+        if unseen:
+            val_data = drop_unseen(val_data, unseen, args.unseen_in_val)
+
+        # 6. encode both to integers
+        train_ids = encode(train_data)
+        val_ids = encode(val_data)
+        print(f"train has {len(train_ids):,} tokens")
+        print(f"val has {len(val_ids):,} tokens")
+
+        # 7. export to bin files, and the metadata that reads them
+        dtype = dtype_for_vocab(vocab_size)
+        write_bin(out / "train.bin", [train_ids], dtype, vocab_size)
+        write_bin(out / "val.bin", [val_ids], dtype, vocab_size)
+        write_pickle(out / "meta.pkl", {"vocab_size": vocab_size, "itos": itos, "stoi": stoi})
+        write_meta(
+            out,
+            script="data/shakespeare_char/prepare.py",
+            tokenizer={
+                "kind": "char",
+                "name": "char",
+                "vocab_size": vocab_size,
+                "eot_id": None,
+                "sha256": hashlib.sha256("".join(chars).encode()).hexdigest(),
+                "chars": "".join(chars),
+            },
+            dtype=dtype,
+            split_tokens={"train": len(train_ids), "val": len(val_ids)},
+            source=text_source(
+                input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
+            ),
+            split={
+                "rule": "first 90% of the characters train, the rest val",
+                "train_fraction": TRAIN_FRACTION,
+                "boundary_character": boundary,
+            },
+            options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
         )
-
-    # 3. get all the unique characters that occur in this text (or in train only, if asked)
-    chars = sorted(list(set(data if args.vocab_from == "all" else train_data)))
-    vocab_size = len(chars)
-    print("all the unique characters:", "".join(chars))
-    print(f"vocab size: {vocab_size:,}")
-
-    # 4. create a mapping from characters to integers (nanoGPT's sample.py decodes the same way)
-    # fmt: off
-    stoi = { ch:i for i,ch in enumerate(chars) }
-    itos = { i:ch for i,ch in enumerate(chars) }
-    encode = lambda s: [stoi[c] for c in s] # encoder: take a string, output a list of integers  # noqa: E731
-    decode = lambda l: ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string  # noqa: E731, E741, F841
-    # fmt: on
-
-    # 5. with --vocab-from train, val may hold characters train never had: refuse or drop them
-    unseen = set(val_data) - set(chars)
-    if unseen:
-        val_data = drop_unseen(val_data, unseen, args.unseen_in_val)
-
-    # 6. encode both to integers
-    train_ids = encode(train_data)
-    val_ids = encode(val_data)
-    print(f"train has {len(train_ids):,} tokens")
-    print(f"val has {len(val_ids):,} tokens")
-
-    # 7. export to bin files, and the metadata that reads them
-    dtype = dtype_for_vocab(vocab_size)
-    write_bin(out_dir / "train.bin", [train_ids], dtype, vocab_size)
-    write_bin(out_dir / "val.bin", [val_ids], dtype, vocab_size)
-    write_pickle(out_dir / "meta.pkl", {"vocab_size": vocab_size, "itos": itos, "stoi": stoi})
-    write_meta(
-        out_dir,
-        script="data/shakespeare_char/prepare.py",
-        tokenizer={
-            "kind": "char",
-            "name": "char",
-            "vocab_size": vocab_size,
-            "eot_id": None,
-            "sha256": hashlib.sha256("".join(chars).encode()).hexdigest(),
-            "chars": "".join(chars),
-        },
-        dtype=dtype,
-        split_tokens={"train": len(train_ids), "val": len(val_ids)},
-        source=text_source(
-            input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
-        ),
-        split={
-            "rule": "first 90% of the characters train, the rest val",
-            "train_fraction": TRAIN_FRACTION,
-            "boundary_character": boundary,
-        },
-        options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
-    )
     print(f"wrote train.bin, val.bin ({dtype.name}), meta.pkl and meta.json to {out_dir}")
 
 
@@ -118,9 +120,7 @@ def drop_unseen(val_data, unseen, policy):
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     parser.add_argument(
         "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
     )

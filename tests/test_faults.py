@@ -1,0 +1,455 @@
+"""Faults, run for real: full and read-only file systems, SIGKILL at each step of a commit,
+concurrent runs into one folder, and a table of hostile inputs for every script.
+
+Each one drives the real scripts in fresh processes and then asks `verify` about the folder.
+The promise checked everywhere: a folder is the old complete set, the new complete set, or a
+folder `verify` reports as incomplete in one line; every failure is one `error:` line.
+"""
+
+import ctypes
+import hashlib
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, assert_clean_failure
+
+from prep.folder import OUTPUT_NAMES, PAUSE_ENV
+
+CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
+BPE = REPO / "data" / "shakespeare" / "prepare.py"
+OWT = REPO / "data" / "openwebtext" / "prepare.py"
+TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
+COMMON = REPO / "prepare_common.py"
+PR_CAPBSET_DROP = 24  # prctl option, from <linux/prctl.h>
+
+
+def run_script(script, *args, env=None, preexec_fn=None):
+    """`python SCRIPT ARGS...` in a fresh process, with extra environment variables."""
+    return subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        preexec_fn=preexec_fn,
+    )
+
+
+def verify(folder):
+    return run_script(COMMON, "verify", str(folder))
+
+
+def words_text(characters, seed):
+    """Deterministic text of about `characters` characters; each seed has its own alphabet."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"[: 10 + seed % 10]
+    words = ["".join(rng.choices(letters, k=rng.randint(1, 8))) for _ in range(500)]
+    out, size = [], 0
+    while size < characters:
+        line = " ".join(rng.choices(words, k=12)) + ".\n"
+        out.append(line)
+        size += len(line)
+    return "".join(out)[:characters]
+
+
+def write_text(path, characters, seed):
+    path.write_text(words_text(characters, seed), encoding="utf-8")
+    return path
+
+
+def outputs(folder):
+    """{name: sha256} of the outputs in `folder`: the set a run left there."""
+    return {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in OUTPUT_NAMES
+        if (folder / name).is_file()
+    }
+
+
+def state_of(folder, old, new):
+    """ "old", "new" or "incomplete"; fails if verify passes a mixed set or fails a whole one."""
+    result = verify(folder)
+    found = outputs(folder)
+    assert "Traceback" not in result.stderr, result.stderr
+    if found in (old, new):
+        assert result.returncode == 0, result.stderr
+        return "old" if found == old else "new"
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.returncode == 1 and len(errors) == 1, (found, result.stderr)
+    assert "incomplete" in errors[0], errors[0]
+    return "incomplete"
+
+
+def start_paused(script, *args, step):
+    """Start a run that stops itself (SIGSTOP) at `step` of its commit; wait until it has."""
+    process = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, PAUSE_ENV: step},
+    )
+    _, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
+    return process
+
+
+def sigkill(process):
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A real 1 MB tmpfs (we mount it; skipped where mounting is not permitted)."""
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+def remount_read_only(mount_point):
+    subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
+
+
+@pytest.fixture(scope="module")
+def new_reference(tmp_path_factory):
+    """The text of the "new" run, and the outputs it gives in a folder of its own."""
+    folder = tmp_path_factory.mktemp("reference")
+    new_text = write_text(folder / "new.txt", 60_000, seed=2)
+    result = run_script(CHAR, "--input", str(new_text), "--out-dir", str(folder / "out"))
+    assert result.returncode == 0, result.stderr
+    return new_text, outputs(folder / "out")
+
+
+@pytest.fixture
+def two_runs(tmp_path, new_reference):
+    """A folder holding a small prepared set ("old"), and the arguments of a bigger "new" run.
+
+    -> (folder, old outputs, new_args, new outputs): the new outputs are what the new run
+    writes in a folder of its own, so a test can tell old, new and mixed apart.
+    """
+    folder = tmp_path / "out"
+    old_text = write_text(tmp_path / "old.txt", 20_000, seed=1)
+    new_text, new = new_reference
+    new_args = ["--input", str(new_text), "--out-dir", str(folder)]
+    assert run_script(CHAR, "--input", str(old_text), "--out-dir", str(folder)).returncode == 0
+    old = outputs(folder)
+    assert set(old) == set(new) == {"train.bin", "val.bin", "meta.pkl", "meta.json"}
+    assert all(old[name] != new[name] for name in old)
+    return folder, old, new_args, new
+
+
+# ---------------------------------------------------------------------------------------------
+# SIGKILL at each step of a run
+
+
+@pytest.mark.parametrize(
+    "step, expected",
+    [
+        pytest.param("staged", "old", id="staged-old-meta-still-there"),
+        pytest.param("uncommitted", "incomplete", id="old-meta-removed"),
+        pytest.param("replaced", "incomplete", id="first-data-file-replaced"),
+        pytest.param("committed", "new", id="new-meta-in-place"),
+    ],
+)
+def test_sigkill_at_each_commit_step_leaves_old_new_or_incomplete(two_runs, step, expected):
+    folder, old, new_args, new = two_runs
+    sigkill(start_paused(CHAR, *new_args, step=step))
+    assert state_of(folder, old, new) == expected
+    if expected == "incomplete":
+        assert "interrupted" in verify(folder).stderr
+    # the next run cleans what the killed one left, and completes
+    rerun = run_script(CHAR, *new_args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert outputs(folder) == new
+    assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
+    checked = verify(folder)
+    assert checked.returncode == 0 and "warning" not in checked.stderr, checked.stderr
+
+
+def test_sigkill_while_writing_leaves_the_old_set_and_verify_warns(two_runs):
+    """Killed while the staging folder fills: old set intact, leftovers reported, then cleaned."""
+    folder, old, new_args, new = two_runs
+    process = subprocess.Popen(
+        [sys.executable, str(CHAR), *new_args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    while process.poll() is None and not any(folder.glob(".prepare.*.tmp/*")):
+        pass  # poll: kill as soon as the first output appears in the staging folder
+    sigkill(process)
+    state = state_of(folder, old, new)
+    assert state == "old"
+    checked = verify(folder)
+    assert "warning: " in checked.stderr and "leftover" in checked.stderr, checked.stderr
+    assert run_script(CHAR, *new_args).returncode == 0
+    assert outputs(folder) == new and not list(folder.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_says_what_was_left(two_runs, signum):
+    folder, old, new_args, new = two_runs
+    process = subprocess.Popen(
+        [sys.executable, str(CHAR), *new_args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, PAUSE_ENV: "staged"},
+    )
+    _, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status)
+    process.send_signal(signum)  # delivered when the run continues: before anything is replaced
+    process.send_signal(signal.SIGCONT)
+    stderr = process.communicate()[1]
+    assert process.returncode == 128 + signum, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert "nothing was replaced" in lines[0]
+    assert outputs(folder) == old and not list(folder.glob(".*.tmp"))
+
+
+# ---------------------------------------------------------------------------------------------
+# two runs into one folder
+
+
+def test_second_run_into_a_busy_folder_stops_naming_the_first(two_runs, tmp_path):
+    folder, old, new_args, new = two_runs
+    first = start_paused(CHAR, *new_args, step="staged")
+    other = write_text(tmp_path / "other.txt", 5_000, seed=3)
+    try:
+        second = run_script(CHAR, "--input", str(other), "--out-dir", str(folder))
+        assert_clean_failure(second, f"pid {first.pid}", str(CHAR), "another run")
+        assert outputs(folder) == old
+    finally:
+        sigkill(first)  # the OS releases its lock
+    assert run_script(CHAR, *new_args).returncode == 0
+    assert outputs(folder) == new
+
+
+def test_concurrent_runs_leave_one_complete_set(tmp_path):
+    folder = tmp_path / "out"
+    inputs = [write_text(tmp_path / f"{seed}.txt", 100_000, seed=seed) for seed in (4, 5)]
+    expected = []
+    for path in inputs:
+        reference = tmp_path / f"reference-{path.stem}"
+        run_script(CHAR, "--input", str(path), "--out-dir", str(reference))
+        expected.append(outputs(reference))
+    for _ in range(2):
+        runs = [
+            subprocess.Popen(
+                [sys.executable, str(CHAR), "--input", str(path), "--out-dir", str(folder)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for path in inputs
+        ]
+        results = [(run.wait(), run.stderr.read()) for run in runs]
+        for run in runs:
+            run.stderr.close()
+        assert any(code == 0 for code, _ in results)
+        for code, stderr in results:
+            assert code == 0 or ("another run" in stderr and stderr.count("\n") == 1), stderr
+        assert verify(folder).returncode == 0
+        assert outputs(folder) in expected
+
+
+# ---------------------------------------------------------------------------------------------
+# full and read-only file systems
+
+
+def rlimit_file_size(limit):
+    """Make the child's writes beyond `limit` bytes fail with EFBIG (Python ignores SIGXFSZ)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.parametrize("fault", ["tmpfs-full", "rlimit-fsize"])
+def test_no_space_fails_in_one_line_and_keeps_the_old_set(tmp_path, fault, request):
+    if fault == "tmpfs-full":
+        folder = request.getfixturevalue("tmpfs") / "out"
+        preexec_fn, message = None, "No space left on device"
+    else:
+        folder = tmp_path / "out"
+        preexec_fn, message = rlimit_file_size(300_000), "File too large"
+    old_text = write_text(tmp_path / "old.txt", 20_000, seed=1)
+    big_text = write_text(tmp_path / "big.txt", 550_000, seed=2)
+    assert run_script(CHAR, "--input", str(old_text), "--out-dir", str(folder)).returncode == 0
+    old = outputs(folder)
+    result = run_script(
+        CHAR, "--input", str(big_text), "--out-dir", str(folder), preexec_fn=preexec_fn
+    )
+    assert_clean_failure(result, message, str(folder))
+    assert outputs(folder) == old and not list(folder.glob(".*.tmp"))
+    assert verify(folder).returncode == 0
+
+
+def test_read_only_folder_fails_in_one_line(tmpfs, tmp_path):
+    folder = tmpfs / "out"
+    text = write_text(tmp_path / "old.txt", 20_000, seed=1)
+    assert run_script(CHAR, "--input", str(text), "--out-dir", str(folder)).returncode == 0
+    old = outputs(folder)
+    remount_read_only(tmpfs)
+    result = run_script(CHAR, "--input", str(text), "--out-dir", str(folder))
+    assert_clean_failure(result, "Read-only file system", str(folder))
+    assert outputs(folder) == old and verify(folder).returncode == 0
+
+
+def without_root_file_powers():
+    """preexec_fn: drop CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER from the bounding set,
+    so that the child, though root, meets file permissions as any user does."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2, 3):
+        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def test_permission_denied_fails_in_one_line(tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir(mode=0o555)
+    text = write_text(tmp_path / "in.txt", 20_000, seed=1)
+    if os.geteuid() == 0:
+        try:
+            subprocess.run(["true"], preexec_fn=without_root_file_powers, check=True)
+        except subprocess.SubprocessError:
+            pytest.skip("running as root without the right to drop capabilities (CAP_SETPCAP)")
+        preexec_fn = without_root_file_powers
+    else:
+        preexec_fn = None
+    result = run_script(CHAR, "--input", str(text), "--out-dir", str(folder), preexec_fn=preexec_fn)
+    assert_clean_failure(result, "Permission denied", str(folder))
+    assert list(folder.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile inputs, for every script
+
+
+def tokenizer_file(path, pattern):
+    """A byte-level tokenizer file (no merges, <|endoftext|> = 256) with the given pattern."""
+    from bpe.io import render_token
+
+    path.write_text(
+        json.dumps(
+            {
+                "format": "nanogpt-bpe-tokenizer",
+                "version": 1,
+                "pattern": pattern,
+                "special_tokens": {"<|endoftext|>": 256},
+                "single_bytes": "".join(render_token(bytes([i])) for i in range(256)),
+                "merges": [],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def fifo(tmp):
+    path = tmp / "fifo.txt"
+    os.mkfifo(path)
+    return path
+
+
+def non_utf8_name(tmp):
+    path = Path(os.fsdecode(bytes(tmp) + b"/caf\xe9.txt"))
+    write_text(path, 2_000, seed=1)
+    return path
+
+
+def text(tmp, characters=2_000):
+    return write_text(tmp / "in.txt", characters, seed=1)
+
+
+def a_file(tmp):
+    path = tmp / "a-file"
+    path.write_text("x")
+    return path
+
+
+def folder_with_directory(tmp, name):
+    folder = tmp / "out"
+    (folder / name).mkdir(parents=True)
+    return folder
+
+
+def strict_vocab_empty_val(tmp):
+    path = tmp / "in.txt"
+    path.write_text("a" * 90 + "b" * 10)  # val is all "b", never seen in train
+    return path
+
+
+def docs(tmp):
+    folder = tmp / "docs"
+    folder.mkdir()
+    for i in range(4):
+        write_text(folder / f"{i}.txt", 500, seed=i)
+    return str(folder / "*.txt")
+
+
+MALFORMED_MIRROR = {"NANOGPT_DATA_MIRROR": "http://[::1"}
+
+
+# (script, arguments made from tmp_path, extra environment, exit code, fragments of the line)
+HOSTILE = [
+    pytest.param(CHAR, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="char-input-fifo"),
+    pytest.param(CHAR, lambda _: ["--input", "/dev/fd/57"], {}, 1, ["/dev/fd/57"], id="char-input-closed-dev-fd"),
+    pytest.param(CHAR, lambda t: ["--input", t], {}, 1, ["is a folder"], id="char-input-folder"),
+    pytest.param(CHAR, lambda t: ["--input", non_utf8_name(t)], {}, 1, ["not valid UTF-8", "caf"], id="char-input-non-utf8-name"),
+    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", a_file(t)], {}, 1, ["is a file"], id="char-out-dir-is-a-file"),
+    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", a_file(t) / "sub"], {}, 1, ["cannot create"], id="char-out-dir-under-a-file"),
+    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", folder_with_directory(t, "val.bin")], {}, 1, ["val.bin is a folder"], id="char-val-bin-is-a-folder"),
+    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", folder_with_directory(t, "meta.pkl")], {}, 1, ["meta.pkl is a folder"], id="char-meta-pkl-is-a-folder"),
+    pytest.param(CHAR, lambda t: ["--input", strict_vocab_empty_val(t), "--vocab-from", "train", "--unseen-in-val", "drop"], {}, 1, ["val", "empty"], id="char-strict-vocab-leaves-val-empty"),
+    pytest.param(CHAR, lambda t: ["--out-dir", t / "out"], MALFORMED_MIRROR, 1, ["NANOGPT_DATA_MIRROR", "http://[::1"], id="char-malformed-mirror-url"),
+    pytest.param(BPE, lambda t: ["--input", text(t)], {"NANOGPT_DATA_CACHE": "/etc/hostname", "TIKTOKEN_CACHE_DIR": ""}, 1, ["/etc/hostname", "NANOGPT_DATA_CACHE"], id="bpe-cache-dir-is-a-file"),
+    pytest.param(BPE, lambda t: ["--input", text(t)], {"TIKTOKEN_CACHE_DIR": "/etc/hostname"}, 1, ["/etc/hostname", "TIKTOKEN_CACHE_DIR"], id="bpe-tiktoken-cache-is-a-file"),
+    pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", "(")], {}, 1, ["tok.json", "pattern"], id="bpe-pattern-does-not-compile"),
+    pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", r"\w+")], {}, 1, ["in.txt: character 5 (' ') is in no pre-token", "tok.json", "would be lost"], id="bpe-pattern-does-not-cover-the-text"),
+    pytest.param(BPE, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="bpe-input-fifo"),
+    pytest.param(OWT, lambda _: ["--val-fraction", "nan"], {}, 2, ["--val-fraction", "nan"], id="owt-val-fraction-nan"),
+    pytest.param(OWT, lambda _: ["--val-fraction", "inf"], {}, 2, ["--val-fraction", "inf"], id="owt-val-fraction-inf"),
+    pytest.param(OWT, lambda _: ["--val-fraction", "-0.1"], {}, 2, ["--val-fraction"], id="owt-val-fraction-negative"),
+    pytest.param(OWT, lambda _: ["--seed", "-1"], {}, 2, ["--seed", "-1"], id="owt-seed-negative"),
+    pytest.param(OWT, lambda _: ["--seed", str(2**32)], {}, 2, ["--seed"], id="owt-seed-too-large"),
+    pytest.param(OWT, lambda _: ["--num-proc", "0"], {}, 2, ["--num-proc"], id="owt-num-proc-zero"),
+    pytest.param(OWT, lambda t: ["--data-files", docs(t), "--cache-dir", a_file(t)], {}, 1, ["a-file", "--cache-dir"], id="owt-cache-dir-is-a-file"),
+    pytest.param(OWT, lambda t: ["--data-files", docs(t), "--out-dir", folder_with_directory(t, "val.bin")], {}, 1, ["val.bin is a folder"], id="owt-val-bin-is-a-folder"),
+    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", fifo(t), "--vocab-size", "300", "--out", t / "tok.json"], {}, 1, ["fifo.txt", "not a file"], id="train-tokenizer-input-fifo"),
+    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "-5", "--out", t / "tok.json"], {}, 1, ["--vocab-size"], id="train-tokenizer-negative-vocab"),
+    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "300", "--out", folder_with_directory(t, "x") / "x"], {}, 1, ["is a folder"], id="train-tokenizer-out-is-a-folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("script, make_args, env, exit_code, fragments", HOSTILE)
+def test_hostile_input_is_one_line(tmp_path, script, make_args, env, exit_code, fragments):
+    args = [str(arg) for arg in make_args(tmp_path)]
+    if script != TRAIN_TOKENIZER and "--out-dir" not in args:
+        args += ["--out-dir", str(tmp_path / "out")]  # never the default, beside the script
+    result = run_script(script, *args, env=env)
+    assert result.returncode == exit_code, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("error: ")]
+    # datasets' progress bars may come first (openwebtext); the error is the one last line
+    assert errors == lines[-1:] and (script == OWT or len(lines) == 1), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[-1], lines[-1]
+    for folder in (tmp_path / "out", tmp_path):  # nothing half-written, nothing left behind
+        leftovers = [p.name for p in folder.glob("*") if p.suffix in (".bin", ".tmp")]
+        assert not [name for name in leftovers if not (tmp_path / "out" / name).is_dir()]
