@@ -16,6 +16,8 @@ import pytest
 from conftest import REPO, assert_clean_failure, run_python
 from hub_server import unused_port_url
 
+from prep.folder import LOCK_NAME
+
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 
 
@@ -147,7 +149,7 @@ def test_hub_failure_is_one_line_naming_data_files(case, cause, openwebtext_hub,
         cause,
         "; to use local files instead, pass --data-files 'DIR/*.parquet'",
     )
-    assert list((tmp_path / "out").iterdir()) == []
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [LOCK_NAME]  # and nothing else
     assert owt.hub.unknown == []
 
 
