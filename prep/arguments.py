@@ -30,12 +30,17 @@ def fraction(text):
     return value
 
 
-def seed(text):
-    """A random seed numpy accepts, 0 to 2**32 - 1: "2357" -> 2357; "-1" -> error."""
+def _whole_number(text):
+    """The integer `text` names: "12" -> 12; "1.5", "x" -> error."""
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def seed(text):
+    """A random seed numpy accepts, 0 to 2**32 - 1: "2357" -> 2357; "-1" -> error."""
+    value = _whole_number(text)
     if not 0 <= value < 2**32:
         raise argparse.ArgumentTypeError(f"{text} is not between 0 and 2**32 - 1")
     return value
@@ -43,10 +48,7 @@ def seed(text):
 
 def positive_int(text):
     """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = _whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is less than 1")
     return value
