@@ -319,18 +319,6 @@ def read_hf(vocab_json, merges_txt):
 # ---------------------------------------------------------------- reading and writing text
 
 
-def read_utf8(path):
-    """The text of a file, strictly UTF-8; a bad byte raises ValueError naming its offset."""
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{path} is not valid UTF-8: byte offset {exc.start:,} is "
-            f"{data[exc.start : exc.start + 1]!r}; convert the file to UTF-8 first"
-        ) from None
-
-
 def atomic_write_text(path, text):
     """Write `text` as UTF-8 to a temporary name in the same folder, then rename it into place.
 

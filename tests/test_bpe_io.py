@@ -1,4 +1,4 @@
-"""bpe/io.py: our tokenizer file, GPT-2's file pair, the byte alphabet, strict UTF-8, atomic writes."""
+"""bpe/io.py: our tokenizer file, GPT-2's file pair, the byte alphabet, atomic writes."""
 
 import hashlib
 import json
@@ -12,7 +12,6 @@ from bpe.io import (
     TokenizerFileError,
     atomic_write_text,
     parse_token,
-    read_utf8,
     render_token,
 )
 
@@ -26,24 +25,10 @@ def test_gpt2_byte_alphabet_examples():
     assert all(parse_token(render_token(bytes([b]))) == bytes([b]) for b in range(256))
 
 
-@pytest.mark.parametrize(
-    "data, offset",
-    [
-        pytest.param(b"hello \xff world", "6", id="invalid-byte"),
-        pytest.param(b"x" * 1234 + b"\xe4\xb8", "1,234", id="truncated-character"),
-    ],
-)
-def test_read_utf8_names_the_byte_offset(tmp_path, data, offset):
-    path = tmp_path / "bad.txt"
-    path.write_bytes(data)
-    with pytest.raises(ValueError, match=f"{path} is not valid UTF-8: byte offset {offset} is"):
-        read_utf8(path)
-
-
-def test_read_utf8_and_atomic_write_text(tmp_path):
+def test_atomic_write_text(tmp_path):
     path = tmp_path / "sub" / "out.txt"
     atomic_write_text(path, "héllo\n")
-    assert read_utf8(path) == "héllo\n" and path.read_bytes() == "héllo\n".encode()
+    assert path.read_bytes() == "héllo\n".encode()
     plain = tmp_path / "plain.txt"
     plain.write_text("x", encoding="utf-8")
     assert path.stat().st_mode == plain.stat().st_mode  # a normal file's mode, not mkstemp's 0600
