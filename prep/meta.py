@@ -175,9 +175,6 @@ def verify(folder):
 
 
 def _audit(folder):
-    if not folder.is_dir():
-        what = "a file" if folder.exists() else "missing"
-        return [f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"]
     holder = lock_holder(folder)
     if holder is not None:
         return [f"{folder} is being written by a run right now ({holder}); verify it after"]
@@ -211,6 +208,11 @@ def read_meta(folder, leftovers=()):
     Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
     a run was interrupted in while it replaced the files (see prep/folder.py).
     """
+    if not folder.is_dir():
+        what = "a file" if folder.exists() else "missing"
+        return None, [
+            f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
+        ]
     path = folder / "meta.json"
     if not path.exists():
         if leftovers or any((folder / name).exists() for name in ("train.bin", "val.bin")):

@@ -9,7 +9,6 @@ so at position t the model has read x[0..t] and learns to predict y[t]. For the 
 "ABBA" with A = 0, B = 1 and block_size 3: x = [0, 1, 1], y = [1, 1, 0].
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,33 +16,15 @@ import numpy as np
 from bpe.show import token_text
 from prep.errors import PrepareError
 from prep.files import sha256_file
+from prep.meta import read_meta
 from prep.tokenizers import gpt2_encoding
-
-
-def read_meta(folder):
-    """meta.json of a prepared folder, with the three records this view needs."""
-    meta_path = Path(folder) / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PrepareError(
-            f"{meta_path} does not exist; run the folder's prepare.py first"
-        ) from None
-    except OSError as exc:
-        raise PrepareError(f"cannot read {meta_path}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PrepareError(f"{meta_path} is not valid JSON ({exc})") from None
-    if not isinstance(meta, dict):
-        raise PrepareError(f"{meta_path} is not the meta.json prepare.py writes; prepare again")
-    missing = [key for key in ("tokenizer", "dtype", "splits") if key not in meta]
-    if missing:
-        raise PrepareError(f"{meta_path} has no {missing[0]!r} record; prepare the folder again")
-    return meta
 
 
 def open_split(folder, split):
     """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
-    meta = read_meta(folder)
+    meta, problems = read_meta(Path(folder))
+    if problems:
+        raise PrepareError(problems[0])
     if split not in meta["splits"]:
         raise PrepareError(
             f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}"

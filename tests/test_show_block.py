@@ -124,8 +124,8 @@ def test_bad_input_is_a_prepare_error(abba, args, fragment):
     "meta_json, fragment",
     [
         pytest.param("{", "is not valid JSON", id="not-json"),
-        pytest.param("[]", "is not the meta.json prepare.py writes", id="a-list"),
-        pytest.param('{"tokenizer": {}, "splits": {}}', "has no 'dtype' record", id="no-dtype"),
+        pytest.param("[]", "holds a JSON list, not an object", id="a-list"),
+        pytest.param('{"tokenizer": {}, "splits": {}}', "has format_version None", id="old-format"),
     ],
 )
 def test_bad_meta_json_is_a_prepare_error(tmp_path, meta_json, fragment):
@@ -138,5 +138,5 @@ def test_cli_bad_input_is_one_error_line(tmp_path):
     result = run_python(REPO / "prepare_common.py", "show", tmp_path)
     assert_clean_failure(result, f"{tmp_path / 'meta.json'} does not exist")
     (tmp_path / "a-file").write_text("x", encoding="utf-8")
-    with pytest.raises(PrepareError, match="cannot read .*a-file/meta.json"):
+    with pytest.raises(PrepareError, match="a-file is a file: give the folder that holds"):
         prepare_common.main(["show", str(tmp_path / "a-file")])
