@@ -41,6 +41,7 @@ from prep.documents import (
 )
 from prep.errors import PrepareError
 from prep.files import atomic_path
+from prep.folder import folder_lock
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
@@ -441,6 +442,21 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype):
         if not ray.is_initialized():
             ray.init()  # joins the cluster of $RAY_ADDRESS, or starts one on this machine
     out_dir = Path(args.out_dir).resolve()
+    if args.executor == "local":
+        # the commit task runs in this process (datatrove runs a 1-task stage in the caller),
+        # so this process holds the folder's lock from the start and the commit goes on under it
+        with folder_lock(out_dir):
+            run_stages(args, encoding, tokenizer, dtype, out_dir)
+    else:
+        # the commit task runs later in another process, maybe on another node, when this one
+        # may have exited: it takes the lock itself; here a folder busy now is refused at once
+        with folder_lock(out_dir):
+            pass
+        run_stages(args, encoding, tokenizer, dtype, out_dir)
+
+
+def run_stages(args, encoding, tokenizer, dtype, out_dir):
+    """The work directory, the job every task reads, and the four executors, run."""
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
     LOADED_TOKENIZERS[tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
     files, kind = input_files(args.data_files)

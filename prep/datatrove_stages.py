@@ -24,6 +24,7 @@ from prep.datatrove_engine import (
 from prep.documents import SPLIT_RULE, random_split, tokenize
 from prep.errors import PrepareError
 from prep.files import atomic_path
+from prep.folder import output_folder
 from prep.meta import write_bpe_meta_pkl, write_meta
 from prep.tokenizers import bpe_encoding
 
@@ -252,7 +253,8 @@ class WriteStage(Stage):
 
 
 class CommitStage(Stage):
-    """One task: join the parts into train.bin and val.bin, check them, write meta.json last."""
+    """One task: join the parts into train.bin and val.bin, check them, and commit them with
+    meta.json (and meta.pkl for a trained tokenizer) as every script does: `output_folder`."""
 
     name = "commit"
 
@@ -282,39 +284,29 @@ class CommitStage(Stage):
             "numpy": plan["numpy"],
             "documents": {name: plan["splits"][name]["documents"] for name in parts},
         }
-        commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split, job)
-        write_bpe_meta_pkl(out_dir, tokenizer, encoding)
+        # committed as every script commits; who holds the lock: see prepare_with_datatrove
+        with output_folder(out_dir) as out:
+            for name, paths in parts.items():
+                join_files(paths, out / f"{name}.bin")
+                if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
+                    raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
+            write_meta(
+                out,
+                script="data/openwebtext/prepare.py",
+                tokenizer=tokenizer,
+                dtype=dtype,
+                split_tokens=split_tokens,
+                source=source,
+                split=split,
+                options=job["options"],
+            )
+            wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         for name in parts:
             print(
                 f"{name} has {split['documents'][name]:,} documents, {split_tokens[name]:,} tokens"
             )
-        print(f"wrote train.bin, val.bin ({dtype.name}), meta.json to {out_dir}")
-
-
-def commit_outputs(out_dir, parts, tokenizer, dtype, split_tokens, source, split, job):
-    """Put the joined parts in place as <split>.bin and write meta.json last.
-
-    The old meta.json goes first, so that a crash in between never leaves a meta.json that
-    describes other .bin files; each .bin appears under its name only when complete.
-    """
-    with contextlib.suppress(FileNotFoundError):
-        (out_dir / "meta.json").unlink()
-    for name, paths in parts.items():
-        target = out_dir / f"{name}.bin"
-        with atomic_path(target) as tmp:
-            join_files(paths, tmp)
-            if tmp.stat().st_size != split_tokens[name] * dtype.itemsize:
-                raise PrepareError(f"{target}: joined size differs from the plan")
-    write_meta(
-        out_dir,
-        script="data/openwebtext/prepare.py",
-        tokenizer=tokenizer,
-        dtype=dtype,
-        split_tokens=split_tokens,
-        source=source,
-        split=split,
-        options=job["options"],
-    )
+        meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
+        print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
 
 
 def join_files(paths, target):

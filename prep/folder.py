@@ -15,6 +15,8 @@ order, and what a crash (SIGKILL, power loss) at each step leaves:
    OS drops the lock when its holder dies, however it dies. A POSIX lock rather than `flock`:
    worker processes forked by datasets do not inherit it, so one orphaned by a SIGKILL cannot
    keep the folder locked. The lock file stays (removing it would race with the next run).
+   A run whose commit comes later in the same process takes the lock first with `folder_lock`
+   (the datatrove engine on this machine); its `output_folder` then goes on under it.
 2. clean: temporaries of killed runs (`.prepare.<pid>.tmp/` staging folders, `.<name>.<pid>.tmp`
    files) are removed; holding the lock proves their writers are gone.
 3. stage: the block writes into `out_dir/.prepare.<pid>.tmp/`. An error or an interrupt
@@ -48,6 +50,7 @@ import re
 import shutil
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from prep.errors import PrepareError
@@ -64,9 +67,10 @@ TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+\.tmp$")  # group 1: the final name
 
 # The folders this process has committed: what an interrupt message may say was done.
 COMMITTED = []
-# The folders whose lock this process holds (a POSIX lock is dropped when its process closes
-# any descriptor of the file, so we must never open it a second time).
-_HELD = set()
+# The folders whose lock this process holds -> our pid (a POSIX lock is dropped when its process
+# closes any descriptor of the file, so we must never open it a second time; a forked child
+# inherits this dict but not the lock, hence the pid).
+_HELD = {}
 
 
 def interrupted_message(what="interrupted"):
@@ -88,10 +92,10 @@ class Terminated(KeyboardInterrupt):
 def output_folder(out_dir):
     """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
 
-    See the module docstring for the order of operations and what a crash leaves.
+    See the module docstring for the order of operations and what a crash leaves. A process
+    that holds out_dir's lock already (see `folder_lock`) keeps it and does not lock again.
     """
-    folder = Path(out_dir)
-    with _folder_lock(_make_folder(folder)):
+    with folder_lock(out_dir) as folder:
         _remove_leftovers(folder)
         staging = folder / f".prepare.{os.getpid()}.tmp"
         _create_staging(staging)
@@ -112,6 +116,23 @@ def output_folder(out_dir):
             shutil.rmtree(staging, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def folder_lock(out_dir):
+    """Hold `out_dir`'s lock (step 1; the folder is created if needed) for the block; yield it.
+
+    For a run whose commit comes later in the same process, such as the datatrove engine on
+    this machine: it holds the lock from the start, and its last task's `output_folder` goes on
+    under it. Re-entrant: in a process that holds the lock already, the block just runs (a
+    second descriptor of the lock file, once closed, would drop our POSIX lock).
+    """
+    folder = _make_folder(Path(out_dir))
+    if _HELD.get(folder.resolve()) == os.getpid():
+        yield folder
+        return
+    with _folder_lock(folder):
+        yield folder
+
+
 def leftover_temporaries(folder):
     """The temporary files and folders a killed run left in `folder`, by name, sorted."""
     with contextlib.suppress(OSError):
@@ -123,7 +144,7 @@ def leftover_temporaries(folder):
 
 def lock_holder(folder):
     """Who holds `folder`'s lock, "pid N: command", if another live process does; else None."""
-    if Path(folder).resolve() in _HELD:
+    if _HELD.get(Path(folder).resolve()) == os.getpid():
         # ours: opening and closing the lock file again would drop our POSIX lock
         return None
     try:
@@ -180,11 +201,11 @@ def _folder_lock(folder):
         command = " ".join([Path(sys.executable).name, *sys.argv])
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"), 0)
-        _HELD.add(folder.resolve())
+        _HELD[folder.resolve()] = os.getpid()
         try:
             yield
         finally:
-            _HELD.discard(folder.resolve())
+            del _HELD[folder.resolve()]
     finally:
         os.close(fd)  # releases the lock
 
@@ -221,8 +242,6 @@ def _commit(staging, folder):
     staged = sorted(
         entry.name for entry in os.scandir(staging) if not TEMPORARY_NAME.match(entry.name)
     )
-    if not staged:  # nothing was written here (an engine that commits its own outputs)
-        return
     if RECORD_NAME not in staged:
         raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
     stale = [name for name in OUTPUT_NAMES if name not in staged and (folder / name).exists()]
@@ -309,7 +328,14 @@ def _signals_held():
 
 @contextlib.contextmanager
 def _sigterm_raises_terminated():
-    """SIGTERM raises Terminated in this process (its worker processes keep the default)."""
+    """SIGTERM raises Terminated in this process (its worker processes keep the default).
+
+    Only the main thread may set a signal handler: in another one (a task run by a thread of
+    some cluster executor) SIGTERM keeps its handler.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     owner = os.getpid()
 
     def on_sigterm(signum, _frame):

@@ -8,6 +8,7 @@ on the same files. The hub path of this engine is tested in test_openwebtext_hub
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,12 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
+from conftest import REPO, hand_made_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prep import datatrove_engine
 from prep.errors import PrepareError
+from prep.folder import PAUSE_ENV, leftover_temporaries
 from prep.meta import verify
 
 pytest.importorskip(
@@ -283,6 +285,56 @@ def test_slurm_executor_with_stand_in_sbatch(jsonl, jsonl_reference, tmp_path):
     assert [job["array"] for job in stages.values()] == [2, 1, 2, 1]  # array ranks = tasks
     for before, after in zip(list(stages.values()), list(stages.values())[1:]):
         assert after["dependencies"] == [["afterok", before["id"]]]
+    # the commit job took the folder's lock itself (the submitting process only checked it)
+    assert "logs/commit/executor.pik" in (out / ".prepare.lock").read_text()
+
+
+@pytest.fixture(scope="module")
+def old_set_with_meta_pkl(tmp_path_factory):
+    """A folder the datatrove engine prepared with a trained tokenizer: it holds a meta.pkl,
+    which a GPT-2 run does not write."""
+    tmp = tmp_path_factory.mktemp("old-set")
+    hand_made_tokenizer([(b"t", b"h")], special_tokens=["<|endoftext|>"]).save(tmp / "tok.json")
+    (tmp / "old.jsonl").write_text(lines_of(*({"text": f"the old set {i}"} for i in range(40))))
+    out = datatrove(
+        tmp / "out", [tmp / "old.jsonl"], "--tokenizer", tmp / "tok.json", "--tasks", 1,
+        "--work-dir", tmp / "work", tmp_path=tmp,
+    )  # fmt: skip
+    assert (out / "meta.pkl").is_file() and verify(out) == []
+    return out
+
+
+@pytest.mark.parametrize("step", ["uncommitted", "replaced"])
+def test_sigkill_in_the_commit_leaves_an_incomplete_folder_and_a_rerun_completes(
+    jsonl, jsonl_reference, old_set_with_meta_pkl, work_root, tmp_path, step
+):
+    """The commit task commits with prep/folder.py's protocol, under the lock of the run's
+    process: killed between its renames, the folder is reported incomplete; the same command
+    then completes it, and the old run's meta.pkl (GPT-2 writes none) is gone."""
+    out = tmp_path / "out"
+    shutil.copytree(old_set_with_meta_pkl, out, ignore=shutil.ignore_patterns(".*"))
+    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION, "--engine", "datatrove"]
+    args += ["--tasks", 2, "--work-dir", work_root, "--out-dir", out]
+    paused = run(
+        *args, tmp_path=tmp_path, env={PAUSE_ENV: step}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _, status = os.waitpid(paused.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
+        busy = run(*args, tmp_path=tmp_path)  # the paused run's process still holds the lock
+        assert busy.returncode == 1
+        assert_one_error_line(busy.stderr, f"is being prepared by another run (pid {paused.pid}")
+    finally:
+        os.killpg(paused.pid, signal.SIGKILL)  # the run and datatrove's manager process
+        paused.wait()
+    problems = verify(out)
+    assert len(problems) == 1 and "incomplete" in problems[0], problems
+    assert (out / "meta.pkl").is_file() and leftover_temporaries(out)
+    rerun = run(*args, tmp_path=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert_same_files(out, jsonl_reference)
+    assert not (out / "meta.pkl").exists() and leftover_temporaries(out) == []
 
 
 def test_ray_executor(jsonl, jsonl_reference, tmp_path):

@@ -50,16 +50,16 @@ VAL_FRACTION, SEED = 0.0005, 2357  # nanoGPT's split
 
 def main():
     args = parse_args()
+    # 1. the tokenizer, and its end-of-text id that closes every document
+    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
+    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
+    dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) past 65,536
+    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+    if args.engine == "datatrove":  # the same files from N tasks, here or on a cluster
+        return prepare_with_datatrove(args, encoding, tokenizer, dtype)  # its last task commits
+
     out_dir = args.out_dir
     with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
-        # 1. the tokenizer, and its end-of-text id that closes every document
-        encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
-        vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
-        dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) past 65,536
-        print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
-        if args.engine == "datatrove":  # the same files from N tasks, here or on a cluster
-            return prepare_with_datatrove(args, encoding, tokenizer, dtype)
-
         # 2. the documents: OpenWebText from the hub, or local files
         dataset = load_documents(args.data_files, args.num_proc, args.cache_dir)
         print(f"{source_name(args.data_files)}: {len(dataset):,} documents")
