@@ -5,6 +5,7 @@ executors pickle them and unpickle them in other processes on other machines.
 """
 
 import contextlib
+import functools
 import json
 import os
 from pathlib import Path
@@ -26,7 +27,7 @@ from prep.errors import PrepareError
 from prep.files import atomic_path
 from prep.folder import output_folder
 from prep.meta import write_bpe_meta_pkl, write_meta
-from prep.tokenizers import bpe_encoding
+from prep.tokenizers import bpe_encoding, check_documents_covered
 
 
 def show_user_errors_without_traceback():
@@ -72,7 +73,7 @@ class TokenizeStage(Stage):
 
     def run_task(self, rank, world_size):  # noqa: ARG002
         job, dtype = self.job, np.dtype(self.job["dtype"])
-        encoding, _ = self.load_tokenizer()
+        encoding, tokenizer = self.load_tokenizer()
         index, spans, bad, first_bad = [], [], 0, None
         with atomic_path(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
             for file_number, start, end in job["slices"][rank]:
@@ -88,7 +89,12 @@ class TokenizeStage(Stage):
                                 i for i, (_, text) in enumerate(batch) if text is None
                             )
                         bad += len(batch) - len(good)
-                    tokens = tokenize([batch[i][1] for i in good], encoding, job["eot_id"], dtype)
+                    texts = [batch[i][1] for i in good]
+                    tokens = tokenize(texts, encoding, job["eot_id"], dtype)
+                    path, positions = job["files"][file_number], rows["position"][good]
+                    where = functools.partial(document_name, path, job["kind"], positions)
+                    # a trained tokenizer's own pattern may leave characters out: refused here
+                    check_documents_covered(texts, tokens["ids"], encoding, tokenizer, where)
                     if good:
                         ids = np.concatenate(tokens["ids"])
                         check_ids(ids, job["vocab_size"], dtype, where=job["files"][file_number])
@@ -108,6 +114,17 @@ class TokenizeStage(Stage):
         }
         with atomic_path(self.work.summary_file(rank)) as tmp:
             tmp.write_text(json.dumps(summary) + "\n")
+
+
+def document_name(path, kind, positions, i):
+    """How an error names document i of a batch: "a.parquet, row 7", "a.jsonl, the line at
+    byte 120" or "a.txt", from the positions of the batch's documents in their file."""
+    position = int(positions[i])
+    if kind == "parquet":
+        return f"{path}, row {position:,}"
+    if kind == "json":
+        return f"{path}, the line at byte {position:,}"
+    return path
 
 
 class PlanStage(Stage):

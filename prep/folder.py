@@ -328,7 +328,7 @@ def _signals_held():
 
 @contextlib.contextmanager
 def _sigterm_raises_terminated():
-    """SIGTERM raises Terminated in this process (its worker processes keep the default).
+    """SIGTERM raises Terminated in this process (its forked workers keep the default).
 
     Only the main thread may set a signal handler: in another one (a task run by a thread of
     some cluster executor) SIGTERM keeps its handler.
@@ -336,16 +336,27 @@ def _sigterm_raises_terminated():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    owner = os.getpid()
-
-    def on_sigterm(signum, _frame):
-        if os.getpid() != owner:  # a forked worker: die as SIGTERM would have made it
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(_signum, _frame):
+    raise Terminated()
+
+
+def _sigterm_default_in_forked_child():
+    """A worker forked while SIGTERM raises Terminated (datasets' map workers) dies of SIGTERM.
+
+    A Python signal handler runs between bytecodes only: a SIGTERM that lands just before the
+    worker blocks in a C call (waiting for the lock of its pool's task queue) is never handled,
+    the worker lives on, and Pool.terminate, which datasets calls when a worker raised, waits for
+    it forever. The default action ends the worker in the kernel, at once.
+    """
+    if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+os.register_at_fork(after_in_child=_sigterm_default_in_forked_child)

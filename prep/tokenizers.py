@@ -3,7 +3,9 @@
 - bpe_encoding(tokenizer_path, need_eot): the Encoding and its meta.json "tokenizer" record
 - gpt2_encoding(): tiktoken's "gpt2", its two files fetched (checksummed, mirror-aware) first
 - gpt2_files(): GPT-2's own encoder.json and vocab.bpe, for bpe.Tokenizer.from_gpt2_files
-- check_covered(text, ids, encoding, tokenizer, where): refuse ids that leave characters out
+- check_covered(text, ids, encoding, tokenizer, where): refuse ids that leave characters out;
+  check_documents_covered(texts, ids, ...) for a batch; may_lose_text, token_bytes,
+  token_byte_lengths: its parts
 - encoding_sha256(encoding): a fingerprint of an Encoding's definition
 - CACHE_ENV: the environment variable naming where tokenizer files are kept
 """
@@ -79,16 +81,15 @@ def check_covered(text, ids, encoding, tokenizer, where):
 
     With the pattern r"\\w+", "a b, c!" encodes to the ids of "a", "b", "c": the spaces and the
     punctuation are in no pre-token, so they would be lost without a word. The check costs one
-    numpy lookup: the ids' byte lengths must add up to the text's; only when they do not is the
-    first character left out looked for (`bpe.patterns.first_uncovered`), for the error, which
-    names `where` (the text's file), the position, and the tokenizer file. GPT-2's and GPT-4's
-    patterns match every character, so their encodings are not checked.
+    numpy lookup: the ids' byte lengths must add up to the text's (a special token, such as the
+    end-of-text id closing a document, counts 0); only when they do not is the first character
+    left out looked for (`bpe.patterns.first_uncovered`), for the error, which names `where`
+    (the text's file), the position, and the tokenizer file. GPT-2's and GPT-4's patterns match
+    every character, so their encodings are not checked (`may_lose_text`).
     """
-    if tokenizer["kind"] != "bpe" or encoding._pat_str in PATTERNS.values():
+    if not may_lose_text(encoding, tokenizer):
         return
-    if int(_token_byte_lengths(encoding)[np.asarray(ids, dtype=np.int64)].sum()) == len(
-        text.encode("utf-8")
-    ):
+    if token_bytes(ids, encoding) == len(text.encode("utf-8")):
         return
     position = first_uncovered(encoding._pat_str, text)
     character = (
@@ -101,13 +102,40 @@ def check_covered(text, ids, encoding, tokenizer, where):
     )
 
 
+def check_documents_covered(texts, ids, encoding, tokenizer, where):
+    """`check_covered` for a batch of documents, at the cost of one check for the batch.
+
+    ids[i] are the ids of texts[i] (its end-of-text id included); where(i) names document i,
+    for the error. Only when the batch's byte lengths differ are the documents checked one by one.
+    """
+    if not may_lose_text(encoding, tokenizer) or not texts:
+        return
+    if token_bytes(np.concatenate(ids), encoding) == sum(len(t.encode("utf-8")) for t in texts):
+        return
+    for i, (text, document_ids) in enumerate(zip(texts, ids)):
+        check_covered(text, document_ids, encoding, tokenizer, where(i))
+
+
+def may_lose_text(encoding, tokenizer):
+    """Whether the encoding's pattern may leave characters out: only a trained tokenizer's own
+    pattern may; GPT-2's and GPT-4's match every character."""
+    return tokenizer["kind"] == "bpe" and encoding._pat_str not in PATTERNS.values()
+
+
+def token_bytes(ids, encoding):
+    """How many bytes of text the ids stand for: [15496, 995] -> 11 ("Hello world", GPT-2)."""
+    return int(token_byte_lengths(encoding)[np.asarray(ids, dtype=np.int64)].sum())
+
+
 @functools.lru_cache(maxsize=4)
-def _token_byte_lengths(encoding):
-    """An array: id -> the number of bytes its token stands for (0 for a gap in the ids)."""
+def token_byte_lengths(encoding):
+    """An array: id -> the number of bytes of text its token stands for (0 for a gap in the
+    ids, and for a special token: the end-of-text id stands for no text of the document)."""
     lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
     for token_id in range(encoding.n_vocab):
         with contextlib.suppress(KeyError):
             lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
+    lengths[list(encoding._special_tokens.values())] = 0
     return lengths
 
 

@@ -17,10 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure
 
-from prep.folder import OUTPUT_NAMES, PAUSE_ENV
+from prep.folder import OUTPUT_NAMES, PAUSE_ENV, leftover_temporaries, output_folder
 
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
@@ -222,6 +223,25 @@ def test_interrupt_says_what_was_left(two_runs, signum):
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     assert "nothing was replaced" in lines[0]
     assert outputs(folder) == old and not list(folder.glob(".*.tmp"))
+
+
+class Abort(Exception):
+    pass
+
+
+def test_workers_forked_during_a_run_die_of_sigterm_at_once(tmp_path):
+    """While a run stages its outputs, SIGTERM raises Terminated in it; a worker it forks (a
+    datasets map worker) keeps SIGTERM's default action. A Python handler there could miss the
+    signal (one landing just before the worker blocks in its pool's queue lock is never
+    handled), and datasets' Pool.terminate, after a worker raised, then waited for it forever."""
+    with pytest.raises(Abort), output_folder(tmp_path / "out"):
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
+        pid = os.fork()
+        if pid == 0:  # the worker: report its SIGTERM action and leave at once
+            os._exit(0 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else 1)
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        raise Abort  # nothing to commit
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # restored after the run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,6 +454,68 @@ HOSTILE = [
     pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "-5", "--out", t / "tok.json"], {}, 1, ["--vocab-size"], id="train-tokenizer-negative-vocab"),
     pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "300", "--out", folder_with_directory(t, "x") / "x"], {}, 1, ["is a folder"], id="train-tokenizer-out-is-a-folder"),
 ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# nothing lost silently: a trained tokenizer's own pattern must keep every character
+
+
+def has_datatrove():
+    try:
+        import datatrove  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+LOSSY_ROW = 13  # the first document with characters that r"\w+" leaves out
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param("datasets", id="datasets-engine"),
+        pytest.param(
+            "datatrove",
+            id="datatrove-engine",
+            marks=pytest.mark.skipif(not has_datatrove(), reason="needs datatrove"),
+        ),
+    ],
+)
+def test_openwebtext_refuses_a_pattern_that_leaves_characters_out(tmp_path, engine):
+    r"""A pattern that matches every character prepares the documents whole; r"\w+" (no spaces,
+    no punctuation) is refused in one line naming the document, the character and the
+    tokenizer file, and the previous outputs stay as they were."""
+    documents = [f"word{i}" for i in range(LOSSY_ROW)] + ["a b, c!", "d e", "last"]
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"text": text}) + "\n" for text in documents))
+    out = tmp_path / "out"
+    args = ["--data-files", str(docs), "--out-dir", str(out), "--val-fraction", "0.2"]
+    args += ["--engine", engine] + (
+        ["--tasks", "2", "--workers", "2"] if engine == "datatrove" else []
+    )
+    env = {"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
+
+    covering = tokenizer_file(tmp_path / "covering.json", r"\w+|\W+")
+    result = run_script(OWT, *args, "--tokenizer", str(covering), env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    old = outputs(out)
+    ids = [np.fromfile(out / f"{split}.bin", dtype=np.uint16) for split in ("train", "val")]
+    texts = bytes(np.concatenate(ids).astype(np.uint8)).split(bytes([0]))  # eot 256 -> 0
+    assert sorted(texts[:-1]) == sorted(text.encode() for text in documents)
+
+    lossy = tokenizer_file(tmp_path / "lossy.json", r"\w+")
+    result = run_script(OWT, *args, "--tokenizer", str(lossy), env=env)
+    where = (
+        f"{docs}, row {LOSSY_ROW}"
+        if engine == "datasets"
+        else f"{docs}, the line at byte {len(''.join(docs.read_text().splitlines(True)[:LOSSY_ROW]))}"
+    )
+    assert_clean_failure(
+        result, f"{where}: character 1 (' ') is in no pre-token", str(lossy), "would be lost",
+        logs_before=True,
+    )  # fmt: skip
+    assert outputs(out) == old and not leftover_temporaries(out)
 
 
 @pytest.mark.parametrize("script, make_args, env, exit_code, fragments", HOSTILE)

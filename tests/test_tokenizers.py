@@ -143,3 +143,31 @@ def test_bpe_encoding_refuses_a_bad_tokenizer_file(tmp_path, files, need_eot, fr
     assert str(tmp_path / "tok.json") in message
     for fragment in fragments:
         assert fragment in message
+
+
+@pytest.mark.parametrize(
+    "pattern, texts, error",
+    [
+        pytest.param(r"\w+", ["abc", "a b, c!"], "doc 1: character 1 (' ')", id="words-only"),
+        pytest.param(r"\w+|\W+", ["abc", "a b, c!"], None, id="covering"),
+        pytest.param(r"\w+", ["abc", "word"], None, id="words-only-on-words"),
+        pytest.param("gpt2", ["abc", "a b, c!"], None, id="gpt2-not-checked"),
+    ],
+)
+def test_check_documents_covered(tmp_path, pattern, texts, error):
+    """A batch's ids must stand for every byte of its texts (the end-of-text id for none)."""
+    Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT], pattern).save(tmp_path / "t.json")
+    encoding, tokenizer = bpe_encoding(tmp_path / "t.json", need_eot=True)
+    ids = [encoding.encode_ordinary(text) + [tokenizer["eot_id"]] for text in texts]
+    assert tokenizers.token_bytes(ids[0], encoding) == 3  # "abc", and 0 for <|endoftext|>
+    assert tokenizers.may_lose_text(encoding, tokenizer) == (pattern != "gpt2")
+
+    def check():
+        tokenizers.check_documents_covered(texts, ids, encoding, tokenizer, "doc {}".format)
+
+    if error is None:
+        check()
+    else:
+        with pytest.raises(PrepareError, match="would be lost") as raised:
+            check()
+        assert str(raised.value).startswith(error) and str(tmp_path / "t.json") in str(raised.value)

@@ -31,6 +31,7 @@ from prep.datatrove_engine import (
 )
 from prep.documents import (
     SPLIT_RULE,
+    TextCoverage,
     count_tokens,
     ids_cache_options,
     load_documents,
@@ -66,7 +67,8 @@ def main():
 
         # 3. split the documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
         train, val = random_split(len(dataset), args.val_fraction, args.seed)
-        split_dataset = {"train": dataset.select(train), "val": dataset.select(val)}
+        split_rows = {"train": train, "val": val}  # row numbers in `dataset`, in the split's order
+        split_dataset = {split: dataset.select(rows) for split, rows in split_rows.items()}
 
         # 4. tokenize every document, a batch at a time (nanoGPT's `process`)
         tokenized = {
@@ -83,7 +85,9 @@ def main():
             for split, documents in split_dataset.items()
         }
 
-        # 5. stream each split's ids into its .bin file
+        # 5. stream each split's ids into its .bin file, checking on the way that they stand for
+        #    every byte of the texts (a trained tokenizer's own pattern may leave characters out)
+        coverage = TextCoverage(dataset, encoding, tokenizer, source_name(args.data_files))
         split_tokens = {}
         for split, documents in tokenized.items():
             num_tokens = count_tokens(documents)
@@ -91,7 +95,7 @@ def main():
             bin_path = out / f"{split}.bin"
             split_tokens[split] = write_bin(
                 bin_path,
-                stream_ids(documents),
+                coverage.checked(stream_ids(documents), documents, split_rows[split]),
                 dtype,
                 vocab_size,
                 num_tokens,
