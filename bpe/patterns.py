@@ -75,6 +75,60 @@ class PreTokenizer:
         self.ascii_regex = re.compile(ascii_pattern, re.ASCII) if ascii_pattern else None
 
     def findall(self, text):
-        if self.ascii_regex is not None and text.isascii():
+        if self.ascii_regex is None:
+            return self.regex.findall(text)
+        if text.isascii():
             return self.ascii_regex.findall(text)
-        return self.regex.findall(text)
+        # Mostly-ASCII text (web text: a few accents and quotes a page) goes to the ASCII
+        # regex too, all but the lines around its non-ASCII characters.
+        pretokens = []
+        for start, end, is_ascii in ascii_stretches(text):
+            piece_regex = self.ascii_regex if is_ascii else self.regex
+            pretokens += piece_regex.findall(text[start:end])
+        return pretokens
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def is_line_cut(text, cut):
+    """True if `cut` is right after a newline with a non-space character on both sides.
+
+    "ab\ncd", 3 -> True;  "ab \ncd", 4 -> False.  Cutting there, GPT-2's and GPT-4's
+    pre-tokens of the two parts are those of the whole: no pre-token spans such a newline,
+    and the pattern's `$` and look-aheads see the same thing on either side.
+    """
+    return (
+        2 <= cut < len(text)
+        and text[cut - 1] == "\n"
+        and not text[cut - 2].isspace()
+        and not text[cut].isspace()
+    )
+
+
+def ascii_stretches(text):
+    """`text` as (start, end, is_ascii) pieces in order, cut only where is_line_cut, with every
+    non-ASCII character in a piece of the lines around it.
+
+    "ab\ncd\néf\ngh" -> [(0, 6, True), (6, 9, False), (9, 11, True)]
+    """
+    pieces = []
+    position = 0  # text[:position] is in pieces
+    while match := _NON_ASCII.search(text, position):
+        newline = text.rfind("\n", position, match.start())
+        while newline != -1 and not is_line_cut(text, newline + 1):
+            newline = text.rfind("\n", position, newline)
+        start = position if newline == -1 else newline + 1
+        newline = text.find("\n", match.start())
+        while newline != -1 and not is_line_cut(text, newline + 1):
+            newline = text.find("\n", newline + 1)
+        end = len(text) if newline == -1 else newline + 1
+        if start > position:
+            pieces.append((position, start, True))
+        if pieces and not pieces[-1][2] and pieces[-1][1] == start:
+            start = pieces.pop()[0]  # two non-ASCII pieces in a row: one regex call
+        pieces.append((start, end, False))
+        position = end
+    if position < len(text):
+        pieces.append((position, len(text), True))
+    return pieces

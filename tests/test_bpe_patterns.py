@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe.checks import check_pattern
-from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer, first_uncovered
+from bpe.patterns import (
+    GPT2_PATTERN,
+    GPT4_PATTERN,
+    PreTokenizer,
+    ascii_stretches,
+    first_uncovered,
+)
 
 # Every ASCII character, with the ones that make pre-tokenization interesting drawn more often:
 # the whitespace kinds (and \x1c-\x1f, which Python's str.isspace calls space but Unicode does
@@ -28,6 +34,36 @@ def test_ascii_fast_path_equals_the_unicode_pattern(text):
     pretokenizer = PreTokenizer(GPT2_PATTERN)
     assert pretokenizer.ascii_regex.findall(text) == regex.findall(GPT2_PATTERN, text)
     assert pretokenizer.findall(text) == regex.findall(GPT2_PATTERN, text)
+
+
+# Mostly ASCII, with the characters that decide where a text may be cut drawn often: newlines
+# next to ASCII and Unicode spaces (\u00a0, \u2028, \x85), accents, CJK, emoji.
+mixed_text = st.lists(
+    st.one_of(
+        ascii_text,
+        st.sampled_from(
+            ["é", "世界", "\u00a0", "\u2028", "\x85", "\n", "\n\n", " \n", "\n ", "😀"]
+        ),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(mixed_text)
+def test_mostly_ascii_text_splits_as_the_unicode_pattern(text):
+    assert PreTokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
+    pieces = ascii_stretches(text)
+    assert [start for start, _, _ in pieces[1:]] == [end for _, end, _ in pieces[:-1]]
+    assert all(text[start:end].isascii() for start, end, is_ascii in pieces if is_ascii)
+    assert "".join(text[start:end] for start, end, _ in pieces) == text
+
+
+def test_ascii_stretches_keep_the_lines_around_non_ascii():
+    assert ascii_stretches("ab\ncd\néf\ngh") == [(0, 6, True), (6, 9, False), (9, 11, True)]
+    assert ascii_stretches("ab\n\néf") == [(0, 6, False)]  # no cut next to a blank line
+    assert ascii_stretches("é\nab\né") == [(0, 2, False), (2, 5, True), (5, 6, False)]
+    assert ascii_stretches("ab") == [(0, 2, True)]
 
 
 def test_ascii_fast_path_on_tiny_shakespeare(shakespeare):
