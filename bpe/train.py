@@ -192,11 +192,15 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
     finds the best pair in a heap whose stale entries are dropped or refreshed when they
     reach the top. A count only grows for pairs holding the new token, so only those are
     pushed; a popped entry whose count has since dropped is pushed back with the new count.
+    A pair (a, b) is the int a << shift | b in the dicts: they hold millions of pairs, and an
+    int is made and hashed faster than a tuple.
     """
     tokens = [bytes([b]) for b in range(256)]
     known = set(tokens)
     keys = [_descending_key(t) for t in tokens]
-    pretokens = []  # each pre-token as a tuple of token ids; a long one as a str of chr(id)
+    shift = (256 + num_merges).bit_length()  # every id is below 1 << shift
+    mask = (1 << shift) - 1
+    pretokens = []  # each pre-token as a list of token ids; a long one as a str of chr(id)
     freqs = []  # how often each occurs
     pair_counts = {}
     where = {}  # pair -> indices of the pre-tokens that held it when it appeared (may be stale)
@@ -208,33 +212,55 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
             ids = pretoken.decode("latin-1")  # chr(byte) for each byte
             counts = _long_pair_counts(ids)
         else:
-            ids = tuple(pretoken)
+            ids = list(pretoken)
             counts = get_pair_counts(ids)
         pretokens.append(ids)
         freqs.append(freq)
-        for pair, n in counts.items():
+        for (a, b), n in counts.items():
+            pair = a << shift | b
             pair_counts[pair] = pair_counts.get(pair, 0) + n * freq
             where.setdefault(pair, []).append(index)
-    heap = [(-n, keys[a], keys[b], a, b) for (a, b), n in pair_counts.items()]
-    heapq.heapify(heap)
+    # Most pairs are never merged (half of those made are seen once), so the heap only holds
+    # the pairs counted at least `floor` times; the others wait in buckets by bit length
+    # (counts in [2**(k - 1), 2**k) in buckets[k]) until the heap is empty and floor halves.
+    floor = 1 << max(pair_counts.values(), default=0).bit_length()  # above every count
+    buckets = [[] for _ in range(floor.bit_length() + 1)]
+    for pair, count in pair_counts.items():
+        buckets[count.bit_length()].append(pair)
+    heap = []
 
     heappush, heappop = heapq.heappush, heapq.heappop
     pair_counts_get = pair_counts.get
     merges = []
     never = set()
     skipped = 0
-    while len(merges) < num_merges and heap:
-        negative, key_a, key_b, a, b = heappop(heap)
-        count = pair_counts_get((a, b), 0)
+    while len(merges) < num_merges:
+        if not heap:
+            if floor == 1:
+                break  # no pair left
+            floor >>= 1
+            waiting, buckets[floor.bit_length()] = buckets[floor.bit_length()], []
+            for pair in waiting:
+                count = pair_counts_get(pair, 0)
+                if count >= floor:
+                    heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
+                elif count:
+                    buckets[count.bit_length()].append(pair)
+            continue
+        negative, key_a, key_b, merged = heappop(heap)
+        count = pair_counts_get(merged, 0)
         if count != -negative:
-            if 0 < count < -negative:
-                heappush(heap, (-count, key_a, key_b, a, b))
+            if count >= floor:
+                heappush(heap, (-count, key_a, key_b, merged))
+            elif count:
+                buckets[count.bit_length()].append(merged)
             continue
-        if (a, b) in never:
+        if merged in never:
             continue
+        a, b = merged >> shift, merged & mask
         token = tokens[a] + tokens[b]
         if token in known:
-            never.add((a, b))
+            never.add(merged)
             skipped += 1
             continue
         new = len(tokens)
@@ -245,29 +271,52 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
 
         # Only the neighbours of each occurrence change: (x, a) and (b, y) lose `freq`
         # and (x, new), (new, y) gain it. Pairs holding `new` are collected in `fresh`.
+        b_high, new_high = b << shift, new << shift
         fresh = {}
         fresh_get = fresh.get
         fresh_where = {}
-        for index in where.pop((a, b)):
+        fresh_where_setdefault = fresh_where.setdefault
+        for index in where.pop(merged):
             pretoken = pretokens[index]
             freq = freqs[index]
-            touched = set()  # the pairs holding `new` here: `index` is listed once for each
             if pretoken.__class__ is str:  # a long pre-token: merged at C speed
+                touched = set()  # the pairs holding `new` here: `index` is listed once for each
                 pretokens[index], changes = _merge_long(pretoken, a, b, new)
-                for pair, change in changes.items():
-                    if new in pair:
+                for (x, y), change in changes.items():
+                    pair = x << shift | y
+                    if x == new or y == new:
                         fresh[pair] = fresh_get(pair, 0) + change * freq
                         touched.add(pair)
                     else:
                         pair_counts[pair] += change * freq
                 for pair in touched:
-                    fresh_where.setdefault(pair, []).append(index)
+                    fresh_where_setdefault(pair, []).append(index)
                 continue
             last = len(pretoken) - 1
+            todo = pretoken.count(a)  # occurrences of `a` not looked at yet
+            if todo == 1:  # the common case, the loop below in short, merged in place
+                i = pretoken.index(a)
+                if i == last or pretoken[i + 1] != b:
+                    continue  # a stale entry: an earlier merge took the pair away
+                if i:
+                    x = pretoken[i - 1]
+                    pair_counts[x << shift | a] -= freq
+                    pair = x << shift | new
+                    fresh[pair] = fresh_get(pair, 0) + freq
+                    fresh_where_setdefault(pair, []).append(index)
+                if i + 2 <= last:
+                    y = pretoken[i + 2]
+                    pair_counts[b_high | y] -= freq
+                    pair = new_high | y
+                    fresh[pair] = fresh_get(pair, 0) + freq
+                    fresh_where_setdefault(pair, []).append(index)
+                pretoken[i] = new
+                del pretoken[i + 1]
+                continue
+            touched = set()
             parts = []
             start = 0  # pretoken[start:] is not copied into parts yet
             i = 0
-            todo = pretoken.count(a)  # occurrences of `a` not looked at yet
             while todo:
                 i = pretoken.index(a, i)
                 todo -= 1
@@ -278,13 +327,13 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
                     todo -= 1
                 if i > start:  # an unmerged left neighbour x
                     x = pretoken[i - 1]
-                    pair_counts[x, a] -= freq
-                    pair = (x, new)
+                    pair_counts[x << shift | a] -= freq
+                    pair = x << shift | new
                     fresh[pair] = fresh_get(pair, 0) + freq
                     touched.add(pair)
-                    parts.extend(pretoken[start:i])
+                    parts += pretoken[start:i]
                 elif i:  # right after the previous occurrence: (new, new)
-                    pair = (new, new)
+                    pair = new_high | new
                     fresh[pair] = fresh_get(pair, 0) + freq
                     touched.add(pair)
                 parts.append(new)
@@ -292,24 +341,26 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
                 start = i
                 if i <= last:  # a right neighbour y
                     y = pretoken[i]
-                    pair_counts[b, y] -= freq
+                    pair_counts[b_high | y] -= freq
                     if (
                         y != a or i == last or pretoken[i + 1] != b
                     ):  # else the next turn adds (new, new)
-                        pair = (new, y)
+                        pair = new_high | y
                         fresh[pair] = fresh_get(pair, 0) + freq
                         touched.add(pair)
             if start:
-                parts.extend(pretoken[start:])
-                pretokens[index] = tuple(parts)
+                parts += pretoken[start:]
+                pretokens[index] = parts
             for pair in touched:
-                fresh_where.setdefault(pair, []).append(index)
-        del pair_counts[a, b]
+                fresh_where_setdefault(pair, []).append(index)
+        del pair_counts[merged]
+        pair_counts.update(fresh)  # pairs holding `new` are new: nothing to add to
+        where.update(fresh_where)
         for pair, count in fresh.items():
-            pair_counts[pair] = count
-            where[pair] = fresh_where[pair]
-            x, y = pair
-            heappush(heap, (-count, keys[x], keys[y], x, y))
+            if count >= floor:
+                heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
+            else:
+                buckets[count.bit_length()].append(pair)
         if progress:
             progress("merge", len(merges), num_merges)
     return merges, tokens, skipped

@@ -97,6 +97,19 @@ def test_fast_equals_simple_on_random_corpora(texts, num_merges, pattern, specia
     assert len(set(tokens)) == len(tokens)  # representable as tiktoken's {bytes: rank}
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.text("abcd", min_size=1, max_size=8), st.integers(1, 5000), max_size=12),
+    st.integers(0, 40),
+)
+def test_fast_equals_simple_with_counts_of_every_size(word_counts, num_merges):
+    """Counts from 1 to thousands: pairs wait in the buckets below the heap's floor and move up
+    as it halves, and ties between a pair in the heap and one waiting must go the same way."""
+    text = "\n".join(" ".join([word] * count) for word, count in word_counts.items())
+    expected = train_quietly(simple.train, text, 256 + num_merges)
+    assert train_quietly(train_bpe_from_iterator, [text], 256 + num_merges) == expected
+
+
 def test_fast_equals_simple_on_real_text(shakespeare):
     text = shakespeare[:20_000]
     expected = simple.train(text, 256 + 120, [EOT])
