@@ -34,7 +34,10 @@ from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
 from .simple import split_on_special_tokens
 
 BLOCK_BYTES = 1 << 20  # what a worker reads at a time
-SLICE_BYTES = 8 << 20  # the largest slice; a finished slice moves the progress bar
+# The largest slice; a finished slice moves the progress bar. A worker's count table of a
+# slice is at its largest just before it is sent back: with 8 MB slices, 314 MB of text took
+# 1.28x the memory of 21 MB (more distinct pre-tokens per slice), with 2 MB 1.15x.
+SLICE_BYTES = 2 << 20
 # Below this many bytes in all, the corpus is counted in this process: starting worker
 # processes costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 20
