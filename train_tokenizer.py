@@ -17,9 +17,18 @@ on the first documents only, up to N characters.
 
     python train_tokenizer.py --input "shards/*.parquet" --max-chars 2_000_000_000 \
         --vocab-size 32000 --special-tokens "<|endoftext|>" --out tok.json
+
+With --engine datatrove the counting runs as N datatrove tasks, on this machine, a Slurm or a
+Ray cluster, and one more task learns the merges: the same tokenizer file, and a rerun skips
+the count tasks already done (prep/datatrove_training.py).
+
+    python train_tokenizer.py --input "shards/*.parquet" --vocab-size 32000 --out tok.json \
+        --special-tokens "<|endoftext|>" --engine datatrove --executor slurm --tasks 256 \
+        --slurm-partition cpu --work-dir /shared/work
 """
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -38,6 +47,7 @@ from bpe.show_training import (
     sweep_table,
     trace_lines,
 )
+from prep.datatrove_engine import add_datatrove_arguments, check_datatrove_arguments
 from prep.errors import PrepareError, run_main
 from prep.files import read_text
 
@@ -106,7 +116,16 @@ def parse_args(argv=None):
         help="compression for each vocab size, e.g. 256,512,1024 (trained once, to the largest)",
     )
     parser.add_argument("--plot", metavar="FILE.png", help="with --sweep: draw it (matplotlib)")
+    add_datatrove_arguments(
+        parser,
+        engines=("bpe", "datatrove"),
+        engine_help="bpe: --workers processes on this machine (default); datatrove: N count "
+        "tasks here, on Slurm or Ray, resumable, the same tokenizer file",
+        work_dir_help="where the count tables and logs go (default: .datatrove-work next to --out)",
+        workers_option=False,  # --workers above: processes here, or tasks running at once
+    )
     args = parser.parse_args(argv)
+    check_datatrove_arguments(parser, args, local_workers=os.cpu_count() or 1)
     if args.sweep and args.vocab_size is None:
         args.vocab_size = args.sweep[-1]
     return args
@@ -141,7 +160,7 @@ def check_args(args):
         check_tiktoken_special_tokens(args.special_tokens)
     except ValueError as exc:
         raise PrepareError(f"{exc} (see {option} and --special-tokens)") from None
-    if args.workers is not None and args.workers < 1:
+    if args.engine != "datatrove" and args.workers is not None and args.workers < 1:
         raise PrepareError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out or ".")
     if args.out and not out.parent.is_dir():
@@ -265,6 +284,8 @@ def compression_of_counts(encoding, counts):
 def main(argv=None):
     args = parse_args(argv)
     check_args(args)
+    if args.engine == "datatrove":
+        return train_with_tasks(args)
     eval_text = read_text(args.eval) if args.eval else None
 
     start = time.perf_counter()
@@ -293,6 +314,44 @@ def main(argv=None):
     if args.out:
         tokenizer.save(args.out)
         print(f"wrote {args.out}")
+
+
+def train_with_tasks(args):
+    """--engine datatrove: count in datatrove tasks, learn in one more, write --out."""
+    from prep.datatrove_training import check_datatrove_installed, train_with_datatrove
+
+    for option in ("trace", "sweep", "eval"):
+        if getattr(args, option):
+            raise PrepareError(
+                f"--{option} needs the corpus in this process; leave out --engine datatrove"
+            )
+    check_datatrove_installed(args.executor)
+    out = Path(args.out).resolve()
+    folder = train_with_datatrove(
+        args.input,
+        args.vocab_size,
+        args.special_tokens,
+        out=out,
+        work_dir=args.work_dir or out.parent / ".datatrove-work",
+        pattern=args.pattern,
+        text_column=args.text_column,
+        max_chars=args.max_chars,
+        tasks=args.tasks,
+        workers=args.workers,
+        executor=args.executor,
+        slurm_partition=args.slurm_partition,
+        slurm_time=args.slurm_time,
+        slurm_cpus_per_task=args.slurm_cpus_per_task,
+        slurm_mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+    )
+    if args.executor == "slurm":
+        print(
+            f"submitted to Slurm; {args.out} appears when the learn job ends (logs: "
+            f"{folder / 'logs'}); run the same command again to resume"
+        )
+        return
+    show_merges(Tokenizer.load(out).merges)
+    print(f"wrote {args.out} (count tables in {folder})")
 
 
 def small_corpus(args):

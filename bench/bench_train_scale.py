@@ -3,6 +3,7 @@
     pip install tokenizers            # the reference; used only here, never by the project
     python bench/bench_train_scale.py [--runs 3] [--docs20 ../shared/bench/docs20.txt]
         [--only docs20,x5,x15,zipf,runs] [--work-dir /tmp/bench_scale]
+    python bench/bench_train_scale.py --only issue11     # issue 11's rows: docs20, x5, x15, zipf
 
 Each trainer runs in a fresh process (ours: bpe.train_bpe_from_files, which streams the
 files through worker processes; HF: models.BPE + ByteLevel(add_prefix_space=False) +
@@ -159,7 +160,8 @@ def main():
     folder = Path(args.work_dir)
     folder.mkdir(parents=True, exist_ok=True)
     docs20 = Path(args.docs20)
-    wanted = set(args.only.split(","))
+    wanted = set(args.only.replace("issue11", "docs20,x5,x15,zipf").split(","))
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     cases = []
     if "docs20" in wanted:
@@ -196,6 +198,7 @@ def main():
             f"{our_mb / hf_mb:>6.2f}x",
             flush=True,
         )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -325,32 +325,37 @@ def config_hash(config):
 # the executors and the command line
 
 
-def add_datatrove_arguments(parser):
-    """The datatrove engine's options, added to the script's parser."""
+def add_datatrove_arguments(
+    parser,
+    engines=("datasets", "datatrove"),
+    engine_help="datasets: one machine (default); datatrove: N tasks on this machine, Slurm or "
+    "Ray, resumable, the same train.bin and val.bin",
+    work_dir_help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work)",
+    workers_option=True,
+):
+    """The datatrove engine's options, added to the script's parser.
+
+    The defaults are data/openwebtext/prepare.py's; train_tokenizer.py names its own engines,
+    says what its work directory holds and keeps its own --workers (workers_option=False).
+    """
     group = parser.add_argument_group("datatrove engine (pip install -e '.[scale]')")
-    group.add_argument(
-        "--engine",
-        choices=("datasets", "datatrove"),
-        default="datasets",
-        help="datasets: one machine (default); datatrove: N tasks on this machine, Slurm or Ray, "
-        "resumable, the same train.bin and val.bin",
-    )
+    group.add_argument("--engine", choices=engines, default=engines[0], help=engine_help)
     group.add_argument("--executor", choices=EXECUTORS, default="local", help="where tasks run")
     group.add_argument(
         "--tasks",
         type=int,
         help="tasks the work is cut into (default: --workers, or 64 on a cluster)",
     )
-    group.add_argument(
-        "--workers",
-        type=int,
-        help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
-    )
+    if workers_option:
+        group.add_argument(
+            "--workers",
+            type=int,
+            help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
+        )
     group.add_argument(
         "--work-dir",
         type=Path,
-        help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work); "
-        "on a cluster, a folder every node sees",
+        help=f"{work_dir_help}; on a cluster, a folder every node sees",
     )
     group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
     group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
@@ -358,15 +363,22 @@ def add_datatrove_arguments(parser):
     group.add_argument("--slurm-mem-per-cpu-gb", type=int, default=2, help="memory per CPU (GB)")
 
 
-def check_datatrove_arguments(parser, args):
+def check_datatrove_arguments(parser, args, local_workers=None):
+    """Options of the datatrove engine without --engine datatrove are errors; fills in the
+    defaults of --tasks and --workers. local_workers: the default --workers on this machine
+    (default: --num-proc); a script that gives it owns --workers beyond the engine."""
+    engine_options = ["executor", "tasks", "work_dir", "slurm_partition"]
+    if local_workers is None:
+        engine_options.append("workers")
+        local_workers = getattr(args, "num_proc", None)
     if args.engine != "datatrove":
-        for option in ("executor", "tasks", "workers", "work_dir", "slurm_partition"):
+        for option in engine_options:
             if getattr(args, option) not in (None, parser.get_default(option)):
                 parser.error(f"--{option.replace('_', '-')} needs --engine datatrove")
         return
     on_cluster = args.executor != "local"
     if args.workers is None:
-        args.workers = -1 if on_cluster else args.num_proc
+        args.workers = -1 if on_cluster else local_workers
     if args.tasks is None:
         args.tasks = 64 if on_cluster else args.workers
     if args.tasks < 1 or (args.workers < 1 and not (on_cluster and args.workers == -1)):
@@ -386,36 +398,44 @@ def make_executor(args, work, job):
     previous = None
     for name, step in STAGES:
         tasks = args.tasks if name in ("tokenize", "write") else 1
-        common = {
-            "pipeline": [step(work, job)],
-            "tasks": tasks,
-            "logging_dir": work.logs(name),
-            "depends": previous,
-            "skip_completed": name != "commit",
-        }
-        if args.executor == "local":
-            from datatrove.executor import LocalPipelineExecutor
-
-            previous = LocalPipelineExecutor(
-                workers=min(args.workers, tasks), start_method=LOCAL_START_METHOD, **common
-            )
-        elif args.executor == "slurm":
-            from datatrove.executor import SlurmPipelineExecutor
-
-            previous = SlurmPipelineExecutor(
-                job_name=f"nanogpt-{name}",
-                partition=args.slurm_partition,
-                time=args.slurm_time,
-                cpus_per_task=args.slurm_cpus_per_task,
-                mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
-                workers=args.workers,
-                **common,
-            )
-        else:
-            from datatrove.executor.ray import RayPipelineExecutor
-
-            previous = RayPipelineExecutor(workers=args.workers, **common)
+        previous = stage_executor(
+            args,
+            f"nanogpt-{name}",
+            pipeline=[step(work, job)],
+            tasks=tasks,
+            logging_dir=work.logs(name),
+            depends=previous,
+            skip_completed=name != "commit",
+        )
     return previous
+
+
+def stage_executor(args, job_name, **common):
+    """One stage's executor on args.executor (local, Slurm or Ray) with the script's options.
+
+    common: pipeline, tasks, logging_dir, depends, skip_completed (datatrove's arguments).
+    """
+    if args.executor == "local":
+        from datatrove.executor import LocalPipelineExecutor
+
+        return LocalPipelineExecutor(
+            workers=min(args.workers, common["tasks"]), start_method=LOCAL_START_METHOD, **common
+        )
+    if args.executor == "slurm":
+        from datatrove.executor import SlurmPipelineExecutor
+
+        return SlurmPipelineExecutor(
+            job_name=job_name,
+            partition=args.slurm_partition,
+            time=args.slurm_time,
+            cpus_per_task=args.slurm_cpus_per_task,
+            mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+            workers=args.workers,
+            **common,
+        )
+    from datatrove.executor.ray import RayPipelineExecutor
+
+    return RayPipelineExecutor(workers=args.workers, **common)
 
 
 def input_files(data_files):

@@ -1,5 +1,7 @@
 """Counting on a cluster: tokenizer training with datatrove (pip install -e '.[scale]').
 
+    python train_tokenizer.py --input "shards/*.parquet" --vocab-size 32000 --out tok.json \\
+        --special-tokens "<|endoftext|>" --engine datatrove --tasks 64 --workers 8
     train_with_datatrove(["shards/*.parquet"], 32000, ["<|endoftext|>"], out="tok.json",
                          tasks=64, workers=8, work_dir="/shared/work", executor="local")
 
@@ -7,51 +9,105 @@ Two datatrove stages, the second depending on the first:
 
 1. count (N tasks): task r counts the pre-tokens of every N-th slice of the input, starting at
    slice r (the slices of bpe/corpus.py: byte ranges of text and JSON lines files cut where the
-   pre-tokens do not change, row groups of parquet files), and writes its count table,
-   WORK/counts/r.json. Text never leaves the task; only counts do.
+   pre-tokens do not change, row groups of parquet files; with max_chars, cut to the first
+   documents as on one machine), and writes its count table, counts/r.json. Text never leaves
+   the task; only counts do.
 2. learn (1 task): adds the N tables up, learns the merges (train_bpe_from_counts) and writes the
-   tokenizer file.
+   tokenizer file. It always runs again: a rerun rewrites a tokenizer file removed since.
 
 Counts add up the same in any order and ties between pairs go to the greatest bytes, so the
 tokenizer file is byte-identical to train_tokenizer.py's (one machine) on the same files.
-Every run counts again (it removes the count tables it finds first, so no other run's mix in).
+
+The count tables live in WORK/counts-<hash>/, the hash of everything they depend on (the files
+with their sizes and times, how they are read, the slices, the number of tasks; not the vocab
+size), so a rerun skips the count tasks that completed (datatrove's skip_completed) and a run
+on other files or options never reads another run's tables.
 """
 
+import hashlib
 import json
-import sys
 from collections import Counter
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_training_args
-from bpe.corpus import Reading, Slice, count_slice, expand_inputs, plan_slices
+from bpe.corpus import (
+    CorpusError,
+    Reading,
+    Slice,
+    cap_slices,
+    count_slice,
+    expand_inputs,
+    plan_slices,
+)
 from bpe.io import atomic_write_text
+from prep.datatrove_engine import EXECUTORS, file_identity, stage_executor
+from prep.errors import PrepareError
 
-EXECUTORS = ("local", "slurm")
-# fork where there is one: tasks start with the modules this process already imported
-LOCAL_START_METHOD = "fork" if sys.platform == "linux" else "forkserver"
+WORK_FORMAT = 1  # bump when the layout of the work directory changes
 
 
-def count_task(data, rank=0, world_size=1, *, job, work_dir):
-    """Stage 1, task `rank` of `world_size`: count slices rank, rank + N, ... -> counts/rank.json."""
+class CountWork:
+    """The paths of one run's counting: WORK/counts-<hash of its config>/."""
+
+    def __init__(self, root, config):
+        self.config = json.loads(json.dumps(config))  # as run.json reads back: tuples as lists
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+        self.folder = Path(root).resolve() / f"counts-{digest}"
+
+    def table(self, rank):
+        return self.folder / "counts" / f"{rank:05d}.json"
+
+    def logs(self, stage):
+        return str(self.folder / "logs" / stage)
+
+    def claim(self, tasks):
+        """Create the folder, or check that an existing one was made with this config; a task
+        marked completed whose table is gone (removed since) is unmarked, so it runs again."""
+        (self.folder / "counts").mkdir(parents=True, exist_ok=True)
+        run_json = self.folder / "run.json"
+        if run_json.exists():
+            if json.loads(run_json.read_text(encoding="utf-8")) != self.config:
+                raise PrepareError(
+                    f"the work directory {self.folder} was made by another run (its run.json "
+                    "differs from this run's options); delete it or choose another --work-dir"
+                )
+        else:
+            atomic_write_text(run_json, json.dumps(self.config, indent=2) + "\n")
+        for rank in range(tasks):
+            marker = Path(self.logs("count")) / "completions" / f"{rank:05d}"
+            if marker.exists() and not self.table(rank).exists():
+                marker.unlink()
+
+
+def count_task(data, rank=0, world_size=1, *, job, work):
+    """Stage 1, task `rank` of `world_size`: count slices rank, rank + N, ... -> its table."""
     reading = Reading(**job["reading"])
     counts = Counter()
-    for piece in job["slices"][rank::world_size]:
-        counts.update(count_slice(Slice(**piece), reading))
-    atomic_write_text(Path(work_dir) / "counts" / f"{rank:05d}.json", json.dumps(counts))
+    try:
+        for piece in job["slices"][rank::world_size]:
+            counts.update(count_slice(Slice(**piece), reading))
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
+    atomic_write_text(work.table(rank), json.dumps(counts))
     return data
 
 
-def learn_task(data, _rank=0, _world_size=1, *, job, work_dir, out):
+def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
     """Stage 2 (one task): add the count tables up, learn the merges, write the tokenizer.
 
     (datatrove passes every step the task's rank and the number of tasks; one task needs neither.)
     """
     counts = Counter()
-    for table in sorted((Path(work_dir) / "counts").glob("*.json")):
-        counts.update(json.loads(table.read_text(encoding="utf-8")))
+    for rank in range(job["tasks"]):
+        if not work.table(rank).exists():
+            raise PrepareError(f"{work.table(rank)} is missing; run the same command again")
+        counts.update(json.loads(work.table(rank).read_text(encoding="utf-8")))
+    if not counts:
+        raise PrepareError("no text to train on (empty input)")
     special_tokens = job["reading"]["special_tokens"]
     vocab, merges = train_bpe_from_counts(counts, job["vocab_size"], special_tokens)
     first_special = 256 + len(merges)
@@ -69,58 +125,96 @@ def train_with_datatrove(
     work_dir,
     pattern="gpt2",
     text_column="text",
+    max_chars=None,
     tasks=2,
     workers=2,
     executor="local",
     slurm_partition=None,
+    slurm_time="24:00:00",
+    slurm_cpus_per_task=1,
+    slurm_mem_per_cpu_gb=2,
     slice_bytes=None,
 ):
-    """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`.
+    """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
+    (on Slurm, when the learn job ends). -> the work folder of the count tables.
 
     slice_bytes: the size of a slice of a text or JSON lines file (default corpus.SLICE_BYTES).
+    A bad file or option is a PrepareError (one line, naming the file).
     """
     if executor not in EXECUTORS:
-        raise ValueError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-    _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
-    reading = Reading(regex_pattern, tuple(special_tokens), text_column)
-    slices = plan_slices(expand_inputs(inputs), reading, slice_bytes)
+        raise PrepareError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
+    try:
+        _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
+        reading = Reading(regex_pattern, tuple(special_tokens), text_column)
+        paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
+        slices = plan_slices(paths, reading, slice_bytes)
+        if max_chars is not None:  # the same documents as on one machine, read once here
+            slices = cap_slices(slices, reading, max_chars)
+    except (CorpusError, ValueError) as exc:
+        raise PrepareError(str(exc)) from None
+    work = CountWork(
+        work_dir,
+        {
+            "format": WORK_FORMAT,
+            "files": [file_identity(path) for path in paths],
+            "reading": asdict(reading),
+            "slices": [asdict(piece) for piece in slices],
+            "tasks": tasks,
+        },
+    )
+    work.claim(tasks)
     job = {
         "reading": asdict(reading),
         "slices": [asdict(piece) for piece in slices],
+        "tasks": tasks,
         "vocab_size": vocab_size,
         "pattern_name": pattern,
     }
-    work_dir = Path(work_dir).resolve()
-    out = str(Path(out).resolve())
-    for table in (work_dir / "counts").glob("*.json"):  # another run's tables must not mix in
-        table.unlink()
-    stages = [
-        ("count", partial(count_task, job=job, work_dir=str(work_dir)), tasks),
-        ("learn", partial(learn_task, job=job, work_dir=str(work_dir), out=out), 1),
-    ]
-    previous = None
-    for name, step, stage_tasks in stages:
-        common = {
-            "pipeline": [step],
-            "tasks": stage_tasks,
-            "logging_dir": str(work_dir / "logs" / name),
-            "depends": previous,
-            "skip_completed": False,
-        }
-        if executor == "local":
-            from datatrove.executor import LocalPipelineExecutor
+    options = SimpleNamespace(
+        executor=executor,
+        workers=workers,
+        slurm_partition=slurm_partition,
+        slurm_time=slurm_time,
+        slurm_cpus_per_task=slurm_cpus_per_task,
+        slurm_mem_per_cpu_gb=slurm_mem_per_cpu_gb,
+    )
+    if executor == "ray":
+        import ray
 
-            previous = LocalPipelineExecutor(
-                workers=min(workers, stage_tasks), start_method=LOCAL_START_METHOD, **common
-            )
-        else:
-            from datatrove.executor import SlurmPipelineExecutor
+        if not ray.is_initialized():
+            ray.init()  # joins the cluster of $RAY_ADDRESS, or starts one on this machine
+    count = stage_executor(
+        options,
+        "tokenizer-count",
+        pipeline=[partial(count_task, job=job, work=work)],
+        tasks=tasks,
+        logging_dir=work.logs("count"),
+        depends=None,
+        skip_completed=True,
+    )
+    learn = stage_executor(
+        options,
+        "tokenizer-learn",
+        pipeline=[partial(learn_task, job=job, work=work, out=str(Path(out).resolve()))],
+        tasks=1,
+        logging_dir=work.logs("learn"),
+        depends=count,
+        skip_completed=False,
+    )
+    learn.run()
+    return work.folder
 
-            previous = SlurmPipelineExecutor(
-                job_name=f"tokenizer-{name}",
-                partition=slurm_partition,
-                time="24:00:00",
-                workers=workers,
-                **common,
-            )
-    previous.run()
+
+def check_datatrove_installed(executor):
+    """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to install."""
+    try:
+        import datatrove  # noqa: F401
+    except ImportError:
+        raise PrepareError(
+            "--engine datatrove needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
+        ) from None
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise PrepareError("--executor ray needs Ray: pip install 'ray[default]'") from None

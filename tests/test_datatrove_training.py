@@ -1,5 +1,5 @@
-"""prep/datatrove_training.py: counting as datatrove tasks gives train_tokenizer.py's file, byte
-for byte (local executor; needs the `scale` extra)."""
+"""prep/datatrove_training.py and train_tokenizer.py --engine datatrove: counting as datatrove
+tasks gives the one-machine tokenizer file, byte for byte, and resumes (needs the `scale` extra)."""
 
 import json
 import os
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_python
+from conftest import REPO, assert_clean_failure, run_python
 
 from bpe import EOT
 
@@ -37,7 +37,7 @@ def test_three_count_tasks_write_the_one_machine_tokenizer_file(tmp_path, shakes
         workers=2,
         slice_bytes=20_000,  # 8 slices for 3 tasks
     )
-    assert len(list((tmp_path / "work" / "counts").glob("*.json"))) == 3
+    assert len(list((tmp_path / "work").glob("counts-*/counts/*.json"))) == 3
     assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 
 
@@ -56,18 +56,14 @@ def test_slurm_executor_with_stand_in_sbatch(tmp_path, monkeypatch, paragraphs):
         *["--out", tmp_path / "one.json"],
     )
     assert one.returncode == 0, one.stderr
-    train_with_datatrove(
-        [tmp_path / "a.txt"],
-        500,
-        [EOT],
-        out=tmp_path / "tasks.json",
-        work_dir=tmp_path / "work",
-        tasks=2,
-        workers=2,
-        executor="slurm",
-        slurm_partition="test",
-        slice_bytes=30_000,
+    tasks = run_python(
+        REPO / "train_tokenizer.py",
+        *["--input", tmp_path / "a.txt", "--vocab-size", 500, "--special-tokens", EOT],
+        *["--out", tmp_path / "tasks.json", "--engine", "datatrove", "--executor", "slurm"],
+        *["--slurm-partition", "test", "--tasks", 2, "--work-dir", tmp_path / "work"],
     )
+    assert tasks.returncode == 0, tasks.stderr
+    assert "submitted to Slurm" in tasks.stdout
     jobs = [
         json.loads(line) for line in (tmp_path / "slurm" / "jobs.jsonl").read_text().splitlines()
     ]
@@ -76,3 +72,74 @@ def test_slurm_executor_with_stand_in_sbatch(tmp_path, monkeypatch, paragraphs):
     assert [job["array"] for job in stages.values()] == [2, 1]  # array ranks = tasks
     assert all(job["state"] == "COMPLETED" for job in jobs)
     assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+
+
+def train_tokenizer(*args):
+    return run_python(REPO / "train_tokenizer.py", *map(str, args))
+
+
+def test_command_line_resumes_and_keeps_other_runs_apart(tmp_path, paragraphs):
+    """--engine datatrove with --max-chars: the one-machine file; a rerun after a removed output
+    and a lost count table recounts that table only; other inputs count in their own folder."""
+    for name, part in (("a.txt", paragraphs[:800]), ("b.txt", paragraphs[800:1600])):
+        (tmp_path / name).write_text(EOT.join(part), encoding="utf-8")
+    common = ["--vocab-size", 600, "--special-tokens", EOT, "--max-chars", 60_000]
+    inputs = ["--input", tmp_path / "a.txt", tmp_path / "b.txt"]
+    one = train_tokenizer(*inputs, *common, "--out", tmp_path / "one.json")
+    assert one.returncode == 0, one.stderr
+    engine = ["--engine", "datatrove", "--tasks", 2, "--workers", 2]
+    first = train_tokenizer(*inputs, *common, *engine, "--out", tmp_path / "tasks.json")
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+
+    (folder,) = (tmp_path / ".datatrove-work").glob("counts-*")
+    tables = sorted((folder / "counts").glob("*.json"))
+    assert len(tables) == 2
+    kept = tables[0].stat().st_mtime_ns
+    (tmp_path / "tasks.json").unlink()
+    tables[1].unlink()  # its task is marked completed: it must run again all the same
+    again = train_tokenizer(*inputs, *common, *engine, "--out", tmp_path / "tasks.json")
+    assert again.returncode == 0, again.stderr
+    assert tables[0].stat().st_mtime_ns == kept  # skipped: completed before
+    assert tables[1].exists()
+    assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+
+    other = train_tokenizer(
+        "--input", tmp_path / "a.txt", *common, *engine, "--out", tmp_path / "other.json"
+    )
+    assert other.returncode == 0, other.stderr
+    assert len(list((tmp_path / ".datatrove-work").glob("counts-*"))) == 2
+
+    run_json = folder / "run.json"
+    run_json.write_text(run_json.read_text().replace('"tasks": 2', '"tasks": 3'))
+    refused = train_tokenizer(*inputs, *common, *engine, "--out", tmp_path / "tasks.json")
+    assert_clean_failure(refused, str(folder), "another run", logs_before=True)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        pytest.param(["--tasks", 2], "--tasks needs --engine datatrove", id="tasks-without-engine"),
+        pytest.param(
+            ["--engine", "datatrove", "--executor", "slurm"],
+            "--executor slurm needs --slurm-partition",
+            id="slurm-without-partition",
+        ),
+        pytest.param(
+            ["--engine", "datatrove", "--eval", "a.txt"],
+            "--eval needs the corpus in this process",
+            id="eval-with-tasks",
+        ),
+    ],
+)
+def test_command_line_refusals(tmp_path, options, message):
+    (tmp_path / "a.txt").write_text("hello world\n", encoding="utf-8")
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        *["--input", "a.txt", "--vocab-size", 300, "--out", "t.json", *options],
+        cwd=tmp_path,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "t.json").exists()
