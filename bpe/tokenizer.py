@@ -13,6 +13,7 @@ lookups and joins run in C. Built from GPT-2's files it gives exactly tiktoken's
 
 import gc
 import hashlib
+from heapq import heapify, heappop, heappush
 from itertools import chain, repeat
 
 from . import io
@@ -29,6 +30,10 @@ CACHE_LIMIT = 1 << 16  # distinct pre-tokens kept encoded (~130 bytes each); emp
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
 NO_MERGE = 1 << 62  # rank of a pair that is not a token; above any real id
 SINGLE_BYTES = [bytes([b]) for b in range(256)]
+# Above this many bytes a pre-token is merged with a heap (encode_long_pretoken): finding the
+# lowest rank by scanning all pairs once per merge is quadratic (a line of 200,000 "x" is one
+# pre-token), while the scan in C is faster on the short pre-tokens text is made of.
+LONG_PRETOKEN = 256
 
 
 def encode_pretoken(pre_token, ranks):
@@ -44,6 +49,8 @@ def encode_pretoken(pre_token, ranks):
         return [token]
     if not pre_token:
         return []
+    if len(pre_token) > LONG_PRETOKEN:
+        return encode_long_pretoken(pre_token, ranks)
     get = ranks.get
     parts = list(map(SINGLE_BYTES.__getitem__, pre_token))
     pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
@@ -60,6 +67,49 @@ def encode_pretoken(pre_token, ranks):
             break
         best = min(pair_ranks)
     return list(map(ranks.__getitem__, parts))
+
+
+def encode_long_pretoken(pre_token, ranks):
+    """Equal to simple.encode_pretoken, in time n log n for a pre-token of n bytes.
+
+    b"xxxx" with "xx" = 256, "xxxx" = 257 -> [x x x x] -> [xx x x] -> [xx xx] -> [xxxx] -> [257]
+    The parts are a linked list (part i's right neighbour is part after[i]), and a heap holds
+    rank * size + i for the pair starting at part i (one int: compared faster than a tuple):
+    the lowest rank first, the leftmost of equal ranks (i grows left to right), as the simple
+    version picks. A merge changes the pairs on its two sides, which are pushed again; an entry
+    whose rank is no longer its pair's is dropped.
+    """
+    get = ranks.get
+    size = len(pre_token)
+    parts = list(map(SINGLE_BYTES.__getitem__, pre_token))
+    after = list(range(1, size + 1))  # `size`: no right neighbour
+    before = list(range(-1, size - 1))  # -1: no left neighbour
+    pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
+    pair_ranks.append(NO_MERGE)  # the last part starts no pair
+    heap = [rank * size + i for i, rank in enumerate(pair_ranks) if rank != NO_MERGE]
+    heapify(heap)
+    while heap:
+        rank, i = divmod(heappop(heap), size)
+        if pair_ranks[i] != rank:
+            continue  # a merge next to it changed this pair since
+        right = after[i]
+        parts[i] += parts[right]
+        parts[right] = None
+        pair_ranks[right] = NO_MERGE
+        after[i] = after[right]
+        if after[i] < size:
+            before[after[i]] = i
+            pair_ranks[i] = get(parts[i] + parts[after[i]], NO_MERGE)
+            if pair_ranks[i] != NO_MERGE:
+                heappush(heap, pair_ranks[i] * size + i)
+        else:
+            pair_ranks[i] = NO_MERGE
+        left = before[i]
+        if left >= 0:
+            pair_ranks[left] = get(parts[left] + parts[i], NO_MERGE)
+            if pair_ranks[left] != NO_MERGE:
+                heappush(heap, pair_ranks[left] * size + left)
+    return [ranks[part] for part in parts if part is not None]
 
 
 def _without_lone_surrogates(text):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import bpe
 from bpe import EOT, Tokenizer, simple
-from bpe.tokenizer import encode_pretoken
+from bpe.tokenizer import encode_long_pretoken, encode_pretoken
 
 
 def byte_vocab():
@@ -69,6 +69,41 @@ def test_fast_encode_pretoken_equals_simple_on_a_two_letter_vocabulary(pre_token
         ]
     )
     assert encode_pretoken(pre_token, tok._ranks) == simple.encode_pretoken(pre_token, tok._ranks)
+
+
+TWO_LETTER_MERGES = [
+    (b"a", b"a"),
+    (b"a", b"b"),
+    (b"aa", b"a"),
+    (b"b", b"b"),
+    (b"ab", b"aa"),
+    (b"bb", b"a"),
+    (b"aaa", b"aaa"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pre_token=st.one_of(
+        st.binary(max_size=80), st.text(alphabet="ab", max_size=120).map(str.encode)
+    )
+)
+def test_heap_encode_of_long_pretokens_equals_simple(trained, pre_token):
+    """encode_long_pretoken (a heap, n log n) is called directly: any length must agree."""
+    for ranks in (trained._ranks, hand_made_tokenizer(TWO_LETTER_MERGES)._ranks):
+        assert encode_long_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks)
+
+
+def test_one_huge_pretoken_encodes_as_tiktoken():
+    """200,000 "x" is one pre-token: the heap path takes about a second (the scan took minutes)."""
+    vocab, merges = bpe.train_bpe_from_iterator(["x" * 4096], 256 + 12)
+    tok = Tokenizer(vocab, merges)
+    text = "x" * 200_000 + "y" + "x" * 3
+    ids = tok.encode(text)
+    assert ids == tok.to_tiktoken().encode(text)
+    # 48 tokens of 4,096 x; 3,392 x as 2,048 + 1,024 + 256 + 64; y; xxx as xx + x
+    assert len(ids) == 48 + 4 + 1 + 2
+    assert tok.decode(ids) == text
 
 
 @settings(max_examples=100, deadline=None)
