@@ -85,6 +85,9 @@ class CountWork:
 
 def count_task(data, rank=0, world_size=1, *, job, work):
     """Stage 1, task `rank` of `world_size`: count slices rank, rank + N, ... -> its table."""
+    from prep.datatrove_stages import show_user_errors_without_traceback
+
+    show_user_errors_without_traceback()  # this task may run in a process of its own
     reading = Reading(**job["reading"])
     counts = Counter()
     try:
@@ -201,6 +204,9 @@ def train_with_datatrove(
         depends=count,
         skip_completed=False,
     )
+    from prep.datatrove_stages import show_user_errors_without_traceback
+
+    show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
     learn.run()
     return work.folder
 

@@ -116,30 +116,43 @@ def test_command_line_resumes_and_keeps_other_runs_apart(tmp_path, paragraphs):
     assert_clean_failure(refused, str(folder), "another run", logs_before=True)
 
 
+TEXT = b"hello world\n"
+
+
 @pytest.mark.parametrize(
-    "options, message",
+    "options, content, message",
     [
-        pytest.param(["--tasks", 2], "--tasks needs --engine datatrove", id="tasks-without-engine"),
+        pytest.param(
+            ["--tasks", 2], TEXT, "--tasks needs --engine datatrove", id="tasks-without-engine"
+        ),
         pytest.param(
             ["--engine", "datatrove", "--executor", "slurm"],
+            TEXT,
             "--executor slurm needs --slurm-partition",
             id="slurm-without-partition",
         ),
         pytest.param(
             ["--engine", "datatrove", "--eval", "a.txt"],
+            TEXT,
             "--eval needs the corpus in this process",
             id="eval-with-tasks",
         ),
+        pytest.param(
+            ["--engine", "datatrove", "--tasks", 2],
+            TEXT * 100 + b"\xff bad\n",
+            "a.txt is not valid UTF-8: byte offset 1,200",
+            id="not-utf8-found-by-a-count-task",
+        ),
     ],
 )
-def test_command_line_refusals(tmp_path, options, message):
-    (tmp_path / "a.txt").write_text("hello world\n", encoding="utf-8")
+def test_command_line_refusals(tmp_path, options, content, message):
+    (tmp_path / "a.txt").write_bytes(content)
     result = run_python(
         REPO / "train_tokenizer.py",
         *["--input", "a.txt", "--vocab-size", 300, "--out", "t.json", *options],
         cwd=tmp_path,
     )
     assert result.returncode != 0
-    assert message in result.stderr
+    assert message in result.stderr.splitlines()[-1]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "t.json").exists()
