@@ -294,6 +294,8 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
                 continue
             last = len(pretoken) - 1
             todo = pretoken.count(a)  # occurrences of `a` not looked at yet
+            if not todo:
+                continue  # a stale entry: an earlier merge took `a` away
             if todo == 1:  # the common case, the loop below in short, merged in place
                 i = pretoken.index(a)
                 if i == last or pretoken[i + 1] != b:
