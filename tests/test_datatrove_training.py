@@ -116,6 +116,19 @@ def test_command_line_resumes_and_keeps_other_runs_apart(tmp_path, paragraphs):
     assert_clean_failure(refused, str(folder), "another run", logs_before=True)
 
 
+def test_ray_executor(tmp_path, paragraphs):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]')")
+    (tmp_path / "a.txt").write_text(EOT.join(paragraphs[:600]), encoding="utf-8")
+    common = ["--input", tmp_path / "a.txt", "--vocab-size", 400, "--special-tokens", EOT]
+    one = train_tokenizer(*common, "--out", tmp_path / "one.json")
+    assert one.returncode == 0, one.stderr
+    ray_run = train_tokenizer(
+        *common, "--out", tmp_path / "ray.json", "--engine", "datatrove", "--executor", "ray"
+    )
+    assert ray_run.returncode == 0, ray_run.stderr[-3000:]
+    assert (tmp_path / "ray.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+
+
 TEXT = b"hello world\n"
 
 
