@@ -32,7 +32,7 @@ import numpy as np
 from .checks import check_pattern, check_training_args
 from .corpus import count_corpus, straddles_special
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
-from .simple import get_pair_counts, special_token_regex, split_on_special_tokens
+from .simple import special_token_regex, split_on_special_tokens
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +181,42 @@ def _merge_long(pretoken, a, b, new):
     return merged, changes
 
 
+def _short_pair_tables(pretokens, freqs, shift):
+    """Pair counts and where each pair is, of the pre-tokens given as bytes, counted by numpy.
+
+    [b"aab", b"ab"], [2, 1], shift 9 -> ({a << 9 | a: 2, a << 9 | b: 3}, {a << 9 | a: [0],
+    a << 9 | b: [0, 1]}) with a = 97, b = 98: get_pair_counts of each, times its frequency,
+    summed, and each pre-token listed once (in order) for each pair it holds. (A str in
+    `pretokens`, a long one, is left out.)
+    """
+    indices = [i for i, p in enumerate(pretokens) if p.__class__ is bytes]
+    if not indices:
+        return {}, {}
+    short = [pretokens[i] for i in indices]
+    lengths = np.fromiter(map(len, short), np.int64, len(short))
+    ids = np.frombuffer(b"".join(short), np.uint8).astype(np.int64)
+    owner = np.repeat(np.asarray(indices, np.int64), lengths)
+    inside = owner[:-1] == owner[1:]  # a pair, not the last byte of one and the first of the next
+    pairs = (ids[:-1][inside] << shift) | ids[1:][inside]
+    owner = owner[:-1][inside]
+    weights = np.asarray(freqs, np.int64)[owner]
+    order = np.lexsort((owner, pairs))  # by pair, then by pre-token
+    pairs, owner, weights = pairs[order], owner[order], weights[order]
+    first = np.ones(len(pairs), bool)  # the first occurrence of each pair
+    first[1:] = pairs[1:] != pairs[:-1]
+    starts = np.flatnonzero(first)
+    pair_counts = dict(zip(pairs[starts].tolist(), np.add.reduceat(weights, starts).tolist()))
+    listed = first.copy()  # the first occurrence of each pair in each pre-token
+    listed[1:] |= owner[1:] != owner[:-1]
+    holders = owner[listed].tolist()
+    bounds = np.flatnonzero(first[listed]).tolist() + [len(holders)]
+    where = {
+        pair: holders[start:end]
+        for pair, start, end in zip(pairs[starts].tolist(), bounds, bounds[1:])
+    }
+    return pair_counts, where
+
+
 def learn_merges(pretoken_counts, num_merges, progress=None):
     """The merges learned from {pre-token bytes: count}, as (left id, right id) pairs.
 
@@ -202,23 +238,24 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
     mask = (1 << shift) - 1
     pretokens = []  # each pre-token as a list of token ids; a long one as a str of chr(id)
     freqs = []  # how often each occurs
-    pair_counts = {}
-    where = {}  # pair -> indices of the pre-tokens that held it when it appeared (may be stale)
+    long = []  # the indices of the long pre-tokens
     for pretoken, freq in pretoken_counts.items():
         if len(pretoken) < 2:
             continue
-        index = len(pretokens)
         if len(pretoken) > LONG_PRETOKEN:
-            ids = pretoken.decode("latin-1")  # chr(byte) for each byte
-            counts = _long_pair_counts(ids)
+            long.append(len(pretokens))
+            pretokens.append(pretoken.decode("latin-1"))  # chr(byte) for each byte
         else:
-            ids = list(pretoken)
-            counts = get_pair_counts(ids)
-        pretokens.append(ids)
+            pretokens.append(pretoken)
         freqs.append(freq)
-        for (a, b), n in counts.items():
+    # pair -> its count; pair -> the indices of the pre-tokens that held it when it appeared
+    # (may be stale later)
+    pair_counts, where = _short_pair_tables(pretokens, freqs, shift)
+    pretokens = [p if p.__class__ is str else list(p) for p in pretokens]
+    for index in long:
+        for (a, b), n in _long_pair_counts(pretokens[index]).items():
             pair = a << shift | b
-            pair_counts[pair] = pair_counts.get(pair, 0) + n * freq
+            pair_counts[pair] = pair_counts.get(pair, 0) + n * freqs[index]
             where.setdefault(pair, []).append(index)
     # Most pairs are never merged (half of those made are seen once), so the heap only holds
     # the pairs counted at least `floor` times; the others wait in buckets by bit length
