@@ -79,6 +79,9 @@ def encode_long_pretoken(pre_token, ranks):
     version picks. A merge changes the pairs on its two sides, which are pushed again; an entry
     whose rank is no longer its pair's is dropped.
     """
+    token = ranks.get(pre_token)
+    if token is not None:  # as simple.encode_pretoken (and tiktoken): a token is itself
+        return [token]
     get = ranks.get
     size = len(pre_token)
     parts = list(map(SINGLE_BYTES.__getitem__, pre_token))

@@ -94,6 +94,12 @@ def test_heap_encode_of_long_pretokens_equals_simple(trained, pre_token):
         assert encode_long_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks)
 
 
+def test_heap_encode_takes_a_pretoken_that_is_a_token_whole():
+    ranks = hand_made_tokenizer(TWO_LETTER_MERGES)._ranks
+    assert encode_long_pretoken(b"aaaaaa", ranks) == simple.encode_pretoken(b"aaaaaa", ranks)
+    assert encode_long_pretoken(b"", ranks) == []
+
+
 def test_one_huge_pretoken_encodes_as_tiktoken():
     """200,000 "x" is one pre-token: the heap path takes about a second (the scan took minutes)."""
     vocab, merges = bpe.train_bpe_from_iterator(["x" * 4096], 256 + 12)
