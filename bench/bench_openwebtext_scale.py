@@ -1,15 +1,25 @@
 """Benchmark: the two engines of data/openwebtext/prepare.py at 100,000 documents, and the plan
 step of the datatrove engine at OpenWebText's 8,013,769 documents.
 
-The corpus: ../shared/bench/docs20.txt (~20 MB) cut at line ends into 100,000 documents, as 4
-.jsonl files in a temporary folder (nothing is committed). Three runs, alternated `--repeats`
-times (other work on the machine shifts single timings; medians are printed):
+The corpus: 100,000 documents in 4 .jsonl files in a temporary folder (nothing is committed),
+made from ../shared/bench/docs20.txt (~20 MB, cycled through as often as needed):
+
+- `--sizes openwebtext` (the default): OpenWebText's document sizes. Token counts are drawn
+  log-normal around nanoGPT's 1,128 tokens per document (the plan step's synthetic lengths
+  below), turned into characters at the corpus's own characters per GPT-2 token (docs20: ~3.1),
+  and each document is the next that many characters of the text (~113 million tokens, ~350 MB);
+- `--sizes small`: docs20 cut at line ends into documents of ~230 bytes (~70 tokens), 23 MB:
+  mostly the engines' fixed cost (imports, pools, caches), which real documents dilute.
+
+`--documents N` makes a quicker run. Three runs, alternated `--repeats` times (other work on the
+machine shifts single timings; medians are printed):
 
 - datasets: prepare.py --num-proc 2 (the default, single-machine engine; a fresh datasets cache);
 - datatrove: prepare.py --engine datatrove --tasks 2 --workers 2 (local executor; a fresh work
   directory);
 - floor: tiktoken alone, `encode_ordinary` on the same texts already in memory, split over 2
-  forked processes: the time no pipeline on these 2 cores can beat.
+  forked processes: the time no pipeline on these 2 cores can beat. It must count the tokens
+  the engines wrote (each document's ids and its end of text), or the bench stops.
 
 Printed per run: wall time, peak memory of the whole process tree (the sum of the RSS of the
 script and its workers, sampled every 20 ms) and disk used besides the outputs; then the ratios
@@ -17,7 +27,8 @@ the targets are about. Then the plan step alone (`datatrove_stages.make_plan`) o
 OpenWebText: 8,013,769 document lengths (log-normal around nanoGPT's 1,128 tokens per
 document) in 64 task indexes, timed in a fresh process with its peak RSS (VmHWM).
 
-    NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_openwebtext_scale.py [--repeats 3] [--corpus docs20.txt]
+    NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_openwebtext_scale.py [--repeats 3]
+        [--sizes openwebtext|small] [--documents 100000] [--corpus docs20.txt] [--no-plan]
 """
 
 import argparse
@@ -34,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
 SCRIPT = ROOT / "data" / "openwebtext" / "prepare.py"
-NUM_DOCUMENTS, NUM_FILES, CORES = 100_000, 4, 2
+NUM_FILES, CORES = 4, 2
 OPENWEBTEXT_DOCUMENTS, OPENWEBTEXT_TOKENS = (
     8_013_769,
     9_040_017_095,
@@ -47,13 +58,14 @@ files = sys.argv[1:]
 texts = [json.loads(line)["text"] for path in files for line in open(path, encoding="utf-8")]
 encoding = gpt2_encoding()
 def encode(part):
-    return sum(len(encoding.encode_ordinary(text)) + 1 for text in part)
+    cpu = time.process_time()
+    return sum(len(encoding.encode_ordinary(text)) + 1 for text in part), time.process_time() - cpu
 halves = [texts[i::2] for i in range(2)]
 with mp.get_context("fork").Pool(2) as pool:
     pool.map(encode, [["warm up"], ["warm up"]])
     start = time.perf_counter()
-    tokens = sum(pool.map(encode, halves))
-    print(json.dumps({"seconds": time.perf_counter() - start, "tokens": tokens}))
+    tokens, cpu = map(sum, zip(*pool.map(encode, halves)))
+    print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu, "tokens": tokens}))
 """
 
 PLAN = r"""
@@ -80,14 +92,48 @@ print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu() - cpu_sta
 """
 
 
-def make_corpus(corpus, folder):
-    """docs20.txt cut at line ends into NUM_DOCUMENTS documents, in NUM_FILES .jsonl files."""
-    lines = corpus.read_text(encoding="utf-8").splitlines(keepends=True)
-    per_document = len(lines) / NUM_DOCUMENTS
-    documents = [
+def openwebtext_token_counts(num_documents, seed=0):
+    """Tokens per document of a synthetic OpenWebText: log-normal, mean nanoGPT's 1,128."""
+    import numpy as np
+
+    tokens = np.random.default_rng(seed).lognormal(mean=6.6, sigma=0.8, size=num_documents)
+    return np.maximum(tokens * (OPENWEBTEXT_TOKENS / OPENWEBTEXT_DOCUMENTS / tokens.mean()), 2)
+
+
+def small_documents(text, num_documents):
+    """The text cut at line ends into num_documents documents of about equal size."""
+    lines = text.splitlines(keepends=True)
+    per_document = len(lines) / num_documents
+    return [
         "".join(lines[round(i * per_document) : round((i + 1) * per_document)])
-        for i in range(NUM_DOCUMENTS)
+        for i in range(num_documents)
     ]
+
+
+def openwebtext_documents(text, num_documents):
+    """Documents of OpenWebText's sizes, each the next stretch of the text (cycled through).
+
+    A document's characters = its drawn token count x the text's characters per GPT-2 token,
+    so the documents hold about nanoGPT's 1,128 tokens each on average.
+    """
+    sys.path.insert(0, str(ROOT))
+    from prep.tokenizers import gpt2_encoding
+
+    sample = text[: 1 << 20]
+    chars_per_token = len(sample) / len(gpt2_encoding().encode_ordinary(sample))
+    lengths = (openwebtext_token_counts(num_documents) * chars_per_token).astype(int)
+    repeated = text * (-(-int(lengths.sum()) // len(text)) + 1)
+    documents, cursor = [], 0
+    for length in lengths:
+        documents.append(repeated[cursor : cursor + length])
+        cursor += length
+    return documents
+
+
+def make_corpus(text, sizes, num_documents, folder):
+    """The documents (see the module docstring) in NUM_FILES .jsonl files, dealt round-robin."""
+    make = openwebtext_documents if sizes == "openwebtext" else small_documents
+    documents = make(text, num_documents)
     files = []
     for f in range(NUM_FILES):
         path = folder / f"part-{f}.jsonl"
@@ -120,18 +166,28 @@ def tree_rss(root_pid):
 
 
 def timed(command, env):
-    """Run a command; return (wall seconds, peak tree RSS bytes, stdout)."""
-    start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    peak = 0
-    while process.poll() is None:
-        peak = max(peak, tree_rss(process.pid))
-        time.sleep(0.02)
-    wall = time.perf_counter() - start
-    out, err = process.communicate()
-    if process.returncode:
-        sys.exit(f"{' '.join(map(str, command))} failed:\n{err.decode()[-3000:]}")
-    return wall, peak, out.decode()
+    """Run a command; return (wall seconds, CPU seconds, peak tree RSS bytes, stdout).
+
+    CPU: user + system time of the command and every descendant it waited for (pool workers),
+    less shifted than wall time by other work on the machine. Its output goes to files, not
+    pipes: a full pipe would stall a chatty command (progress bars, logs) while it is timed.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=err)
+        peak = 0
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, tree_rss(process.pid))
+            time.sleep(0.02)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0), err.seek(0)
+        if process.returncode:
+            sys.exit(f"{' '.join(map(str, command))} failed:\n{err.read().decode()[-3000:]}")
+        return wall, usage.ru_utime + usage.ru_stime, peak, out.read().decode()
 
 
 def disk_usage(path):
@@ -145,8 +201,15 @@ def run_engines(files, tmp, repeats, env):
         for name in ("datasets", "datatrove", "floor"):
             out, scratch = tmp / f"{name}-{repeat}", tmp / f"scratch-{name}-{repeat}"
             if name == "floor":
-                wall, peak, stdout = timed([sys.executable, "-c", FLOOR, *map(str, files)], env)
-                results[name].append((json.loads(stdout)["seconds"], peak, 0))
+                _, _, peak, stdout = timed([sys.executable, "-c", FLOOR, *map(str, files)], env)
+                floor = json.loads(stdout)
+                results[name].append((floor["seconds"], floor["cpu"], peak, 0))
+                print(
+                    f"  floor     run {repeat + 1}: {floor['seconds']:6.2f} s, "
+                    f"{floor['cpu']:6.2f} s CPU, {os.getloadavg()[0]:.1f} load",
+                    flush=True,
+                )
+                floor_tokens = floor["tokens"]
                 continue
             command = [sys.executable, str(SCRIPT), "--data-files", *map(str, files)]
             command += ["--out-dir", str(out)]
@@ -155,19 +218,29 @@ def run_engines(files, tmp, repeats, env):
             else:
                 command += ["--engine", "datatrove", "--tasks", str(CORES)]
                 command += ["--workers", str(CORES), "--work-dir", str(scratch)]
-            wall, peak, _ = timed(command, env)
-            results[name].append((wall, peak, disk_usage(scratch)))
+            wall, cpu, peak, _ = timed(command, env)
+            results[name].append((wall, cpu, peak, disk_usage(scratch)))
             outputs[name] = out
             print(
-                f"  {name:9s} run {repeat + 1}: {wall:6.2f} s, {peak / 2**20:7.0f} MB", flush=True
+                f"  {name:9s} run {repeat + 1}: {wall:6.2f} s, {cpu:6.2f} s CPU, "
+                f"{peak / 2**20:7.0f} MB, {os.getloadavg()[0]:.1f} load",
+                flush=True,
             )
             shutil.rmtree(scratch)
     same = all(
         (outputs["datasets"] / f).read_bytes() == (outputs["datatrove"] / f).read_bytes()
         for f in ("train.bin", "val.bin")
     )
-    tokens = json.loads((outputs["datasets"] / "meta.json").read_text())["splits"]
-    return results, same, sum(split["tokens"] for split in tokens.values())
+    written = {
+        name: sum(
+            split["tokens"]
+            for split in json.loads((out / "meta.json").read_text())["splits"].values()
+        )
+        for name, out in outputs.items()
+    }
+    if set(written.values()) != {floor_tokens}:
+        sys.exit(f"the floor encoded {floor_tokens:,} tokens, the engines wrote {written}")
+    return results, same, floor_tokens
 
 
 def synthetic_plan(tmp, tasks=64):
@@ -177,9 +250,7 @@ def synthetic_plan(tmp, tasks=64):
     sys.path.insert(0, str(ROOT))
     from prep import datatrove_engine
 
-    rng = np.random.default_rng(0)
-    tokens = rng.lognormal(mean=6.6, sigma=0.8, size=OPENWEBTEXT_DOCUMENTS)
-    tokens = np.maximum(tokens * (1128 / tokens.mean()), 2).astype(np.uint32)
+    tokens = openwebtext_token_counts(OPENWEBTEXT_DOCUMENTS).astype(np.uint32)
     work = datatrove_engine.Work(tmp / "plan", {"synthetic": True}, {"seed": 2357})
     work.claim()
     bounds = np.linspace(0, OPENWEBTEXT_DOCUMENTS, tasks + 1).astype(np.int64)
@@ -224,27 +295,42 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="default: %(default)s")
+    parser.add_argument("--sizes", choices=("openwebtext", "small"), default="openwebtext")
+    parser.add_argument("--documents", type=int, default=100_000)
+    parser.add_argument("--no-plan", action="store_true", help="skip the plan step's run")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        files = make_corpus(args.corpus, tmp)
+        text = args.corpus.read_text(encoding="utf-8")
+        files = make_corpus(text, args.sizes, args.documents, tmp)
+        del text
         size = sum(f.stat().st_size for f in files)
-        print(f"corpus: {NUM_DOCUMENTS:,} documents, {size / 1e6:.1f} MB in {NUM_FILES} files")
+        print(
+            f"corpus ({args.sizes} sizes): {args.documents:,} documents, {size / 1e6:.1f} MB "
+            f"in {NUM_FILES} files; load average {os.getloadavg()[0]:.1f}"
+        )
         results, same, tokens = run_engines(files, tmp, args.repeats, env)
         median = {
-            name: [statistics.median(r[i] for r in runs) for i in range(3)]
+            name: [statistics.median(r[i] for r in runs) for i in range(4)]
             for name, runs in results.items()
         }
         print(f"\n{tokens:,} tokens; train.bin and val.bin identical across engines: {same}")
-        print(f"{'run':10s} {'wall (s)':>9s} {'peak RSS (MB)':>14s} {'scratch disk (MB)':>18s}")
-        for name, (wall, peak, disk) in median.items():
-            print(f"{name:10s} {wall:9.2f} {peak / 2**20:14.0f} {disk / 2**20:18.1f}")
-        floor = median["floor"][0]
+        print(
+            f"{'run':10s} {'wall (s)':>9s} {'CPU (s)':>8s} {'peak RSS (MB)':>14s} "
+            f"{'scratch disk (MB)':>18s}"
+        )
+        for name, (wall, cpu, peak, disk) in median.items():
+            print(f"{name:10s} {wall:9.2f} {cpu:8.2f} {peak / 2**20:14.0f} {disk / 2**20:18.1f}")
+        floor, floor_cpu = median["floor"][:2]
         print(
             f"datatrove / datasets: {median['datatrove'][0] / median['datasets'][0]:.2f}x (target <= 1.2); "
             f"datasets / floor: {median['datasets'][0] / floor:.2f}x, "
             f"datatrove / floor: {median['datatrove'][0] / floor:.2f}x (target <= 1.5)"
+        )
+        print(
+            f"CPU against the floor's: datasets {median['datasets'][1] / floor_cpu:.2f}x, "
+            f"datatrove {median['datatrove'][1] / floor_cpu:.2f}x"
         )
         per_core = tokens / floor / CORES
         print(f"floor throughput: {per_core:,.0f} tokens/s per core")
@@ -256,9 +342,12 @@ def main():
             )
             print(f"{name}: OpenWebText at this rate: {hours[1]:.1f} h on 1 node of 8 cores{more}")
             print(
-                f"  scratch disk per output byte: {median[name][2] / (tokens * 2):.2f} "
-                f"-> {median[name][2] / (tokens * 2) * OPENWEBTEXT_TOKENS * 2 / 1e9:.0f} GB for OpenWebText"
+                f"  scratch disk per output byte: {median[name][3] / (tokens * 2):.2f} "
+                f"-> {median[name][3] / (tokens * 2) * OPENWEBTEXT_TOKENS * 2 / 1e9:.0f} GB for OpenWebText"
             )
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+        if args.no_plan:
+            return
         plan, _ = synthetic_plan(tmp)
         print(
             f"\nplan step, {OPENWEBTEXT_DOCUMENTS:,} documents in 64 tasks: {plan['seconds']:.2f} s "
