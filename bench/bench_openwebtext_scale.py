@@ -57,14 +57,14 @@ from prep.tokenizers import gpt2_encoding
 files = sys.argv[1:]
 texts = [json.loads(line)["text"] for path in files for line in open(path, encoding="utf-8")]
 encoding = gpt2_encoding()
-def encode(part):
+def encode(half):  # the workers are forked after `texts` is read: no text goes through a pipe
     cpu = time.process_time()
-    return sum(len(encoding.encode_ordinary(text)) + 1 for text in part), time.process_time() - cpu
-halves = [texts[i::2] for i in range(2)]
+    tokens = sum(len(encoding.encode_ordinary(text)) + 1 for text in texts[half::2])
+    return tokens, time.process_time() - cpu
 with mp.get_context("fork").Pool(2) as pool:
-    pool.map(encode, [["warm up"], ["warm up"]])
+    pool.map(len, [[], []])  # the workers are up
     start = time.perf_counter()
-    tokens, cpu = map(sum, zip(*pool.map(encode, halves)))
+    tokens, cpu = map(sum, zip(*pool.map(encode, [0, 1], chunksize=1)))
     print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu, "tokens": tokens}))
 """
 

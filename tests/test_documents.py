@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from prep.documents import (
     HUB_REVISION,
     count_tokens,
+    encode_document,
     expand_data_files,
     hub_load_arguments,
     ids_cache_options,
@@ -28,7 +29,7 @@ GPT2_EOT = 50256
 
 
 def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
-    texts = ["Hello world", "Hi", "", "a <|endoftext|> in the text is plain text"]
+    texts = ["Hello world", "Hi", "", "a <|endoftext|> in the text is plain text", "lone \ud800 !"]
     out = tokenize(texts, encoding=gpt2_encoding, eot_id=GPT2_EOT, dtype=np.dtype(np.uint16))
     assert [ids.tolist() for ids in out["ids"][:2]] == [[15496, 995, 50256], [17250, 50256]]
     assert [ids.tolist() for ids in out["ids"]] == [
@@ -36,6 +37,15 @@ def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
     ]
     assert out["len"] == [len(gpt2_encoding.encode_ordinary(t)) + 1 for t in texts]
     assert all(ids.dtype == np.uint16 for ids in out["ids"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_encode_document_is_encode_ordinary_then_eot(gpt2_encoding, text):
+    for dtype in (np.uint16, np.uint32):
+        ids = encode_document(text, gpt2_encoding, GPT2_EOT, np.dtype(dtype))
+        assert ids.dtype == dtype
+        assert ids.tolist() == gpt2_encoding.encode_ordinary(text) + [GPT2_EOT]
 
 
 @settings(max_examples=200, deadline=None)
