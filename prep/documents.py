@@ -238,8 +238,15 @@ def tokenize(texts, encoding, eot_id, dtype):
 
     ["Hello world", "Hi"] -> {"ids": [[15496, 995, 50256], [17250, 50256]], "len": [3, 2]} (GPT-2)
     nanoGPT's per-document `process`, a batch at a time, with the ids as `dtype` arrays rather
-    than int64 lists. It depends only on its arguments, so any worker can run it.
+    than int64 lists. It depends only on its arguments, so any worker can run it. A tokenizer
+    with an id that `dtype` cannot hold is refused before anything is encoded: no id is cast
+    to a wrapped-around value.
     """
+    if max(encoding.max_token_value, eot_id) > np.iinfo(dtype).max:
+        raise PrepareError(
+            f"{np.dtype(dtype).name} cannot hold the ids of tokenizer {encoding.name} "
+            f"(up to {max(encoding.max_token_value, eot_id):,})"
+        )
     ids = [encode_document(text, encoding, eot_id, dtype) for text in texts]
     return {"ids": ids, "len": [len(doc) for doc in ids]}
 
@@ -250,18 +257,16 @@ def encode_document(text, encoding, eot_id, dtype):
     The same as np.array(encoding.encode_ordinary(text) + [eot_id], dtype) (nanoGPT's
     `process`), without a Python int per token: tiktoken's encode_to_numpy, with no special
     token allowed or refused, gives encode_ordinary's ids as one uint32 buffer (a literal
-    "<|endoftext|>" in the text stays plain text). That list and its conversion cost about a
-    tenth of the encoding itself. A text with a lone surrogate, which tiktoken's Rust side
-    refuses, takes encode_ordinary's own way (it repairs the text first). Ids that do not fit
-    `dtype` are an error, never wrapped around.
+    "<|endoftext|>" in the text stays plain text); the list and its conversion would cost
+    about a tenth of the encoding itself. A text with a lone surrogate, which tiktoken's Rust
+    side refuses, goes through encode_ordinary, which repairs it first. The cast to `dtype`
+    is unchecked: `tokenize` checks the tokenizer's largest id once.
     """
     try:
         encoded = encoding.encode_to_numpy(text, disallowed_special=())
     except UnicodeEncodeError:  # lone surrogates: encode_ordinary repairs them as tiktoken does
-        encoded = np.array(encoding.encode_ordinary(text), dtype=np.uint32)
+        encoded = encoding.encode_ordinary(text)
     ids = np.empty(len(encoded) + 1, dtype)
-    if len(encoded) and int(encoded.max()) > np.iinfo(dtype).max:
-        raise PrepareError(f"token id {int(encoded.max()):,} does not fit in {dtype.name}")
     ids[:-1] = encoded
     ids[-1] = eot_id
     return ids

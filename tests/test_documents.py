@@ -37,6 +37,8 @@ def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
     ]
     assert out["len"] == [len(gpt2_encoding.encode_ordinary(t)) + 1 for t in texts]
     assert all(ids.dtype == np.uint16 for ids in out["ids"])
+    with pytest.raises(PrepareError, match="uint8 cannot hold the ids of tokenizer gpt2"):
+        tokenize(texts, encoding=gpt2_encoding, eot_id=GPT2_EOT, dtype=np.dtype(np.uint8))
 
 
 @settings(max_examples=200, deadline=None)
