@@ -17,8 +17,9 @@ machine shifts single timings; medians are printed):
 - datasets: prepare.py --num-proc 2 (the default, single-machine engine; a fresh datasets cache);
 - datatrove: prepare.py --engine datatrove --tasks 2 --workers 2 (local executor; a fresh work
   directory);
-- floor: tiktoken alone, `encode_ordinary` on the same texts already in memory, split over 2
-  forked processes: the time no pipeline on these 2 cores can beat. It must count the tokens
+- floor: tiktoken alone, `encode_ordinary` on the same texts already in memory, every other
+  document in each of 2 processes (each reads its half before the clock starts): the time no
+  pipeline on these 2 cores can beat. It must count the tokens
   the engines wrote (each document's ids and its end of text), or the bench stops.
 
 Printed per run: wall time, peak memory of the whole process tree (the sum of the RSS of the
@@ -55,17 +56,29 @@ FLOOR = r"""
 import json, sys, time, multiprocessing as mp
 from prep.tokenizers import gpt2_encoding
 files = sys.argv[1:]
-texts = [json.loads(line)["text"] for path in files for line in open(path, encoding="utf-8")]
 encoding = gpt2_encoding()
-def encode(half):  # the workers are forked after `texts` is read: no text goes through a pipe
+def work(half, barrier, results):
+    # each worker reads its own half of the texts (documents half, half + 2, ...): no text goes
+    # through a pipe, and no page of a parent's texts is copied on write while the clock runs
+    lines = (line for path in files for line in open(path, encoding="utf-8"))
+    texts = [json.loads(line)["text"] for i, line in enumerate(lines) if i % 2 == half]
+    encoding.encode_ordinary("warm up")
+    barrier.wait()  # both halves are in memory: the clock starts
     cpu = time.process_time()
-    tokens = sum(len(encoding.encode_ordinary(text)) + 1 for text in texts[half::2])
-    return tokens, time.process_time() - cpu
-with mp.get_context("fork").Pool(2) as pool:
-    pool.map(len, [[], []])  # the workers are up
-    start = time.perf_counter()
-    tokens, cpu = map(sum, zip(*pool.map(encode, [0, 1], chunksize=1)))
-    print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu, "tokens": tokens}))
+    tokens = sum(len(encoding.encode_ordinary(text)) + 1 for text in texts)
+    results.put((tokens, time.process_time() - cpu))
+context = mp.get_context("fork")
+barrier, results = context.Barrier(3), context.SimpleQueue()
+workers = [context.Process(target=work, args=(half, barrier, results)) for half in (0, 1)]
+for worker in workers:
+    worker.start()
+barrier.wait()
+start = time.perf_counter()
+tokens, cpu = map(sum, zip(results.get(), results.get()))
+seconds = time.perf_counter() - start
+for worker in workers:
+    worker.join()
+print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens}))
 """
 
 PLAN = r"""
@@ -119,7 +132,7 @@ def openwebtext_documents(text, num_documents):
     sys.path.insert(0, str(ROOT))
     from prep.tokenizers import gpt2_encoding
 
-    sample = text[: 1 << 20]
+    sample = "".join(text[i : i + (1 << 16)] for i in range(0, len(text), len(text) // 32))
     chars_per_token = len(sample) / len(gpt2_encoding().encode_ordinary(sample))
     lengths = (openwebtext_token_counts(num_documents) * chars_per_token).astype(int)
     repeated = text * (-(-int(lengths.sum()) // len(text)) + 1)
