@@ -348,12 +348,19 @@ def main():
         per_core = tokens / floor / CORES
         print(f"floor throughput: {per_core:,.0f} tokens/s per core")
         for name in ("datasets", "datatrove"):
-            rate = tokens / median[name][0] / CORES  # tokens per second per core, whole script
-            hours = {n: OPENWEBTEXT_TOKENS / (rate * 8 * n) / 3600 for n in (1, 8, 64)}
-            more = f", {hours[8]:.2f} h on 8 nodes, {hours[64] * 60:.0f} min on 64" * (
-                name == "datatrove"
-            )
-            print(f"{name}: OpenWebText at this rate: {hours[1]:.1f} h on 1 node of 8 cores{more}")
+            rates = {  # tokens per second per core, whole script
+                "wall": tokens / median[name][0] / CORES,  # as loaded as this machine now
+                "CPU": tokens / median[name][1],  # as if every core did this run only
+            }
+            for kind, rate in rates.items():
+                hours = {n: OPENWEBTEXT_TOKENS / (rate * 8 * n) / 3600 for n in (1, 8, 64)}
+                more = f", {hours[8]:.2f} h on 8 nodes, {hours[64] * 60:.0f} min on 64" * (
+                    name == "datatrove"
+                )
+                print(
+                    f"{name}: OpenWebText at this {kind} rate ({rate:,.0f} tokens/s per core): "
+                    f"{hours[1]:.1f} h on 1 node of 8 cores{more}"
+                )
             print(
                 f"  scratch disk per output byte: {median[name][3] / (tokens * 2):.2f} "
                 f"-> {median[name][3] / (tokens * 2) * OPENWEBTEXT_TOKENS * 2 / 1e9:.0f} GB for OpenWebText"
