@@ -354,7 +354,7 @@ def main():
             }
             for kind, rate in rates.items():
                 hours = {n: OPENWEBTEXT_TOKENS / (rate * 8 * n) / 3600 for n in (1, 8, 64)}
-                more = f", {hours[8]:.2f} h on 8 nodes, {hours[64] * 60:.0f} min on 64" * (
+                more = f", {hours[8]:.2f} h on 8 nodes, {hours[64] * 60:.1f} min on 64" * (
                     name == "datatrove"
                 )
                 print(
