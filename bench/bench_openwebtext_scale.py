@@ -17,9 +17,11 @@ machine shifts single timings; medians are printed):
 - datasets: prepare.py --num-proc 2 (the default, single-machine engine; a fresh datasets cache);
 - datatrove: prepare.py --engine datatrove --tasks 2 --workers 2 (local executor; a fresh work
   directory);
-- floor: tiktoken alone, `encode_ordinary` on the same texts already in memory, every other
-  document in each of 2 processes (each reads its half before the clock starts): the time no
-  pipeline on these 2 cores can beat. It must count the tokens
+- floor: tiktoken alone, `encode_to_numpy` (encode_ordinary's ids as one array, the call
+  `prep.documents.tokenize` makes) on the same texts already in memory, every other document in
+  each of 2 processes (each reads its half before the clock starts): the time no pipeline on
+  these 2 cores can beat;
+- ordinary: the same with `encode_ordinary` (a Python list of ids), the issue's first floor. It must count the tokens
   the engines wrote (each document's ids and its end of text), or the bench stops.
 
 Printed per run: wall time, peak memory of the whole process tree (the sum of the RSS of the
@@ -55,17 +57,21 @@ OPENWEBTEXT_DOCUMENTS, OPENWEBTEXT_TOKENS = (
 FLOOR = r"""
 import json, sys, time, multiprocessing as mp
 from prep.tokenizers import gpt2_encoding
-files = sys.argv[1:]
+call, files = sys.argv[1], sys.argv[2:]
 encoding = gpt2_encoding()
+if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what prep.documents.tokenize calls
+    encode = lambda text: encoding.encode_to_numpy(text, disallowed_special=())
+else:
+    encode = encoding.encode_ordinary
 def work(half, barrier, results):
     # each worker reads its own half of the texts (documents half, half + 2, ...): no text goes
     # through a pipe, and no page of a parent's texts is copied on write while the clock runs
     lines = (line for path in files for line in open(path, encoding="utf-8"))
     texts = [json.loads(line)["text"] for i, line in enumerate(lines) if i % 2 == half]
-    encoding.encode_ordinary("warm up")
+    encode("warm up")
     barrier.wait()  # both halves are in memory: the clock starts
     cpu = time.process_time()
-    tokens = sum(len(encoding.encode_ordinary(text)) + 1 for text in texts)
+    tokens = sum(len(encode(text)) + 1 for text in texts)
     results.put((tokens, time.process_time() - cpu))
 context = mp.get_context("fork")
 barrier, results = context.Barrier(3), context.SimpleQueue()
@@ -208,21 +214,24 @@ def disk_usage(path):
 
 
 def run_engines(files, tmp, repeats, env):
-    results = {"datasets": [], "datatrove": [], "floor": []}
+    results = {"datasets": [], "datatrove": [], "floor": [], "ordinary": []}
+    floor_tokens = set()  # what each floor run counted
     outputs = {}
     for repeat in range(repeats):
-        for name in ("datasets", "datatrove", "floor"):
+        for name in ("datasets", "datatrove", "floor", "ordinary"):
             out, scratch = tmp / f"{name}-{repeat}", tmp / f"scratch-{name}-{repeat}"
-            if name == "floor":
-                _, _, peak, stdout = timed([sys.executable, "-c", FLOOR, *map(str, files)], env)
+            if name in ("floor", "ordinary"):
+                call = "encode_to_numpy" if name == "floor" else "encode_ordinary"
+                command = [sys.executable, "-c", FLOOR, call, *map(str, files)]
+                _, _, peak, stdout = timed(command, env)
                 floor = json.loads(stdout)
                 results[name].append((floor["seconds"], floor["cpu"], peak, 0))
                 print(
-                    f"  floor     run {repeat + 1}: {floor['seconds']:6.2f} s, "
+                    f"  {name:9s} run {repeat + 1}: {floor['seconds']:6.2f} s, "
                     f"{floor['cpu']:6.2f} s CPU, {os.getloadavg()[0]:.1f} load",
                     flush=True,
                 )
-                floor_tokens = floor["tokens"]
+                floor_tokens.add(floor["tokens"])
                 continue
             command = [sys.executable, str(SCRIPT), "--data-files", *map(str, files)]
             command += ["--out-dir", str(out)]
@@ -251,9 +260,9 @@ def run_engines(files, tmp, repeats, env):
         )
         for name, out in outputs.items()
     }
-    if set(written.values()) != {floor_tokens}:
-        sys.exit(f"the floor encoded {floor_tokens:,} tokens, the engines wrote {written}")
-    return results, same, floor_tokens
+    if len(floor_tokens | set(written.values())) != 1:
+        sys.exit(f"the floors encoded {floor_tokens} tokens, the engines wrote {written}")
+    return results, same, floor_tokens.pop()
 
 
 def synthetic_plan(tmp, tasks=64):
@@ -344,6 +353,12 @@ def main():
         print(
             f"CPU against the floor's: datasets {median['datasets'][1] / floor_cpu:.2f}x, "
             f"datatrove {median['datatrove'][1] / floor_cpu:.2f}x"
+        )
+        print(
+            f"encode_ordinary against encode_to_numpy: {median['ordinary'][0] / floor:.2f}x wall, "
+            f"{median['ordinary'][1] / floor_cpu:.2f}x CPU; the engines against encode_ordinary: "
+            f"datasets {median['datasets'][0] / median['ordinary'][0]:.2f}x, "
+            f"datatrove {median['datatrove'][0] / median['ordinary'][0]:.2f}x"
         )
         per_core = tokens / floor / CORES
         print(f"floor throughput: {per_core:,.0f} tokens/s per core")
