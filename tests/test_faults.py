@@ -212,6 +212,8 @@ def test_interrupt_says_what_was_left(two_runs, signum):
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, PAUSE_ENV: "staged"},
+        # as from a terminal: a shell's background job (nohup, &) starts with Ctrl-C ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     _, status = os.waitpid(process.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status)
