@@ -307,12 +307,8 @@ class TextCoverage:
     """
 
     def __init__(self, dataset, encoding, tokenizer, source):
-        self.dataset, self.encoding, self.tokenizer, self.source = (
-            dataset,
-            encoding,
-            tokenizer,
-            source,
-        )
+        self.dataset, self.encoding = dataset, encoding
+        self.tokenizer, self.source = tokenizer, source
         self.text_bytes = None
         if may_lose_text(encoding, tokenizer):
             import pyarrow.compute as pc
