@@ -110,7 +110,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
             raise PrepareError(f"{work.table(rank)} is missing; run the same command again")
         counts.update(json.loads(work.table(rank).read_text(encoding="utf-8")))
     if not counts:
-        raise PrepareError("no text to train on (empty input)")
+        raise PrepareError(f"{' '.join(job['inputs'])}: no text to train on (empty input)")
     special_tokens = job["reading"]["special_tokens"]
     vocab, merges = train_bpe_from_counts(counts, job["vocab_size"], special_tokens)
     first_special = 256 + len(merges)
@@ -167,6 +167,7 @@ def train_with_datatrove(
     )
     work.claim(tasks)
     job = {
+        "inputs": [str(path) for path in inputs],  # as given, for the error of an empty input
         "reading": asdict(reading),
         "slices": [asdict(piece) for piece in slices],
         "tasks": tasks,

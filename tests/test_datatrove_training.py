@@ -156,6 +156,12 @@ TEXT = b"hello world\n"
             "a.txt is not valid UTF-8: byte offset 1,200",
             id="not-utf8-found-by-a-count-task",
         ),
+        pytest.param(
+            ["--engine", "datatrove", "--tasks", 2],
+            b"",
+            "a.txt: no text to train on (empty input)",
+            id="empty-input-found-by-the-learn-task",
+        ),
     ],
 )
 def test_command_line_refusals(tmp_path, options, content, message):
