@@ -362,6 +362,106 @@ def openwebtext_files(documents, sizes, config="plain_text"):
     return files
 
 
+# ---------------------------------------------------------------------------------------------
+# FineWeb and FineWeb-Edu, laid out as on the hub: a dataset card whose `configs:` name the
+# folders, and parquet files of FineWeb's columns. The real cards (HuggingFaceFW/fineweb-edu's
+# README.md) map `default` to data/*/* and each sample to its folder:
+#     - config_name: sample-10BT
+#       data_files:
+#         - split: train
+#           path: sample/10BT/*
+# and the sample folders hold 000_00000.parquet, 001_00000.parquet, ... (sample/10BT: 14 files,
+# 9,672,101 documents). The columns are those of the real files: FineWeb-Edu's sample files have
+# no `date` column (FineWeb's have one, and no scores).
+
+FINEWEB_REPOS = {"edu": "HuggingFaceFW/fineweb-edu", "classic": "HuggingFaceFW/fineweb"}
+FINEWEB_SAMPLES = ("10BT", "100BT", "350BT")
+FINEWEB_COLUMNS = {  # name -> arrow type, in the files' order
+    "edu": {
+        "text": "string",
+        "id": "string",
+        "dump": "string",
+        "url": "string",
+        "file_path": "string",
+        "language": "string",
+        "language_score": "float64",
+        "token_count": "int64",
+        "score": "float64",
+        "int_score": "int64",
+    },
+    "classic": {
+        "text": "string",
+        "id": "string",
+        "dump": "string",
+        "url": "string",
+        "date": "string",
+        "file_path": "string",
+        "language": "string",
+        "language_score": "float64",
+        "token_count": "int64",
+    },
+}
+
+
+def fineweb_card(kind):
+    """The README.md of FineWeb ("classic") or FineWeb-Edu ("edu"), its `configs:` as the real
+    card's (the default config and the samples; the real one also lists every CC-MAIN dump)."""
+    configs = ["  - config_name: default", "    data_files:", "      - split: train"]
+    configs.append("        path: data/*/*")
+    for sample in FINEWEB_SAMPLES:
+        configs += [f"  - config_name: sample-{sample}", "    data_files:", "      - split: train"]
+        configs.append(f"        path: sample/{sample}/*")
+    pretty = {"edu": "FineWeb-Edu", "classic": "FineWeb"}[kind]
+    lines = ["---", "license: odc-by", f"pretty_name: {pretty}", "configs:", *configs, "---"]
+    return ("\n".join(lines) + f"\n\n# {pretty} (a small stand-in for tests)\n").encode()
+
+
+def fineweb_parquet(texts, kind, first_row=0):
+    """A parquet file of FineWeb's columns around `texts` (the other columns are made up)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = range(first_row, first_row + len(texts))
+    made_up = {
+        "id": [f"<urn:uuid:00000000-0000-0000-0000-{row:012d}>" for row in rows],
+        "dump": ["CC-MAIN-2013-20"] * len(texts),
+        "url": [f"http://example.com/{row}" for row in rows],
+        "date": ["2013-05-18T07:24:47Z"] * len(texts),
+        "file_path": ["s3://commoncrawl/crawl-data/CC-MAIN-2013-20/segment.warc.gz"] * len(texts),
+        "language": ["en"] * len(texts),
+        "language_score": [0.95] * len(texts),
+        "token_count": [len(text.split()) for text in texts],  # a stand-in, not GPT-2's count
+        "score": [3.0] * len(texts),
+        "int_score": [3] * len(texts),
+        "text": list(texts),
+    }
+    columns = FINEWEB_COLUMNS[kind]
+    table = pa.table({name: pa.array(made_up[name], type=columns[name]) for name in columns})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def fineweb_files(kind, samples):
+    """A FineWeb repo's files: its card, one file of one dump, and for each sample {"10BT": (documents, sizes)} the
+    documents cut into parquet files of `sizes` rows, named as the real ones (000_00000.parquet).
+    """
+    files = {
+        "README.md": fineweb_card(kind),
+        # the default config's folder must hold a file: datasets reads the first config's files
+        # to learn the format, whatever config is asked for
+        "data/CC-MAIN-2013-20/000_00000.parquet": fineweb_parquet(["a page of a dump"], kind),
+    }
+    for sample, (documents, sizes) in samples.items():
+        assert sum(sizes) == len(documents)
+        start = 0
+        for number, size in enumerate(sizes):
+            path = f"sample/{sample}/{number:03d}_00000.parquet"
+            files[path] = fineweb_parquet(documents[start : start + size], kind, start)
+            start += size
+    return files
+
+
 def unused_port_url():
     """The URL of a port of 127.0.0.1 nothing listens on: a hub that cannot be reached."""
     with socket.socket() as probe:
