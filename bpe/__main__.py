@@ -1,14 +1,21 @@
-"""`python -m bpe show ...`: see a tokenizer at work (bpe/show.py)."""
+"""`python -m bpe show ...`: see a tokenizer at work (bpe/show.py).
+
+A problem the user can fix is one `error: ...` line on stderr and exit code 1, no traceback.
+"""
 
 import sys
 
-from prep.errors import run_main
-
-from .show import main
+from .show import ShowError, main
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["show"]:
         sys.exit(
             "usage: python -m bpe show [--tokenizer FILE | --gpt2] (TEXT | --file PATH | --explain WORD)"
         )
-    run_main(lambda: main(sys.argv[2:]))
+    sys.stdout.reconfigure(errors="backslashreplace")  # a stray surrogate must not crash a print
+    try:
+        main(sys.argv[2:])
+    except ShowError as exc:
+        sys.exit(f"error: {exc}")
+    except KeyboardInterrupt:
+        sys.exit(130)

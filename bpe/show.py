@@ -14,6 +14,7 @@ import argparse
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import regex
@@ -123,25 +124,73 @@ def _spaced(token):
     return token_text(token, space="Ġ")
 
 
-def load_tokenizer(path=None):
-    """A tokenizer file written by train_tokenizer.py, or GPT-2's (fetched like the pipelines')."""
-    from prep.errors import PrepareError
-    from prep.tokenizers import gpt2_files
+class ShowError(Exception):
+    """A problem the user can fix (a missing file, an empty text): `python -m bpe show` prints
+    it as one `error: ...` line, without a traceback."""
 
+
+# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
+GPT2_FILES = {
+    "encoder.json": (
+        "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
+        "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    ),
+    "vocab.bpe": (
+        "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
+        "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    ),
+}
+
+
+def gpt2_tokenizer():
+    """GPT-2's tokenizer from its own two files, through tiktoken's loader and cache.
+
+    tiktoken downloads them once (checksummed) into $TIKTOKEN_CACHE_DIR (default: a folder in
+    the system's temporary directory); offline, a cache that already holds them is enough.
+    """
+    from tiktoken.load import read_file_cached
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (url, sha256) in GPT2_FILES.items():
+            try:
+                data = read_file_cached(url, sha256)
+            except Exception as exc:  # requests' errors, a bad hash: tiktoken names no class
+                raise ShowError(
+                    f"tiktoken could not fetch GPT-2's {name} ({exc}); connect to the internet, "
+                    f"set TIKTOKEN_CACHE_DIR to a folder of tiktoken's cached copies, or give "
+                    f"--tokenizer FILE"
+                ) from None
+            Path(folder, name).write_bytes(data)
+        return Tokenizer.from_gpt2_files(Path(folder, "encoder.json"), Path(folder, "vocab.bpe"))
+
+
+def load_tokenizer(path=None):
+    """A tokenizer file written by train_tokenizer.py, or GPT-2's (`gpt2_tokenizer`)."""
     if path is None:
-        return Tokenizer.from_gpt2_files(*gpt2_files())
+        return gpt2_tokenizer()
     if not Path(path).is_file():
-        raise PrepareError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py")
+        raise ShowError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py")
     try:
         return Tokenizer.load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
-        raise PrepareError(f"{path} is not a tokenizer file ({exc})") from None
+        raise ShowError(f"{path} is not a tokenizer file ({exc})") from None
+
+
+def read_text(path):
+    """A whole file as strict UTF-8; a missing file or a bad byte is a ShowError."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ShowError(f"{path} does not exist; check the path") from None
+    except OSError as exc:
+        raise ShowError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ShowError(f"{path} is not valid UTF-8 (byte offset {exc.start:,})") from None
 
 
 def main(argv=None):
-    from prep.errors import PrepareError
-    from prep.files import read_text
-
     parser = argparse.ArgumentParser(
         prog="python -m bpe show", description="Show how a text is cut into tokens."
     )
@@ -156,7 +205,7 @@ def main(argv=None):
 
     text = read_text(args.file) if args.file else args.text if args.text else args.explain
     if not text:
-        raise PrepareError(f"{args.file or 'the text'} is empty: nothing to show")
+        raise ShowError(f"{args.file or 'the text'} is empty: nothing to show")
     tokenizer = load_tokenizer(args.tokenizer)
     if args.explain:
         lines = explain(tokenizer, text)

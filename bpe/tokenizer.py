@@ -407,7 +407,7 @@ class Tokenizer:
     def from_gpt2_files(cls, encoder_json, vocab_bpe):
         """GPT-2's tokenizer from its own two files: 50,257 ids, "<|endoftext|>" = 50256.
 
-        Tokenizer.from_gpt2_files(*prep.tokenizers.gpt2_files()).encode("hello world") -> [31373, 995]
+        Tokenizer.from_gpt2_files("encoder.json", "vocab.bpe").encode("hello world") -> [31373, 995]
         """
         return cls.load_hf(encoder_json, vocab_bpe, pattern="gpt2")
 

@@ -10,11 +10,9 @@ from conftest import REPO, assert_clean_failure
 
 from bpe import Tokenizer
 from bpe.patterns import PreTokenizer
-from bpe.show import explain, merge_steps, show_tokens, token_text
+from bpe.show import ShowError, explain, merge_steps, show_tokens, token_text
 from bpe.show import main as show_main
 from bpe.train import train_bpe_from_iterator
-from prep.errors import PrepareError
-from prep.tokenizers import gpt2_files
 
 # The book's corpus, one word a line, with Sennrich's counts (low 5, lower 2, widest 3).
 BOOK_CORPUS = "low\n" * 5 + "lower\n" * 2 + "lowest\n" + "widest\n" * 3
@@ -65,8 +63,8 @@ def tokenizers(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def gpt2():
-    return Tokenizer.from_gpt2_files(*gpt2_files())
+def gpt2(gpt2_files):
+    return Tokenizer.from_gpt2_files(*gpt2_files)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +94,10 @@ def test_gpt2_tokens_without_color(gpt2):
     ]
 
 
+@pytest.mark.usefixtures("gpt2_encoding")
 def test_cli_colors_gpt2_tokens_on_a_terminal():
+    """GPT-2's files come through tiktoken's cache: the gpt2_encoding fixture put them there
+    (from NANOGPT_DATA_MIRROR when set) and set TIKTOKEN_CACHE_DIR, which the command inherits."""
     assert run_show_in_terminal("--gpt2", "the cat in the hat") == (
         "\x1b[30;48;5;153mthe\x1b[0m\x1b[30;48;5;194m cat\x1b[0m\x1b[30;48;5;224m in\x1b[0m"
         "\x1b[30;48;5;230m the\x1b[0m\x1b[30;48;5;153m hat\x1b[0m\n"
@@ -165,12 +166,12 @@ def test_merge_steps_end_where_encoding_ends(gpt2, shakespeare):
         pytest.param(["--tokenizer", "latin1.txt", "x"], "latin1.txt is not a tokenizer", id="bad"),
     ],
 )
-def test_bad_input_is_a_prepare_error(tmp_path, args, fragment):
-    """A PrepareError is what run_main prints as one line (the CLI case below shows it)."""
+def test_bad_input_is_a_show_error(tmp_path, args, fragment):
+    """A ShowError is what `python -m bpe` prints as one line (the CLI case below shows it)."""
     (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
     (tmp_path / "empty.txt").write_bytes(b"")
     args = [str(tmp_path / a) if a.endswith((".txt", ".json")) else a for a in args]
-    with pytest.raises(PrepareError, match=fragment):
+    with pytest.raises(ShowError, match=fragment):
         show_main(args)
 
 
