@@ -13,19 +13,19 @@ it exactly; the tests prove the two equal on random and real text. It is fast in
    it keeps, for each pair, its count and the pre-tokens holding it, and a heap of the counts.
 3. Its time is linear in the length of a pre-token: a pre-token is listed once per pair it
    holds (not once per occurrence: a line of 200,000 "x" would be rescanned 100,000 times),
-   and a long one (LONG_PRETOKEN) is merged by C-level string operations.
+   and a long one (over STR_MERGE_BYTES) is merged by C-level string operations.
 
 On the rule that passes over a pair whose joined bytes already are a token: we have not met
 a corpus where it happens (merging Tiny Shakespeare line by line until no pair is left,
 177,254 merges, passes over none); the check costs one set lookup per merge.
 """
 
-import heapq
 import logging
 import multiprocessing
 import os
 import warnings
 from collections import Counter
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -145,10 +145,10 @@ def _descending_key(token):
     return "".join(chr(256 - b) for b in token) + _END
 
 
-# A pre-token longer than this many bytes is kept as a str of chr(id) and merged by
+# A pretoken longer than this many bytes is kept as a str of chr(id) and merged by
 # str.replace and numpy (_merge_long) instead of a Python loop over its occurrences: a line
-# of 2,000,000 "x" is one pre-token, and the loop would cost seconds per merge.
-LONG_PRETOKEN = 1000
+# of 2,000,000 "x" is one pretoken, and the loop would cost seconds per merge.
+STR_MERGE_BYTES = 1000
 
 
 def _long_pair_counts(pretoken):
@@ -218,123 +218,186 @@ def _short_pair_tables(pretokens, freqs, shift):
 
 
 def learn_merges(pretoken_counts, num_merges, progress=None):
-    """The merges learned from {pre-token bytes: count}, as (left id, right id) pairs.
+    """The merges learned from {pretoken bytes: count}, as (left id, right id) pairs.
 
     {b"aaab": 2, b"aaac": 1}, 2 -> ([(97, 97), (256, 97)], token bytes by id, 0 skipped)
 
-    Equal to simple.train's loop (same merges, same ties, same pairs passed over), but it never
-    rescans: a merge of (a, b) only changes the pre-tokens holding a next to b, so it
-    keeps pair -> the pre-tokens that hold it, updates the counts by the difference, and
-    finds the best pair in a heap whose stale entries are dropped or refreshed when they
-    reach the top. A count only grows for pairs holding the new token, so only those are
-    pushed; a popped entry whose count has since dropped is pushed back with the new count.
-    A pair (a, b) is the int a << shift | b in the dicts: they hold millions of pairs, and an
-    int is made and hashed faster than a tuple.
+    Equal to simple.train's loop (same merges, same ties, same pairs passed over), in the same
+    three phases, side by side:
+
+        simple.train                            here
+        get_pair_counts over the pretokens      count_pairs, once (the table is kept up to date)
+        max(candidates, key=...)                BestPair.pop
+        merge_pair on every pretoken            merge_everywhere, which also updates the counts
+
+    It never rescans: a merge of (a, b) only changes the pretokens holding a next to b, so the
+    table keeps, for each pair, the pretokens that hold it. A pair (a, b) is the int
+    a << shift | b in the dicts: they hold millions of pairs, and an int is made and hashed
+    faster than a tuple.
     """
     tokens = [bytes([b]) for b in range(256)]
     known = set(tokens)
     keys = [_descending_key(t) for t in tokens]
     shift = (256 + num_merges).bit_length()  # every id is below 1 << shift
-    mask = (1 << shift) - 1
-    pretokens = []  # each pre-token as a list of token ids; a long one as a str of chr(id)
-    freqs = []  # how often each occurs
-    long = []  # the indices of the long pre-tokens
-    for pretoken, freq in pretoken_counts.items():
-        if len(pretoken) < 2:
-            continue
-        if len(pretoken) > LONG_PRETOKEN:
-            long.append(len(pretokens))
-            pretokens.append(pretoken.decode("latin-1"))  # chr(byte) for each byte
-        else:
-            pretokens.append(pretoken)
-        freqs.append(freq)
-    # pair -> its count; pair -> the indices of the pre-tokens that held it when it appeared
-    # (may be stale later)
-    pair_counts, where = _short_pair_tables(pretokens, freqs, shift)
-    pretokens = [p if p.__class__ is str else list(p) for p in pretokens]
-    for index in long:
-        for (a, b), n in _long_pair_counts(pretokens[index]).items():
-            pair = a << shift | b
-            pair_counts[pair] = pair_counts.get(pair, 0) + n * freqs[index]
-            where.setdefault(pair, []).append(index)
-    # Most pairs are never merged (half of those made are seen once), so the heap only holds
-    # the pairs counted at least `floor` times; the others wait in buckets by bit length
-    # (counts in [2**(k - 1), 2**k) in buckets[k]) until the heap is empty and floor halves.
-    floor = 1 << max(pair_counts.values(), default=0).bit_length()  # above every count
-    buckets = [[] for _ in range(floor.bit_length() + 1)]
-    for pair, count in pair_counts.items():
-        buckets[count.bit_length()].append(pair)
-    heap = []
-
-    heappush, heappop = heapq.heappush, heapq.heappop
-    pair_counts_get = pair_counts.get
+    pretokens, freqs = _kept(pretoken_counts)
+    pair_counts, where = count_pairs(pretokens, freqs, shift)
+    pretokens = [p if p.__class__ is str else list(p) for p in pretokens]  # merged in place
+    best_pair = BestPair(pair_counts, keys, shift)
     merges = []
-    never = set()
     skipped = 0
     while len(merges) < num_merges:
-        if not heap:
-            if floor == 1:
-                break  # no pair left
-            floor >>= 1
-            waiting, buckets[floor.bit_length()] = buckets[floor.bit_length()], []
-            for pair in waiting:
-                count = pair_counts_get(pair, 0)
-                if count >= floor:
-                    heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
-                elif count:
-                    buckets[count.bit_length()].append(pair)
-            continue
-        negative, key_a, key_b, merged = heappop(heap)
-        count = pair_counts_get(merged, 0)
-        if count != -negative:
-            if count >= floor:
-                heappush(heap, (-count, key_a, key_b, merged))
-            elif count:
-                buckets[count.bit_length()].append(merged)
-            continue
-        if merged in never:
-            continue
-        a, b = merged >> shift, merged & mask
+        pair = best_pair.pop()
+        if pair is None:
+            break  # no pair left
+        a, b = pair >> shift, pair & best_pair.mask
         token = tokens[a] + tokens[b]
-        if token in known:
-            never.add(merged)
+        if token in known:  # simple.train's candidates leave it out
+            best_pair.never.add(pair)
             skipped += 1
             continue
         new = len(tokens)
         tokens.append(token)
         known.add(token)
-        keys.append(key_a[:-1] + key_b)
+        keys.append(keys[a][:-1] + keys[b])
         merges.append((a, b))
+        fresh = merge_everywhere(pair, new, pretokens, freqs, pair_counts, where, shift)
+        best_pair.push(fresh)
+        if progress:
+            progress("merge", len(merges), num_merges)
+    return merges, tokens, skipped
 
-        # Only the neighbours of each occurrence change: (x, a) and (b, y) lose `freq`
-        # and (x, new), (new, y) gain it. Pairs holding `new` are collected in `fresh`.
-        b_high, new_high = b << shift, new << shift
-        fresh = {}
-        fresh_get = fresh.get
-        fresh_where = {}
-        fresh_where_setdefault = fresh_where.setdefault
-        for index in where.pop(merged):
-            pretoken = pretokens[index]
-            freq = freqs[index]
-            if pretoken.__class__ is str:  # a long pre-token: merged at C speed
-                touched = set()  # the pairs holding `new` here: `index` is listed once for each
-                pretokens[index], changes = _merge_long(pretoken, a, b, new)
-                for (x, y), change in changes.items():
-                    pair = x << shift | y
-                    if x == new or y == new:
-                        fresh[pair] = fresh_get(pair, 0) + change * freq
-                        touched.add(pair)
-                    else:
-                        pair_counts[pair] += change * freq
-                for pair in touched:
-                    fresh_where_setdefault(pair, []).append(index)
+
+def _kept(pretoken_counts):
+    """The pretokens of two bytes or more (a long one as a str of chr(byte)), and how often
+    each occurs: simple.train's {tuple(ids): count} as two lists, without those holding no pair."""
+    pretokens = []
+    freqs = []
+    for pretoken, freq in pretoken_counts.items():
+        if len(pretoken) < 2:
+            continue
+        if len(pretoken) > STR_MERGE_BYTES:
+            pretokens.append(pretoken.decode("latin-1"))  # chr(byte) for each byte
+        else:
+            pretokens.append(pretoken)
+        freqs.append(freq)
+    return pretokens, freqs
+
+
+def count_pairs(pretokens, freqs, shift):
+    """Phase 1, equal to simple.get_pair_counts over every pretoken weighted by its count, and
+    where each pair is: -> ({pair: count}, {pair: indices of the pretokens holding it}).
+
+    [b"aab", b"ab"], [2, 1], shift 9 -> ({97 << 9 | 97: 2, 97 << 9 | 98: 3},
+    {97 << 9 | 97: [0], 97 << 9 | 98: [0, 1]}). The short pretokens (bytes) are counted by
+    numpy (_short_pair_tables), the long ones (str of chr(id)) one by one (_long_pair_counts).
+    """
+    pair_counts, where = _short_pair_tables(pretokens, freqs, shift)
+    for index, pretoken in enumerate(pretokens):
+        if pretoken.__class__ is str:
+            for (a, b), n in _long_pair_counts(pretoken).items():
+                pair = a << shift | b
+                pair_counts[pair] = pair_counts.get(pair, 0) + n * freqs[index]
+                where.setdefault(pair, []).append(index)
+    return pair_counts, where
+
+
+class BestPair:
+    """Phase 2, equal to simple.train's max(candidates, key=(count, left bytes, right bytes)),
+    without looking at every pair each time.
+
+    A heap holds (-count, key of a, key of b, pair): the highest count first, ties to the
+    greatest bytes (_descending_key). Its entries may be stale: an entry whose count has since
+    changed is put back with the new count when it reaches the top. Most pairs are never merged
+    (half of those made are seen once), so the heap only holds the pairs counted at least
+    `floor` times; the others wait in buckets by bit length (counts in [2**(k - 1), 2**k) in
+    buckets[k]) until the heap is empty and floor halves.
+    """
+
+    def __init__(self, pair_counts, keys, shift):
+        self.pair_counts = pair_counts  # the table merge_everywhere keeps up to date
+        self.keys = keys  # _descending_key of each token, by id
+        self.shift = shift
+        self.mask = (1 << shift) - 1
+        self.never = set()  # pairs passed over (their bytes already are a token)
+        self.floor = 1 << max(pair_counts.values(), default=0).bit_length()  # above every count
+        self.buckets = [[] for _ in range(self.floor.bit_length() + 1)]
+        for pair, count in pair_counts.items():
+            self.buckets[count.bit_length()].append(pair)
+        self.heap = []
+
+    def pop(self):
+        """The pair with the highest count, ties to the greatest bytes; None when none is left."""
+        heap, buckets, get = self.heap, self.buckets, self.pair_counts.get
+        while True:
+            if not heap:
+                if self.floor == 1:
+                    return None
+                self._lower_floor()
                 continue
-            last = len(pretoken) - 1
-            todo = pretoken.count(a)  # occurrences of `a` not looked at yet
-            if not todo:
-                continue  # a stale entry: an earlier merge took `a` away
-            if todo == 1:  # the common case, the loop below in short, merged in place
+            negative, key_a, key_b, pair = heappop(heap)
+            count = get(pair, 0)
+            if count != -negative:  # stale: put back with its count, or wait in a bucket
+                if count >= self.floor:
+                    heappush(heap, (-count, key_a, key_b, pair))
+                elif count:
+                    buckets[count.bit_length()].append(pair)
+            elif pair not in self.never:
+                return pair
+
+    def _lower_floor(self):
+        """Halve the floor; the pairs waiting in the bucket just above it enter the heap."""
+        self.floor >>= 1
+        floor, get = self.floor, self.pair_counts.get
+        waiting, self.buckets[floor.bit_length()] = self.buckets[floor.bit_length()], []
+        for pair in waiting:
+            count = get(pair, 0)
+            if count >= floor:
+                heappush(
+                    self.heap,
+                    (-count, self.keys[pair >> self.shift], self.keys[pair & self.mask], pair),
+                )
+            elif count:
+                self.buckets[count.bit_length()].append(pair)
+
+    def push(self, fresh):
+        """Add the pairs a merge made ({pair: count}, each holding the new token)."""
+        heap, buckets, keys, floor = self.heap, self.buckets, self.keys, self.floor
+        shift, mask = self.shift, self.mask
+        for pair, count in fresh.items():
+            if count >= floor:
+                heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
+            else:
+                buckets[count.bit_length()].append(pair)
+
+
+def merge_everywhere(merged, new, pretokens, freqs, pair_counts, where, shift):
+    """Phase 3, equal to simple.merge_pair(ids, pair, new) on every pretoken, and
+    get_pair_counts after minus before added to the counts. -> {pair holding new: count}.
+
+    Only the pretokens listed in where[merged] can hold the pair (some no longer do: the list
+    may be stale). Only the neighbours of each occurrence change: (x, a) and (b, y) lose `freq`
+    and (x, new), (new, y) gain it; the pairs holding `new` are new, returned as `fresh` (and
+    added to pair_counts and where). A pretoken holding `a` once is merged here in place
+    (the common case); more occurrences: _merge_repeated; a long one: _merge_long.
+    """
+    a, b = merged >> shift, merged & ((1 << shift) - 1)
+    b_high, new_high = b << shift, new << shift
+    fresh = {}
+    fresh_get = fresh.get
+    fresh_where = {}
+    fresh_where_setdefault = fresh_where.setdefault
+    for index in where.pop(merged):
+        pretoken = pretokens[index]
+        freq = freqs[index]
+        if pretoken.__class__ is str:  # a long pretoken: merged at C speed
+            touched = _merge_long_counted(
+                pretokens, index, a, b, new, freq, pair_counts, fresh, shift
+            )
+        else:
+            todo = pretoken.count(a)  # occurrences of `a`
+            if todo == 1:
                 i = pretoken.index(a)
+                last = len(pretoken) - 1
                 if i == last or pretoken[i + 1] != b:
                     continue  # a stale entry: an earlier merge took the pair away
                 if i:
@@ -352,57 +415,78 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
                 pretoken[i] = new
                 del pretoken[i + 1]
                 continue
-            touched = set()
-            parts = []
-            start = 0  # pretoken[start:] is not copied into parts yet
-            i = 0
-            while todo:
-                i = pretoken.index(a, i)
-                todo -= 1
-                if i == last or pretoken[i + 1] != b:
-                    i += 1
-                    continue
-                if a == b:
-                    todo -= 1
-                if i > start:  # an unmerged left neighbour x
-                    x = pretoken[i - 1]
-                    pair_counts[x << shift | a] -= freq
-                    pair = x << shift | new
-                    fresh[pair] = fresh_get(pair, 0) + freq
-                    touched.add(pair)
-                    parts += pretoken[start:i]
-                elif i:  # right after the previous occurrence: (new, new)
-                    pair = new_high | new
-                    fresh[pair] = fresh_get(pair, 0) + freq
-                    touched.add(pair)
-                parts.append(new)
-                i += 2
-                start = i
-                if i <= last:  # a right neighbour y
-                    y = pretoken[i]
-                    pair_counts[b_high | y] -= freq
-                    if (
-                        y != a or i == last or pretoken[i + 1] != b
-                    ):  # else the next turn adds (new, new)
-                        pair = new_high | y
-                        fresh[pair] = fresh_get(pair, 0) + freq
-                        touched.add(pair)
-            if start:
-                parts += pretoken[start:]
-                pretokens[index] = parts
-            for pair in touched:
-                fresh_where_setdefault(pair, []).append(index)
-        del pair_counts[merged]
-        pair_counts.update(fresh)  # pairs holding `new` are new: nothing to add to
-        where.update(fresh_where)
-        for pair, count in fresh.items():
-            if count >= floor:
-                heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
-            else:
-                buckets[count.bit_length()].append(pair)
-        if progress:
-            progress("merge", len(merges), num_merges)
-    return merges, tokens, skipped
+            if not todo:
+                continue  # a stale entry: an earlier merge took `a` away
+            touched = _merge_repeated(
+                pretokens, index, a, b, new, freq, todo, pair_counts, fresh, shift
+            )
+        for pair in touched:
+            fresh_where_setdefault(pair, []).append(index)
+    del pair_counts[merged]
+    pair_counts.update(fresh)  # pairs holding `new` are new: nothing to add to
+    where.update(fresh_where)
+    return fresh
+
+
+def _merge_repeated(pretokens, index, a, b, new, freq, todo, pair_counts, fresh, shift):
+    """merge_everywhere's loop on one pretoken that holds `a` `todo` times (two or more):
+    simple.merge_pair on it, the counts updated -> the pairs holding `new` it now holds."""
+    pretoken = pretokens[index]
+    last = len(pretoken) - 1
+    b_high, new_high = b << shift, new << shift
+    fresh_get = fresh.get
+    touched = set()
+    parts = []
+    start = 0  # pretoken[start:] is not copied into parts yet
+    i = 0
+    while todo:
+        i = pretoken.index(a, i)
+        todo -= 1
+        if i == last or pretoken[i + 1] != b:
+            i += 1
+            continue
+        if a == b:
+            todo -= 1
+        if i > start:  # an unmerged left neighbour x
+            x = pretoken[i - 1]
+            pair_counts[x << shift | a] -= freq
+            pair = x << shift | new
+            fresh[pair] = fresh_get(pair, 0) + freq
+            touched.add(pair)
+            parts += pretoken[start:i]
+        elif i:  # right after the previous occurrence: (new, new)
+            pair = new_high | new
+            fresh[pair] = fresh_get(pair, 0) + freq
+            touched.add(pair)
+        parts.append(new)
+        i += 2
+        start = i
+        if i <= last:  # a right neighbour y
+            y = pretoken[i]
+            pair_counts[b_high | y] -= freq
+            if y != a or i == last or pretoken[i + 1] != b:  # else the next turn adds (new, new)
+                pair = new_high | y
+                fresh[pair] = fresh_get(pair, 0) + freq
+                touched.add(pair)
+    if start:
+        parts += pretoken[start:]
+        pretokens[index] = parts
+    return touched
+
+
+def _merge_long_counted(pretokens, index, a, b, new, freq, pair_counts, fresh, shift):
+    """merge_everywhere on one long pretoken (a str of chr(id)), by _merge_long -> the pairs
+    holding `new` it now holds."""
+    touched = set()
+    pretokens[index], changes = _merge_long(pretokens[index], a, b, new)
+    for (x, y), change in changes.items():
+        pair = x << shift | y
+        if x == new or y == new:
+            fresh[pair] = fresh.get(pair, 0) + change * freq
+            touched.add(pair)
+        else:
+            pair_counts[pair] += change * freq
+    return touched
 
 
 # ---------------------------------------------------------------------------

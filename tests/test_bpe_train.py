@@ -193,9 +193,9 @@ def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, mon
     ],
 )
 def test_long_pretokens_train_as_simple_train(text):
-    """Runs like web text's base64 or "=====" lines: the long path (LONG_PRETOKEN) must learn
+    """Runs like web text's base64 or "=====" lines: the long path (STR_MERGE_BYTES) must learn
     exactly simple.train's merges (a 200,000-character run is the same code, just longer)."""
-    assert len(max(count_pretokens(text, "gpt2"), key=len)) > train_module.LONG_PRETOKEN
+    assert len(max(count_pretokens(text, "gpt2"), key=len)) > train_module.STR_MERGE_BYTES
     expected = train_quietly(simple.train, text, 300)
     assert train_quietly(train_bpe_from_iterator, [text], 300) == expected
 
@@ -203,15 +203,15 @@ def test_long_pretokens_train_as_simple_train(text):
 @settings(max_examples=150, deadline=None)
 @given(corpora(), st.integers(0, 40), st.integers(1, 6))
 def test_long_path_equals_simple_on_random_corpora(texts, num_merges, long_pretoken):
-    """With LONG_PRETOKEN lowered, most pre-tokens take the long path, mixed with the short."""
+    """With STR_MERGE_BYTES lowered, most pre-tokens take the long path, mixed with the short."""
     joined = "".join(texts)
     expected = train_quietly(simple.train, joined, 256 + num_merges)
-    saved = train_module.LONG_PRETOKEN
-    train_module.LONG_PRETOKEN = long_pretoken
+    saved = train_module.STR_MERGE_BYTES
+    train_module.STR_MERGE_BYTES = long_pretoken
     try:
         got = train_quietly(train_bpe_from_iterator, [joined], 256 + num_merges)
     finally:
-        train_module.LONG_PRETOKEN = saved
+        train_module.STR_MERGE_BYTES = saved
     assert got == expected
 
 
