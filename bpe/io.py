@@ -267,6 +267,24 @@ def read_hf(vocab_json, merges_txt):
     tokens, which are written as themselves rather than in the byte alphabet.
     """
     vocab_json, merges_txt = Path(vocab_json), Path(merges_txt)
+    by_id = _hf_ids(vocab_json)
+    lines, first_line = _hf_merge_lines(merges_txt)
+    vocab = _hf_single_bytes(by_id, vocab_json)
+    merges = _parse_merges(merges_txt, lines, vocab, first_line)
+    n_base = 256 + len(merges)
+    for token_id in range(256, n_base):
+        if by_id.get(token_id) != render_token(vocab[token_id]):
+            raise TokenizerFileError(
+                f"{vocab_json}: id {token_id} should be {render_token(vocab[token_id])!r}, "
+                f"made by merge {token_id - 256} of {merges_txt}, but is {by_id.get(token_id)!r}; "
+                f"the two files do not belong together"
+            )
+    special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
+    return vocab, merges, special_tokens
+
+
+def _hf_ids(vocab_json):
+    """vocab.json as {id: token text}; it must map tokens to distinct integer ids."""
     entries = _read_json(vocab_json)
     if not isinstance(entries, dict) or not all(
         isinstance(token_id, int) and not isinstance(token_id, bool)
@@ -275,6 +293,14 @@ def read_hf(vocab_json, merges_txt):
         raise TokenizerFileError(
             f"{vocab_json} must be a JSON object mapping tokens to integer ids"
         )
+    by_id = {token_id: text for text, token_id in entries.items()}
+    if len(by_id) != len(entries):
+        raise TokenizerFileError(f"{vocab_json} gives the same id to two tokens")
+    return by_id
+
+
+def _hf_merge_lines(merges_txt):
+    """merges.txt's "a b" lines, without its "#version" header -> (lines, first line number)."""
     try:
         lines = merges_txt.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
@@ -286,10 +312,11 @@ def read_hf(vocab_json, merges_txt):
         lines, first_line = lines[1:], 2
     if lines and lines[-1] == "":
         lines = lines[:-1]
+    return lines, first_line
 
-    by_id = {token_id: text for text, token_id in entries.items()}
-    if len(by_id) != len(entries):
-        raise TokenizerFileError(f"{vocab_json} gives the same id to two tokens")
+
+def _hf_single_bytes(by_id, vocab_json):
+    """{id: byte} of ids 0..255, which must be the 256 distinct single bytes."""
     try:
         vocab = {i: parse_token(by_id[i]) for i in range(256)}
     except KeyError as exc:
@@ -302,18 +329,7 @@ def read_hf(vocab_json, merges_txt):
         or len(set(vocab.values())) != 256
     ):
         raise TokenizerFileError(f"{vocab_json}: ids 0..255 must be the 256 distinct single bytes")
-    merges = _parse_merges(merges_txt, lines, vocab, first_line)
-
-    n_base = 256 + len(merges)
-    for token_id in range(256, n_base):
-        if by_id.get(token_id) != render_token(vocab[token_id]):
-            raise TokenizerFileError(
-                f"{vocab_json}: id {token_id} should be {render_token(vocab[token_id])!r}, "
-                f"made by merge {token_id - 256} of {merges_txt}, but is {by_id.get(token_id)!r}; "
-                f"the two files do not belong together"
-            )
-    special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
-    return vocab, merges, special_tokens
+    return vocab
 
 
 # ---------------------------------------------------------------- reading and writing text
