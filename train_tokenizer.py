@@ -153,6 +153,15 @@ def check_args(args):
         raise PrepareError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
     if args.plot:
         check_plot(args.plot, args.sweep)
+    check_tokenizer_args(args)
+    if args.engine != "datatrove" and args.workers is not None and args.workers < 1:
+        raise PrepareError(f"--workers must be at least 1, got {args.workers}")
+    if args.out:
+        check_out(Path(args.out))
+
+
+def check_tokenizer_args(args):
+    """The vocab size, special tokens and pattern, as bpe and tiktoken will take them."""
     sizes, option = (args.sweep, "--sweep") if args.sweep else ([args.vocab_size], "--vocab-size")
     try:
         check_training_args(sizes[0], args.special_tokens, args.pattern)
@@ -160,12 +169,13 @@ def check_args(args):
         check_tiktoken_special_tokens(args.special_tokens)
     except ValueError as exc:
         raise PrepareError(f"{exc} (see {option} and --special-tokens)") from None
-    if args.engine != "datatrove" and args.workers is not None and args.workers < 1:
-        raise PrepareError(f"--workers must be at least 1, got {args.workers}")
-    out = Path(args.out or ".")
-    if args.out and not out.parent.is_dir():
+
+
+def check_out(out):
+    """--out must be a file path in a folder that exists."""
+    if not out.parent.is_dir():
         raise PrepareError(f"--out {out}: the folder {out.parent} does not exist; create it first")
-    if args.out and out.is_dir():
+    if out.is_dir():
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
         )
