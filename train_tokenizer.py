@@ -10,8 +10,8 @@ file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
 
 Several --input files and globs are trained on as one corpus: .txt files (special tokens
 such as <|endoftext|> separate documents), .jsonl/.json and .parquet files (each row's
---text-column is a document). No pre-token spans two documents or two files. --workers
-processes read their own slices of the files and send back pre-token counts, never text,
+--text-column is a document). No pretoken spans two documents or two files. --workers
+processes read their own pieces of the files and send back pretoken counts, never text,
 so memory stays the size of the count table however large the corpus; --max-chars N trains
 on the first documents only, up to N characters.
 
@@ -96,14 +96,14 @@ def parse_args(argv=None):
         "--pattern",
         default="gpt2",
         choices=["gpt2", "gpt4"],
-        help="pre-tokenization regex (default: gpt2)",
+        help="pretokenization regex (default: gpt2)",
     )
     parser.add_argument(
         "--workers",
         type=int,
         default=None,
         metavar="N",
-        help="processes for pre-tokenizing large files (default: all CPUs)",
+        help="processes for pretokenizing large files (default: all CPUs)",
     )
     parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
     parser.add_argument(
@@ -220,8 +220,8 @@ class ProgressBars:
 
 
 def train(args):
-    """Count the pre-tokens of the input files, then learn the merges; warnings become
-    printed lines. -> ({pre-token: count}, vocab, merges)"""
+    """Count the pretokens of the input files, then learn the merges; warnings become
+    printed lines. -> ({pretoken: count}, vocab, merges)"""
     bars = ProgressBars()
     try:
         counts = count_corpus(
@@ -281,10 +281,10 @@ def compression(encoding, text):
 
 
 def compression_of_counts(encoding, counts):
-    """Bytes per token of a text given as {pre-token: count} (special tokens left out).
+    """Bytes per token of a text given as {pretoken: count} (special tokens left out).
 
-    {"hello": 1, " world": 1} in 2 tokens -> 5.5. Each distinct pre-token is encoded once:
-    the same total as encoding the text (the pattern cuts a pre-token into itself), without
+    {"hello": 1, " world": 1} in 2 tokens -> 5.5. Each distinct pretoken is encoded once:
+    the same total as encoding the text (the pattern cuts a pretoken into itself), without
     the text, which was never in memory.
     """
     tokens = sum(n * len(encoding.encode_ordinary(p)) for p, n in counts.items())
@@ -365,7 +365,7 @@ def train_with_tasks(args):
 
 
 def small_corpus(args):
-    """For --trace: the training text's pre-tokens in order, if it is a few hundred bytes of text."""
+    """For --trace: the training text's pretokens in order, if it is a few hundred bytes of text."""
     paths = expand_inputs(args.input)
     if any(file_kind(path) != "text" for path in paths):
         return None

@@ -3,7 +3,7 @@
     NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_encode.py [--runs 5]
 
 1. Pure-Python `encode_ordinary` on Tiny Shakespeare, a FRESH Tokenizer (built from GPT-2's
-   files) for every run so its pre-token cache starts empty; tiktoken's `encode_ordinary`
+   files) for every run so its pretoken cache starts empty; tiktoken's `encode_ordinary`
    timed in the same loop. Medians, and the throughput ratio ours / tiktoken (the target is
    at least 0.4). Building the Tokenizer is not in the timed encode; it is printed apart.
    Also the same with a warm cache, and (if installed: `pip install tokenizers`) Hugging
@@ -163,7 +163,7 @@ def bench_stream(files, enc, corpus):
                 float(out[3]),
                 int(out[4]),
             )
-            line = f"  {label:15s} {count:>10,} ids  peak RSS growth {mb(growth)}  ({cached:,} cached pre-tokens)"
+            line = f"  {label:15s} {count:>10,} ids  peak RSS growth {mb(growth)}  ({cached:,} cached pretokens)"
             if limit > corpus.stat().st_size:
                 line += (
                     f"\n  whole file: ours streaming {seconds:.2f} s, tiktoken encode(all at once) {ref_s:.2f} s, "

@@ -11,7 +11,7 @@ min_frequency=0). The issue's targets: Tiny Shakespeare at vocab 4,096 within 1.
 time, the 20 MB docs20 corpus at vocab 32,000 within 3x. A growth series (the first 1x, 4x
 and 16x Tiny Shakespeare's size of docs20, vocab 8,192) shows how time grows with the corpus.
 
-Columns: HF and our wall seconds, ours / HF, our seconds spent pre-tokenizing (reading and
+Columns: HF and our wall seconds, ours / HF, our seconds spent pretokenizing (reading and
 counting) and merging, and merges per second of the merge phase.
 """
 

@@ -13,14 +13,14 @@ children, sampled every 20 ms from /proc. Ours and HF alternate, --runs times; m
 ratios (ours / HF) are printed. The corpora are built in --work-dir (never committed):
 
 - docs20: ../shared/bench/docs20.txt (20.9 MB), vocab 32,000; x5 and x15: the same file
-  concatenated 5 and 15 times (105 MB, 314 MB): no new pre-tokens, so memory should stay flat.
+  concatenated 5 and 15 times (105 MB, 314 MB): no new pretokens, so memory should stay flat.
 - zipf 20 MB / 60 MB: generated text whose words are drawn from Zipf(1.3) over an unbounded
-  set of made-up words (about as many distinct words as docs20 at 20 MB): new pre-tokens keep
+  set of made-up words (about as many distinct words as docs20 at 20 MB): new pretokens keep
   coming, so memory grows with the table. (Zipf(1.1) gives 720,000 distinct random-letter words
   in 20 MB, where every letter pair is in a large share of them: our pure-Python merge loop then
   takes minutes where HF's Rust takes seconds.)
 - runs: one line of 200,000 and of 2,000,000 "x", vocab 300 (issue 8: training is linear in
-  the length of a pre-token). HF takes minutes on the 2,000,000 case: --timeout stops it.
+  the length of a pretoken). HF takes minutes on the 2,000,000 case: --timeout stops it.
 """
 
 import argparse

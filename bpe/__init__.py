@@ -9,7 +9,7 @@ Read in this order:
 
 1. simple.py: a whole BPE in one sitting (count pairs, merge a pair, train, encode, decode),
    with the worked examples; it alone trains, encodes and decodes Tiny Shakespeare.
-2. patterns.py: GPT-2's and GPT-4's pre-tokenization regexes.
+2. patterns.py: GPT-2's and GPT-4's pretokenization regexes.
 3. train.py: the fast trainer (`train_bpe`), equal to simple.train.
 4. tokenizer.py: the fast encoder (`Tokenizer`), equal to simple.encode, and its tiktoken export.
 5. io.py: files (our JSON, GPT-2's pair, the printable byte alphabet, strict UTF-8, atomic writes).

@@ -1,4 +1,4 @@
-"""A training corpus read as pre-token counts, in memory that does not grow with the corpus.
+"""A training corpus read as pretoken counts, in memory that does not grow with the corpus.
 
     counts = count_corpus(["shards/*.parquet"], special_tokens=["<|endoftext|>"])
     # Counter({" the": 5_231_208, ",": 4_517_117, ...})
@@ -10,14 +10,25 @@ A corpus is files, each of one kind (by its suffix):
 - `.parquet`: one document per row, the string column `text_column`;
 - anything else (`.txt`): UTF-8 text; special tokens such as <|endoftext|> separate documents.
 
-Each file is cut into slices (`plan_slices`) and worker processes read their own slices, in
-blocks of BLOCK_BYTES, and send back {pre-token: count} tables, never text; the main process
-adds the tables up. So memory is the count table plus a constant, for 20 MB or 20 GB.
+Words (one meaning each; the datatrove engine uses the same):
+
+- a *pretoken* is what the pattern cuts out of a text ("hello", " world");
+- a *piece* is the part of the input one worker counts as one job: bytes [start, end) of a
+  text or JSON lines file (cut only where the pretokens do not change, see below), the row
+  groups [start, end) of a parquet file, or a whole JSON array file (`Piece`, `plan_pieces`);
+  `train.piece_bounds` cuts a text in memory into pieces by the same rule;
+- a *block* is what a worker reads of its piece at a time (BLOCK_BYTES), ending at a cut;
+- a *slice* is not a word of bpe: in the datatrove engine it is one task's share, the pieces
+  that task counts.
+
+Each file is cut into pieces (`plan_pieces`) and worker processes read their own pieces, in
+blocks, and send back {pretoken: count} tables, never text; the main process adds the tables
+up. So memory is the count table plus a constant, for 20 MB or 20 GB.
 
 Equal to: `train.count_pretokens` over each document (each whole .txt file) on its own, summed.
-A text is only cut where the pre-tokens of the parts are provably those of the whole
-(`train.slice_bounds`'s rule): right after a newline with a non-space character on both
-sides, or right before a special token. A stretch with no such place (a 2 MB line with no
+A text is only cut where the pretokens of the parts are provably those of the whole
+(`train.piece_bounds`'s rule): right after a newline with a non-space character on both
+sides, or right before a special token. A part of a file with no such place (a 2 MB line with no
 newline) is read as one block: the only case where a block grows past BLOCK_BYTES.
 """
 
@@ -30,14 +41,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checks import check_pattern, check_special_tokens
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, Pretokenizer
 from .simple import split_on_special_tokens
 
 BLOCK_BYTES = 1 << 20  # what a worker reads at a time
-# The largest slice; a finished slice moves the progress bar. A worker's count table of a
-# slice is at its largest just before it is sent back: with 8 MB slices, 314 MB of text took
-# 1.28x the memory of 21 MB (more distinct pre-tokens per slice), with 2 MB 1.15x.
-SLICE_BYTES = 2 << 20
+# The largest piece; a finished piece moves the progress bar. A worker's count table of a
+# piece is at its largest just before it is sent back: with 8 MB pieces, 314 MB of text took
+# 1.28x the memory of 21 MB (more distinct pretokens per piece), with 2 MB 1.15x.
+PIECE_BYTES = 2 << 20
 # Below this many bytes in all, the corpus is counted in this process: starting worker
 # processes costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 20
@@ -49,7 +60,7 @@ class CorpusError(ValueError):
 
 
 @dataclass(frozen=True)
-class Slice:
+class Piece:
     """A worker's part of the input: bytes [start, end) of a text or JSON lines file, or
     row groups [start, end) of a parquet file; `size` is its share of the file's bytes."""
 
@@ -58,13 +69,13 @@ class Slice:
     start: int
     end: int
     size: int
-    first_row: int = 0  # parquet: the index of the slice's first row in the file
+    first_row: int = 0  # parquet: the index of the piece's first row in the file
     stop_row: int = -1  # parquet, JSON array: the row to stop before (-1: to the end)
 
 
 @dataclass(frozen=True)
 class Reading:
-    """How the documents are read and pre-tokenized: the same for every slice."""
+    """How the documents are read and pretokenized: the same for every piece."""
 
     pattern: str
     special_tokens: tuple
@@ -208,43 +219,43 @@ class Cutter:
 
 
 # ---------------------------------------------------------------------------
-# Planning: files -> slices
+# Planning: files -> pieces
 # ---------------------------------------------------------------------------
 
 
-def plan_slices(paths, reading, slice_bytes=None):
-    """The slices of every file, in file order; a missing column or an unreadable file raises.
+def plan_pieces(paths, reading, piece_bytes=None):
+    """The pieces of every file, in file order; a missing column or an unreadable file raises.
 
-    Text and JSON lines files are cut into slices of about slice_bytes (default SLICE_BYTES).
+    Text and JSON lines files are cut into pieces of about piece_bytes (default PIECE_BYTES).
     """
-    slice_bytes = slice_bytes or SLICE_BYTES
-    slices = []
+    piece_bytes = piece_bytes or PIECE_BYTES
+    pieces = []
     for path in paths:
         kind = file_kind(path)
         if kind == "parquet":
-            slices += _parquet_slices(path, reading.text_column)
+            pieces += _parquet_pieces(path, reading.text_column)
         elif kind == "json-array":
-            slices.append(Slice(path, kind, 0, os.path.getsize(path), os.path.getsize(path)))
+            pieces.append(Piece(path, kind, 0, os.path.getsize(path), os.path.getsize(path)))
         else:
-            slices += _byte_slices(path, kind, reading, slice_bytes)
-    return slices
+            pieces += _byte_pieces(path, kind, reading, piece_bytes)
+    return pieces
 
 
-def _byte_slices(path, kind, reading, slice_bytes):
-    """Byte ranges of about slice_bytes, cut where `Cutter` allows (JSON lines: at any newline)."""
+def _byte_pieces(path, kind, reading, piece_bytes):
+    """Byte ranges of about piece_bytes, cut where `Cutter` allows (JSON lines: at any newline)."""
     size = os.path.getsize(path)
     cutter = Cutter(reading.pattern, reading.special_tokens)
     if kind == "text" and not cutter.on_lines and not cutter.specials:
-        return [Slice(path, kind, 0, size, size)]  # a custom pattern: no place to cut
+        return [Piece(path, kind, 0, size, size)]  # a custom pattern: no place to cut
     bounds = [0]
     with _open(path) as file:
-        while bounds[-1] + slice_bytes < size:
-            cut = _next_cut(file, bounds[-1] + slice_bytes, kind, cutter)
+        while bounds[-1] + piece_bytes < size:
+            cut = _next_cut(file, bounds[-1] + piece_bytes, kind, cutter)
             if cut is None:
                 break
             bounds.append(cut)
     bounds.append(size)
-    return [Slice(path, kind, a, b, b - a) for a, b in zip(bounds, bounds[1:])]
+    return [Piece(path, kind, a, b, b - a) for a, b in zip(bounds, bounds[1:])]
 
 
 def _next_cut(file, position, kind, cutter):
@@ -268,8 +279,8 @@ def _next_cut(file, position, kind, cutter):
             return None
 
 
-def _parquet_slices(path, text_column):
-    """One slice per row group (a parquet file's unit of reading), sized by its rows."""
+def _parquet_pieces(path, text_column):
+    """One piece per row group (a parquet file's unit of reading), sized by its rows."""
     metadata = _parquet_file(path).metadata
     names = metadata.schema.to_arrow_schema().names
     if text_column not in names:
@@ -279,13 +290,13 @@ def _parquet_slices(path, text_column):
         )
     size = os.path.getsize(path)
     rows = max(metadata.num_rows, 1)
-    slices, first_row = [], 0
+    pieces, first_row = [], 0
     for group in range(metadata.num_row_groups):
         group_rows = metadata.row_group(group).num_rows
         share = size * group_rows // rows
-        slices.append(Slice(path, "parquet", group, group + 1, share, first_row))
+        pieces.append(Piece(path, "parquet", group, group + 1, share, first_row))
         first_row += group_rows
-    return slices
+    return pieces
 
 
 def _parquet_file(path):
@@ -298,15 +309,15 @@ def _parquet_file(path):
         raise CorpusError(f"cannot read {path} as parquet: {exc}") from None
 
 
-def cap_slices(slices, reading, max_chars):
-    """The slices cut to the first max_chars characters, in file order, in whole documents.
+def cap_pieces(pieces, reading, max_chars):
+    """The pieces cut to the first max_chars characters, in file order, in whole documents.
 
     A document (a row; in a text file, the text up to a place where it may be cut) that
     would take the total past max_chars is left out, with everything after it. This reads
     up to max_chars characters once more, before the counting.
     """
     capped, budget = [], max_chars
-    for piece in slices:
+    for piece in pieces:
         used, stop = _chars_within(piece, reading, budget)
         budget -= used
         if stop is None:
@@ -329,7 +340,7 @@ def _rows_in(piece):
 
 
 def _chars_within(piece, reading, budget):
-    """-> (characters of the slice's documents that fit in budget, None if all fit, else
+    """-> (characters of the piece's documents that fit in budget, None if all fit, else
     where to stop: a byte offset, or for rows the index of the first row left out)."""
     used = 0
     for stop, chars in _documents_with_sizes(piece, reading):
@@ -340,7 +351,7 @@ def _chars_within(piece, reading, budget):
 
 
 def _documents_with_sizes(piece, reading):
-    """(where the document starts, its characters) for each document of the slice in order."""
+    """(where the document starts, its characters) for each document of the piece in order."""
     if piece.kind == "parquet":
         row = piece.first_row
         for text in _parquet_texts(piece, reading.text_column):
@@ -371,15 +382,15 @@ def _documents_with_sizes(piece, reading):
 
 
 # ---------------------------------------------------------------------------
-# Reading one slice: its documents, counted
+# Reading one piece: its documents, counted
 # ---------------------------------------------------------------------------
 
 
 class _Counting:
-    """Pre-token counts of documents: split at special tokens, then the pattern."""
+    """Pretoken counts of documents: split at special tokens, then the pattern."""
 
     def __init__(self, reading):
-        self.pretokenizer = PreTokenizer(reading.pattern)
+        self.pretokenizer = Pretokenizer(reading.pattern)
         self.special_tokens = reading.special_tokens
         self.counts = Counter()
 
@@ -388,8 +399,8 @@ class _Counting:
             self.counts.update(self.pretokenizer.findall(segment))
 
 
-def count_slice(piece, reading):
-    """{pre-token: count} of one slice's documents."""
+def count_piece(piece, reading):
+    """{pretoken: count} of one piece's documents."""
     counting = _Counting(reading)
     if piece.kind == "parquet":
         for text in _parquet_texts(piece, reading.text_column):
@@ -402,7 +413,7 @@ def count_slice(piece, reading):
 
 
 def _blocks(piece, cutter):
-    """(byte offset, bytes) of a text or JSON lines slice, in blocks of about BLOCK_BYTES,
+    """(byte offset, bytes) of a text or JSON lines piece, in blocks of about BLOCK_BYTES,
     each ending where the text may be cut (JSON lines: after a newline)."""
     with _open(piece.path) as file:
         file.seek(piece.start)
@@ -502,7 +513,7 @@ def _count_json_array(piece, text_column, counting):
 
 
 def _parquet_texts(piece, text_column):
-    """The texts of a parquet slice's rows, up to stop_row; a null or non-string raises."""
+    """The texts of a parquet piece's rows, up to stop_row; a null or non-string raises."""
     parquet = _parquet_file(piece.path)
     row = piece.first_row
     batches = parquet.iter_batches(
@@ -531,7 +542,7 @@ def _parquet_texts(piece, text_column):
 
 def _count_job(job):
     piece, reading = job
-    return count_slice(piece, reading)
+    return count_piece(piece, reading)
 
 
 def count_corpus(
@@ -543,10 +554,10 @@ def count_corpus(
     num_workers=None,
     progress=None,
 ):
-    """{pre-token: count} of every document of the files (globs allowed), see the module docstring.
+    """{pretoken: count} of every document of the files (globs allowed), see the module docstring.
 
-    max_chars: only the first documents, in file order, up to that many characters (cap_slices).
-    `progress("read", bytes done, bytes in all)` is called as slices finish.
+    max_chars: only the first documents, in file order, up to that many characters (cap_pieces).
+    `progress("read", bytes done, bytes in all)` is called as pieces finish.
     """
     reading = Reading(
         check_pattern(pattern), tuple(check_special_tokens(special_tokens)), text_column
@@ -554,12 +565,12 @@ def count_corpus(
     paths = expand_inputs(inputs)
     num_workers = num_workers or os.cpu_count() or 1
     size = sum(os.path.getsize(path) for path in paths)
-    slice_bytes = max(BLOCK_BYTES, min(SLICE_BYTES, size // (4 * num_workers) + 1))
-    slices = plan_slices(paths, reading, slice_bytes)
+    piece_bytes = max(BLOCK_BYTES, min(PIECE_BYTES, size // (4 * num_workers) + 1))
+    pieces = plan_pieces(paths, reading, piece_bytes)
     if max_chars is not None:
-        slices = cap_slices(slices, reading, max_chars)
-    total = sum(piece.size for piece in slices)
-    jobs = [(piece, reading) for piece in slices]
+        pieces = cap_pieces(pieces, reading, max_chars)
+    total = sum(piece.size for piece in pieces)
+    jobs = [(piece, reading) for piece in pieces]
     counts = Counter()
     done = 0
     if num_workers < 2 or total < PARALLEL_MIN_BYTES or len(jobs) < 2:
@@ -569,8 +580,8 @@ def count_corpus(
         pool = multiprocessing.Pool(min(num_workers, len(jobs)))
         results = pool.imap(_count_job, jobs)
     try:
-        for piece, slice_counts in zip(slices, results):
-            counts.update(slice_counts)
+        for piece, piece_counts in zip(pieces, results):
+            counts.update(piece_counts)
             done += piece.size
             if progress:
                 progress("read", done, total)

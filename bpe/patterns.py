@@ -1,10 +1,10 @@
-"""Pre-tokenization: the regex that cuts text into pre-tokens before BPE sees it.
+"""Pretokenization: the regex that cuts text into pretokens before BPE sees it.
 
-BPE never merges across a pre-token boundary, so " dog" and "dog." can share the token
+BPE never merges across a pretoken boundary, so " dog" and "dog." can share the token
 "dog" without ever producing a token like "g." (the lecture notes' example of why GPT-2
 splits first and merges second).
 
-A pattern must match every character: what no pre-token covers is not encoded at all.
+A pattern must match every character: what no pretoken covers is not encoded at all.
 GPT-2's and GPT-4's do (see GPT2_PATTERN); `first_uncovered` finds what a custom one misses.
 """
 
@@ -33,7 +33,7 @@ PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
 
 # On text that is all ASCII, GPT-2's pattern means exactly this one: \p{L} is [A-Za-z], \p{N}
 # is [0-9], \s is [ \t\n\v\f\r] (compiled with re.ASCII). Python's own `re` runs it about twice
-# as fast as `regex` runs the Unicode one, and pre-tokenizing is most of a pure-Python encode.
+# as fast as `regex` runs the Unicode one, and pretokenizing is most of a pure-Python encode.
 # A test proves the two split every ASCII text alike.
 GPT2_PATTERN_ASCII = (
     r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]+| ?[0-9]+| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+"""
@@ -45,9 +45,9 @@ COVER_EVERY_TEXT = {GPT2_PATTERN, GPT4_PATTERN}
 
 
 def first_uncovered(pattern, text, start=0, end=None):
-    """The position of the first character of `text` in no pre-token, or None if there is none.
+    """The position of the first character of `text` in no pretoken, or None if there is none.
 
-    r"\\w+", "a b, c!" -> 1 (the space: only "a", "b", "c" are pre-tokens);  GPT2_PATTERN -> None.
+    r"\\w+", "a b, c!" -> 1 (the space: only "a", "b", "c" are pretokens);  GPT2_PATTERN -> None.
     `pattern` is a regex string or a compiled regex; `start` and `end` look at text[start:end]
     only, as findall(text, start, end) would.
     """
@@ -60,11 +60,11 @@ def first_uncovered(pattern, text, start=0, end=None):
     return None if position == end else position
 
 
-class PreTokenizer:
+class Pretokenizer:
     """`findall(text)` with a pattern, taking the ASCII-only equivalent when the text allows.
 
-    PreTokenizer("gpt2").findall("Hello world!") -> ["Hello", " world", "!"]
-    The same pre-tokens as regex.findall(pattern, text) for every text. `pattern` is a name
+    Pretokenizer("gpt2").findall("Hello world!") -> ["Hello", " world", "!"]
+    The same pretokens as regex.findall(pattern, text) for every text. `pattern` is a name
     ("gpt2", "gpt4") or a regex; a name must not be read as the regex matching its own letters.
     """
 
@@ -83,8 +83,8 @@ class PreTokenizer:
         # regex too, all but the lines around its non-ASCII characters.
         pretokens = []
         for start, end, is_ascii in ascii_stretches(text):
-            piece_regex = self.ascii_regex if is_ascii else self.regex
-            pretokens += piece_regex.findall(text[start:end])
+            stretch_regex = self.ascii_regex if is_ascii else self.regex
+            pretokens += stretch_regex.findall(text[start:end])
         return pretokens
 
 
@@ -95,7 +95,7 @@ def is_line_cut(text, cut):
     """True if `cut` is right after a newline with a non-space character on both sides.
 
     "ab\ncd", 3 -> True;  "ab \ncd", 4 -> False.  Cutting there, GPT-2's and GPT-4's
-    pre-tokens of the two parts are those of the whole: no pre-token spans such a newline,
+    pretokens of the two parts are those of the whole: no pretoken spans such a newline,
     and the pattern's `$` and look-aheads see the same thing on either side.
     """
     return (
@@ -107,13 +107,13 @@ def is_line_cut(text, cut):
 
 
 def ascii_stretches(text):
-    """`text` as (start, end, is_ascii) pieces in order, cut only where is_line_cut, with every
-    non-ASCII character in a piece of the lines around it.
+    """`text` as (start, end, is_ascii) stretches in order, cut only where is_line_cut, with every
+    non-ASCII character in a stretch of the lines around it.
 
     "ab\ncd\néf\ngh" -> [(0, 6, True), (6, 9, False), (9, 11, True)]
     """
-    pieces = []
-    position = 0  # text[:position] is in pieces
+    stretches = []
+    position = 0  # text[:position] is in stretches
     while match := _NON_ASCII.search(text, position):
         newline = text.rfind("\n", position, match.start())
         while newline != -1 and not is_line_cut(text, newline + 1):
@@ -124,11 +124,11 @@ def ascii_stretches(text):
             newline = text.find("\n", newline + 1)
         end = len(text) if newline == -1 else newline + 1
         if start > position:
-            pieces.append((position, start, True))
-        if pieces and not pieces[-1][2] and pieces[-1][1] == start:
-            start = pieces.pop()[0]  # two non-ASCII pieces in a row: one regex call
-        pieces.append((start, end, False))
+            stretches.append((position, start, True))
+        if stretches and not stretches[-1][2] and stretches[-1][1] == start:
+            start = stretches.pop()[0]  # two non-ASCII stretches in a row: one regex call
+        stretches.append((start, end, False))
         position = end
     if position < len(text):
-        pieces.append((position, len(text), True))
-    return pieces
+        stretches.append((position, len(text), True))
+    return stretches

@@ -58,11 +58,11 @@ def show_tokens(tokenizer, text, color):
         5 tokens, 18 bytes: 3.60 bytes/token
     """
     ids = tokenizer.encode(text)
-    pieces = [token_text(tokenizer.vocab[token_id]) for token_id in ids]
+    shown = [token_text(tokenizer.vocab[token_id]) for token_id in ids]
     if color:
-        cut = "".join(f"{COLORS[i % len(COLORS)]}{p}{RESET}" for i, p in enumerate(pieces))
+        cut = "".join(f"{COLORS[i % len(COLORS)]}{p}{RESET}" for i, p in enumerate(shown))
     else:
-        cut = "|".join(pieces)
+        cut = "|".join(shown)
     n_bytes = len(text.encode("utf-8"))
     return [
         cut,
@@ -72,7 +72,7 @@ def show_tokens(tokenizer, text, color):
 
 
 def merge_steps(pretoken, ranks):
-    """The parts of a pre-token after each merge that encoding applies, with that merge's id.
+    """The parts of a pretoken after each merge that encoding applies, with that merge's id.
 
     simple.encode_pretoken one step at a time: each step joins the adjacent pair whose joined
     bytes are the token made earliest (lowest id). With ranks {b"ow": 256, b"low": 257,
@@ -92,10 +92,10 @@ def merge_steps(pretoken, ranks):
 
 
 def explain(tokenizer, word):
-    """How `word` is encoded, pre-token by pre-token, merge by merge, as printed lines.
+    """How `word` is encoded, pretoken by pretoken, merge by merge, as printed lines.
 
     "lowest" with a tokenizer trained on the book's low/lower/lowest/widest corpus ->
-        pre-token 'lowest': 6 bytes: 6c 6f 77 65 73 74
+        pretoken 'lowest': 6 bytes: 6c 6f 77 65 73 74
           l o w e s t
           l ow e s t   256: o + w -> ow
           ...
@@ -107,7 +107,7 @@ def explain(tokenizer, word):
     lines = []
     for pretoken in regex.findall(tokenizer.pattern, word):
         data = pretoken.encode("utf-8")
-        lines.append(f"pre-token {pretoken!r}: {len(data)} bytes: {data.hex(' ')}")
+        lines.append(f"pretoken {pretoken!r}: {len(data)} bytes: {data.hex(' ')}")
         steps = [([bytes([b]) for b in data], "")]
         for parts, token_id in merge_steps(data, ranks):
             left, right = tokenizer.merges[token_id - 256]

@@ -6,7 +6,7 @@
 `trace_lines` replays the merges the trainer learned with the two functions BPE is made of
 (simple.get_pair_counts, simple.merge_pair): each round counts the adjacent pairs, shows the one
 merged and its count, replaces it everywhere and, on a small corpus, prints the corpus again.
-It works on the pre-token counts training made, so any corpus can be traced.
+It works on the pretoken counts training made, so any corpus can be traced.
 
 `prefix_encodings` needs one training only: training is greedy, merge k is chosen from the corpus as
 merges 1..k-1 left it, whatever vocab_size was asked for. So the merges of a smaller vocabulary
@@ -30,7 +30,7 @@ def _spaced(token):
 
 
 def corpus_pretokens(texts, pattern="gpt2", special_tokens=()):
-    """A small corpus as its pre-tokens in order: ["the cat"] -> ["the", " cat"]."""
+    """A small corpus as its pretokens in order: ["the cat"] -> ["the", " cat"]."""
     pattern = check_pattern(pattern)
     return [
         pretoken
@@ -43,7 +43,7 @@ def corpus_pretokens(texts, pattern="gpt2", special_tokens=()):
 def trace_lines(counts, merges, rounds, corpus=None):
     """The first `rounds` merges: pair, count, ties and (given `corpus`) the corpus after it.
 
-    counts: {pre-token: how often}, what training counted; corpus: the pre-tokens in order, for
+    counts: {pretoken: how often}, what training counted; corpus: the pretokens in order, for
     a text small enough to print. The counts and corpus of "the cat in the hat", 2 ->
         corpus: t h e / Ġ c a t / Ġ i n / Ġ t h e / Ġ h a t
         merge 1: t + h -> th (id 256), count 2; also 2: h + e, a + t (ties go to the greatest pair)
@@ -51,7 +51,7 @@ def trace_lines(counts, merges, rounds, corpus=None):
         merge 2: th + e -> the (id 257), count 2; also 2: a + t (ties go to the greatest pair)
           the / Ġ c a t / Ġ i n / Ġ the / Ġ h a t
     """
-    # Each distinct pre-token is merged once, and its pairs count as often as it occurs.
+    # Each distinct pretoken is merged once, and its pairs count as often as it occurs.
     parts = {pretoken: [bytes([b]) for b in pretoken.encode("utf-8")] for pretoken in counts}
 
     def shown():

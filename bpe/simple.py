@@ -8,7 +8,7 @@ The text is UTF-8 bytes, so ids 0..255 are the 256 bytes and nothing is ever unk
 repeatedly merges the most frequent adjacent pair into a new token (id 256, 257, ...); encoding
 replays those merges, lowest id first; decoding joins the tokens' bytes. Two cuts come first:
 the special tokens ("<|endoftext|>") cut the text into segments and are never merged, and the
-pattern cuts each segment into pre-tokens ("hello", " world"): no merge crosses a pre-token, so
+pattern cuts each segment into pretokens ("hello", " world"): no merge crosses a pretoken, so
 " dog" and "dog." share "dog" and never make a token like "g.".
 
 Everything here is written to be read; `train.py` and `tokenizer.py` compute exactly the same
@@ -74,14 +74,12 @@ def split_on_special_tokens(text, special_tokens):
 
 
 def count_pretokens(text, pattern, special_tokens=()):
-    """How often each pre-token occurs, special tokens left out.
+    """How often each pretoken occurs, special tokens left out.
 
     "the cat the", GPT2_PATTERN -> Counter({"the": 1, " cat": 1, " the": 1})
     """
     segments = split_on_special_tokens(text, special_tokens)[::2]
-    return Counter(
-        pre_token for segment in segments for pre_token in regex.findall(pattern, segment)
-    )
+    return Counter(pretoken for segment in segments for pretoken in regex.findall(pattern, segment))
 
 
 def train(text, vocab_size, special_tokens=(), pattern="gpt2"):
@@ -91,17 +89,17 @@ def train(text, vocab_size, special_tokens=(), pattern="gpt2"):
     256 = "aa", 257 = "aaa", 258 = "aaab" (the lecture notes' example).
     vocab: {id: bytes}: the 256 bytes, one id per merge, then the special tokens in order.
 
-    The rule: each step merges the pair with the highest count summed over all pre-tokens
+    The rule: each step merges the pair with the highest count summed over all pretokens
     ("aaa" holds (a, a) twice); ties go to the greatest pair by (left bytes, right bytes),
     so the input's order never matters. A pair whose joined bytes already are a token (b"abc"
     made as (ab, c), now (a, bc)) is passed over: two ids with the same bytes could not be
     written as tiktoken's {bytes: id} table. With no pair left, it stops early with a warning.
     """
     num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
-    # Each distinct pre-token once, as byte ids, with how often it occurs ("low": 5, ...).
+    # Each distinct pretoken once, as byte ids, with how often it occurs ("low": 5, ...).
     pretokens = {
-        tuple(pre_token.encode("utf-8")): count
-        for pre_token, count in count_pretokens(text, pattern, special_tokens).items()
+        tuple(pretoken.encode("utf-8")): count
+        for pretoken, count in count_pretokens(text, pattern, special_tokens).items()
     }
     tokens = [bytes([b]) for b in range(256)]  # token bytes by id
     merges = []
@@ -127,16 +125,16 @@ def train(text, vocab_size, special_tokens=(), pattern="gpt2"):
     return vocab, merges
 
 
-def encode_pretoken(pre_token, ranks):
-    """BPE on one pre-token's bytes -> ids (tiktoken's `_educational.bpe_encode`).
+def encode_pretoken(pretoken, ranks):
+    """BPE on one pretoken's bytes -> ids (tiktoken's `_educational.bpe_encode`).
 
     `ranks` maps token bytes -> id, a lower id merged earlier. With h, e, l, o and "he" = 256,
     "ll" = 257, "hell" = 258: b"hello" -> [h e l l o] -> [he l l o] -> [he ll o] -> [hell o]
-    -> [258, 111]. Like tiktoken, a pre-token that is itself a token is that one token.
+    -> [258, 111]. Like tiktoken, a pretoken that is itself a token is that one token.
     """
-    if pre_token in ranks:
-        return [ranks[pre_token]]
-    parts = [bytes([b]) for b in pre_token]
+    if pretoken in ranks:
+        return [ranks[pretoken]]
+    parts = [bytes([b]) for b in pretoken]
     while True:
         # The adjacent pair that was merged earliest in training (the leftmost of equal ones).
         best_index, best_rank = None, None
@@ -166,8 +164,8 @@ def encode(text, merges, special_tokens=(), pattern="gpt2"):
         if i % 2:  # a special token
             ids.append(special_ids[part])
         else:  # a segment
-            for pre_token in regex.findall(pattern, part):
-                ids.extend(encode_pretoken(pre_token.encode("utf-8"), ranks))
+            for pretoken in regex.findall(pattern, part):
+                ids.extend(encode_pretoken(pretoken.encode("utf-8"), ranks))
     return ids
 
 

@@ -5,8 +5,8 @@
     tok.decode(tok.encode(text)) == text
 
 It gives the ids of `simple.encode` (special tokens found whole, the longest first; each segment
-between them cut into pre-tokens; each pre-token's bytes merged by `simple.encode_pretoken`),
-and the tests prove it. What makes it fast: each distinct pre-token is merged once and cached,
+between them cut into pretokens; each pretoken's bytes merged by `simple.encode_pretoken`),
+and the tests prove it. What makes it fast: each distinct pretoken is merged once and cached,
 the merging itself (`encode_pretoken`) only re-looks at the pairs a merge changes, and the
 lookups and joins run in C. Built from GPT-2's files it gives exactly tiktoken's `gpt2` ids.
 """
@@ -23,20 +23,20 @@ from .checks import (
     check_tiktoken_pattern,
     check_tiktoken_special_tokens,
 )
-from .patterns import COVER_EVERY_TEXT, PATTERNS, PreTokenizer, first_uncovered
+from .patterns import COVER_EVERY_TEXT, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
 
-CACHE_LIMIT = 1 << 16  # distinct pre-tokens kept encoded (~130 bytes each); emptied when full
+CACHE_LIMIT = 1 << 16  # distinct pretokens kept encoded (~130 bytes each); emptied when full
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
 NO_MERGE = 1 << 62  # rank of a pair that is not a token; above any real id
 SINGLE_BYTES = [bytes([b]) for b in range(256)]
-# Above this many bytes a pre-token is merged with a heap (encode_long_pretoken): finding the
+# Above this many bytes a pretoken is merged with a heap (encode_long_pretoken): finding the
 # lowest rank by scanning all pairs once per merge is quadratic (a line of 200,000 "x" is one
-# pre-token), while the scan in C is faster on the short pre-tokens text is made of.
-LONG_PRETOKEN = 256
+# pretoken), while the scan in C is faster on the short pretokens text is made of.
+HEAP_ENCODE_BYTES = 256
 
 
-def encode_pretoken(pre_token, ranks):
+def encode_pretoken(pretoken, ranks):
     """Equal to simple.encode_pretoken, with less Python work per merge.
 
     b"hello" -> [h e l l o] -> [he l l o] -> [he ll o] -> [hell o] -> [258, 111] (its example)
@@ -44,15 +44,15 @@ def encode_pretoken(pre_token, ranks):
     two pairs around it, so only those are looked up again (as tiktoken's Rust
     `_byte_pair_merge` does).
     """
-    token = ranks.get(pre_token)
+    token = ranks.get(pretoken)
     if token is not None:
         return [token]
-    if not pre_token:
+    if not pretoken:
         return []
-    if len(pre_token) > LONG_PRETOKEN:
-        return encode_long_pretoken(pre_token, ranks)
+    if len(pretoken) > HEAP_ENCODE_BYTES:
+        return encode_long_pretoken(pretoken, ranks)
     get = ranks.get
-    parts = list(map(SINGLE_BYTES.__getitem__, pre_token))
+    parts = list(map(SINGLE_BYTES.__getitem__, pretoken))
     pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
     best = min(pair_ranks)
     while best != NO_MERGE:
@@ -69,8 +69,8 @@ def encode_pretoken(pre_token, ranks):
     return list(map(ranks.__getitem__, parts))
 
 
-def encode_long_pretoken(pre_token, ranks):
-    """Equal to simple.encode_pretoken, in time n log n for a pre-token of n bytes.
+def encode_long_pretoken(pretoken, ranks):
+    """Equal to simple.encode_pretoken, in time n log n for a pretoken of n bytes.
 
     b"xxxx" with "xx" = 256, "xxxx" = 257 -> [x x x x] -> [xx x x] -> [xx xx] -> [xxxx] -> [257]
     The parts are a linked list (part i's right neighbour is part after[i]), and a heap holds
@@ -79,12 +79,12 @@ def encode_long_pretoken(pre_token, ranks):
     version picks. A merge changes the pairs on its two sides, which are pushed again; an entry
     whose rank is no longer its pair's is dropped.
     """
-    token = ranks.get(pre_token)
+    token = ranks.get(pretoken)
     if token is not None:  # as simple.encode_pretoken (and tiktoken): a token is itself
         return [token]
     get = ranks.get
-    size = len(pre_token)
-    parts = list(map(SINGLE_BYTES.__getitem__, pre_token))
+    size = len(pretoken)
+    parts = list(map(SINGLE_BYTES.__getitem__, pretoken))
     after = list(range(1, size + 1))  # `size`: no right neighbour
     before = list(range(-1, size - 1))  # -1: no left neighbour
     pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
@@ -130,7 +130,7 @@ class Tokenizer:
     special_tokens: {"<|endoftext|>": id} with ids right after the merges, or a list of
              strings given ids in that order (an id already in `vocab` for that string is
              kept). None: any vocab entries after the merges are the special tokens.
-    pattern: "gpt2", "gpt4" or a regex that cuts text into pre-tokens. Encoding refuses a
+    pattern: "gpt2", "gpt4" or a regex that cuts text into pretokens. Encoding refuses a
              text with a character the pattern does not match (it would be lost).
     """
 
@@ -149,12 +149,12 @@ class Tokenizer:
         self.vocab_size = len(self.vocab)
         self.eot_id = self.special_tokens.get(EOT)
 
-        self._pretokenizer = PreTokenizer(self.pattern)
+        self._pretokenizer = Pretokenizer(self.pattern)
         self._regex = self._pretokenizer.regex
         # GPT-2's and GPT-4's patterns match every character (patterns.py says why); for any
-        # other, encoding compares the pre-tokens' total length with the text's.
+        # other, encoding compares the pretokens' total length with the text's.
         self._covers_every_text = self.pattern in COVER_EVERY_TEXT
-        self._cache = {}  # pre-token str -> its ids (never changed once stored); see _encode_pretokens
+        self._cache = {}  # pretoken str -> its ids (never changed once stored); see _encode_pretokens
         self.cache_limit = CACHE_LIMIT
         self._special_regex = (
             special_token_regex(self.special_tokens) if self.special_tokens else None
@@ -193,9 +193,9 @@ class Tokenizer:
 
         list(tok.encode_iterable(open("input.txt"))) == tok.encode(open("input.txt").read())
 
-        The end of one string may fall inside a pre-token, a whitespace run or a special token,
-        so the last pre-tokens are held back until more text shows how they end. Memory is
-        about `buffer_chars` characters plus the longest pre-token (tests use 1 to cut
+        The end of one string may fall inside a pretoken, a whitespace run or a special token,
+        so the last pretokens are held back until more text shows how they end. Memory is
+        about `buffer_chars` characters plus the longest pretoken (tests use 1 to cut
         everywhere).
         """
         buffer = ""
@@ -233,20 +233,20 @@ class Tokenizer:
         """Encode the start of `buffer` that more text cannot change -> (ids, its length).
 
         Settled: a special token with room after it for any longer one, and every
-        pre-token but the last two before the next unsettled position (a pre-token's match
+        pretoken but the last two before the next unsettled position (a pretoken's match
         looks at most into the next one: "  x" -> " ", " x", but "  " + "\\n" -> "  \\n").
         """
         # A special token starting after `end` could still grow or begin earlier.
         end = max(0, len(buffer) - self._longest_special + 1)
         ids, start = self._encode_specials(buffer, end, offset)
         end = max(end, start)
-        pre_tokens = self._regex.findall(buffer, start, end)
-        if len(pre_tokens) <= 2:
+        pretokens = self._regex.findall(buffer, start, end)
+        if len(pretokens) <= 2:
             return ids, start
-        settled = pre_tokens[:-2]
+        settled = pretokens[:-2]
         length = sum(map(len, settled))
         if not self._covers_every_text:
-            # The settled pre-tokens must run on from `start` with no gap (a gap after them is
+            # The settled pretokens must run on from `start` with no gap (a gap after them is
             # looked at again with more text).
             uncovered = first_uncovered(self._regex, buffer, start, end)
             if uncovered is not None and uncovered < start + length:
@@ -259,36 +259,36 @@ class Tokenizer:
 
     def _encode_segment(self, segment, offset):
         """Text without special tokens -> ids (encode_ordinary; `offset` as in _encode_specials)."""
-        pre_tokens = self._pretokenizer.findall(segment)
-        # Pre-tokens never overlap, so they cover the segment exactly when their lengths add up.
-        if not self._covers_every_text and sum(map(len, pre_tokens)) != len(segment):
+        pretokens = self._pretokenizer.findall(segment)
+        # Pretokens never overlap, so they cover the segment exactly when their lengths add up.
+        if not self._covers_every_text and sum(map(len, pretokens)) != len(segment):
             self._refuse_uncovered(segment, first_uncovered(self._regex, segment), offset)
         try:
-            return self._encode_pretokens(pre_tokens)
+            return self._encode_pretokens(pretokens)
         except UnicodeEncodeError:  # lone surrogates: not valid Unicode; repair as tiktoken does
             return self._encode_segment(_without_lone_surrogates(segment), offset)
 
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(
-            f"the pattern {self.pattern!r} matches no pre-token at position {offset + position:,} "
+            f"the pattern {self.pattern!r} matches no pretoken at position {offset + position:,} "
             f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
             f"matches every character, such as 'gpt2'"
         )
 
-    def _encode_pretokens(self, pre_tokens):
-        """Pre-tokens -> ids: [" hello", " world"] -> [23748, 995] with GPT-2's files.
+    def _encode_pretokens(self, pretokens):
+        """Pretokens -> ids: [" hello", " world"] -> [23748, 995] with GPT-2's files.
 
-        Same ids as `encode_pretoken` on each pre-token's bytes. Text repeats the same
-        pre-tokens over and over, so each distinct one is encoded once and kept in a cache;
+        Same ids as `encode_pretoken` on each pretoken's bytes. Text repeats the same
+        pretokens over and over, so each distinct one is encoded once and kept in a cache;
         the lookups and the joining then run in C (map, chain), which is what makes this
         pure-Python tokenizer fast.
         """
         cache = self._cache
-        new_pretokens = set(pre_tokens).difference(cache)
+        new_pretokens = set(pretokens).difference(cache)
         if new_pretokens:
             if len(cache) + len(new_pretokens) > self.cache_limit:
-                cache.clear()  # crude but bounded; the frequent pre-tokens come straight back
-                new_pretokens = set(pre_tokens)
+                cache.clear()  # crude but bounded; the frequent pretokens come straight back
+                new_pretokens = set(pretokens)
             ranks = self._ranks
             token_of = ranks.get
             # BPE makes many short-lived lists and no reference cycles; without this pause
@@ -297,16 +297,16 @@ class Tokenizer:
             gc_was_enabled = gc.isenabled()
             gc.disable()
             try:
-                for pre_token in new_pretokens:
-                    encoded = pre_token.encode("utf-8")
-                    token = token_of(encoded)  # most pre-tokens are a single token
-                    cache[pre_token] = (
+                for pretoken in new_pretokens:
+                    encoded = pretoken.encode("utf-8")
+                    token = token_of(encoded)  # most pretokens are a single token
+                    cache[pretoken] = (
                         (token,) if token is not None else encode_pretoken(encoded, ranks)
                     )
             finally:
                 if gc_was_enabled:
                     gc.enable()
-        return list(chain.from_iterable(map(cache.__getitem__, pre_tokens)))
+        return list(chain.from_iterable(map(cache.__getitem__, pretokens)))
 
     # ------------------------------------------------------------ decoding
 

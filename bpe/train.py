@@ -6,12 +6,12 @@
 bytes already are a token passed over, an early stop with a warning) and this module follows
 it exactly; the tests prove the two equal on random and real text. It is fast in three ways:
 
-1. Pre-tokens are counted once, and the merges are learned from those counts. Files are
-   counted by worker processes that read their own slices (corpus.py), so memory is the
+1. Pretokens are counted once, and the merges are learned from those counts. Files are
+   counted by worker processes that read their own pieces (corpus.py), so memory is the
    count table, not the corpus; texts in memory by `count_pretokens_parallel`.
-2. `learn_merges` never rescans: a merge only changes the pre-tokens that hold the pair, so
-   it keeps, for each pair, its count and the pre-tokens holding it, and a heap of the counts.
-3. Its time is linear in the length of a pre-token: a pre-token is listed once per pair it
+2. `learn_merges` never rescans: a merge only changes the pretokens that hold the pair, so
+   it keeps, for each pair, its count and the pretokens holding it, and a heap of the counts.
+3. Its time is linear in the length of a pretoken: a pretoken is listed once per pair it
    holds (not once per occurrence: a line of 200,000 "x" would be rescanned 100,000 times),
    and a long one (over STR_MERGE_BYTES) is merged by C-level string operations.
 
@@ -31,44 +31,44 @@ import numpy as np
 
 from .checks import check_pattern, check_training_args
 from .corpus import count_corpus, straddles_special
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, PreTokenizer
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, Pretokenizer
 from .simple import special_token_regex, split_on_special_tokens
 
 log = logging.getLogger(__name__)
 
-# Below this many characters a text is pre-tokenized in this process: starting worker
+# Below this many characters a text is pretokenized in this process: starting worker
 # processes and shipping text to them costs more than it saves.
 PARALLEL_MIN_CHARS = 500_000
 
 
 # ---------------------------------------------------------------------------
-# Pre-tokenization: text -> {pre-token: count}
+# Pretokenization: text -> {pretoken: count}
 # ---------------------------------------------------------------------------
 
 
 def count_pretokens(text, pattern="gpt2", special_tokens=()):
-    """Equal to simple.count_pretokens, faster on all-ASCII text (patterns.PreTokenizer).
+    """Equal to simple.count_pretokens, faster on all-ASCII text (patterns.Pretokenizer).
 
     "the cat the" -> Counter({"the": 1, " cat": 1, " the": 1})
     """
-    pretokenizer = PreTokenizer(check_pattern(pattern))
+    pretokenizer = Pretokenizer(check_pattern(pattern))
     counts = Counter()
     for segment in split_on_special_tokens(text, special_tokens)[::2]:
         counts.update(pretokenizer.findall(segment))
     return counts
 
 
-def _count_slice(job):
+def _count_piece(job):
     text, pattern, special_tokens = job
     return count_pretokens(text, pattern, special_tokens)
 
 
-def slice_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
-    """Cut points that split `text` into slices of about `target_chars` each, placed where
-    pre-tokenizing the slices separately gives exactly the pre-tokens of the whole text.
+def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
+    """Cut points that split `text` into pieces of about `target_chars` each, placed where
+    pretokenizing the pieces separately gives exactly the pretokens of the whole text.
 
     For the GPT-2/GPT-4 patterns that is right after a newline which has a non-space
-    character on both sides ("x\\nY"): no pre-token spans it, and the pattern's `$` and
+    character on both sides ("x\\nY"): no pretoken spans it, and the pattern's `$` and
     look-aheads see the same thing on either side. Any pattern may also be cut right
     before a special token (the text is split there anyway); a custom pattern only there.
     Returns [0, ..., len(text)].
@@ -108,22 +108,22 @@ def slice_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
 def count_pretokens_parallel(
     text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
 ):
-    """count_pretokens, in worker processes over slices cut by slice_bounds; equal result."""
+    """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
     num_workers = num_workers or os.cpu_count() or 1
     if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
         counts = count_pretokens(text, pattern, special_tokens)
         if progress:
             progress("pretokenize", len(text), len(text))
         return counts
-    # Large texts get a few slices per worker, to keep them all busy to the end.
-    num_slices = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
-    bounds = slice_bounds(text, len(text) // num_slices + 1, pattern, special_tokens)
+    # Large texts get a few pieces per worker, to keep them all busy to the end.
+    num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
+    bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
     done = 0
     with multiprocessing.Pool(min(num_workers, len(jobs))) as pool:
-        for job, slice_counts in zip(jobs, pool.imap(_count_slice, jobs)):
-            counts.update(slice_counts)
+        for job, piece_counts in zip(jobs, pool.imap(_count_piece, jobs)):
+            counts.update(piece_counts)
             done += len(job[0])
             if progress:
                 progress("pretokenize", done, len(text))
@@ -131,7 +131,7 @@ def count_pretokens_parallel(
 
 
 # ---------------------------------------------------------------------------
-# The fast merge loop over a {pre-token bytes: count} table
+# The fast merge loop over a {pretoken bytes: count} table
 # ---------------------------------------------------------------------------
 
 # Heap keys must put the greatest (bytes, bytes) first. Token t gets the string
@@ -152,7 +152,7 @@ STR_MERGE_BYTES = 1000
 
 
 def _long_pair_counts(pretoken):
-    """get_pair_counts of a pre-token written as a str of chr(id), counted by numpy.
+    """get_pair_counts of a pretoken written as a str of chr(id), counted by numpy.
 
     "\\x01\\x01\\x01\\x02" -> {(1, 1): 2, (1, 2): 1}
     """
@@ -163,7 +163,7 @@ def _long_pair_counts(pretoken):
 
 
 def _merge_long(pretoken, a, b, new):
-    """simple.merge_pair on a pre-token written as a str of chr(id), and the change of its
+    """simple.merge_pair on a pretoken written as a str of chr(id), and the change of its
     pair counts (get_pair_counts after minus before).
 
     "\\x01\\x01\\x01\\x02", 1, 1, 9 -> ("\\x09\\x01\\x02", {(1, 1): -2, (9, 1): 1})
@@ -182,11 +182,11 @@ def _merge_long(pretoken, a, b, new):
 
 
 def _short_pair_tables(pretokens, freqs, shift):
-    """Pair counts and where each pair is, of the pre-tokens given as bytes, counted by numpy.
+    """Pair counts and where each pair is, of the pretokens given as bytes, counted by numpy.
 
     [b"aab", b"ab"], [2, 1], shift 9 -> ({a << 9 | a: 2, a << 9 | b: 3}, {a << 9 | a: [0],
     a << 9 | b: [0, 1]}) with a = 97, b = 98: get_pair_counts of each, times its frequency,
-    summed, and each pre-token listed once (in order) for each pair it holds. (A str in
+    summed, and each pretoken listed once (in order) for each pair it holds. (A str in
     `pretokens`, a long one, is left out.)
     """
     indices = [i for i, p in enumerate(pretokens) if p.__class__ is bytes]
@@ -200,13 +200,13 @@ def _short_pair_tables(pretokens, freqs, shift):
     pairs = (ids[:-1][inside] << shift) | ids[1:][inside]
     owner = owner[:-1][inside]
     weights = np.asarray(freqs, np.int64)[owner]
-    order = np.lexsort((owner, pairs))  # by pair, then by pre-token
+    order = np.lexsort((owner, pairs))  # by pair, then by pretoken
     pairs, owner, weights = pairs[order], owner[order], weights[order]
     first = np.ones(len(pairs), bool)  # the first occurrence of each pair
     first[1:] = pairs[1:] != pairs[:-1]
     starts = np.flatnonzero(first)
     pair_counts = dict(zip(pairs[starts].tolist(), np.add.reduceat(weights, starts).tolist()))
-    listed = first.copy()  # the first occurrence of each pair in each pre-token
+    listed = first.copy()  # the first occurrence of each pair in each pretoken
     listed[1:] |= owner[1:] != owner[:-1]
     holders = owner[listed].tolist()
     bounds = np.flatnonzero(first[listed]).tolist() + [len(holders)]
@@ -504,7 +504,7 @@ def train_bpe(
     merges: [(left bytes, right bytes), ...] in creation order.
     vocab_size counts all three. The rule, ties and pairs passed over: see simple.train.
 
-    The file is read in slices by `num_workers` processes (default: all CPUs), never whole
+    The file is read in pieces by `num_workers` processes (default: all CPUs), never whole
     (train_bpe_from_files, which also reads .jsonl/.json/.parquet files as rows).
     `progress(stage, done, total)`, if given, is called during "read" (bytes) and "merge"
     (merges), e.g. to drive a progress bar.
@@ -533,7 +533,7 @@ def train_bpe_from_files(
 
     ["a.txt", "shards/*.parquet"], 4096 -> the same as train_bpe_from_iterator on their documents
     (a .txt file's whole text is one iterator item). The files are read by worker processes
-    in slices and blocks (corpus.count_corpus), so memory is the pre-token count table plus a
+    in pieces and blocks (corpus.count_corpus), so memory is the pretoken count table plus a
     constant, not the corpus. `progress` sees "read" (bytes) then "merge"; text_column and
     max_chars (the first documents up to that many characters): see corpus.count_corpus.
     """
@@ -545,7 +545,7 @@ def train_bpe_from_files(
 
 
 def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progress=None):
-    """train_bpe on a {pre-token: count} table already made (corpus.count_corpus, or the count
+    """train_bpe on a {pretoken: count} table already made (corpus.count_corpus, or the count
     tables of many machines added up); the special tokens only get their ids at the end."""
     num_merges, special_tokens, _ = check_training_args(vocab_size, special_tokens, "gpt2")
     return _train_on_counts(pretoken_counts, num_merges, vocab_size, special_tokens, progress)
@@ -554,7 +554,7 @@ def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progre
 def train_bpe_from_iterator(
     texts, vocab_size, special_tokens=(), pattern="gpt2", num_workers=1, progress=None
 ):
-    """train_bpe over strings already in memory; each text is split and pre-tokenized alone.
+    """train_bpe over strings already in memory; each text is split and pretokenized alone.
 
     ["aaabdaaabac"], vocab_size=259 -> the same as simple.train("aaabdaaabac", 259).
     num_workers and progress as in train_bpe (one process by default).
@@ -582,7 +582,7 @@ def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, pro
 
 
 def _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress):
-    pretoken_counts = {pre_token.encode("utf-8"): n for pre_token, n in counts.items()}
+    pretoken_counts = {pretoken.encode("utf-8"): n for pretoken, n in counts.items()}
     merges, tokens, skipped = learn_merges(pretoken_counts, num_merges, progress)
     if skipped:
         log.info("passed over %d pair(s) whose merge would have duplicated a token", skipped)

@@ -36,12 +36,12 @@ from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_training_args
 from bpe.corpus import (
     CorpusError,
+    Piece,
     Reading,
-    Slice,
-    cap_slices,
-    count_slice,
+    cap_pieces,
+    count_piece,
     expand_inputs,
-    plan_slices,
+    plan_pieces,
 )
 from bpe.io import atomic_write_text
 from prep.datatrove_engine import EXECUTORS, file_identity, stage_executor
@@ -92,7 +92,7 @@ def count_task(data, rank=0, world_size=1, *, job, work):
     counts = Counter()
     try:
         for piece in job["slices"][rank::world_size]:
-            counts.update(count_slice(Slice(**piece), reading))
+            counts.update(count_piece(Piece(**piece), reading))
     except CorpusError as exc:
         raise PrepareError(str(exc)) from None
     atomic_write_text(work.table(rank), json.dumps(counts))
@@ -141,7 +141,7 @@ def train_with_datatrove(
     """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
     (on Slurm, when the learn job ends). -> the work folder of the count tables.
 
-    slice_bytes: the size of a slice of a text or JSON lines file (default corpus.SLICE_BYTES).
+    slice_bytes: the size of a slice of a text or JSON lines file (default corpus.PIECE_BYTES).
     A bad file or option is a PrepareError (one line, naming the file).
     """
     if executor not in EXECUTORS:
@@ -150,9 +150,9 @@ def train_with_datatrove(
         _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
         reading = Reading(regex_pattern, tuple(special_tokens), text_column)
         paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
-        slices = plan_slices(paths, reading, slice_bytes)
+        slices = plan_pieces(paths, reading, slice_bytes)
         if max_chars is not None:  # the same documents as on one machine, read once here
-            slices = cap_slices(slices, reading, max_chars)
+            slices = cap_pieces(slices, reading, max_chars)
     except (CorpusError, ValueError) as exc:
         raise PrepareError(str(exc)) from None
     work = CountWork(

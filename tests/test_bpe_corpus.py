@@ -1,4 +1,4 @@
-"""bpe/corpus.py: files read as pre-token counts in slices and blocks, equal to counting each
+"""bpe/corpus.py: files read as pretoken counts in pieces and blocks, equal to counting each
 document whole; the file kinds, --max-chars, and one clear error for each bad input."""
 
 import json
@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from bpe import EOT, corpus
 from bpe.train import count_pretokens, train_bpe_from_files, train_bpe_from_iterator
 
-# Pieces that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
+# Fragments that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
 # prefixes, multi-byte characters, long runs.
-PIECES = ["a", "b", " ", "\n", "\n", "  ", "é", "中", "\u00a0", "\u2028", "\t", ".", "\r\n"]
-PIECES += [EOT, "<|endo", "x" * 40]
+FRAGMENTS = ["a", "b", " ", "\n", "\n", "  ", "é", "中", "\u00a0", "\u2028", "\t", ".", "\r\n"]
+FRAGMENTS += [EOT, "<|endo", "x" * 40]
 
 
 def count_documents(documents, pattern="gpt2", special_tokens=(EOT,)):
@@ -27,16 +27,16 @@ def count_documents(documents, pattern="gpt2", special_tokens=(EOT,)):
     return counts
 
 
-def count_in_slices(paths, reading, slice_bytes):
+def count_in_pieces(paths, reading, piece_bytes):
     counts = Counter()
-    for piece in corpus.plan_slices(paths, reading, slice_bytes):
-        counts.update(corpus.count_slice(piece, reading))
+    for piece in corpus.plan_pieces(paths, reading, piece_bytes):
+        counts.update(corpus.count_piece(piece, reading))
     return counts
 
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of 64 bytes, so that a few hundred bytes cross many block and slice boundaries."""
+    """Blocks of 64 bytes, so that a few hundred bytes cross many block and piece boundaries."""
     monkeypatch.setattr(corpus, "BLOCK_BYTES", 64)
 
 
@@ -45,28 +45,28 @@ def small_blocks(monkeypatch):
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    text=st.lists(st.sampled_from(PIECES), max_size=120).map("".join),
-    slice_bytes=st.integers(1, 200),
+    text=st.lists(st.sampled_from(FRAGMENTS), max_size=120).map("".join),
+    piece_bytes=st.integers(1, 200),
     max_chars=st.integers(0, 700),
     pattern=st.sampled_from(["gpt2", "gpt4", r"\S+|\s+"]),
     special_tokens=st.sampled_from([(), (EOT,)]),
 )
-def test_text_slices_and_blocks_count_like_the_whole_text(
-    tmp_path, text, slice_bytes, max_chars, pattern, special_tokens
+def test_text_pieces_and_blocks_count_like_the_whole_text(
+    tmp_path, text, piece_bytes, max_chars, pattern, special_tokens
 ):
     path = tmp_path / "t.txt"
     path.write_bytes(text.encode("utf-8"))
     reading = corpus.Reading(corpus.check_pattern(pattern), special_tokens)
-    assert count_in_slices([path], reading, slice_bytes) == count_pretokens(
+    assert count_in_pieces([path], reading, piece_bytes) == count_pretokens(
         text, pattern, special_tokens
     )
     # --max-chars: the counts of a prefix that ends where the text may be cut, within the cap
-    slices = corpus.cap_slices(corpus.plan_slices([path], reading, slice_bytes), reading, max_chars)
-    prefix = path.read_bytes()[: slices[-1].end if slices else 0].decode("utf-8")
+    pieces = corpus.cap_pieces(corpus.plan_pieces([path], reading, piece_bytes), reading, max_chars)
+    prefix = path.read_bytes()[: pieces[-1].end if pieces else 0].decode("utf-8")
     assert len(prefix) <= max_chars
     counts = Counter()
-    for piece in slices:
-        counts.update(corpus.count_slice(piece, reading))
+    for piece in pieces:
+        counts.update(corpus.count_piece(piece, reading))
     assert counts == count_pretokens(prefix, pattern, special_tokens)
 
 
@@ -90,7 +90,7 @@ def test_rows_are_documents_never_merged_across(tmp_path, paragraphs, name):
     documents = paragraphs[:60] + ["", "tail<|endoftext|>end"]
     path = write_rows(tmp_path, name, documents)
     reading = corpus.Reading(corpus.check_pattern("gpt2"), (EOT,))
-    assert count_in_slices([path], reading, 100) == count_documents(documents)
+    assert count_in_pieces([path], reading, 100) == count_documents(documents)
     for max_chars in (0, 1000, 10**9):
         taken, total = [], 0
         for document in documents:
@@ -107,7 +107,7 @@ def test_globs_kinds_and_workers_together_equal_training_in_memory(
 ):
     """Two workers over a .txt, a glob of .jsonl and a .parquet: the same tokenizer."""
     monkeypatch.setattr(corpus, "PARALLEL_MIN_BYTES", 0)  # the workers fork with this
-    monkeypatch.setattr(corpus, "SLICE_BYTES", 50_000)
+    monkeypatch.setattr(corpus, "PIECE_BYTES", 50_000)
     text = EOT.join(paragraphs[:2000])
     (tmp_path / "a.txt").write_text(text, encoding="utf-8")
     write_rows(tmp_path, "b1.jsonl", paragraphs[2000:2500])

@@ -26,7 +26,7 @@ def ours(gpt2_files):
 
 @pytest.fixture(scope="module")
 def gpt4_split(ours):
-    """GPT-2's vocabulary with GPT-4's pre-tokenization, and the same as a tiktoken Encoding."""
+    """GPT-2's vocabulary with GPT-4's pretokenization, and the same as a tiktoken Encoding."""
     tok = Tokenizer(ours.vocab, ours.merges, ours.special_tokens, pattern="gpt4")
     return tok, tok.to_tiktoken()
 
@@ -174,7 +174,7 @@ def test_gpt4_pattern_is_cl100ks_and_tiktoken_splits_text_the_same_way(gpt4_spli
     assert GPT4_PATTERN == CL100K_PAT
     gpt4_split, enc = gpt4_split
     # tiktoken's Rust regex engine cuts with the pattern, we cut with `regex`: same ids
-    # means the same pre-tokens.
+    # means the same pretokens.
     text = "\n".join(TRICKY) + " I'M 12345678 x\r\n\r\n  y\n\n"
     assert gpt4_split.encode_ordinary(text) == enc.encode_ordinary(text)
 

@@ -9,12 +9,12 @@ from bpe.checks import check_pattern
 from bpe.patterns import (
     GPT2_PATTERN,
     GPT4_PATTERN,
-    PreTokenizer,
+    Pretokenizer,
     ascii_stretches,
     first_uncovered,
 )
 
-# Every ASCII character, with the ones that make pre-tokenization interesting drawn more often:
+# Every ASCII character, with the ones that make pretokenization interesting drawn more often:
 # the whitespace kinds (and \x1c-\x1f, which Python's str.isspace calls space but Unicode does
 # not), apostrophes of contractions, digits, letters, punctuation.
 ascii_text = st.lists(
@@ -31,7 +31,7 @@ ascii_text = st.lists(
 @settings(max_examples=600, deadline=None)
 @given(ascii_text)
 def test_ascii_fast_path_equals_the_unicode_pattern(text):
-    pretokenizer = PreTokenizer(GPT2_PATTERN)
+    pretokenizer = Pretokenizer(GPT2_PATTERN)
     assert pretokenizer.ascii_regex.findall(text) == regex.findall(GPT2_PATTERN, text)
     assert pretokenizer.findall(text) == regex.findall(GPT2_PATTERN, text)
 
@@ -52,11 +52,11 @@ mixed_text = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(mixed_text)
 def test_mostly_ascii_text_splits_as_the_unicode_pattern(text):
-    assert PreTokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
-    pieces = ascii_stretches(text)
-    assert [start for start, _, _ in pieces[1:]] == [end for _, end, _ in pieces[:-1]]
-    assert all(text[start:end].isascii() for start, end, is_ascii in pieces if is_ascii)
-    assert "".join(text[start:end] for start, end, _ in pieces) == text
+    assert Pretokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
+    stretches = ascii_stretches(text)
+    assert [start for start, _, _ in stretches[1:]] == [end for _, end, _ in stretches[:-1]]
+    assert all(text[start:end].isascii() for start, end, is_ascii in stretches if is_ascii)
+    assert "".join(text[start:end] for start, end, _ in stretches) == text
 
 
 def test_ascii_stretches_keep_the_lines_around_non_ascii():
@@ -68,19 +68,19 @@ def test_ascii_stretches_keep_the_lines_around_non_ascii():
 
 def test_ascii_fast_path_on_tiny_shakespeare(shakespeare):
     assert shakespeare.isascii()
-    assert PreTokenizer(GPT2_PATTERN).findall(shakespeare) == regex.findall(
+    assert Pretokenizer(GPT2_PATTERN).findall(shakespeare) == regex.findall(
         GPT2_PATTERN, shakespeare
     )
 
 
 def test_non_ascii_text_and_other_patterns_take_the_unicode_regex():
     text = "Grüße, 世界 's 12345 \u00a0\u0085 x"
-    assert PreTokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
-    assert PreTokenizer(GPT4_PATTERN).ascii_regex is None
-    assert PreTokenizer(GPT4_PATTERN).findall("Hello 12345") == ["Hello", " ", "123", "45"]
-    assert PreTokenizer(r"\S+|\s+").findall("a  b") == ["a", "  ", "b"]
-    assert PreTokenizer("gpt2").pattern == GPT2_PATTERN  # a name, not the regex "gpt2"
-    assert PreTokenizer("gpt4").findall("Hello 12345") == ["Hello", " ", "123", "45"]
+    assert Pretokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
+    assert Pretokenizer(GPT4_PATTERN).ascii_regex is None
+    assert Pretokenizer(GPT4_PATTERN).findall("Hello 12345") == ["Hello", " ", "123", "45"]
+    assert Pretokenizer(r"\S+|\s+").findall("a  b") == ["a", "  ", "b"]
+    assert Pretokenizer("gpt2").pattern == GPT2_PATTERN  # a name, not the regex "gpt2"
+    assert Pretokenizer("gpt4").findall("Hello 12345") == ["Hello", " ", "123", "45"]
     assert check_pattern("gpt4") == GPT4_PATTERN
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO, assert_clean_failure
 
 from bpe import Tokenizer
-from bpe.patterns import PreTokenizer
+from bpe.patterns import Pretokenizer
 from bpe.show import ShowError, explain, merge_steps, show_tokens, token_text
 from bpe.show import main as show_main
 from bpe.train import train_bpe_from_iterator
@@ -123,7 +123,7 @@ def test_explain_lowest_on_the_book_corpus(tokenizers):
     result = run_show("--tokenizer", tokenizers / "book.json", "--explain", "lowest")
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "pre-token 'lowest': 6 bytes: 6c 6f 77 65 73 74\n"
+        "pretoken 'lowest': 6 bytes: 6c 6f 77 65 73 74\n"
         "  l o w e s t\n"
         "  l ow e s t   256: o + w -> ow\n"
         "  low e s t    257: l + ow -> low\n"
@@ -135,7 +135,7 @@ def test_explain_lowest_on_the_book_corpus(tokenizers):
 
 def test_explain_gpt2_cuts_a_character(gpt2):
     assert explain(gpt2, " 你好") == [
-        "pre-token ' 你好': 7 bytes: 20 e4 bd a0 e5 a5 bd",
+        "pretoken ' 你好': 7 bytes: 20 e4 bd a0 e5 a5 bd",
         "  Ġ <e4> <bd> <a0> <e5> <a5> <bd>",
         "  Ġ <e4 bd> <a0> <e5> <a5> <bd>    19526: <e4> + <bd> -> <e4 bd>",
         "  Ġ <e4 bd> <a0> <e5 a5> <bd>      25001: <e5> + <a5> -> <e5 a5>",
@@ -147,8 +147,8 @@ def test_merge_steps_end_where_encoding_ends(gpt2, shakespeare):
     """The steps shown are the encoder's: their last parts are the ids encode gives."""
     ranks = {token: token_id for token_id, token in gpt2.vocab.items() if token_id < 50256}
     text = shakespeare[:30_000] + " naïve café 東京 🤗 Ελλάδα"
-    pretokens = set(PreTokenizer("gpt2").findall(text))
-    assert len(pretokens) > 1_000  # every distinct pre-token of the text, not a handful
+    pretokens = set(Pretokenizer("gpt2").findall(text))
+    assert len(pretokens) > 1_000  # every distinct pretoken of the text, not a handful
     for pretoken in pretokens:
         data = pretoken.encode("utf-8")
         steps = list(merge_steps(data, ranks))

@@ -119,7 +119,7 @@ def test_plot_draws_a_png(tmp_path):
 
 
 def test_trace_of_a_large_corpus_shows_counts_only(shakespeare):
-    """Traced from the pre-token counts (any input kind); a corpus this large is not printed."""
+    """Traced from the pretoken counts (any input kind); a corpus this large is not printed."""
     counts = count_pretokens(shakespeare[:40_000], GPT2_PATTERN)
     _, merges = train_bpe_from_iterator([shakespeare[:40_000]], 258)
     starting_with_space_t = sum(n for pretoken, n in counts.items() if pretoken.startswith(" t"))

@@ -21,16 +21,16 @@ from bpe.simple import (
 
 
 def replay_merges(text, merges):
-    """minbpe's way to encode: apply every merge in training order with merge_pair, per pre-token."""
+    """minbpe's way to encode: apply every merge in training order with merge_pair, per pretoken."""
     ids_of = {bytes([b]): b for b in range(256)}
     for i, (a, b) in enumerate(merges):
         ids_of[a + b] = 256 + i
     ids = []
-    for pre_token in regex.findall(GPT2_PATTERN, text):
-        pre_token_ids = list(pre_token.encode("utf-8"))
+    for pretoken in regex.findall(GPT2_PATTERN, text):
+        pretoken_ids = list(pretoken.encode("utf-8"))
         for i, (a, b) in enumerate(merges):
-            pre_token_ids = merge_pair(pre_token_ids, (ids_of[a], ids_of[b]), 256 + i)
-        ids.extend(pre_token_ids)
+            pretoken_ids = merge_pair(pretoken_ids, (ids_of[a], ids_of[b]), 256 + i)
+        ids.extend(pretoken_ids)
     return ids
 
 
@@ -44,7 +44,7 @@ def test_get_pair_counts_and_merge_pair_examples():
     assert merge_pair([1, 1, 1], (1, 1), 2) == [2, 1]  # left to right, never overlapping
 
 
-def test_segments_and_pre_tokens():
+def test_segments_and_pretokens():
     assert split_on_special_tokens(f"a{EOT}b", [EOT]) == ["a", EOT, "b"]
     assert split_on_special_tokens("ab", []) == ["ab"]
     # A special token that is a prefix of a longer one: the longer wins ("longest first").
@@ -73,7 +73,7 @@ def test_lecture_abababab():
 
 
 def test_lecture_the_cat_in_the_hat():
-    # Pre-tokens: "the", " cat", " in", " the", " hat". (t,h), (h,e) and (a,t) all occur
+    # Pretokens: "the", " cat", " in", " the", " hat". (t,h), (h,e) and (a,t) all occur
     # twice; the tie goes to the greatest bytes, "t" > "h" > "a", so "th" comes first.
     # Then (th,e) and (a,t) tie at 2 and "th" > "a": "the". The notes' 256 = "th",
     # 257 = "the" come out exactly; " the" is not a token yet (" " + "the" occurs once).
@@ -108,7 +108,7 @@ def test_too_small_corpus_stops_early_and_unseen_capital_round_trips():
 
 
 def test_ties_go_to_the_greatest_bytes():
-    # Pre-tokens "ab", " cd", " ef": every pair occurs once; the greatest is (e, f).
+    # Pretokens "ab", " cd", " ef": every pair occurs once; the greatest is (e, f).
     assert train("ab cd ef", 257)[1] == [(b"e", b"f")]
     # Same left token: the right one decides.
     assert train("xa xc xb", 257, pattern=r"\S+|\s+")[1] == [(b"x", b"c")]
@@ -145,14 +145,14 @@ def test_special_tokens_are_never_merged_across_and_get_the_last_ids():
     assert decode(ids, vocab) == text
 
 
-# ---------------------------------------------------------------- encoding one pre-token
+# ---------------------------------------------------------------- encoding one pretoken
 
 HELLO_RANKS = {bytes([b]): b for b in range(256)} | {b"he": 256, b"ll": 257, b"hell": 258}
 
 
 def test_encode_pretoken_worked_example():
     # The docstring's example: h e l l o -> he l l o -> he ll o -> hell o. More cases (lowest
-    # rank first, a pre-token that is a token) are in test_bpe_tokenizer.py, fast == simple.
+    # rank first, a pretoken that is a token) are in test_bpe_tokenizer.py, fast == simple.
     assert encode_pretoken(b"hello", HELLO_RANKS) == [258, ord("o")]
 
 

@@ -19,7 +19,7 @@ def byte_vocab():
     return {b: bytes([b]) for b in range(256)}
 
 
-# ---------------------------------------------------------------- BPE on one pre-token
+# ---------------------------------------------------------------- BPE on one pretoken
 
 HELLO_RANKS = {bytes([b]): b for b in range(256)} | {b"he": 256, b"ll": 257, b"hell": 258}
 ABC_RANKS = {bytes([b]): b for b in range(256)} | {b"bc": 256, b"ab": 257, b"aa": 258}
@@ -32,25 +32,25 @@ ABCD_RANKS = {bytes([b]): b for b in range(256)} | {
 
 
 @pytest.mark.parametrize(
-    "pre_token, ranks, expected",
+    "pretoken, ranks, expected",
     [
         pytest.param(b"hello", HELLO_RANKS, [258, ord("o")], id="worked-example"),
         pytest.param(b"abc", ABC_RANKS, [ord("a"), 256], id="lowest-rank-first"),
         pytest.param(b"aaa", ABC_RANKS, [258, ord("a")], id="leftmost-of-equal-ranks"),
-        pytest.param(b"abcd", ABCD_RANKS, [259], id="a-pre-token-that-is-a-token"),
+        pytest.param(b"abcd", ABCD_RANKS, [259], id="a-pretoken-that-is-a-token"),
         pytest.param(b"abcdx", ABCD_RANKS, [97, 256, 100, 120], id="merged-step-by-step"),
         pytest.param(b"", HELLO_RANKS, [], id="empty"),
     ],
 )
-def test_fast_encode_pretoken_gives_the_simple_examples(pre_token, ranks, expected):
-    assert encode_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks) == expected
+def test_fast_encode_pretoken_gives_the_simple_examples(pretoken, ranks, expected):
+    assert encode_pretoken(pretoken, ranks) == simple.encode_pretoken(pretoken, ranks) == expected
 
 
 @settings(max_examples=300, deadline=None)
-@given(pre_token=st.binary(max_size=40))
-def test_fast_encode_pretoken_equals_simple_on_random_bytes(trained, pre_token):
+@given(pretoken=st.binary(max_size=40))
+def test_fast_encode_pretoken_equals_simple_on_random_bytes(trained, pretoken):
     ranks = trained._ranks
-    assert encode_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks)
+    assert encode_pretoken(pretoken, ranks) == simple.encode_pretoken(pretoken, ranks)
 
 
 TWO_LETTER_MERGES = [
@@ -65,23 +65,21 @@ TWO_LETTER_MERGES = [
 
 
 @settings(max_examples=300, deadline=None)
-@given(pre_token=st.text(alphabet="ab", max_size=30).map(str.encode))
-def test_fast_encode_pretoken_equals_simple_on_a_two_letter_vocabulary(pre_token):
+@given(pretoken=st.text(alphabet="ab", max_size=30).map(str.encode))
+def test_fast_encode_pretoken_equals_simple_on_a_two_letter_vocabulary(pretoken):
     # Many overlapping tokens of a, b: the hardest case for the neighbour bookkeeping.
     tok = hand_made_tokenizer(TWO_LETTER_MERGES)
-    assert encode_pretoken(pre_token, tok._ranks) == simple.encode_pretoken(pre_token, tok._ranks)
+    assert encode_pretoken(pretoken, tok._ranks) == simple.encode_pretoken(pretoken, tok._ranks)
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    pre_token=st.one_of(
-        st.binary(max_size=80), st.text(alphabet="ab", max_size=120).map(str.encode)
-    )
+    pretoken=st.one_of(st.binary(max_size=80), st.text(alphabet="ab", max_size=120).map(str.encode))
 )
-def test_heap_encode_of_long_pretokens_equals_simple(trained, pre_token):
+def test_heap_encode_of_long_pretokens_equals_simple(trained, pretoken):
     """encode_long_pretoken (a heap, n log n) is called directly: any length must agree."""
     for ranks in (trained._ranks, hand_made_tokenizer(TWO_LETTER_MERGES)._ranks):
-        assert encode_long_pretoken(pre_token, ranks) == simple.encode_pretoken(pre_token, ranks)
+        assert encode_long_pretoken(pretoken, ranks) == simple.encode_pretoken(pretoken, ranks)
 
 
 def test_heap_encode_takes_a_pretoken_that_is_a_token_whole():
@@ -91,7 +89,7 @@ def test_heap_encode_takes_a_pretoken_that_is_a_token_whole():
 
 
 def test_one_huge_pretoken_encodes_as_tiktoken():
-    """200,000 "x" is one pre-token: the heap path takes about a second (the scan took minutes)."""
+    """200,000 "x" is one pretoken: the heap path takes about a second (the scan took minutes)."""
     vocab, merges = bpe.train_bpe_from_iterator(["x" * 4096], 256 + 12)
     tok = Tokenizer(vocab, merges)
     text = "x" * 200_000 + "y" + "x" * 3

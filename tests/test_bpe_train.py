@@ -1,4 +1,4 @@
-"""bpe/train.py: the fast trainer equals simple.train; slices, workers, files."""
+"""bpe/train.py: the fast trainer equals simple.train; pieces, workers, files."""
 
 import warnings
 from collections import Counter
@@ -13,7 +13,7 @@ from bpe.train import (
     count_pretokens,
     count_pretokens_parallel,
     learn_merges,
-    slice_bounds,
+    piece_bounds,
     train_bpe,
     train_bpe_from_iterator,
 )
@@ -147,9 +147,9 @@ def test_trained_tokenizer_encodes_as_simple_encode(shakespeare):
     st.sampled_from(["gpt2", "gpt4", r"\S+|\s+"]),
     st.sampled_from([(), ("<|e|>",)]),
 )
-def test_slices_pretokenize_like_the_whole_text(body, target, pattern, special_tokens):
+def test_pieces_pretokenize_like_the_whole_text(body, target, pattern, special_tokens):
     text = body.replace("!", "<|e|>") if special_tokens else body
-    bounds = slice_bounds(text, target, pattern, special_tokens)
+    bounds = piece_bounds(text, target, pattern, special_tokens)
     assert bounds[0] == 0 and bounds[-1] == len(text) and bounds == sorted(bounds)
     counts = Counter()
     for start, end in zip(bounds, bounds[1:]):
@@ -168,7 +168,7 @@ def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
 
 
 def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, monkeypatch):
-    monkeypatch.setattr(corpus, "SLICE_BYTES", 200_000)  # six slices, read by two workers
+    monkeypatch.setattr(corpus, "PIECE_BYTES", 200_000)  # six pieces, read by two workers
     from_file = train_bpe(shakespeare_path, 2000, [EOT], num_workers=2)
     assert from_file == train_bpe_from_iterator([shakespeare], 2000, [EOT])
     vocab, merges = from_file
@@ -177,7 +177,7 @@ def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, mon
     assert merges[:5] == [(b" ", b"t"), (b"h", b"e"), (b" ", b"a"), (b"o", b"u"), (b" ", b"s")]
 
 
-# ---------------------------------------------------------------- long pre-tokens
+# ---------------------------------------------------------------- long pretokens
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ def test_long_pretokens_train_as_simple_train(text):
 @settings(max_examples=150, deadline=None)
 @given(corpora(), st.integers(0, 40), st.integers(1, 6))
 def test_long_path_equals_simple_on_random_corpora(texts, num_merges, long_pretoken):
-    """With STR_MERGE_BYTES lowered, most pre-tokens take the long path, mixed with the short."""
+    """With STR_MERGE_BYTES lowered, most pretokens take the long path, mixed with the short."""
     joined = "".join(texts)
     expected = train_quietly(simple.train, joined, 256 + num_merges)
     saved = train_module.STR_MERGE_BYTES
