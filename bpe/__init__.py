@@ -9,13 +9,18 @@ Read in this order:
 
 1. simple.py: a whole BPE in one sitting (count pairs, merge a pair, train, encode, decode),
    with the worked examples; it alone trains, encodes and decodes Tiny Shakespeare.
-2. patterns.py: GPT-2's and GPT-4's pretokenization regexes.
-3. train.py: the fast trainer (`train_bpe`), equal to simple.train.
-4. tokenizer.py: the fast encoder (`Tokenizer`), equal to simple.encode, and its tiktoken export.
-5. io.py: files (our JSON, GPT-2's pair, the printable byte alphabet, strict UTF-8, atomic writes).
-6. checks.py: the argument checks all of the above share.
-7. show.py, show_training.py: see it work (`python -m bpe show`, `train_tokenizer.py --trace`
+2. patterns.py: GPT-2's and GPT-4's pretokenization regexes, and the faster ASCII path.
+3. train.py: the fast trainer (`train_bpe`), equal to simple.train, in simple.train's phases.
+4. corpus.py: files read as pretoken counts by worker processes, one piece each, in memory
+   that does not grow with the corpus (and the words pretoken, piece, block).
+5. tokenizer.py: the fast encoder (`Tokenizer`), equal to simple.encode, and its tiktoken export.
+6. io.py: files (our JSON, GPT-2's pair, the printable byte alphabet, atomic writes).
+7. checks.py: the argument checks all of the above share.
+8. show.py, show_training.py: see it work (`python -m bpe show`, `train_tokenizer.py --trace`
    and `--sweep`).
+
+It imports nothing else of the project it lives in: copy the folder out and it works (numpy,
+regex and tiktoken are its dependencies; pyarrow for parquet files).
 """
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, first_uncovered
