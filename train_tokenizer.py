@@ -38,6 +38,7 @@ from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_tiktoken_special_tokens, check_training_args
 from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
 from bpe.io import render_token
+from bpe.patterns import PATTERNS
 from bpe.show_training import (
     TRACE_CORPUS_BYTES,
     corpus_pretokens,
@@ -95,7 +96,7 @@ def parse_args(argv=None):
     parser.add_argument(
         "--pattern",
         default="gpt2",
-        choices=["gpt2", "gpt4"],
+        choices=list(PATTERNS),
         help="pretokenization regex (default: gpt2)",
     )
     parser.add_argument(

@@ -9,7 +9,7 @@ Read in this order:
 
 1. simple.py: a whole BPE in one sitting (count pairs, merge a pair, train, encode, decode),
    with the worked examples; it alone trains, encodes and decodes Tiny Shakespeare.
-2. patterns.py: GPT-2's and GPT-4's pretokenization regexes, and the faster ASCII path.
+2. patterns.py: GPT-2's, GPT-4's and nanochat's pretokenization regexes, and the faster ASCII path.
 3. train.py: the fast trainer (`train_bpe`), equal to simple.train, in simple.train's phases.
 4. corpus.py: files read as pretoken counts by worker processes, one piece each, in memory
    that does not grow with the corpus (and the words pretoken, piece, block).
@@ -23,7 +23,7 @@ It imports nothing else of the project it lives in: copy the folder out and it w
 regex and tiktoken are its dependencies; pyarrow for parquet files).
 """
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, first_uncovered
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN, first_uncovered
 from .simple import EOT, get_pair_counts, merge_pair
 from .tokenizer import Tokenizer
 from .train import train_bpe, train_bpe_from_counts, train_bpe_from_files, train_bpe_from_iterator
@@ -40,4 +40,5 @@ __all__ = [
     "first_uncovered",
     "GPT2_PATTERN",
     "GPT4_PATTERN",
+    "NANOCHAT_PATTERN",
 ]

@@ -37,7 +37,7 @@ def check_vocab_size(vocab_size, special_tokens):
 
 
 def check_pattern(pattern):
-    """A pattern name ("gpt2", "gpt4") or a regex string -> the regex string.
+    """A pattern name ("gpt2", "gpt4", "nanochat") or a regex string -> the regex string.
 
     "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through).
     """
@@ -47,7 +47,7 @@ def check_pattern(pattern):
         regex.compile(pattern)
     except (regex.error, TypeError) as exc:
         raise ValueError(
-            f"pattern {pattern!r} is neither 'gpt2', 'gpt4' nor a valid regex: {exc}"
+            f"pattern {pattern!r} is neither a name ({', '.join(PATTERNS)}) nor a valid regex: {exc}"
         ) from None
     return pattern
 
@@ -94,5 +94,5 @@ def check_tiktoken_pattern(pattern):
     except ValueError as exc:
         raise ValueError(
             f"pattern {pattern!r} is a valid Python regex but tiktoken cannot compile it "
-            f"({exc}); use 'gpt2', 'gpt4' or a regex without that construct"
+            f"({exc}); use a name ({', '.join(PATTERNS)}) or a regex without that construct"
         ) from None

@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checks import check_pattern, check_special_tokens
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, Pretokenizer
+from .patterns import LINE_CUT_PATTERNS, Pretokenizer
 from .simple import split_on_special_tokens
 
 BLOCK_BYTES = 1 << 20  # what a worker reads at a time
@@ -165,7 +165,7 @@ class Cutter:
     """
 
     def __init__(self, pattern, special_tokens):
-        self.on_lines = pattern in (GPT2_PATTERN, GPT4_PATTERN)
+        self.on_lines = pattern in LINE_CUT_PATTERNS
         self.specials = [token.encode("utf-8") for token in special_tokens]
         # A cut this close to the end of the bytes at hand cannot be checked yet.
         self.margin = max([4] + [len(token) for token in self.specials])

@@ -17,7 +17,7 @@ sha256 can name the tokenizer in a dataset's metadata:
       ]
     }
 
-- `pattern`: "gpt2" or "gpt4" when it is one of those, else the regex itself.
+- `pattern`: "gpt2", "gpt4" or "nanochat" when it is one of those, else the regex itself.
 - `special_tokens`: string -> id, in id order.
 - `single_bytes`: always written; 256 characters, the one at position i is the byte whose
   id is i, in GPT-2's printable alphabet (`render_token`). A trained tokenizer has

@@ -5,14 +5,14 @@ BPE never merges across a pretoken boundary, so " dog" and "dog." can share the 
 splits first and merges second).
 
 A pattern must match every character: what no pretoken covers is not encoded at all.
-GPT-2's and GPT-4's do (see GPT2_PATTERN); `first_uncovered` finds what a custom one misses.
+GPT-2's, GPT-4's and nanochat's do (see GPT2_PATTERN); `first_uncovered` finds what a custom one misses.
 """
 
 import re
 
 import regex
 
-# Both patterns cover every text: every character is a letter (\p{L}), a number (\p{N}),
+# The three patterns cover every text: every character is a letter (\p{L}), a number (\p{N}),
 # whitespace (\s) or none of these ([^\s\p{L}\p{N}]), and each of the four classes has an
 # alternative that matches one such character wherever it stands (the final `\s` for
 # whitespace), so the matches of findall follow each other with no gap.
@@ -29,7 +29,11 @@ GPT2_PATTERN = (
 # most three digits, and newlines kept apart from other punctuation.
 GPT4_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
 
-PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN}
+# nanochat's (nanochat/tokenizer.py SPLIT_PATTERN, trained with rustbpe): GPT-4's as minbpe
+# writes it, with numbers in groups of at most two digits ("a sweet spot for a 32K vocab").
+NANOCHAT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+
+PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "nanochat": NANOCHAT_PATTERN}
 
 # On text that is all ASCII, GPT-2's pattern means exactly this one: \p{L} is [A-Za-z], \p{N}
 # is [0-9], \s is [ \t\n\v\f\r] (compiled with re.ASCII). Python's own `re` runs it about twice
@@ -41,7 +45,10 @@ GPT2_PATTERN_ASCII = (
 ASCII_EQUIVALENTS = {GPT2_PATTERN: GPT2_PATTERN_ASCII}
 
 
-COVER_EVERY_TEXT = {GPT2_PATTERN, GPT4_PATTERN}
+COVER_EVERY_TEXT = {GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN}
+# The patterns whose pretokens never span a cut right after a newline with a non-space
+# character on both sides (is_line_cut): a text may be cut there into pieces and stretches.
+LINE_CUT_PATTERNS = {GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN}
 
 
 def first_uncovered(pattern, text, start=0, end=None):
@@ -65,7 +72,7 @@ class Pretokenizer:
 
     Pretokenizer("gpt2").findall("Hello world!") -> ["Hello", " world", "!"]
     The same pretokens as regex.findall(pattern, text) for every text. `pattern` is a name
-    ("gpt2", "gpt4") or a regex; a name must not be read as the regex matching its own letters.
+    ("gpt2", "gpt4", "nanochat") or a regex; a name must not be read as the regex matching its own letters.
     """
 
     def __init__(self, pattern):

@@ -130,7 +130,7 @@ class Tokenizer:
     special_tokens: {"<|endoftext|>": id} with ids right after the merges, or a list of
              strings given ids in that order (an id already in `vocab` for that string is
              kept). None: any vocab entries after the merges are the special tokens.
-    pattern: "gpt2", "gpt4" or a regex that cuts text into pretokens. Encoding refuses a
+    pattern: "gpt2", "gpt4", "nanochat" or a regex that cuts text into pretokens. Encoding refuses a
              text with a character the pattern does not match (it would be lost).
     """
 

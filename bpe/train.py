@@ -31,7 +31,7 @@ import numpy as np
 
 from .checks import check_pattern, check_training_args
 from .corpus import count_corpus, straddles_special
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, Pretokenizer
+from .patterns import LINE_CUT_PATTERNS, Pretokenizer
 from .simple import special_token_regex, split_on_special_tokens
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     before a special token (the text is split there anyway); a custom pattern only there.
     Returns [0, ..., len(text)].
     """
-    on_lines = check_pattern(pattern) in (GPT2_PATTERN, GPT4_PATTERN)
+    on_lines = check_pattern(pattern) in LINE_CUT_PATTERNS
     special = special_token_regex(special_tokens) if special_tokens else None
     bounds = [0]
     position = target_chars

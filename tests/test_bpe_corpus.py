@@ -48,7 +48,7 @@ def small_blocks(monkeypatch):
     text=st.lists(st.sampled_from(FRAGMENTS), max_size=120).map("".join),
     piece_bytes=st.integers(1, 200),
     max_chars=st.integers(0, 700),
-    pattern=st.sampled_from(["gpt2", "gpt4", r"\S+|\s+"]),
+    pattern=st.sampled_from(["gpt2", "gpt4", "nanochat", r"\S+|\s+"]),
     special_tokens=st.sampled_from([(), (EOT,)]),
 )
 def test_text_pieces_and_blocks_count_like_the_whole_text(

@@ -145,7 +145,7 @@ def write_json_file(tmp_path, change):
         ),
         pytest.param(
             lambda d: d.update(pattern="(unclosed"),
-            "neither 'gpt2', 'gpt4' nor a valid regex",
+            r"neither a name \(gpt2, gpt4, nanochat\) nor a valid regex",
             id="pattern-invalid",
         ),
         pytest.param(

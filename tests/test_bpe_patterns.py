@@ -9,6 +9,7 @@ from bpe.checks import check_pattern
 from bpe.patterns import (
     GPT2_PATTERN,
     GPT4_PATTERN,
+    NANOCHAT_PATTERN,
     Pretokenizer,
     ascii_stretches,
     first_uncovered,
@@ -108,6 +109,31 @@ def test_first_uncovered_within_bounds():
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=100))
-def test_gpt2_and_gpt4_patterns_cover_any_unicode_text(text):
+def test_the_named_patterns_cover_any_unicode_text(text):
     assert first_uncovered(GPT2_PATTERN, text) is None
     assert first_uncovered(GPT4_PATTERN, text) is None
+    assert first_uncovered(NANOCHAT_PATTERN, text) is None
+
+
+def test_nanochat_pattern_is_gpt4s_with_two_digit_numbers():
+    """nanochat/tokenizer.py's SPLIT_PATTERN: numbers in twos; the rest as GPT-4's, save GPT-4's
+    `\\s++$` (a whitespace run with a newline at the very end is one pretoken there)."""
+    assert check_pattern("nanochat") == NANOCHAT_PATTERN
+    text = "Hello 12345 we'LL\n\n  go...\r\n x"
+    assert Pretokenizer("nanochat").findall(text) == [
+        "Hello",
+        " ",
+        "12",
+        "34",
+        "5",
+        " we",
+        "'LL",
+        "\n\n",
+        " ",
+        " go",
+        "...\r\n",
+        " x",
+    ]
+    assert regex.findall(GPT4_PATTERN, text)[2:4] == ["123", "45"]
+    assert regex.findall(GPT4_PATTERN, "a\n ") == ["a", "\n "]
+    assert regex.findall(NANOCHAT_PATTERN, "a\n ") == ["a", "\n", " "]

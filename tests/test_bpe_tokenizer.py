@@ -303,12 +303,10 @@ def test_encode_iterable_equals_encode_wherever_the_text_is_cut(trained, text, c
 @given(
     text=STREAM_TEXT,
     cuts=st.lists(st.integers(0, 200), max_size=8),
-    pattern=st.sampled_from(["gpt2", "gpt4"]),
+    pattern=st.sampled_from(["gpt2", "gpt4", "nanochat"]),
     specials=st.sampled_from([[], [EOT, EOT + EOT, "<|"]]),
 )
-def test_encode_iterable_with_both_patterns_with_and_without_specials(
-    text, cuts, pattern, specials
-):
+def test_encode_iterable_with_each_pattern_with_and_without_specials(text, cuts, pattern, specials):
     tok = hand_made_tokenizer(
         [(b" ", b" "), (b"\r", b"\n"), (b"'", b"l"), (b"'l", b"l")], specials, pattern
     )

@@ -144,7 +144,7 @@ def test_trained_tokenizer_encodes_as_simple_encode(shakespeare):
 @given(
     st.text(st.sampled_from("ab .!\n\r\t\u00a0é"), max_size=200),
     st.integers(1, 30),
-    st.sampled_from(["gpt2", "gpt4", r"\S+|\s+"]),
+    st.sampled_from(["gpt2", "gpt4", "nanochat", r"\S+|\s+"]),
     st.sampled_from([(), ("<|e|>",)]),
 )
 def test_pieces_pretokenize_like_the_whole_text(body, target, pattern, special_tokens):

@@ -57,19 +57,20 @@ def test_trains_saves_and_reports(shakespeare_50k, tmp_path):
     assert tok.decode(tok.encode(sample)) == sample and tok.encode(sample)[-1] == 599
 
 
-def test_several_inputs_and_gpt4_pattern(tmp_path):
+@pytest.mark.parametrize("pattern", ["gpt4", "nanochat"])
+def test_several_inputs_and_a_named_pattern(tmp_path, pattern):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("hello hello hello 12345\n", encoding="utf-8")
     b.write_text("world world hello\n", encoding="utf-8")
     out = tmp_path / "tok.json"
     result = run_cli(
-        "--input", a, b, "--vocab-size", 268, "--out", out, "--pattern", "gpt4", "--workers", 1
+        "--input", a, b, "--vocab-size", 268, "--out", out, "--pattern", pattern, "--workers", 1
     )
     assert result.returncode == 0, result.stderr
-    expected = train_bpe_from_iterator([a.read_text(), b.read_text()], 268, pattern="gpt4")
+    expected = train_bpe_from_iterator([a.read_text(), b.read_text()], 268, pattern=pattern)
     tok = Tokenizer.load(out)
     assert (tok.vocab, tok.merges) == expected
-    assert tok.pattern_name == "gpt4"
+    assert tok.pattern_name == pattern
 
 
 def test_small_corpus_says_it_stopped_early(tmp_path):
