@@ -1,36 +1,1822 @@
-"""Check a prepared data folder against its meta.json, or see what nanoGPT will read from it:
+"""What the data/*/prepare.py lessons share: everything between "the text" and "train.bin".
+
+Read it top to bottom after data/shakespeare_char/prepare.py; each section is one job:
+
+1. errors: a problem the user can fix is one `error: ...` line, never a traceback (run_main)
+2. arguments: argparse, with one-line usage errors and checked numbers
+3. files: read a text strictly, hash a file, write one atomically
+4. downloads: pinned remote files, fetched (or copied from NANOGPT_DATA_MIRROR) and checksummed
+5. tokenizers: the tiktoken Encoding a BPE lesson encodes with: GPT-2's or a trained one
+6. bin files: the dtype of the ids, and writing them (nanoGPT's raw .bin files)
+7. the folder commit: the outputs replace the old ones as one transaction, under a lock
+8. metadata: meta.json (readable, safe) and nanoGPT's meta.pkl
+9. documents: OpenWebText (or local files) loaded with `datasets`, split and tokenized
+10. verify and show: check a prepared folder; see one block as nanoGPT's get_batch reads it
+
+It is also a command, for any prepared folder:
 
     python prepare_common.py verify data/shakespeare_char
-    python prepare_common.py show data/shakespeare_char [--split val] [--block-size 8]
-
-`verify` recomputes what meta.json records (each split's size, sha256 and largest id, the
-source's and the tokenizer's sha256) and decodes the start of val; each problem is one `error:`
-line, and the exit code is 1 if there is any. `show` prints one block as
-nanoGPT's get_batch takes it: x, and y, the next token of each (prep/show.py). The code the
-prepare.py scripts share lives in the `prep` package (prep/__init__.py lists its modules in reading order).
+    python prepare_common.py show data/shakespeare_char --split val --block-size 8
 """
 
+import argparse
+import contextlib
+import errno
+import functools
+import glob
+import hashlib
+import json
+import math
+import os
+import pickle
+import re
+import shutil
+import signal
+import stat
 import sys
+import threading
+import time
+from collections import namedtuple
+from pathlib import Path
 
-from prep import show
-from prep.arguments import ArgumentParser
-from prep.errors import run_main
-from prep.meta import verify
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# 1. errors: a problem the user can fix is one line on stderr, exit code 1, no traceback
+
+
+class PrepareError(Exception):
+    """A problem the user can fix: printed as one line, without a traceback, by `run_main`."""
+
+
+def run_main(main):
+    """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
+
+    Ctrl-C (exit code 130) and SIGTERM (143) say what they left: the folder commit's message when
+    they stopped a run staging its outputs. An OSError no code turned into a clearer message
+    still gets one line (with the file it names), not a traceback.
+    """
+    # a file name that is not valid UTF-8 must not turn a print into a crash
+    sys.stdout.reconfigure(errors="backslashreplace")
+    sys.stderr.reconfigure(errors="backslashreplace")
+    try:
+        main()
+    except PrepareError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        print(f"error: {str(exc) or interrupted_message(what)}", file=sys.stderr)
+        sys.exit(143 if isinstance(exc, Terminated) else 130)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. arguments: a bad value is one `error:` line (exit code 2), like every failure
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse.ArgumentParser whose usage errors are one line: `error: ... (see --help)`."""
+
+    def error(self, message):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def fraction(text):
+    """A number strictly between 0 and 1: "0.0005" -> 0.0005; "nan", "inf", "0", "1" -> error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise argparse.ArgumentTypeError(f"{text} is not a number strictly between 0 and 1")
+    return value
+
+
+def _whole_number(text):
+    """The integer `text` names: "12" -> 12; "1.5", "x" -> error."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def seed(text):
+    """A random seed numpy accepts, 0 to 2**32 - 1: "2357" -> 2357; "-1" -> error."""
+    value = _whole_number(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 2**32 - 1")
+    return value
+
+
+def positive_int(text):
+    """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
+    value = _whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is less than 1")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. files: read strictly, hash, and never leave a half-written output
+
+
+def read_text(path):
+    """Read a whole file as strict UTF-8; a bad byte is an error that gives its offset."""
+    path = Path(path)
+    with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            # a pipe would block (or be read once, then hashed empty): refuse it before opening
+            raise PrepareError(
+                f"{path} is not a regular file (a pipe or a device?); save the text to a file "
+                f"and pass that"
+            )
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise PrepareError(f"{path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise PrepareError(f"{path} is a folder, not a text file") from None
+    except OSError as exc:
+        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PrepareError(
+            f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start : exc.start + 1]!r}; "
+            f"convert the file to UTF-8 first"
+        ) from None
+
+
+def sha256_file(path):
+    """The hex sha256 of a file's bytes, read 1 MB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
+
+    A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
+    half-written file that looks valid. The temporary name is in the same folder, so the rename
+    is atomic, and hidden and pid-tagged, so it never looks like a finished output and two runs
+    don't collide: train.bin -> .train.bin.1234.tmp
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. downloads: known remote files, downloaded once and checked against a pinned sha256
+#
+# The classic failure this prevents is an HTML error page saved as input.txt: whatever server
+# answered, the bytes are renamed into place only if their sha256 is the pinned one.
+
+
+MIRROR_ENV = "NANOGPT_DATA_MIRROR"
+CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds
+
+# url: the origin; sha256: pinned, the body must hash to it whatever server sent it;
+# mirror_path: where the same bytes sit inside a mirror (NANOGPT_DATA_MIRROR).
+RemoteFile = namedtuple("RemoteFile", ["url", "sha256", "mirror_path"])
+
+TINY_SHAKESPEARE = RemoteFile(
+    url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+    sha256="86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+    mirror_path="tinyshakespeare/input.txt",
+)
+GPT2_VOCAB_BPE = RemoteFile(
+    url="https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
+    sha256="1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    mirror_path="gpt2/vocab.bpe",
+)
+GPT2_ENCODER_JSON = RemoteFile(
+    url="https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
+    sha256="196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    mirror_path="gpt2/encoder.json",
+)
+MIRROR_LAYOUT = ", ".join(
+    f.mirror_path for f in (TINY_SHAKESPEARE, GPT2_VOCAB_BPE, GPT2_ENCODER_JSON)
+)
+
+
+def fetch(remote, dest):
+    """Put `remote`'s bytes at `dest`, checked against its pinned sha256; return `dest`.
+
+    An existing `dest` with the right hash is reused; with a wrong hash we stop: it is never
+    trusted and never silently overwritten. With NANOGPT_DATA_MIRROR set, the bytes come from
+    the mirror (a folder or an http(s) base URL) instead of the origin, through the same checks.
+    """
+    dest = Path(dest)
+    if dest.exists():
+        if not dest.is_file():
+            raise PrepareError(f"{dest} exists and is not a file; move it away and run again")
+        found = sha256_file(dest)
+        if found != remote.sha256:
+            raise PrepareError(
+                f"{dest} exists but its sha256 is {found}, not the expected {remote.sha256}; "
+                f"delete it to download it again"
+            )
+        return dest
+    if not dest.parent.is_dir():
+        raise PrepareError(f"cannot download to {dest}: {dest.parent} is not a folder")
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    if not mirror:
+        return download(remote.url, remote.sha256, dest)
+    if mirror.startswith(("http://", "https://")):
+        return download(f"{mirror.rstrip('/')}/{remote.mirror_path}", remote.sha256, dest)
+    return _copy_verified(Path(mirror) / remote.mirror_path, remote.sha256, dest)
+
+
+def download(url, expected_sha256, dest, retries=3, backoff=1.0):
+    """Stream `url` to `dest` and check its sha256; retry connection errors and 5xx, not 4xx.
+
+    Attempt k (from 0) that fails transiently waits `backoff * 2**k` seconds before the next;
+    after `retries` retries the last failure is raised as a PrepareError naming the URL.
+    """
+    import requests
+
+    transient = (
+        requests.ConnectionError,
+        requests.Timeout,
+        requests.exceptions.ChunkedEncodingError,
+    )
+    for attempt in range(retries + 1):
+        response = None
+        try:
+            with requests.get(
+                url, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+            ) as response:
+                if response.status_code >= 500:
+                    raise _RetryableStatus(response.status_code, response.reason)
+                if not 200 <= response.status_code < 300:
+                    raise PrepareError(
+                        f"downloading {url} failed with HTTP status {response.status_code} "
+                        f"{response.reason}; check the address or your network, then run again"
+                    )
+                length = response.headers.get("Content-Length")
+                # With Content-Encoding the header counts compressed bytes, not the ones we get.
+                total = (
+                    int(length) if length and not response.headers.get("Content-Encoding") else None
+                )
+                return _save_verified(
+                    response.iter_content(1 << 16), expected_sha256, dest, url, total
+                )
+        except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
+            raise PrepareError(
+                f"{url} is not a valid URL ({exc}); check {MIRROR_ENV} if it is set"
+            ) from None
+        except (_RetryableStatus, *transient) as exc:
+            if attempt == retries:
+                if (
+                    isinstance(exc, requests.exceptions.ChunkedEncodingError)
+                    and response is not None
+                ):
+                    # raw.tell() and Content-Length both count the bytes as sent (maybe compressed)
+                    length = response.headers.get("Content-Length", "")
+                    of_total = f" of {int(length):,}" if length.isdigit() else ""
+                    raise PrepareError(
+                        f"{url} was cut short {retries + 1} times, the last time after "
+                        f"{response.raw.tell():,}{of_total} bytes; nothing was saved, run again"
+                    ) from None
+                raise PrepareError(
+                    f"cannot download {url} after {retries + 1} attempts ({exc}); check your network, "
+                    f"or set {MIRROR_ENV} to a folder holding a copy"
+                ) from None
+            time.sleep(backoff * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+class _RetryableStatus(Exception):
+    def __init__(self, status, reason):
+        super().__init__(f"HTTP status {status} {reason}")
+
+
+def _copy_verified(source, expected_sha256, dest):
+    """Copy a local file (a mirror's copy) to `dest` with the same checks as a download."""
+    source = Path(source)
+    if not source.is_file():
+        raise PrepareError(
+            f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder laid out "
+            f"as {MIRROR_LAYOUT}, or be unset to download from the origin"
+        )
+
+    def blocks():
+        with open(source, "rb") as f:
+            yield from iter(lambda: f.read(1 << 20), b"")
+
+    return _save_verified(blocks(), expected_sha256, dest, source, source.stat().st_size)
+
+
+def _save_verified(blocks, expected_sha256, dest, source, total_bytes):
+    """Write an iterable of byte blocks to `dest` via a temp name, if their sha256 matches.
+
+    `total_bytes` is the size the source announced (None if unknown): fewer bytes is an error.
+    """
+    digest = hashlib.sha256()
+    received = 0
+    with atomic_path(dest) as tmp:
+        with open(tmp, "wb") as f:
+            for block in blocks:
+                f.write(block)
+                digest.update(block)
+                received += len(block)
+        if total_bytes is not None and received != total_bytes:
+            raise PrepareError(
+                f"{source} was cut short: received {received:,} of {total_bytes:,} bytes; "
+                f"nothing was saved, run again"
+            )
+        found = digest.hexdigest()
+        if found != expected_sha256:
+            raise PrepareError(
+                f"{source} sent {received:,} bytes with sha256 {found}, not the expected "
+                f"{expected_sha256} (an error page or a changed file?); nothing was saved to {dest}"
+            )
+    return Path(dest)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. tokenizers: the tiktoken Encoding a BPE lesson encodes with, GPT-2's or a trained one
+
+
+CACHE_ENV = "NANOGPT_DATA_CACHE"  # where GPT-2's files are kept (default ~/.cache/nanogpt-data)
+
+
+def bpe_encoding(tokenizer_path=None, need_eot=False):
+    """The tiktoken Encoding a BPE pipeline encodes with, and its meta.json "tokenizer" record.
+
+    None -> GPT-2: (Encoding "gpt2", {"kind": "tiktoken", "name": "gpt2", "vocab_size": 50257,
+    "eot_id": 50256, ...}); a path -> a file written by train_tokenizer.py, loaded with
+    `bpe.Tokenizer.load` and encoded through its `to_tiktoken()` export ({"kind": "bpe", ...}).
+    need_eot: a trained tokenizer without <|endoftext|> is an error (documents end with it).
+    """
+    if tokenizer_path is None:
+        encoding = gpt2_encoding()
+        return encoding, {
+            "kind": "tiktoken",
+            "name": "gpt2",
+            "vocab_size": encoding.n_vocab,
+            "eot_id": encoding.eot_token,
+            "sha256": encoding_sha256(encoding),
+        }
+    from bpe import EOT, Tokenizer
+
+    path = Path(tokenizer_path)
+    if not path.is_file():
+        raise PrepareError(
+            f"--tokenizer {path} does not exist; write one with train_tokenizer.py first"
+        )
+    try:
+        tokenizer = Tokenizer.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
+        raise PrepareError(
+            f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})"
+        ) from None
+    if need_eot and EOT not in tokenizer.special_tokens:
+        raise PrepareError(
+            f"--tokenizer {path} has no {EOT} special token; train one with "
+            f"train_tokenizer.py --special-tokens '{EOT}'"
+        )
+    try:
+        encoding = tokenizer.to_tiktoken()
+    except ValueError as exc:  # a pattern tiktoken's regex engine cannot compile
+        raise PrepareError(f"{path}: tiktoken cannot use this tokenizer ({exc})") from None
+    return encoding, {
+        "kind": "bpe",
+        "name": path.stem,
+        "path": str(path.resolve()),
+        "vocab_size": tokenizer.vocab_size,
+        "eot_id": tokenizer.special_tokens.get(EOT),
+        "sha256": sha256_file(path),
+        "encoding_sha256": encoding_sha256(encoding),
+    }
+
+
+def check_covered(text, ids, encoding, tokenizer, where):
+    """Refuse ids that leave characters of `text` out: a trained tokenizer's own pattern may.
+
+    With the pattern r"\\w+", "a b, c!" encodes to the ids of "a", "b", "c": the spaces and the
+    punctuation are in no pretoken, so they would be lost without a word. The check costs one
+    numpy lookup: the ids' byte lengths must add up to the text's (a special token, such as the
+    end-of-text id closing a document, counts 0); only when they do not is the first character
+    left out looked for (`bpe.patterns.first_uncovered`), for the error, which names `where`
+    (the text's file), the position, and the tokenizer file. GPT-2's and GPT-4's patterns match
+    every character, so their encodings are not checked (`may_lose_text`).
+    """
+    if not may_lose_text(encoding, tokenizer):
+        return
+    if token_bytes(ids, encoding) == len(text.encode("utf-8")):
+        return
+    from bpe.patterns import first_uncovered
+
+    position = first_uncovered(encoding._pat_str, text)
+    character = (
+        "a character" if position is None else f"character {position:,} ({text[position]!r})"
+    )
+    raise PrepareError(
+        f"{where}: {character} is in no pretoken of the pattern "
+        f"{encoding._pat_str!r} of {tokenizer['path']}, so it would be lost (and every one like "
+        f"it); train a tokenizer with a pattern that matches every character, such as gpt2"
+    )
+
+
+def check_documents_covered(texts, ids, encoding, tokenizer, where):
+    """`check_covered` for a batch of documents, at the cost of one check for the batch.
+
+    ids[i] are the ids of texts[i] (its end-of-text id included); where(i) names document i,
+    for the error. Only when the batch's byte lengths differ are the documents checked one by one.
+    """
+    if not may_lose_text(encoding, tokenizer) or not texts:
+        return
+    if token_bytes(np.concatenate(ids), encoding) == sum(len(t.encode("utf-8")) for t in texts):
+        return
+    for i, (text, document_ids) in enumerate(zip(texts, ids)):
+        check_covered(text, document_ids, encoding, tokenizer, where(i))
+
+
+def may_lose_text(encoding, tokenizer):
+    """Whether the encoding's pattern may leave characters out: only a trained tokenizer's own
+    pattern may; GPT-2's and GPT-4's match every character."""
+    if tokenizer["kind"] != "bpe":
+        return False
+    from bpe.patterns import PATTERNS
+
+    return encoding._pat_str not in PATTERNS.values()
+
+
+def token_bytes(ids, encoding):
+    """How many bytes of text the ids stand for: [15496, 995] -> 11 ("Hello world", GPT-2)."""
+    return int(token_byte_lengths(encoding)[np.asarray(ids, dtype=np.int64)].sum())
+
+
+@functools.lru_cache(maxsize=4)
+def token_byte_lengths(encoding):
+    """An array: id -> the number of bytes of text its token stands for (0 for a gap in the
+    ids, and for a special token: the end-of-text id stands for no text of the document)."""
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for token_id in range(encoding.n_vocab):
+        with contextlib.suppress(KeyError):
+            lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
+    lengths[list(encoding._special_tokens.values())] = 0
+    return lengths
+
+
+def gpt2_encoding():
+    """`tiktoken.get_encoding("gpt2")`, with its two files fetched by `fetch` first.
+
+    tiktoken looks in $TIKTOKEN_CACHE_DIR for a file named sha1(url) of each of its two
+    downloads; we put checksummed copies there under those names, from the origin or from
+    NANOGPT_DATA_MIRROR. So the GPT-2 pipelines work offline with a mirror, and a failed
+    download is our one-line error (with retries) rather than a traceback from inside tiktoken.
+    """
+    import tiktoken
+
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        tiktoken_cache = _cache_folder(Path(os.environ["TIKTOKEN_CACHE_DIR"]), "TIKTOKEN_CACHE_DIR")
+    else:
+        tiktoken_cache = _cache_folder(_cache_dir() / "tiktoken", CACHE_ENV)
+    for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
+        fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
+    return tiktoken.get_encoding("gpt2")
+
+
+def gpt2_files():
+    """GPT-2's `encoder.json` and `vocab.bpe`, fetched (checksummed) into the cache: (json, bpe)."""
+    folder = _cache_folder(_cache_dir() / "gpt2", CACHE_ENV)
+    encoder_json = fetch(GPT2_ENCODER_JSON, folder / "encoder.json")
+    vocab_bpe = fetch(GPT2_VOCAB_BPE, folder / "vocab.bpe")
+    return encoder_json, vocab_bpe
+
+
+def encoding_sha256(encoding):
+    """A fingerprint of a tiktoken Encoding's definition: pattern, ranks and special tokens."""
+    digest = hashlib.sha256()
+    digest.update(encoding._pat_str.encode())
+    for token, rank in sorted(encoding._mergeable_ranks.items(), key=lambda item: item[1]):
+        digest.update(b"%d:%s\n" % (rank, token.hex().encode()))
+    for name, rank in sorted(encoding._special_tokens.items()):
+        digest.update(b"special %d:%s\n" % (rank, name.encode()))
+    return digest.hexdigest()
+
+
+def _cache_dir():
+    """Where downloaded tokenizer files are kept: $NANOGPT_DATA_CACHE or ~/.cache/nanogpt-data."""
+    folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
+    return _cache_folder(folder, CACHE_ENV)
+
+
+def _cache_folder(folder, variable):
+    """`folder`, created if needed; one that cannot be (a file is there) is a one-line error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot use {folder} as a cache folder ({exc.strerror}); set {variable} to a "
+            f"writable folder"
+        ) from None
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. bin files: raw token ids, one dtype, no header (what nanoGPT's get_batch memory-maps)
+
+
+def dtype_for_vocab(vocab_size):
+    """The smallest dtype nanoGPT can read for ids 0..vocab_size-1: uint16 up to 65,536 ids.
+
+    65 -> uint16; 50,257 -> uint16; 65,536 -> uint16; 65,537 -> uint32 (with a warning).
+    """
+    if vocab_size <= 2**16:
+        return np.dtype(np.uint16)
+    if vocab_size <= 2**32:
+        print(
+            f"warning: vocab_size {vocab_size:,} does not fit uint16, so the .bin files are uint32; "
+            f"stock nanoGPT train.py reads uint16: change np.uint16 to np.uint32 in its get_batch",
+            file=sys.stderr,
+        )
+        return np.dtype(np.uint32)
+    raise PrepareError(f"vocab_size {vocab_size:,} is too large for uint32 token ids")
+
+
+def check_ids(ids, vocab_size, dtype, where="ids"):
+    """Refuse ids that are negative, >= vocab_size or beyond `dtype`, before any cast wraps them.
+
+    [3, 70] with vocab_size 65 -> error "ids: token id 70 at position 1 is >= vocab_size 65"
+    """
+    ids = np.asarray(ids)
+    if ids.size == 0:
+        return
+    if ids.dtype.kind not in "iu":
+        raise PrepareError(f"{where}: token ids must be integers, got dtype {ids.dtype}")
+    limit = min(vocab_size, int(np.iinfo(dtype).max) + 1)
+    lowest, highest = int(ids.min()), int(ids.max())
+    if lowest < 0 or highest >= limit:
+        bad_index = int(np.argmax((ids < 0) | (ids >= limit)))  # the first bad one
+        bad_id = int(ids.flat[bad_index])
+        if bad_id < 0:
+            reason = "negative"
+        elif bad_id >= vocab_size:
+            reason = f">= vocab_size {vocab_size:,}"
+        else:
+            reason = f"beyond {np.dtype(dtype).name}"
+        raise PrepareError(f"{where}: token id {bad_id:,} at position {bad_index:,} is {reason}")
+
+
+def write_bin(path, id_batches, dtype, vocab_size, expected_tokens=None, desc=None):
+    """Stream an iterable of id arrays into `path` as raw `dtype` values; return the token count.
+
+    [[0, 1, 2], [64, 63]] -> a 10-byte file of uint16 0 1 2 64 63. Memory stays at one batch;
+    an empty split gives an empty file. Every batch is checked with `check_ids` before it is
+    cast; the file appears under its name only when complete and its size checked. `desc`
+    shows a progress bar with that title.
+    """
+    path = Path(path)
+    dtype = np.dtype(dtype)
+    bar = None
+    if desc is not None:
+        from tqdm import tqdm
+
+        bar = tqdm(total=expected_tokens, unit="tok", unit_scale=True, desc=desc)
+    written = 0  # a Python int: no 32-bit overflow on huge splits
+    try:
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                for batch in id_batches:
+                    batch = np.asarray(batch)
+                    check_ids(batch, vocab_size, dtype, where=path.name)
+                    f.write(np.ascontiguousarray(batch, dtype=dtype))  # tofile's errors lack errno
+                    written += batch.size
+                    if bar is not None:
+                        bar.update(batch.size)
+            if expected_tokens is not None and written != expected_tokens:
+                raise PrepareError(
+                    f"{path}: wrote {written:,} tokens, expected {expected_tokens:,}"
+                )
+            if tmp.stat().st_size != written * dtype.itemsize:
+                raise PrepareError(
+                    f"{path}: file size does not match {written:,} {dtype.name} tokens"
+                )
+    finally:
+        if bar is not None:
+            bar.close()
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. the folder commit: a prepared folder changes as one transaction, like a git commit
+#
+# A prepared folder changes as one transaction, like a git commit: `output_folder`.
+#
+#     with output_folder(out_dir) as out:        # out_dir locked; `out` is an empty staging folder
+#         write_bin(out / "train.bin", ...)      # every output is written into `out`,
+#         write_json(out / "meta.json", ...)     # meta.json (the folder's commit record) included
+#     # leaving the block without an error committed them: out_dir holds the new, complete set
+#
+# meta.json is the commit record: a folder with a meta.json is complete and consistent, because
+# meta.json is removed before the first data file is replaced and written back last. The exact
+# order, and what a crash (SIGKILL, power loss) at each step leaves:
+#
+# 1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on `out_dir/.prepare.lock`, then
+#    our pid and command are written into it. If another process holds it, `FolderBusy` (a
+#    PrepareError) names it at once: a second run into a busy folder stops; it does not wait. The
+#    OS drops the lock when its holder dies, however it dies. A POSIX lock rather than `flock`:
+#    worker processes forked by datasets do not inherit it, so one orphaned by a SIGKILL cannot
+#    keep the folder locked. The lock file stays (removing it would race with the next run).
+#    A run whose commit comes later in the same process takes the lock first with `folder_lock`
+#    (the datatrove engine on this machine); its `output_folder` then goes on under it.
+# 2. clean: temporaries of killed runs (`.prepare.<pid>.tmp/` staging folders, `.<name>.<pid>.tmp`
+#    files) are removed; holding the lock proves their writers are gone.
+# 3. stage: the block writes into `out_dir/.prepare.<pid>.tmp/`. An error or an interrupt
+#    (Ctrl-C, SIGTERM) removes it; a crash leaves it beside the old outputs, which are untouched
+#    (`verify` passes and warns about the leftover; the next run removes it).
+# 4. check: meta.json must be staged; no file to be replaced may be a folder; every staged file
+#    is fsynced. Nothing in out_dir has changed yet.
+# 5. uncommit: the old meta.json is removed and out_dir fsynced. From here to step 7 the folder
+#    has no meta.json: `verify` reports it incomplete in one line.
+# 6. replace: each staged data file is renamed into place (`os.replace`, atomic per file); an
+#    output of the old set that this run did not write (one of OUTPUT_NAMES, e.g. a meta.pkl left
+#    by a run with another tokenizer) is removed; out_dir is fsynced.
+# 7. commit: meta.json is renamed into place and out_dir fsynced: the new set is complete.
+# 8. the staging folder is removed and the lock released.
+#
+# For the fault tests only: with NANOGPT_DATA_PAUSE_AT=<step> in the environment, the process stops
+# itself (SIGSTOP) at that step ("staged": step 4 done; "uncommitted": step 5 done; "replaced": the
+# first data file renamed; "committed": step 7 done), so that a test can SIGKILL it exactly there.
+#
+# Ctrl-C and SIGTERM are held back during steps 5-7 (a few renames), so an interrupt lands before
+# them (old set kept) or after (new set complete), never between; only a crash can, and then the
+# folder has no meta.json. An interrupt raises KeyboardInterrupt (`Terminated` for SIGTERM) whose
+# message says truthfully what was left.
+
+
+PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the module docstring
+LOCK_NAME = ".prepare.lock"
+WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, which stays readable
+RECORD_NAME = "meta.json"
+# The files a run owns: after a commit the folder holds exactly the ones this run wrote.
+OUTPUT_NAMES = ("train.bin", "val.bin", "meta.pkl", RECORD_NAME)
+# Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
+# ".<name>.<pid>.tmp" (a file being written beside its final name).
+TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+\.tmp$")  # group 1: the final name
+
+
+# The folders this process has committed: what an interrupt message may say was done.
+COMMITTED = []
+# The folders whose lock this process holds -> our pid (a POSIX lock is dropped when its process
+# closes any descriptor of the file, so we must never open it a second time; a forked child
+# inherits this dict but not the lock, hence the pid).
+_HELD = {}
+
+
+def interrupted_message(what="interrupted"):
+    """What to tell the user about the output folders when an interrupt ends the program."""
+    if COMMITTED:
+        return f"{what} after the new outputs in {', '.join(map(str, COMMITTED))} were complete"
+    return f"{what} before any output folder was changed"
+
+
+class FolderBusy(PrepareError):
+    """Another live process holds the folder's lock."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same cleanup runs (exit code 143, not 130)."""
+
+
+@contextlib.contextmanager
+def output_folder(out_dir):
+    """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
+
+    See the module docstring for the order of operations and what a crash leaves. A process
+    that holds out_dir's lock already (see `folder_lock`) keeps it and does not lock again.
+    """
+    with folder_lock(out_dir) as folder:
+        _remove_leftovers(folder)
+        staging = folder / f".prepare.{os.getpid()}.tmp"
+        _create_staging(staging)
+        try:
+            with _sigterm_raises_terminated():
+                yield staging
+                _commit(staging, folder)
+        except OSError as exc:  # no space, quota, file too large, I/O error...
+            raise PrepareError(_failure_message(exc, folder)) from None
+        except KeyboardInterrupt as exc:
+            what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+            if folder in COMMITTED:  # held back during the commit, raised as it ended
+                raise type(exc)(f"{what} after the new outputs in {folder} were complete") from None
+            raise type(exc)(
+                f"{what}; the outputs in {folder} were left as they were (nothing was replaced)"
+            ) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir):
+    """Hold `out_dir`'s lock (step 1; the folder is created if needed) for the block; yield it.
+
+    For a run whose commit comes later in the same process, such as the datatrove engine on
+    this machine: it holds the lock from the start, and its last task's `output_folder` goes on
+    under it. Re-entrant: in a process that holds the lock already, the block just runs (a
+    second descriptor of the lock file, once closed, would drop our POSIX lock).
+    """
+    folder = _make_folder(Path(out_dir))
+    if _HELD.get(folder.resolve()) == os.getpid():
+        yield folder
+        return
+    with _folder_lock(folder):
+        yield folder
+
+
+def leftover_temporaries(folder):
+    """The temporary files and folders a killed run left in `folder`, by name, sorted."""
+    with contextlib.suppress(OSError):
+        return sorted(
+            entry.name for entry in os.scandir(folder) if TEMPORARY_NAME.match(entry.name)
+        )
+    return []
+
+
+def lock_holder(folder):
+    """Who holds `folder`'s lock, "pid N: command", if another live process does; else None."""
+    if _HELD.get(Path(folder).resolve()) == os.getpid():
+        # ours: opening and closing the lock file again would drop our POSIX lock
+        return None
+    try:
+        fd = os.open(Path(folder) / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return None if _try_lock(fd, exclusive=False) else _describe_holder(fd)
+    finally:
+        os.close(fd)  # closing drops our own shared lock, if we got it
+
+
+# ---------------------------------------------------------------------------------------------
+# the steps
+
+
+def _make_folder(folder):
+    if folder.exists() and not folder.is_dir():
+        raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot create the output folder {folder}: {exc.strerror}; choose another --out-dir"
+        ) from None
+    return folder
+
+
+@contextlib.contextmanager
+def _folder_lock(folder):
+    path = folder / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot write into the output folder {folder}: {exc.strerror}; "
+            f"choose a writable --out-dir"
+        ) from None
+    try:
+        if not _try_lock(fd):
+            raise FolderBusy(
+                f"{folder} is being prepared by another run ({_describe_holder(fd)}); "
+                f"wait for it to finish, or choose another --out-dir"
+            ) from None
+        command = " ".join([Path(sys.executable).name, *sys.argv])
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"))
+        _HELD[folder.resolve()] = os.getpid()
+        try:
+            yield
+        finally:
+            del _HELD[folder.resolve()]
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _try_lock(fd, exclusive=True):
+    """Lock the open lock file `fd` without waiting: True, or False if another process holds it.
+
+    POSIX: `fcntl.lockf`, which the OS drops when its holder dies. Windows has no fcntl:
+    `msvcrt.locking` of one byte far past the record (the record stays readable), likewise
+    dropped by the OS; a shared lock there is only a test, released at once.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        os.lseek(fd, WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        if not exclusive:
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return True
+    try:
+        fcntl.lockf(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return False
+        raise
+    return True
+
+
+def _describe_holder(fd):
+    os.lseek(fd, 0, os.SEEK_SET)
+    record = os.read(fd, 4096).decode(errors="replace").strip()
+    pid, _, command = record.partition(" ")
+    return f"pid {pid}: {command}" if pid.isdigit() else "a process that has not said which"
+
+
+def _remove_leftovers(folder):
+    names = leftover_temporaries(folder)
+    for name in names:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    if names:
+        print(f"removed {len(names)} temporary file(s) left in {folder} by an interrupted run")
+
+
+def _create_staging(staging):
+    try:
+        staging.mkdir()
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot write into the output folder {staging.parent}: {exc.strerror}; "
+            f"choose a writable --out-dir"
+        ) from None
+
+
+def _commit(staging, folder):
+    staged = sorted(
+        entry.name for entry in os.scandir(staging) if not TEMPORARY_NAME.match(entry.name)
+    )
+    if RECORD_NAME not in staged:
+        raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
+    stale = [name for name in OUTPUT_NAMES if name not in staged and (folder / name).exists()]
+    for name in staged + stale:
+        target = folder / name
+        if target.is_dir() and not target.is_symlink():
+            raise PrepareError(
+                f"{target} is a folder where the output {name} goes; move it away and run again "
+                f"(nothing in {folder} was changed)"
+            )
+    for name in staged:
+        _fsync_path(staging / name)
+    data_files = [name for name in staged if name != RECORD_NAME]
+    _pause_if_asked("staged")
+    with _signals_held():
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / RECORD_NAME)
+            _fsync_path(folder)
+            _pause_if_asked("uncommitted")
+            for name in data_files:
+                os.replace(staging / name, folder / name)
+                _pause_if_asked("replaced")
+            for name in stale:
+                os.unlink(folder / name)
+            _fsync_path(folder)
+            os.replace(staging / RECORD_NAME, folder / RECORD_NAME)
+            _fsync_path(folder)
+            COMMITTED.append(folder)
+            _pause_if_asked("committed")
+        except OSError as exc:
+            raise PrepareError(
+                f"cannot replace the outputs in {folder} ({exc.strerror}: {exc.filename}); "
+                f"the folder is now incomplete (no {RECORD_NAME}): fix the cause and run again"
+            ) from None
+    for name in stale:
+        print(f"removed {folder / name}, left by an earlier run that this one does not replace")
+
+
+def _failure_message(exc, folder):
+    """An OSError while the outputs were staged, as one line: what, where, and that nothing changed.
+
+    OSError(ENOSPC, ...) -> "cannot finish the outputs in out: No space left on device; nothing
+    was replaced (the previous outputs are whole): free some space and run again"
+    """
+    reason = exc.strerror or str(exc)
+    if exc.filename:  # a staged name like .prepare.12.tmp/.train.bin.12.tmp -> train.bin
+        name = TEMPORARY_NAME.sub(r"\1", Path(exc.filename).name)
+        reason += f" ({name})"
+    hint = {
+        errno.ENOSPC: "free some space and run again",
+        errno.EDQUOT: "free some space (your disk quota is full) and run again",
+        errno.EFBIG: "the file size limit (ulimit -f) is too small for these outputs",
+    }.get(exc.errno, "fix the cause and run again")
+    return (
+        f"cannot finish the outputs in {folder}: {reason}; nothing was replaced "
+        f"(the previous outputs are whole): {hint}"
+    )
+
+
+def _pause_if_asked(step):
+    if os.environ.get(PAUSE_ENV) == step:
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def _fsync_path(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Hold back Ctrl-C and SIGTERM for the block; one that arrived meanwhile is raised after."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if hasattr(signal, "pthread_sigmask"):
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        return
+    # No signal mask (Windows): note what arrives meanwhile, and raise it after the block.
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived = []
+    handlers = {number: signal.signal(number, lambda n, _: arrived.append(n)) for number in held}
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+    if arrived:
+        raise Terminated() if arrived[0] == signal.SIGTERM else KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def _sigterm_raises_terminated():
+    """SIGTERM raises Terminated in this process (its forked workers keep the default).
+
+    Only the main thread may set a signal handler: in another one (a task run by a thread of
+    some cluster executor) SIGTERM keeps its handler.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(_signum, _frame):
+    raise Terminated()
+
+
+def _sigterm_default_in_forked_child():
+    """A worker forked while SIGTERM raises Terminated (datasets' map workers) dies of SIGTERM.
+
+    A Python signal handler runs between bytecodes only: a SIGTERM that lands just before the
+    worker blocks in a C call (waiting for the lock of its pool's task queue) is never handled,
+    the worker lives on, and Pool.terminate, which datasets calls when a worker raised, waits for
+    it forever. The default action ends the worker in the kernel, at once.
+    """
+    if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, where no worker is forked
+    os.register_at_fork(after_in_child=_sigterm_default_in_forked_child)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
+
+
+META_FORMAT_VERSION = 1
+VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
+
+
+def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, options, script):
+    """Write meta.json: everything needed to read, check and reproduce the .bin files.
+
+    tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
+    split_tokens: {"train": 1003854, "val": 111540}; source: {"path", "sha256", ...}.
+    """
+    out_dir = Path(out_dir)
+    meta = {
+        "format_version": META_FORMAT_VERSION,
+        "created_by": script,
+        "tokenizer": tokenizer,
+        "dtype": np.dtype(dtype).name,
+        "splits": {
+            name: {
+                "file": f"{name}.bin",
+                "tokens": count,
+                "sha256": sha256_file(out_dir / f"{name}.bin"),
+            }
+            for name, count in split_tokens.items()
+        },
+        "source": source,
+        "split": split,
+        "options": options,
+    }
+    bad = _first_non_utf8(meta)
+    if bad is not None:  # a name from the file system that is not UTF-8
+        raise PrepareError(
+            f"the file name {bad.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, so "
+            f"meta.json cannot record it; rename the file"
+        )
+    data = (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    with atomic_path(out_dir / "meta.json") as tmp:
+        tmp.write_bytes(data)
+    return meta
+
+
+def _first_non_utf8(value):
+    """The first string in a JSON-like value that UTF-8 cannot encode (a lone surrogate), or None.
+
+    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes caf\\xe9.txt)
+    """
+    if isinstance(value, str):
+        return None if value.isascii() or _encodes(value) else value
+    children = value.values() if isinstance(value, dict) else value
+    if isinstance(value, (dict, list, tuple)):
+        return next((bad for bad in map(_first_non_utf8, children) if bad is not None), None)
+    return None
+
+
+def _encodes(text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def text_source(input_path, out_dir, characters, url=None):
+    """meta.json's "source" for one text file: where it is, its sha256 and size, its origin.
+
+    The path is relative when the file sits in `out_dir` (a downloaded input.txt), so the
+    folder can be moved; `url` is None for a local --input.
+    """
+    input_path = Path(input_path).resolve()
+    inside = input_path.parent == Path(out_dir).resolve()
+    return {
+        "path": input_path.name if inside else str(input_path),
+        "sha256": sha256_file(input_path),
+        "characters": characters,
+        "url": url,
+    }
+
+
+def write_pickle(path, obj):
+    """Pickle `obj` to `path`, atomically (nanoGPT's meta.pkl)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        pickle.dump(obj, f)
+
+
+def write_bpe_meta_pkl(out_dir, tokenizer, encoding):
+    """nanoGPT's meta.pkl for a BPE pipeline; return whether one was written.
+
+    A trained tokenizer ({"kind": "bpe", ...}) -> {"vocab_size", "tokenizer", "stoi", "itos"}:
+    train.py sizes the model from vocab_size, and sample.py, which reads stoi/itos whenever a
+    meta.pkl exists, can run (see `nanogpt_sample_maps`). GPT-2 -> no meta.pkl, so train.py and
+    sample.py keep their GPT-2 defaults (the folder commit removes one an earlier run left).
+    """
+    meta_pkl = Path(out_dir) / "meta.pkl"
+    if tokenizer["kind"] == "bpe":
+        stoi, itos = nanogpt_sample_maps(encoding)
+        write_pickle(
+            meta_pkl,
+            {
+                "vocab_size": tokenizer["vocab_size"],
+                "tokenizer": tokenizer,
+                "stoi": stoi,
+                "itos": itos,
+            },
+        )
+        return True
+    return False
+
+
+def nanogpt_sample_maps(encoding):
+    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
+    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
+
+    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
+    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
+    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
+    """
+    itos = {}
+    for token_id in range(encoding.n_vocab):
+        try:
+            itos[token_id] = encoding.decode_single_token_bytes(token_id).decode(
+                "utf-8", errors="replace"
+            )
+        except KeyError:  # a gap in a tiktoken vocabulary
+            continue
+    stoi = {
+        text: token_id
+        for token_id, text in sorted(itos.items(), reverse=True)
+        if len(text) == 1 and text != "\ufffd"
+    }
+    return stoi, itos
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. documents: OpenWebText from the hub, or local files, with `datasets`; nanoGPT's split
+
+
+HUB_REPO = "Skylion007/openwebtext"
+HUB_REVISION = "79d93d786212f7344586290adb811d4ae6a1762c"  # pinned: change here to follow the hub
+HUB_CONFIG = (
+    "plain_text"  # the folder of parquet files at that revision: 80 files, 8,013,769 documents
+)
+SPLIT_RULE = (
+    "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
+    "np.random.default_rng(seed).permutation(n), train the rest in that order "
+    "(datasets' train_test_split(shuffle=True), 'test' renamed 'val')"
+)
+TOKENS_PER_WRITE = 1 << 22  # ids written per batch: 8 MB of uint16, whatever the corpus size
+# Which datasets builder reads which local files; .txt files are one document each.
+BUILDERS = {
+    ".parquet": ("parquet", {}),
+    ".jsonl": ("json", {}),
+    ".json": ("json", {}),
+    ".txt": ("text", {"sample_by": "document"}),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading and checking
+
+
+def load_documents(data_files, num_proc, cache_dir):
+    """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
+
+    data_files None -> OpenWebText from the hub (see `hub_load_arguments`); else the files the
+    patterns name (see `expand_data_files`). Every failure is a PrepareError saying what to do.
+    """
+    import datasets
+
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
+    cache_dir = None if cache_dir is None else str(cache_dir)
+    if data_files is None:
+        import huggingface_hub
+
+        builder, kwargs = hub_load_arguments()
+        try:
+            # datasets' glob finds no file in a repo or revision that is gone: ask first, to say which
+            huggingface_hub.HfApi().dataset_info(HUB_REPO, revision=HUB_REVISION)
+            dataset = datasets.load_dataset(
+                builder, split="train", num_proc=num_proc, cache_dir=cache_dir, **kwargs
+            )
+        except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's errors span lines
+            raise PrepareError(
+                f"cannot load {source_name(None)} from the Hugging Face hub "
+                f"({detail}); to use local files instead, pass --data-files 'DIR/*.parquet'"
+            ) from None
+    else:
+        files = expand_data_files(data_files)
+        builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+        try:
+            dataset = datasets.load_dataset(
+                builder,
+                data_files={"train": files},
+                split="train",
+                cache_dir=cache_dir,
+                num_proc=min(num_proc, len(files)),
+                **options,
+            )
+        except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
+            cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
+            detail = " ".join(f"{type(cause).__name__}: {cause}".split())
+            raise PrepareError(
+                f"datasets could not read --data-files {' '.join(data_files)} ({detail})"
+            ) from None
+    check_texts(dataset, source_name(data_files))
+    return dataset
+
+
+def hub_load_arguments():
+    """What `datasets.load_dataset` is called with for OpenWebText from the hub.
+
+    The repo's parquet files, read by datasets' own parquet builder at the pinned revision:
+    nothing of the repo's old loading script is involved.
+    -> ("parquet", {"data_files": {"train": "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"}})
+    """
+    return "parquet", {
+        "data_files": {"train": f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{HUB_CONFIG}/*.parquet"}
+    }
+
+
+def source_name(data_files):
+    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
+    return " ".join(data_files) if data_files else f"{HUB_REPO}@{HUB_REVISION[:12]}"
+
+
+def source_record(data_files, num_documents):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
+    if data_files:
+        return {"files": data_files, "documents": num_documents}
+    return {
+        "repo": HUB_REPO,
+        "revision": HUB_REVISION,
+        "config": HUB_CONFIG,
+        "documents": num_documents,
+    }
+
+
+def expand_data_files(patterns):
+    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt, a/1.txt, a/2.txt.
+
+    Sorting makes the row order, and so the split and the .bin files, independent of the file
+    system's listing order. The files must be of one known kind and not all empty.
+    """
+    files = {}  # a dict keeps the first place of a file named twice
+    for pattern in patterns:
+        matches = sorted(glob.glob(os.path.expanduser(pattern), recursive=True))
+        if not matches:
+            raise PrepareError(f"--data-files {pattern} matches no file; check the path")
+        files.update((path, None) for path in matches if path not in files and Path(path).is_file())
+    files = list(files)
+    kinds = {Path(path).suffix.lower() for path in files}
+    if not kinds or not kinds <= BUILDERS.keys():
+        unknown = sorted(kinds - BUILDERS.keys()) or ["no files"]
+        raise PrepareError(
+            f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}"
+        )
+    if len({BUILDERS[kind][0] for kind in kinds}) > 1:
+        raise PrepareError(
+            f"--data-files mixes {', '.join(sorted(kinds))} files; give files of one kind"
+        )
+    if all(_holds_nothing(path) for path in files):
+        raise PrepareError(
+            f"--data-files names only empty files ({files[0]}, ...); there is nothing to prepare"
+        )
+    return files
+
+
+def _holds_nothing(path):
+    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure error)."""
+    if Path(path).stat().st_size == 0:
+        return True
+    if Path(path).suffix.lower() != ".parquet":
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows == 0
+    except Exception:  # not a parquet file: datasets will say so
+        return False
+
+
+def check_texts(dataset, source):
+    """Refuse a dataset without a `text` column of strings, naming what is wrong and where."""
+    if "text" not in dataset.column_names:
+        raise PrepareError(
+            f"{source} has no 'text' column; its columns are: {', '.join(dataset.column_names)}"
+        )
+    if len(dataset) == 0:
+        raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
+    feature = dataset.features["text"]
+    if getattr(feature, "dtype", None) in ("string", "large_string"):
+        # only missing values can be wrong, and Arrow counts those without reading the texts
+        column = dataset.with_format("arrow")["text"]
+        bad = column.null_count
+        first = int(np.argmax(column.is_null().to_numpy(zero_copy_only=False))) if bad else None
+    else:
+        bad, first = 0, None
+        for start in range(0, len(dataset), 10_000):
+            for offset, text in enumerate(dataset[start : start + 10_000]["text"]):
+                if not isinstance(text, str):
+                    bad += 1
+                    first = start + offset if first is None else first
+    if bad:
+        raise PrepareError(
+            f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
+            f"'text' (the first at row {first:,}); fix or drop those rows"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Splitting and tokenizing
+
+
+def split_record(val_fraction, seed, documents, numpy_version=np.__version__):
+    """meta.json's "split" for nanoGPT's random split of documents: the rule and its inputs.
+
+    documents: {"train": 9995, "val": 5}; the permutation is numpy's generator stream, so the
+    numpy version that drew it is recorded too.
+    """
+    return {
+        "rule": SPLIT_RULE,
+        "val_fraction": val_fraction,
+        "seed": seed,
+        "numpy": numpy_version,
+        "documents": documents,
+    }
+
+
+def openwebtext_arguments(description, out_dir):
+    """The options of data/openwebtext/prepare.py, which prepare_datatrove.py shares; the outputs
+    go to `out_dir` (the script's folder) unless --out-dir says otherwise."""
+    parser = ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add = parser.add_argument
+    files_help = "local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"{files_help} (default: the hub)")
+    add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add("--out-dir", type=Path, default=out_dir, help="default: beside the script")
+    add(
+        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
+    )
+    add("--val-fraction", type=fraction, default=0.0005, help="share of the documents in val")
+    add("--seed", type=seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")
+    add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    return parser
+
+
+def default_num_proc():
+    """The CPUs this process may use, at most 8 (nanoGPT's default): 2 on a 2-core machine."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(8, cpus or 1))
+
+
+def split_sizes(num_documents, val_fraction):
+    """(train, val) document counts of datasets' train_test_split(test_size=val_fraction).
+
+    10,000 documents, 0.0005 -> (9995, 5): val gets ceil(fraction * n), train the rest.
+    A fraction outside (0, 1), or one that leaves a side empty, is an error.
+    """
+    num_val = math.ceil(val_fraction * num_documents)
+    num_train = num_documents - num_val
+    if not 0 < val_fraction < 1 or num_train <= 0:
+        empty = "val" if val_fraction <= 0 else "train"
+        raise PrepareError(
+            f"--val-fraction {val_fraction} of {num_documents:,} documents leaves {empty} empty; "
+            f"choose a fraction that leaves at least one document on each side"
+        )
+    return num_train, num_val
+
+
+def random_split(num_documents, val_fraction, seed):
+    """nanoGPT's split of documents 0..n-1: (train, val) document numbers, in the order written.
+
+    10 documents, 0.2, seed 2357 -> (array([0, 9, 5, 6, 2, 7, 4, 1]), array([8, 3]))
+    Exactly datasets' train_test_split(test_size=val_fraction, seed=seed, shuffle=True): val is
+    the first ceil(val_fraction * n) numbers of np.random.default_rng(seed).permutation(n),
+    train the rest, in that order. The permutation is numpy's generator stream: meta.json
+    records numpy's version. One function for both engines (datasets: dataset.select).
+    """
+    num_train, num_val = split_sizes(num_documents, val_fraction)
+    permutation = np.random.default_rng(seed).permutation(num_documents)
+    return permutation[num_val:], permutation[:num_val]
+
+
+def tokenize(texts, encoding, eot_id, dtype):
+    """A batch of documents -> each one's ids followed by the end-of-text id, and their lengths.
+
+    ["Hello world", "Hi"] -> {"ids": [[15496, 995, 50256], [17250, 50256]], "len": [3, 2]} (GPT-2)
+    nanoGPT's per-document `process`, a batch at a time, with the ids as `dtype` arrays rather
+    than int64 lists. It depends only on its arguments, so any worker can run it. A tokenizer
+    with an id that `dtype` cannot hold is refused before anything is encoded: no id is cast
+    to a wrapped-around value.
+    """
+    if max(encoding.max_token_value, eot_id) > np.iinfo(dtype).max:
+        raise PrepareError(
+            f"{np.dtype(dtype).name} cannot hold the ids of tokenizer {encoding.name} "
+            f"(up to {max(encoding.max_token_value, eot_id):,})"
+        )
+    ids = [encode_document(text, encoding, eot_id, dtype) for text in texts]
+    return {"ids": ids, "len": [len(doc) for doc in ids]}
+
+
+def encode_document(text, encoding, eot_id, dtype):
+    """One document's ids and the end-of-text id, as a `dtype` array: "Hi" -> [17250, 50256].
+
+    The same as np.array(encoding.encode_ordinary(text) + [eot_id], dtype) (nanoGPT's
+    `process`), without a Python int per token: tiktoken's encode_to_numpy, with no special
+    token allowed or refused, gives encode_ordinary's ids as one uint32 buffer (a literal
+    "<|endoftext|>" in the text stays plain text); the list and its conversion would cost
+    about a tenth of the encoding itself. A text with a lone surrogate, which tiktoken's Rust
+    side refuses, goes through encode_ordinary, which repairs it first. The cast to `dtype`
+    is unchecked: `tokenize` checks the tokenizer's largest id once.
+    """
+    try:
+        encoded = encoding.encode_to_numpy(text, disallowed_special=())
+    except UnicodeEncodeError:  # lone surrogates: encode_ordinary repairs them as tiktoken does
+        encoded = encoding.encode_ordinary(text)
+    ids = np.empty(len(encoded) + 1, dtype)
+    ids[:-1] = encoded
+    ids[-1] = eot_id
+    return ids
+
+
+def ids_cache_options(documents, tokenizer, dtype):
+    """`features` and `new_fingerprint` for documents.map(tokenize, ...).
+
+    features: the ids are stored as `dtype` (uint16: 4x less disk than datasets' default int64).
+    new_fingerprint: the cache key, made from what decides the result (the input split,
+    `tokenize`, the tokenizer's sha256 and end-of-text id, the dtype); datasets' own would pickle
+    the whole vocabulary (~1 s per split).
+    """
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    features = datasets.Features(
+        {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
+    )
+    key = [documents._fingerprint, tokenize, tokenizer["sha256"], tokenizer["eot_id"], dtype.name]
+    return {"features": features, "new_fingerprint": Hasher.hash(key)}
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. verify: audit a prepared folder, recomputing what its meta.json records
+
+
+SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable
+BIN_DTYPES = ("uint16", "uint32")
+
+
+def verify(folder):
+    """Audit a prepared folder against its meta.json; return the problems, one line each.
+
+    [] means the folder is complete and consistent. Recomputed, not trusted: each split's size,
+    sha256 and largest id; the source's sha256 when the source is in the folder; the tokenizer's
+    sha256 from its recorded definition (the characters, GPT-2's files, the trained tokenizer's
+    file). Prints each split and the start of val; a leftover of an interrupted run is a warning
+    on stderr (the data may still be whole; the next run removes it).
+    """
+    try:
+        return _audit(Path(folder))
+    except OSError as exc:  # an unreadable file: still one line, never a traceback
+        return [f"cannot read {exc.filename or folder}: {exc.strerror or exc}"]
+
+
+def _audit(folder):
+    holder = lock_holder(folder)
+    if holder is not None:
+        return [f"{folder} is being written by a run right now ({holder}); verify it after"]
+    leftovers = leftover_temporaries(folder)
+    meta, problems = read_meta(folder, leftovers)
+    if problems:
+        return problems
+    if leftovers:
+        print(
+            f"warning: {folder} holds leftover temporary files of an interrupted run "
+            f"({', '.join(leftovers)}); the next run into this folder removes them",
+            file=sys.stderr,
+        )
+    dtype = np.dtype(meta["dtype"])
+    vocab_size = meta["tokenizer"]["vocab_size"]
+    for name in SPLIT_NAMES:
+        problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size)
+    problems += _audit_source(folder, meta.get("source") or {})
+    decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"])
+    problems += tokenizer_problems
+    if not problems:
+        ids = np.memmap(folder / meta["splits"]["val"]["file"], dtype=dtype, mode="r")
+        start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
+        print("start of val:", repr(start))
+    return problems
+
+
+def read_meta(folder, leftovers=()):
+    """(meta, []) for a well-formed meta.json, or (None, [the first problem with it]).
+
+    Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
+    a run was interrupted in while it replaced the files (see the folder commit, section 7).
+    """
+    if not folder.is_dir():
+        what = "a file" if folder.exists() else "missing"
+        return None, [
+            f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
+        ]
+    path = folder / "meta.json"
+    if not path.exists():
+        if leftovers or any((folder / name).exists() for name in ("train.bin", "val.bin")):
+            left = f", leaving {', '.join(leftovers)}" if leftovers else ""
+            return None, [
+                f"{path} does not exist: the folder is incomplete (a run was interrupted while "
+                f"replacing its files{left}); run its prepare.py again"
+            ]
+        return None, [f"{path} does not exist; run the folder's prepare.py first"]
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"]
+    except json.JSONDecodeError as exc:
+        return None, [f"{path} is not valid JSON ({exc})"]
+    if not isinstance(meta, dict):
+        return None, [f"{path} holds a JSON {type(meta).__name__}, not an object"]
+    if meta.get("format_version") != META_FORMAT_VERSION:
+        return None, [
+            f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
+        ]
+    problem = _shape_problem(meta)
+    return (None, [f"{path}: {problem}"]) if problem else (meta, [])
+
+
+def _shape_problem(meta):
+    """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
+    problem = _fields_problem(meta, "", TOP_FIELDS)
+    if problem is None and meta["dtype"] not in BIN_DTYPES:
+        problem = _wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
+    problem = problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
+    if problem:
+        return problem
+    missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
+    if missing:
+        return (
+            f"splits has no {' and no '.join(missing)}: a prepared folder needs both train and val"
+        )
+    for name in SPLIT_NAMES:
+        split = meta["splits"][name]
+        if not isinstance(split, dict):
+            return _wrong(f"splits.{name}", split, "a JSON object")
+        problem = _fields_problem(split, f"splits.{name}", SPLIT_FIELDS)
+        if problem:
+            return problem
+    if "source" in meta and not isinstance(meta["source"], dict):
+        return _wrong("source", meta["source"], "a JSON object")
+    return None
+
+
+def _fields_problem(record, where, fields):
+    """The first of `fields` (key, check, expected) missing from `record` or failing its check."""
+    for key, check, expected in fields:
+        if key not in record:
+            return f'{where} "{key}" is missing'.lstrip()
+        if not check(record[key]):
+            return _wrong(f"{where}.{key}" if where else key, record[key], expected)
+    return None
+
+
+def _wrong(where, value, expected):
+    return f"{where} is {json.dumps(value)}, expected {expected}"
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_sha256(value):
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+def _is_plain_name(value):
+    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value
+
+
+TOP_FIELDS = (
+    ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
+    ("splits", lambda v: isinstance(v, dict), "a JSON object"),
+    ("dtype", lambda v: isinstance(v, str), "a JSON string"),
+)
+TOKENIZER_FIELDS = (
+    ("kind", lambda v: v in ("char", "tiktoken", "bpe"), '"char", "tiktoken" or "bpe"'),
+    ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
+SPLIT_FIELDS = (
+    ("file", _is_plain_name, "a file name in the folder"),
+    ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
+
+
+def _audit_split(folder, name, split, dtype, vocab_size):
+    path = folder / split["file"]
+    if not path.is_file():
+        return [f"{path} is missing" if not path.exists() else f"{path} is not a file"]
+    size = path.stat().st_size
+    if size != split["tokens"] * dtype.itemsize:
+        return [f"{path} has {size:,} bytes, expected {split['tokens']:,} {dtype.name} tokens"]
+    print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
+    if size == 0:
+        return [f"{path} holds no tokens: nanoGPT cannot read an empty {name} split"]
+    problems = []
+    if sha256_file(path) != split["sha256"]:
+        problems.append(f"{path} does not match the sha256 recorded in meta.json")
+    highest = int(np.memmap(path, dtype=dtype, mode="r").max())
+    if highest >= vocab_size:
+        problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+    return problems
+
+
+def _audit_source(folder, source):
+    path = source.get("path")
+    if not isinstance(path, str) or not isinstance(source.get("sha256"), str):
+        return []
+    path = folder / path
+    if path.is_file() and sha256_file(path) != source["sha256"]:
+        return [f"{path} does not match the source sha256 recorded in meta.json"]
+    return []
+
+
+def _audit_tokenizer(folder, tokenizer):
+    """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, its sha256 checked."""
+    where = f"{folder / 'meta.json'}: tokenizer"
+    kind, vocab_size = tokenizer["kind"], tokenizer["vocab_size"]
+    if kind == "char":
+        chars = tokenizer.get("chars")
+        if not isinstance(chars, str):
+            return None, [f'{where} "chars" is missing or not a string']
+        problems = []
+        if hashlib.sha256(chars.encode()).hexdigest() != tokenizer["sha256"]:
+            problems.append(f"{where} sha256 does not match its recorded characters")
+        if len(chars) != vocab_size:
+            problems.append(f"{where} has {len(chars)} characters but vocab_size {vocab_size}")
+        return (lambda ids: "".join(chars[i] for i in ids)), problems
+    try:
+        if kind == "tiktoken":
+            if tokenizer.get("name") != "gpt2":
+                return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
+            encoding = gpt2_encoding()
+            found = encoding_sha256(encoding)
+        else:
+            encoding, found = _trained_encoding(folder, tokenizer, where)
+    except PrepareError as exc:
+        return None, [str(exc)]
+    problems = []
+    if found != tokenizer.get("encoding_sha256", tokenizer["sha256"]):
+        problems.append(f"{where} sha256 does not match the tokenizer rebuilt from its definition")
+    if encoding.n_vocab != vocab_size:
+        problems.append(f"{where} vocab_size {vocab_size:,} is not its {encoding.n_vocab:,} tokens")
+    return encoding.decode, problems
+
+
+def _trained_encoding(folder, tokenizer, where):
+    """(Encoding, sha256 of its file) of a trained tokenizer's recorded file."""
+    from bpe import Tokenizer
+
+    if not isinstance(tokenizer.get("path"), str):
+        raise PrepareError(f'{where} "path" is missing or not a string')
+    path = folder / tokenizer["path"]  # an absolute path stays as it is
+    if not path.is_file():
+        raise PrepareError(
+            f"the tokenizer file {path} recorded in {folder / 'meta.json'} is missing"
+        )
+    if sha256_file(path) != tokenizer["sha256"]:
+        raise PrepareError(
+            f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)"
+        )
+    try:
+        encoding = Tokenizer.load(path).to_tiktoken()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PrepareError(f"{path} cannot be loaded ({exc})") from None
+    return encoding, encoding_sha256(encoding)
+
+
+# ---------------------------------------------------------------------------------------------
+# 11. show: one block of a prepared folder as nanoGPT's get_batch reads it, x and y
+
+
+def open_split(folder, split):
+    """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
+    meta, problems = read_meta(Path(folder))
+    if problems:
+        raise PrepareError(problems[0])
+    if split not in meta["splits"]:
+        raise PrepareError(
+            f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}"
+        )
+    path = Path(folder) / meta["splits"][split]["file"]
+    if not path.is_file() or path.stat().st_size == 0:
+        raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
+    return meta, np.memmap(path, dtype=np.dtype(meta["dtype"]), mode="r")
+
+
+def random_offset(num_tokens, block_size, seed):
+    """The offset get_batch would draw (torch.randint(len(data) - block_size)), with numpy."""
+    return int(np.random.default_rng(seed).integers(max(num_tokens - block_size, 1)))
+
+
+def token_bytes_for(tokenizer, folder):
+    """id -> the bytes of that one token, for the tokenizer meta.json records."""
+    kind = tokenizer.get("kind")
+    if kind == "char":
+        chars = tokenizer["chars"]
+        return lambda token_id: chars[token_id].encode("utf-8")
+    if kind == "tiktoken":
+        import tiktoken
+
+        name = tokenizer.get("name")
+        encoding = gpt2_encoding() if name == "gpt2" else tiktoken.get_encoding(name)
+        return encoding.decode_single_token_bytes
+    if kind == "bpe":
+        from bpe import Tokenizer
+
+        path = Path(tokenizer["path"])
+        if not path.is_absolute():
+            path = Path(folder) / path
+        if not path.is_file() or sha256_file(path) != tokenizer["sha256"]:
+            raise PrepareError(f"the tokenizer {path} named in meta.json is missing or has changed")
+        return Tokenizer.load(path).vocab.__getitem__
+    raise PrepareError(f"{Path(folder) / 'meta.json'}: cannot show tokenizer {tokenizer!r}")
+
+
+def block_lines(folder, split="train", block_size=8, offset=0):
+    """One block as printed lines: x and y side by side, each token with its id and text.
+
+    The lecture's "ABBA" (ten times) prepared by shakespeare_char, block_size 3 ->
+        train: 36 tokens; at position t the model has read x[0..t] and must predict y[t]
+        x = data[0:3] = [0, 1, 1]
+        y = data[1:4] = [1, 1, 0]
+            t  x[t]   y[t]
+            0  0 'A'  1 'B'
+            1  1 'B'  1 'B'
+            2  1 'B'  0 'A'
+    """
+    meta, data = open_split(folder, split)
+    if not 0 <= offset < len(data) - block_size:
+        raise PrepareError(
+            f"{split} holds {len(data):,} tokens: a block of {block_size} and its target need "
+            f"an offset from 0 to {len(data) - block_size - 1:,}, not {offset:,}"
+        )
+    x = data[offset : offset + block_size].tolist()
+    y = data[offset + 1 : offset + 1 + block_size].tolist()
+    if max(x + y) >= meta["tokenizer"]["vocab_size"]:
+        raise PrepareError(
+            f"{folder}: token id {max(x + y):,} is not in the vocabulary; run verify"
+        )
+    from bpe.show import token_text
+
+    token_bytes = token_bytes_for(meta["tokenizer"], folder)
+
+    def cell(token_id):
+        return f"{token_id:>{len(str(max(x + y)))}} '{token_text(token_bytes(token_id))}'"
+
+    cells = [(cell(a), cell(b)) for a, b in zip(x, y)]
+    width = max(len("x[t]"), *(len(a) for a, _ in cells))
+    end = offset + block_size
+    lines = [
+        f"{split}: {len(data):,} tokens; at position t the model has read x[0..t] and must predict y[t]",
+        f"x = data[{offset}:{end}] = {x}",
+        f"y = data[{offset + 1}:{end + 1}] = {y}",
+        f"{'t':>5}  {'x[t]':<{width}}  y[t]",
+    ]
+    lines += [f"{t:>5}  {a:<{width}}  {b}" for t, (a, b) in enumerate(cells)]
+    return lines
+
+
+def show(folder, split="train", block_size=8, offset=0, seed=None):
+    """Print one block of `folder`'s `split` (at `offset`, or at get_batch's random offset for `seed`)."""
+    if block_size < 1:
+        raise PrepareError(f"--block-size must be at least 1, got {block_size}")
+    if seed is not None:
+        _, data = open_split(folder, split)
+        offset = random_offset(len(data), block_size, seed)
+    print(*block_lines(folder, split, block_size, offset), sep="\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line: python prepare_common.py verify|show FOLDER
 
 
 def main(argv=None):
-    parser = ArgumentParser(description="Check a prepared data folder against its meta.json.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    verify_parser = sub.add_parser(
-        "verify", help="check .bin sizes, hashes and ids against meta.json"
-    )
-    verify_parser.add_argument("folder", help="e.g. data/shakespeare_char")
-    show.add_arguments(
-        sub.add_parser("show", help="one block (x, y) as nanoGPT's get_batch reads it")
-    )
+    parser = ArgumentParser(description="Check a prepared data folder, or see what nanoGPT reads.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("verify", help="check .bin sizes, hashes and ids against meta.json")
+    check.add_argument("folder", help="e.g. data/shakespeare_char")
+    look = commands.add_parser("show", help="one block (x, y) as nanoGPT's get_batch reads it")
+    look.add_argument("folder", help="a prepared folder, e.g. data/shakespeare_char")
+    look.add_argument("--split", default="train", help="train (default) or val")
+    look.add_argument("--block-size", type=int, default=8, metavar="N", help="default: 8")
+    where = look.add_mutually_exclusive_group()
+    where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
+    where.add_argument("--seed", type=int, help="draw the offset at random, as get_batch does")
     args = parser.parse_args(argv)
     if args.command == "show":
-        return show.show(args)
+        return show(args.folder, args.split, args.block_size, args.offset, args.seed)
     problems = verify(args.folder)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)

@@ -20,7 +20,7 @@ on the first documents only, up to N characters.
 
 With --engine datatrove the counting runs as N datatrove tasks, on this machine, a Slurm or a
 Ray cluster, and one more task learns the merges: the same tokenizer file, and a rerun skips
-the count tasks already done (prep/datatrove_training.py).
+the count tasks already done (engine/training.py).
 
     python train_tokenizer.py --input "shards/*.parquet" --vocab-size 32000 --out tok.json \
         --special-tokens "<|endoftext|>" --engine datatrove --executor slurm --tasks 256 \
@@ -48,9 +48,8 @@ from bpe.show_training import (
     sweep_table,
     trace_lines,
 )
-from prep.datatrove_engine import add_datatrove_arguments, check_datatrove_arguments
-from prep.errors import PrepareError, run_main
-from prep.files import read_text
+from engine.executors import add_datatrove_arguments, check_datatrove_arguments
+from prepare_common import PrepareError, read_text, run_main
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
@@ -329,7 +328,8 @@ def main(argv=None):
 
 def train_with_tasks(args):
     """--engine datatrove: count in datatrove tasks, learn in one more, write --out."""
-    from prep.datatrove_training import check_datatrove_installed, train_with_datatrove
+    from engine.executors import check_datatrove_installed
+    from engine.training import train_with_datatrove
 
     for option in ("trace", "sweep", "eval"):
         if getattr(args, option):

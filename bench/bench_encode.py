@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 
 from bpe import Tokenizer
-from prep.downloads import TINY_SHAKESPEARE, fetch
-from prep.tokenizers import gpt2_encoding, gpt2_files
+from prepare_common import TINY_SHAKESPEARE, fetch, gpt2_encoding, gpt2_files
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS20 = ROOT.parent / "shared" / "bench" / "docs20.txt"

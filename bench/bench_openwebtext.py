@@ -41,9 +41,7 @@ NUM_DOCUMENTS, NUM_FILES, NUM_PROC, VAL_FRACTION = 20_000, 4, 2, 0.06
 WRITER_PROBE = r"""
 import sys, numpy as np, datasets
 from functools import partial
-from prep.binfiles import write_bin
-from prep.documents import stream_ids, tokenize
-from prep.tokenizers import gpt2_encoding
+from prepare_common import gpt2_encoding, tokenize
 writer, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 datasets.disable_progress_bars()
 enc = gpt2_encoding()
@@ -65,8 +63,14 @@ def status(field):
 
 open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current RSS
 before = status("VmRSS")
-if writer == "ours":
-    n = write_bin(out, stream_ids(dset), np.uint16, 50257)
+if writer == "ours":  # data/openwebtext/prepare.py's loop: a batch of documents at a time
+    arr = np.memmap(out, dtype=np.uint16, mode="w+", shape=(int(dset.with_format("arrow")["len"].to_numpy().sum()),))
+    n = 0
+    for batch in dset.with_format("arrow").iter(batch_size=10_000):
+        arr_batch = batch["ids"].combine_chunks().flatten().to_numpy()
+        arr[n : n + len(arr_batch)] = arr_batch
+        n += len(arr_batch)
+    arr.flush()
 else:
     arr_len = np.sum(dset["len"], dtype=np.uint64)
     arr = np.memmap(out, dtype=np.uint16, mode="w+", shape=(arr_len,))

@@ -18,7 +18,7 @@ machine shifts single timings; medians are printed):
 - datatrove: prepare.py --engine datatrove --tasks 2 --workers 2 (local executor; a fresh work
   directory);
 - floor: tiktoken alone, `encode_to_numpy` (encode_ordinary's ids as one array, the call
-  `prep.documents.tokenize` makes) on the same texts already in memory, every other document in
+  `prepare_common.tokenize` makes) on the same texts already in memory, every other document in
   each of 2 processes (each reads its half before the clock starts): the time no pipeline on
   these 2 cores can beat;
 - ordinary: the same with `encode_ordinary` (a Python list of ids), the issue's first floor. It must count the tokens
@@ -26,7 +26,7 @@ machine shifts single timings; medians are printed):
 
 Printed per run: wall time, peak memory of the whole process tree (the sum of the RSS of the
 script and its workers, sampled every 20 ms) and disk used besides the outputs; then the ratios
-the targets are about. Then the plan step alone (`datatrove_stages.make_plan`) on a synthetic
+the targets are about. Then the plan step alone (`stages.make_plan`) on a synthetic
 OpenWebText: 8,013,769 document lengths (log-normal around nanoGPT's 1,128 tokens per
 document) in 64 task indexes, timed in a fresh process with its peak RSS (VmHWM).
 
@@ -56,10 +56,10 @@ OPENWEBTEXT_DOCUMENTS, OPENWEBTEXT_TOKENS = (
 
 FLOOR = r"""
 import json, sys, time, multiprocessing as mp
-from prep.tokenizers import gpt2_encoding
+from prepare_common import gpt2_encoding
 call, files = sys.argv[1], sys.argv[2:]
 encoding = gpt2_encoding()
-if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what prep.documents.tokenize calls
+if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what prepare_common.tokenize calls
     encode = lambda text: encoding.encode_to_numpy(text, disallowed_special=())
 else:
     encode = encoding.encode_ordinary
@@ -91,9 +91,9 @@ PLAN = r"""
 import json, resource, sys, time
 import numpy as np
 from pathlib import Path
-from prep import datatrove_engine, datatrove_stages
+from engine import executors, stages
 work_dir, tasks = Path(sys.argv[1]), int(sys.argv[2])
-work = datatrove_engine.Work(work_dir, {"synthetic": True}, {"seed": 2357})
+work = executors.Work(work_dir, {"synthetic": True}, {"seed": 2357})
 summaries = json.loads((work.tokens / "summaries.json").read_text())
 job = json.loads((work.tokens / "job.json").read_text())
 def peak():
@@ -104,7 +104,7 @@ def cpu():
     return usage.ru_utime + usage.ru_stime
 start, cpu_start = time.perf_counter(), cpu()
 index = np.concatenate([np.load(work.index_file(r)) for r in range(tasks)])
-plan = datatrove_stages.make_plan(index, summaries, job, work)
+plan = stages.make_plan(index, summaries, job, work)
 print(json.dumps({"seconds": time.perf_counter() - start, "cpu": cpu() - cpu_start,
                   "peak": peak(), "before": before,
                   "plan": plan["splits"]}))
@@ -136,7 +136,7 @@ def openwebtext_documents(text, num_documents):
     so the documents hold about nanoGPT's 1,128 tokens each on average.
     """
     sys.path.insert(0, str(ROOT))
-    from prep.tokenizers import gpt2_encoding
+    from prepare_common import gpt2_encoding
 
     sample = "".join(text[i : i + (1 << 16)] for i in range(0, len(text), len(text) // 32))
     chars_per_token = len(sample) / len(gpt2_encoding().encode_ordinary(sample))
@@ -270,17 +270,17 @@ def synthetic_plan(tmp, tasks=64):
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    from prep import datatrove_engine
+    from engine import executors, stages
 
     tokens = openwebtext_token_counts(OPENWEBTEXT_DOCUMENTS).astype(np.uint32)
-    work = datatrove_engine.Work(tmp / "plan", {"synthetic": True}, {"seed": 2357})
+    work = executors.Work(tmp / "plan", {"synthetic": True}, {"seed": 2357})
     work.claim()
     bounds = np.linspace(0, OPENWEBTEXT_DOCUMENTS, tasks + 1).astype(np.int64)
     per_file = -(-OPENWEBTEXT_DOCUMENTS // 80)  # 80 parquet files, as on the hub
     summaries = []
     for rank in range(tasks):
         low, high = int(bounds[rank]), int(bounds[rank + 1])
-        index = np.zeros(high - low, datatrove_engine.INDEX_DTYPE)
+        index = np.zeros(high - low, stages.INDEX_DTYPE)
         numbers = np.arange(low, high)
         index["file"], index["position"] = numbers // per_file, numbers % per_file
         index["tokens"] = tokens[low:high]

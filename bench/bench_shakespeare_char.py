@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prep.downloads import TINY_SHAKESPEARE, fetch
+from prepare_common import TINY_SHAKESPEARE, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 

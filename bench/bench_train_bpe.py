@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from bpe import EOT, train_bpe
-from prep.downloads import TINY_SHAKESPEARE, fetch
+from prepare_common import TINY_SHAKESPEARE, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"

@@ -29,10 +29,8 @@ from pathlib import Path
 import pytest
 from hub_server import LocalHub, openwebtext_files
 
-from prep import documents as prep_documents
-from prep import tokenizers
-from prep.downloads import TINY_SHAKESPEARE, fetch
-from prep.folder import LOCK_NAME
+import prepare_common
+from prepare_common import LOCK_NAME, TINY_SHAKESPEARE, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -87,7 +85,7 @@ def files_in(folder):
     """Every file under `folder` and its bytes: {Path("out/train.bin"): b"...", ...}.
 
     An output folder's lock file is left out: a run creates it and leaves it, by design (see
-    prep/folder.py), so "a failed run wrote nothing" means nothing else appeared.
+    prepare_common's folder commit), so "a failed run wrote nothing" means nothing else appeared.
     """
     return {
         p.relative_to(folder): p.read_bytes()
@@ -124,13 +122,13 @@ def shakespeare(shakespeare_path):
 @pytest.fixture(scope="session")
 def gpt2_encoding():
     """tiktoken's GPT-2 Encoding (50,257 ids), its files fetched through the project's `fetch`."""
-    return tokenizers.gpt2_encoding()
+    return prepare_common.gpt2_encoding()
 
 
 @pytest.fixture(scope="session")
 def gpt2_files():
     """GPT-2's own (encoder.json, vocab.bpe), fetched and checksummed: for Tokenizer.from_gpt2_files."""
-    return tokenizers.gpt2_files()
+    return prepare_common.gpt2_files()
 
 
 def write_jsonl(path, documents):
@@ -257,8 +255,8 @@ def openwebtext_repo(paragraphs, tmp_path_factory):
     the real repo's (plain_text/train-0000N-of-00080.parquet); `main` is another commit holding
     the documents in reverse order, so a run that does not follow the pin writes other bytes.
     """
-    repo, revision = prep_documents.HUB_REPO, prep_documents.HUB_REVISION
-    config = prep_documents.HUB_CONFIG
+    repo, revision = prepare_common.HUB_REPO, prepare_common.HUB_REVISION
+    config = prepare_common.HUB_CONFIG
     documents = paragraphs[:600]
     files = openwebtext_files(documents, [150, 250, 200], config=config)
     main_commit = hashlib.sha1(b"another commit").hexdigest()

@@ -18,7 +18,7 @@ import numpy as np
 from datasets import load_dataset
 from tqdm import tqdm
 
-from prep.tokenizers import gpt2_encoding
+from prepare_common import gpt2_encoding
 
 BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".txt": "text"}
 

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from prep.tokenizers import gpt2_encoding
+from prepare_common import gpt2_encoding
 
 folder = sys.argv[1]  # nanoGPT: os.path.dirname(__file__)
 

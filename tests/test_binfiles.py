@@ -9,8 +9,7 @@ from conftest import names_in
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.binfiles import check_ids, dtype_for_vocab, write_bin
-from prep.errors import PrepareError
+from prepare_common import PrepareError, check_ids, dtype_for_vocab, write_bin
 
 # ---------------------------------------------------------------------------------------------
 # dtype_for_vocab

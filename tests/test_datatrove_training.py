@@ -13,7 +13,7 @@ from bpe import EOT
 
 pytest.importorskip("datatrove")
 
-from prep.datatrove_training import train_with_datatrove  # noqa: E402
+from engine.training import train_with_datatrove  # noqa: E402
 
 
 def test_three_count_tasks_write_the_one_machine_tokenizer_file(tmp_path, shakespeare, paragraphs):
@@ -35,7 +35,7 @@ def test_three_count_tasks_write_the_one_machine_tokenizer_file(tmp_path, shakes
         work_dir=tmp_path / "work",
         tasks=3,
         workers=2,
-        slice_bytes=20_000,  # 8 slices for 3 tasks
+        piece_bytes=20_000,  # 8 pieces for 3 tasks
     )
     assert len(list((tmp_path / "work").glob("counts-*/counts/*.json"))) == 3
     assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()

@@ -1,4 +1,4 @@
-"""prep/documents.py: loading and checking document collections, tokenizing them a batch at a
+"""prepare_common.py's documents: loading and checking document collections, tokenizing them a batch at a
 time, and streaming their ids back out (data/openwebtext's machinery, each piece on its own)."""
 
 from pathlib import Path
@@ -8,22 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep.documents import (
+from prepare_common import (
     HUB_REVISION,
-    count_tokens,
+    PrepareError,
     encode_document,
     expand_data_files,
     hub_load_arguments,
     ids_cache_options,
     load_documents,
     random_split,
-    rebatch,
     split_sizes,
-    stream_ids,
-    token_stream,
     tokenize,
 )
-from prep.errors import PrepareError
 
 GPT2_EOT = 50256
 
@@ -50,16 +46,6 @@ def test_encode_document_is_encode_ordinary_then_eot(gpt2_encoding, text):
         assert ids.tolist() == gpt2_encoding.encode_ordinary(text) + [GPT2_EOT]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 65535), max_size=20), max_size=12), st.integers(1, 25))
-def test_rebatch_is_concatenate_cut_every_size(arrays, size):
-    arrays = [np.array(a, dtype=np.uint16) for a in arrays]
-    batches = list(rebatch(iter(arrays), size))
-    flat = np.concatenate(arrays) if arrays else np.array([], dtype=np.uint16)
-    assert np.concatenate(batches).tolist() == flat.tolist() if batches else flat.size == 0
-    assert all(len(b) == size for b in batches[:-1]) and all(0 < len(b) <= size for b in batches)
-
-
 @pytest.fixture(scope="module")
 def tokenized(corpus, tmp_path_factory, gpt2_encoding):
     """90% of the corpus, loaded by load_documents and mapped exactly as the script maps it."""
@@ -79,26 +65,31 @@ def tokenized(corpus, tmp_path_factory, gpt2_encoding):
     )
 
 
-def test_token_stream_is_concatenate_of_the_ids_column(tokenized):
-    import datasets
+def lesson_batches(tokenized, batch_size):
+    """data/openwebtext/prepare.py's step 5: each batch of documents' ids, one flat array."""
+    for batch in tokenized.with_format("arrow").iter(batch_size=batch_size):
+        yield batch["ids"].combine_chunks().flatten().to_numpy()
 
+
+@pytest.mark.parametrize("batch_size", [1, 7, 10_000])
+def test_the_lessons_write_loop_is_concatenate_of_the_ids_column(tokenized, batch_size):
+    """The memmap loop copies the ids of every document, in order, as uint16, across the map's
+    two cache files; `len` adds up to them (the memmap's size)."""
     assert len(tokenized.cache_files) == 2
     expected = np.concatenate(tokenized.with_format("numpy")["ids"])
-    assert np.concatenate(list(token_stream(tokenized))).tolist() == expected.tolist()
+    batches = list(lesson_batches(tokenized, batch_size))
+    assert np.concatenate(batches).tolist() == expected.tolist()
+    assert {b.dtype for b in batches} == {np.dtype(np.uint16)}
+    assert int(tokenized.with_format("arrow")["len"].to_numpy().sum()) == len(expected)
+
+
+def test_the_lessons_write_loop_reads_an_in_memory_dataset(tokenized):
+    import datasets
+
     in_memory = datasets.Dataset.from_dict(tokenized[:50], features=tokenized.features)
     assert not in_memory.cache_files
-    assert (
-        np.concatenate(list(token_stream(in_memory))).tolist()
-        == np.concatenate(in_memory.with_format("numpy")["ids"]).tolist()
-    )
-
-
-def test_stream_ids_and_count_tokens_agree_with_the_ids_column(tokenized):
-    expected = np.concatenate(tokenized.with_format("numpy")["ids"])
-    batches = list(stream_ids(tokenized, batch_tokens=10_000))
-    assert np.concatenate(batches).tolist() == expected.tolist()
-    assert {len(b) for b in batches[:-1]} == {10_000} and batches[0].dtype == np.uint16
-    assert count_tokens(tokenized) == len(expected) == sum(tokenized["len"])
+    expected = np.concatenate(in_memory.with_format("numpy")["ids"])
+    assert np.concatenate(list(lesson_batches(in_memory, 16))).tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize(

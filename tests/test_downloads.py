@@ -10,9 +10,8 @@ import hashlib
 import pytest
 from conftest import names_in, send, write_files
 
-from prep import downloads
-from prep.downloads import MIRROR_ENV, TINY_SHAKESPEARE, RemoteFile, download, fetch
-from prep.errors import PrepareError
+import prepare_common as downloads
+from prepare_common import MIRROR_ENV, TINY_SHAKESPEARE, PrepareError, RemoteFile, download, fetch
 
 FAST = dict(retries=3, backoff=0.01)  # the real retry loop, with waits of 10, 20, 40 ms
 

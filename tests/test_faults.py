@@ -21,11 +21,18 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure
 
-from prep.folder import OUTPUT_NAMES, PAUSE_ENV, leftover_temporaries, output_folder
+from prepare_common import (
+    OUTPUT_NAMES,
+    PAUSE_ENV,
+    leftover_temporaries,
+    output_folder,
+    random_split,
+)
 
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
 OWT = REPO / "data" / "openwebtext" / "prepare.py"
+OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
 COMMON = REPO / "prepare_common.py"
 PR_CAPBSET_DROP = 24  # prctl option, from <linux/prctl.h>
@@ -442,7 +449,7 @@ HOSTILE = [
     pytest.param(BPE, lambda t: ["--input", text(t)], {"NANOGPT_DATA_CACHE": "/etc/hostname", "TIKTOKEN_CACHE_DIR": ""}, 1, ["/etc/hostname", "NANOGPT_DATA_CACHE"], id="bpe-cache-dir-is-a-file"),
     pytest.param(BPE, lambda t: ["--input", text(t)], {"TIKTOKEN_CACHE_DIR": "/etc/hostname"}, 1, ["/etc/hostname", "TIKTOKEN_CACHE_DIR"], id="bpe-tiktoken-cache-is-a-file"),
     pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", "(")], {}, 1, ["tok.json", "pattern"], id="bpe-pattern-does-not-compile"),
-    pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", r"\w+")], {}, 1, ["in.txt: character 5 (' ') is in no pre-token", "tok.json", "would be lost"], id="bpe-pattern-does-not-cover-the-text"),
+    pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", r"\w+")], {}, 1, ["in.txt: character 5 (' ') is in no pretoken", "tok.json", "would be lost"], id="bpe-pattern-does-not-cover-the-text"),
     pytest.param(BPE, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="bpe-input-fifo"),
     pytest.param(OWT, lambda _: ["--val-fraction", "nan"], {}, 2, ["--val-fraction", "nan"], id="owt-val-fraction-nan"),
     pytest.param(OWT, lambda _: ["--val-fraction", "inf"], {}, 2, ["--val-fraction", "inf"], id="owt-val-fraction-inf"),
@@ -493,13 +500,12 @@ def test_openwebtext_refuses_a_pattern_that_leaves_characters_out(tmp_path, engi
     docs.write_text("".join(json.dumps({"text": text}) + "\n" for text in documents))
     out = tmp_path / "out"
     args = ["--data-files", str(docs), "--out-dir", str(out), "--val-fraction", "0.2"]
-    args += ["--engine", engine] + (
-        ["--tasks", "2", "--workers", "2"] if engine == "datatrove" else []
-    )
+    args += ["--tasks", "2", "--workers", "2"] if engine == "datatrove" else []
     env = {"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
 
     covering = tokenizer_file(tmp_path / "covering.json", r"\w+|\W+")
-    result = run_script(OWT, *args, "--tokenizer", str(covering), env=env)
+    script = OWT_DATATROVE if engine == "datatrove" else OWT
+    result = run_script(script, *args, "--tokenizer", str(covering), env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     old = outputs(out)
     ids = [np.fromfile(out / f"{split}.bin", dtype=np.uint16) for split in ("train", "val")]
@@ -507,14 +513,21 @@ def test_openwebtext_refuses_a_pattern_that_leaves_characters_out(tmp_path, engi
     assert sorted(texts[:-1]) == sorted(text.encode() for text in documents)
 
     lossy = tokenizer_file(tmp_path / "lossy.json", r"\w+")
-    result = run_script(OWT, *args, "--tokenizer", str(lossy), env=env)
-    where = (
-        f"{docs}, row {LOSSY_ROW}"
-        if engine == "datasets"
-        else f"{docs}, the line at byte {len(''.join(docs.read_text().splitlines(True)[:LOSSY_ROW]))}"
-    )
+    result = run_script(script, *args, "--tokenizer", str(lossy), env=env)
+    if engine == "datasets":  # either lossy document may be met first: name its split and number
+        splits = dict(zip(("train", "val"), random_split(len(documents), 0.2, 2357)))
+        lossy_rows = (LOSSY_ROW, LOSSY_ROW + 1)
+        wheres = [
+            f"{docs}, {split} document {list(rows).index(row):,}"
+            for split, rows in splits.items()
+            for row in lossy_rows
+            if row in rows
+        ]
+        where = next(w for w in wheres if w in result.stderr)
+    else:
+        where = f"{docs}, the line at byte {len(''.join(docs.read_text().splitlines(True)[:LOSSY_ROW]))}"
     assert_clean_failure(
-        result, f"{where}: character 1 (' ') is in no pre-token", str(lossy), "would be lost",
+        result, f"{where}: character 1 (' ') is in no pretoken", str(lossy), "would be lost",
         logs_before=True,
     )  # fmt: skip
     assert outputs(out) == old and not leftover_temporaries(out)

@@ -3,8 +3,7 @@
 import pytest
 from conftest import names_in, write_files
 
-from prep.errors import PrepareError
-from prep.files import atomic_path, read_text
+from prepare_common import PrepareError, atomic_path, read_text
 
 # ---------------------------------------------------------------------------------------------
 # atomic_path

@@ -9,10 +9,14 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, names_in, run_python
 
-from prep.binfiles import write_bin
-from prep.files import sha256_file
-from prep.folder import LOCK_NAME
-from prep.meta import META_FORMAT_VERSION, verify, write_meta
+from prepare_common import (
+    LOCK_NAME,
+    META_FORMAT_VERSION,
+    sha256_file,
+    verify,
+    write_bin,
+    write_meta,
+)
 
 
 def test_write_meta_then_verify_in_process(tmp_path, capsys):

@@ -16,8 +16,7 @@ import pytest
 from conftest import REPO, assert_refused, run_python, write_jsonl
 
 from bpe import EOT, Tokenizer
-from prep.files import sha256_file
-from prep.meta import verify
+from prepare_common import sha256_file, verify
 
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 NANOGPT_SCRIPT = REPO / "tests" / "nanogpt_openwebtext.py"  # nanoGPT's code, run as the oracle

@@ -1,4 +1,4 @@
-"""data/openwebtext/prepare.py --engine datatrove: byte for byte the datasets engine's files.
+"""data/openwebtext/prepare_datatrove.py: byte for byte the files of prepare.py (the datasets engine).
 
 Real datatrove executors on local files: the local one (forked processes), Slurm's through
 stand-in sbatch/scontrol/srun (tests/slurm/) that run datatrove's own launch scripts here, and
@@ -23,30 +23,29 @@ from conftest import REPO, hand_made_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prep import datatrove_engine
-from prep.errors import PrepareError
-from prep.folder import PAUSE_ENV, leftover_temporaries
-from prep.meta import verify
+from engine import executors, readers
+from prepare_common import PAUSE_ENV, PrepareError, leftover_temporaries, verify
 
 pytest.importorskip(
     "datatrove", reason="needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
 )
 
-SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
+SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
+DATASETS_SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"  # the reference
 STAND_IN_SLURM = Path(__file__).resolve().parent / "slurm"
 VAL_FRACTION = "0.01"
 
 
-def run(*args, tmp_path, env=None, **popen):
+def run(*args, tmp_path, env=None, script=SCRIPT, **popen):
     env = dict(os.environ, HF_DATASETS_CACHE=str(tmp_path / "hf-cache"), **(env or {}))
-    command = [sys.executable, str(SCRIPT), *map(str, args)]
+    command = [sys.executable, str(script), *map(str, args)]
     if popen:
         return subprocess.Popen(command, env=env, **popen)
     return subprocess.run(command, capture_output=True, text=True, env=env)
 
 
-def prepare(out, *args, tmp_path, env=None):
-    result = run(*args, "--out-dir", out, tmp_path=tmp_path, env=env)
+def prepare(out, *args, tmp_path, env=None, script=SCRIPT):
+    result = run(*args, "--out-dir", out, tmp_path=tmp_path, env=env, script=script)
     assert result.returncode == 0, result.stderr[-3000:]
     return out
 
@@ -59,8 +58,6 @@ def datatrove(out, files, *args, tmp_path, env=None):
         *files,
         "--val-fraction",
         VAL_FRACTION,
-        "--engine",
-        "datatrove",
         *args,
         tmp_path=tmp_path,
         env=env,
@@ -104,8 +101,9 @@ def jsonl(paragraphs, tmp_path_factory):
 def jsonl_reference(jsonl, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("jsonl-reference")
     return prepare(
-        tmp / "out", "--data-files", *jsonl, "--val-fraction", VAL_FRACTION, tmp_path=tmp
-    )
+        tmp / "out", "--data-files", *jsonl, "--val-fraction", VAL_FRACTION, tmp_path=tmp,
+        script=DATASETS_SCRIPT,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -119,12 +117,12 @@ def work_root(tmp_path_factory):
 
 
 def test_task_slices():
-    assert datatrove_engine.task_slices([3, 5], 3) == [
+    assert readers.task_slices([3, 5], 3) == [
         [(0, 0, 2)],
         [(0, 2, 3), (1, 0, 2)],
         [(1, 2, 5)],
     ]
-    assert datatrove_engine.task_slices([1, 1], 4) == [[], [(0, 0, 1)], [], [(1, 0, 1)]]
+    assert readers.task_slices([1, 1], 4) == [[], [(0, 0, 1)], [], [(1, 0, 1)]]
 
 
 @settings(max_examples=60, deadline=None)
@@ -143,7 +141,7 @@ def test_json_pieces_read_every_line_once(tmp_path_factory, texts, cuts, bom):
     bounds = sorted({0, size, *(min(c, size) for c in cuts)})
     read, end = [], 0
     for start, stop in zip(bounds, bounds[1:]):
-        reader = datatrove_engine.PieceReader(str(path), "json", start, stop)
+        reader = readers.PieceReader(str(path), "json", start, stop)
         read += [text for _, text in reader]
         assert reader.begin == end  # contiguous spans: what the plan checks
         end = reader.end
@@ -153,15 +151,15 @@ def test_json_pieces_read_every_line_once(tmp_path_factory, texts, cuts, bom):
 
 def test_work_directory_is_named_by_its_inputs(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"text": "a"}\n')
-    identity = datatrove_engine.file_identity(str(tmp_path / "a.jsonl"))
+    identity = readers.file_identity(str(tmp_path / "a.jsonl"))
     config = {"files": [identity], "tasks": 2}
-    work = datatrove_engine.Work(tmp_path / "work", config, {"seed": 1})
+    work = executors.Work(tmp_path / "work", config, {"seed": 1})
     work.claim()
-    assert datatrove_engine.Work(tmp_path / "work", dict(config, tasks=3), {}).tokens != work.tokens
+    assert executors.Work(tmp_path / "work", dict(config, tasks=3), {}).tokens != work.tokens
     with open(tmp_path / "a.jsonl", "a") as f:
         f.write('{"text": "b"}\n')  # the same file with one more document: another folder
-    changed = {"files": [datatrove_engine.file_identity(str(tmp_path / "a.jsonl"))], "tasks": 2}
-    assert datatrove_engine.Work(tmp_path / "work", changed, {}).tokens != work.tokens
+    changed = {"files": [readers.file_identity(str(tmp_path / "a.jsonl"))], "tasks": 2}
+    assert executors.Work(tmp_path / "work", changed, {}).tokens != work.tokens
     (work.tokens / "run.json").write_text(json.dumps(dict(config, tasks=5)))  # foreign files
     with pytest.raises(PrepareError, match="was made by another run"):
         work.claim()
@@ -231,7 +229,7 @@ def test_parquet_same_bytes_as_datasets_engine(jsonl, jsonl_reference, tmp_path)
 
 def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
     """SIGKILL the whole run as soon as one task is done; the same command then resumes it."""
-    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION, "--engine", "datatrove"]
+    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION]
     args += ["--tasks", 8, "--work-dir", tmp_path / "work", "--out-dir", tmp_path / "out"]
     first = run(
         *args,
@@ -308,12 +306,12 @@ def old_set_with_meta_pkl(tmp_path_factory):
 def test_sigkill_in_the_commit_leaves_an_incomplete_folder_and_a_rerun_completes(
     jsonl, jsonl_reference, old_set_with_meta_pkl, work_root, tmp_path, step
 ):
-    """The commit task commits with prep/folder.py's protocol, under the lock of the run's
+    """The commit task commits with prepare_common's folder commit, under the lock of the run's
     process: killed between its renames, the folder is reported incomplete; the same command
     then completes it, and the old run's meta.pkl (GPT-2 writes none) is gone."""
     out = tmp_path / "out"
     shutil.copytree(old_set_with_meta_pkl, out, ignore=shutil.ignore_patterns(".*"))
-    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION, "--engine", "datatrove"]
+    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION]
     args += ["--tasks", 2, "--work-dir", work_root, "--out-dir", out]
     paused = run(
         *args, tmp_path=tmp_path, env={PAUSE_ENV: step}, stdout=subprocess.DEVNULL,
@@ -401,7 +399,7 @@ def test_bad_input_is_one_line_and_no_output(tmp_path, case, extra, message):
         (tmp_path / case).write_text(BAD_JSONL[case[:-6]])
     out = tmp_path / "out"
     result = run(
-        "--data-files", tmp_path / case, "--engine", "datatrove", "--tasks", 2, *extra,
+        "--data-files", tmp_path / case, "--tasks", 2, *extra,
         "--out-dir", out, tmp_path=tmp_path,
     )  # fmt: skip
     assert result.returncode == 1, result.stderr[-3000:]

@@ -16,9 +16,10 @@ import pytest
 from conftest import REPO, assert_clean_failure, run_python
 from hub_server import unused_port_url
 
-from prep.folder import LOCK_NAME
+from prepare_common import LOCK_NAME
 
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
+DATATROVE_SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 
 
 def repo_requests(hub):
@@ -92,9 +93,7 @@ def test_datatrove_engine_from_the_hub(openwebtext_hub, data_files_run, gpt2_enc
     pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
     owt = openwebtext_hub
     result = run_python(
-        SCRIPT,
-        "--engine",
-        "datatrove",
+        DATATROVE_SCRIPT,
         "--tasks",
         4,
         "--workers",

@@ -8,9 +8,7 @@ import pytest
 from conftest import REPO, assert_refused, run_python
 
 from bpe import EOT, Tokenizer
-from prep.downloads import TINY_SHAKESPEARE
-from prep.files import sha256_file
-from prep.meta import verify
+from prepare_common import TINY_SHAKESPEARE, sha256_file, verify
 
 SCRIPT = REPO / "data" / "shakespeare" / "prepare.py"
 # sha256 of nanoGPT's train.bin / val.bin for Tiny Shakespeare (its shakespeare/prepare.py, run on the

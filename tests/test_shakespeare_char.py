@@ -17,9 +17,7 @@ from conftest import (
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from prep.downloads import MIRROR_ENV, TINY_SHAKESPEARE
-from prep.files import sha256_file
-from prep.folder import LOCK_NAME
+from prepare_common import LOCK_NAME, MIRROR_ENV, TINY_SHAKESPEARE, sha256_file
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 

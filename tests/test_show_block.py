@@ -5,9 +5,9 @@ import pytest
 from conftest import REPO, assert_clean_failure, run_python
 
 import prepare_common
+import prepare_common as show
 from bpe import Tokenizer, train_bpe_from_iterator
-from prep import show
-from prep.errors import PrepareError
+from prepare_common import PrepareError
 
 # The book's corpus, one word a line (low 5 times, lower 2, lowest 1, widest 3).
 BOOK_CORPUS = "low\n" * 5 + "lower\n" * 2 + "lowest\n" + "widest\n" * 3

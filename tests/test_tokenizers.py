@@ -9,12 +9,17 @@ import sys
 import pytest
 from conftest import REPO, names_in, write_files
 
+import prepare_common as tokenizers
 from bpe import EOT, Tokenizer
-from prep import tokenizers
-from prep.downloads import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, MIRROR_ENV
-from prep.errors import PrepareError
-from prep.files import sha256_file
-from prep.tokenizers import CACHE_ENV, bpe_encoding
+from prepare_common import (
+    CACHE_ENV,
+    GPT2_ENCODER_JSON,
+    GPT2_VOCAB_BPE,
+    MIRROR_ENV,
+    PrepareError,
+    bpe_encoding,
+    sha256_file,
+)
 
 TIKTOKEN_GPT2_URLS = [GPT2_VOCAB_BPE, GPT2_ENCODER_JSON]
 
@@ -65,7 +70,7 @@ def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
     ):
         env[proxy] = "http://127.0.0.1:9"  # nothing listens there
     env["NO_PROXY"] = env["no_proxy"] = ""
-    code = "from prep.tokenizers import gpt2_encoding; print(gpt2_encoding().encode('hello world'))"
+    code = "from prepare_common import gpt2_encoding; print(gpt2_encoding().encode('hello world'))"
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,

@@ -14,14 +14,22 @@ gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
-from prep.arguments import ArgumentParser
-from prep.binfiles import dtype_for_vocab, write_bin
-from prep.downloads import TINY_SHAKESPEARE, fetch
-from prep.errors import PrepareError, run_main
-from prep.files import read_text
-from prep.folder import output_folder
-from prep.meta import text_source, write_bpe_meta_pkl, write_meta
-from prep.tokenizers import bpe_encoding, check_covered
+from prepare_common import (
+    TINY_SHAKESPEARE,
+    ArgumentParser,
+    PrepareError,
+    bpe_encoding,
+    check_covered,
+    dtype_for_vocab,
+    fetch,
+    output_folder,
+    read_text,
+    run_main,
+    text_source,
+    write_bin,
+    write_bpe_meta_pkl,
+    write_meta,
+)
 
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 

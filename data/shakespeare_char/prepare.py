@@ -13,13 +13,20 @@ import hashlib
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
-from prep.arguments import ArgumentParser
-from prep.binfiles import dtype_for_vocab, write_bin
-from prep.downloads import TINY_SHAKESPEARE, fetch
-from prep.errors import PrepareError, run_main
-from prep.files import read_text
-from prep.folder import output_folder
-from prep.meta import text_source, write_meta, write_pickle
+from prepare_common import (
+    TINY_SHAKESPEARE,
+    ArgumentParser,
+    PrepareError,
+    dtype_for_vocab,
+    fetch,
+    output_folder,
+    read_text,
+    run_main,
+    text_source,
+    write_bin,
+    write_meta,
+    write_pickle,
+)
 
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 

@@ -7,9 +7,9 @@
 
 Two datatrove stages, the second depending on the first:
 
-1. count (N tasks): task r counts the pre-tokens of every N-th slice of the input, starting at
-   slice r (the slices of bpe/corpus.py: byte ranges of text and JSON lines files cut where the
-   pre-tokens do not change, row groups of parquet files; with max_chars, cut to the first
+1. count (N tasks): task r counts the pretokens of its slice of the input: every N-th piece,
+   from piece r (the pieces of bpe/corpus.py: byte ranges of text and JSON lines files cut where
+   the pretokens do not change, row groups of parquet files; with max_chars, cut to the first
    documents as on one machine), and writes its count table, counts/r.json. Text never leaves
    the task; only counts do.
 2. learn (1 task): adds the N tables up, learns the merges (train_bpe_from_counts) and writes the
@@ -19,12 +19,11 @@ Counts add up the same in any order and ties between pairs go to the greatest by
 tokenizer file is byte-identical to train_tokenizer.py's (one machine) on the same files.
 
 The count tables live in WORK/counts-<hash>/, the hash of everything they depend on (the files
-with their sizes and times, how they are read, the slices, the number of tasks; not the vocab
+with their sizes and times, how they are read, the pieces, the number of tasks; not the vocab
 size), so a rerun skips the count tasks that completed (datatrove's skip_completed) and a run
 on other files or options never reads another run's tables.
 """
 
-import hashlib
 import json
 from collections import Counter
 from dataclasses import asdict
@@ -43,9 +42,15 @@ from bpe.corpus import (
     expand_inputs,
     plan_pieces,
 )
-from bpe.io import atomic_write_text
-from prep.datatrove_engine import EXECUTORS, file_identity, stage_executor
-from prep.errors import PrepareError
+from engine.executors import (
+    EXECUTORS,
+    config_hash,
+    join_ray_cluster,
+    show_user_errors_without_traceback,
+    stage_executor,
+)
+from engine.readers import file_identity
+from prepare_common import PrepareError, atomic_path
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 
@@ -55,8 +60,7 @@ class CountWork:
 
     def __init__(self, root, config):
         self.config = json.loads(json.dumps(config))  # as run.json reads back: tuples as lists
-        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
-        self.folder = Path(root).resolve() / f"counts-{digest}"
+        self.folder = Path(root).resolve() / f"counts-{config_hash(config)}"
 
     def table(self, rank):
         return self.folder / "counts" / f"{rank:05d}.json"
@@ -76,7 +80,8 @@ class CountWork:
                     "differs from this run's options); delete it or choose another --work-dir"
                 )
         else:
-            atomic_write_text(run_json, json.dumps(self.config, indent=2) + "\n")
+            with atomic_path(run_json) as tmp:
+                tmp.write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
         for rank in range(tasks):
             marker = Path(self.logs("count")) / "completions" / f"{rank:05d}"
             if marker.exists() and not self.table(rank).exists():
@@ -84,18 +89,17 @@ class CountWork:
 
 
 def count_task(data, rank=0, world_size=1, *, job, work):
-    """Stage 1, task `rank` of `world_size`: count slices rank, rank + N, ... -> its table."""
-    from prep.datatrove_stages import show_user_errors_without_traceback
-
+    """Stage 1, task `rank` of `world_size`: count pieces rank, rank + N, ... -> its table."""
     show_user_errors_without_traceback()  # this task may run in a process of its own
     reading = Reading(**job["reading"])
     counts = Counter()
     try:
-        for piece in job["slices"][rank::world_size]:
+        for piece in job["pieces"][rank::world_size]:
             counts.update(count_piece(Piece(**piece), reading))
     except CorpusError as exc:
         raise PrepareError(str(exc)) from None
-    atomic_write_text(work.table(rank), json.dumps(counts))
+    with atomic_path(work.table(rank)) as tmp:
+        tmp.write_text(json.dumps(counts), encoding="utf-8")
     return data
 
 
@@ -136,32 +140,26 @@ def train_with_datatrove(
     slurm_time="24:00:00",
     slurm_cpus_per_task=1,
     slurm_mem_per_cpu_gb=2,
-    slice_bytes=None,
+    piece_bytes=None,
 ):
     """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
     (on Slurm, when the learn job ends). -> the work folder of the count tables.
 
-    slice_bytes: the size of a slice of a text or JSON lines file (default corpus.PIECE_BYTES).
+    piece_bytes: the size of a piece of a text or JSON lines file (default corpus.PIECE_BYTES).
     A bad file or option is a PrepareError (one line, naming the file).
     """
     if executor not in EXECUTORS:
         raise PrepareError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-    try:
-        _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
-        reading = Reading(regex_pattern, tuple(special_tokens), text_column)
-        paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
-        slices = plan_pieces(paths, reading, slice_bytes)
-        if max_chars is not None:  # the same documents as on one machine, read once here
-            slices = cap_pieces(slices, reading, max_chars)
-    except (CorpusError, ValueError) as exc:
-        raise PrepareError(str(exc)) from None
+    reading, paths, pieces = plan_counting(
+        inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes
+    )
     work = CountWork(
         work_dir,
         {
             "format": WORK_FORMAT,
             "files": [file_identity(path) for path in paths],
             "reading": asdict(reading),
-            "slices": [asdict(piece) for piece in slices],
+            "pieces": [asdict(piece) for piece in pieces],
             "tasks": tasks,
         },
     )
@@ -169,7 +167,7 @@ def train_with_datatrove(
     job = {
         "inputs": [str(path) for path in inputs],  # as given, for the error of an empty input
         "reading": asdict(reading),
-        "slices": [asdict(piece) for piece in slices],
+        "pieces": [asdict(piece) for piece in pieces],
         "tasks": tasks,
         "vocab_size": vocab_size,
         "pattern_name": pattern,
@@ -183,10 +181,7 @@ def train_with_datatrove(
         slurm_mem_per_cpu_gb=slurm_mem_per_cpu_gb,
     )
     if executor == "ray":
-        import ray
-
-        if not ray.is_initialized():
-            ray.init()  # joins the cluster of $RAY_ADDRESS, or starts one on this machine
+        join_ray_cluster()
     count = stage_executor(
         options,
         "tokenizer-count",
@@ -205,23 +200,20 @@ def train_with_datatrove(
         depends=count,
         skip_completed=False,
     )
-    from prep.datatrove_stages import show_user_errors_without_traceback
-
     show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
     learn.run()
     return work.folder
 
 
-def check_datatrove_installed(executor):
-    """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to install."""
+def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):
+    """(reading, input paths, pieces): what the count tasks read; a bad option is a PrepareError."""
     try:
-        import datatrove  # noqa: F401
-    except ImportError:
-        raise PrepareError(
-            "--engine datatrove needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
-        ) from None
-    if executor == "ray":
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            raise PrepareError("--executor ray needs Ray: pip install 'ray[default]'") from None
+        _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
+        reading = Reading(regex_pattern, tuple(special_tokens), text_column)
+        paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
+        pieces = plan_pieces(paths, reading, piece_bytes)
+        if max_chars is not None:  # the same documents as on one machine, read once here
+            pieces = cap_pieces(pieces, reading, max_chars)
+    except (CorpusError, ValueError) as exc:
+        raise PrepareError(str(exc)) from None
+    return reading, paths, pieces

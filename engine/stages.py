@@ -1,4 +1,4 @@
-"""The four stages of the datatrove engine (see prep/datatrove_engine.py), as datatrove pipeline steps.
+"""The four stages of the datatrove engine (see engine/openwebtext.py), as datatrove pipeline steps.
 
 They live in an importable module, not in a script's __main__, because the Slurm and Ray
 executors pickle them and unpickle them in other processes on other machines.
@@ -13,34 +13,25 @@ from pathlib import Path
 import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
-from prep.binfiles import check_ids
-from prep.datatrove_engine import (
-    DOCUMENTS_PER_BATCH,
-    INDEX_DTYPE,
-    LOADED_TOKENIZERS,
-    TOKENS_PER_WRITE,
-    PieceReader,
-    batches,
+from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
+from engine.readers import PieceReader, batches
+from prepare_common import (
+    PrepareError,
+    atomic_path,
+    bpe_encoding,
+    check_documents_covered,
+    check_ids,
+    output_folder,
+    random_split,
+    split_record,
+    tokenize,
+    write_bpe_meta_pkl,
+    write_meta,
 )
-from prep.documents import SPLIT_RULE, random_split, tokenize
-from prep.errors import PrepareError
-from prep.files import atomic_path
-from prep.folder import output_folder
-from prep.meta import write_bpe_meta_pkl, write_meta
-from prep.tokenizers import bpe_encoding, check_documents_covered
 
-
-def show_user_errors_without_traceback():
-    """datatrove logs a failed task's exception with its traceback; a PrepareError is the user's
-    problem (bad input), already explained in one line, so it is logged without one."""
-    from loguru import logger
-
-    def drop_traceback(record):
-        exception = record["exception"]
-        if exception is not None and isinstance(exception.value, PrepareError):
-            record["exception"] = None
-
-    logger.configure(patcher=drop_traceback)
+DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
+TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
+INDEX_DTYPE = np.dtype([("file", "<u4"), ("position", "<i8"), ("tokens", "<u4")])
 
 
 class Stage(PipelineStep):
@@ -294,13 +285,8 @@ class CommitStage(Stage):
                 )
         out_dir = Path(job["out_dir"])
         source = dict(job["source_record"], documents=plan["documents"])
-        split = {
-            "rule": SPLIT_RULE,
-            "val_fraction": job["val_fraction"],
-            "seed": job["seed"],
-            "numpy": plan["numpy"],
-            "documents": {name: plan["splits"][name]["documents"] for name in parts},
-        }
+        documents = {name: plan["splits"][name]["documents"] for name in parts}
+        split = split_record(job["val_fraction"], job["seed"], documents, plan["numpy"])
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
         with output_folder(out_dir) as out:
             for name, paths in parts.items():
@@ -319,8 +305,9 @@ class CommitStage(Stage):
             )
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         for name in parts:
+            count = split["documents"][name]
             print(
-                f"{name} has {split['documents'][name]:,} documents, {split_tokens[name]:,} tokens"
+                f"{name} has {count:,} document{'s' * (count != 1)}, {split_tokens[name]:,} tokens"
             )
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
         print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")

@@ -1,0 +1,35 @@
+"""
+Prepare OpenWebText as prepare.py beside this script does, with the same options and the same
+train.bin, val.bin and meta.json byte for byte, but as datatrove tasks: on this machine
+(--executor local), a Slurm cluster or a Ray cluster, resumable after a crash. Four stages, each
+a datatrove executor that waits for the one before (engine/stages.py):
+
+1. tokenize (--tasks tasks): each task encodes its slice of the input files
+2. plan (1 task): nanoGPT's random split, and where each document's ids go
+3. write (--tasks tasks): task r writes part r of each split
+4. commit (1 task): joins the parts into train.bin and val.bin; meta.json last
+
+    python data/openwebtext/prepare_datatrove.py --data-files 'my_docs/*.jsonl' --tasks 4
+"""
+
+from pathlib import Path
+
+from engine.executors import add_datatrove_arguments, check_datatrove_arguments
+from engine.openwebtext import prepare_with_datatrove
+from prepare_common import bpe_encoding, dtype_for_vocab, openwebtext_arguments, run_main
+
+
+def main():
+    parser = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent)
+    add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
+    args = parser.parse_args()
+    check_datatrove_arguments(parser, args)
+    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
+    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
+    dtype = dtype_for_vocab(vocab_size)
+    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+    prepare_with_datatrove(args, encoding, tokenizer, dtype)  # its last task commits
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,211 @@
+"""What every datatrove stage needs: the work directory, the executors, the command line.
+
+Used by the OpenWebText pipeline (engine/openwebtext.py) and the tokenizer training
+(engine/training.py).
+"""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from prepare_common import PrepareError, atomic_path
+
+WORK_FORMAT = 1  # bump when the layout of the work directory changes
+EXECUTORS = ("local", "slurm", "ray")
+# fork where there is one: local tasks then start with the modules this process already imported
+# (importing datatrove alone takes a second or more); datatrove's default is forkserver
+LOCAL_START_METHOD = "fork" if sys.platform == "linux" else "forkserver"
+# (tokenizer path, sha256) -> (encoding, record): a worker process loads a tokenizer once, and
+# local workers forked from the main process start with the one it loaded
+LOADED_TOKENIZERS = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# the work directory
+
+
+class Work:
+    """The paths of one run's work directory.
+
+    WORK_ROOT/<hash of inputs, tokenizer, tasks>/ holds the token files of the tokenize stage;
+    .../split-<hash of the split options and the output folder>/ the plan, the parts and the
+    logs of the later stages. Each holds run.json, the options its name was made from.
+    """
+
+    def __init__(self, root, tokens_config, split_config):
+        self.tokens_config, self.split_config = tokens_config, split_config
+        self.tokens = Path(root) / config_hash(tokens_config)
+        self.split = self.tokens / f"split-{config_hash(split_config)}"
+
+    def token_file(self, rank):
+        return self.tokens / "shards" / f"tokens-{rank:05d}.bin"
+
+    def index_file(self, rank):
+        return self.tokens / "shards" / f"index-{rank:05d}.npy"
+
+    def summary_file(self, rank):
+        return self.tokens / "shards" / f"summary-{rank:05d}.json"
+
+    def plan_file(self, split, column):
+        return self.split / "plan" / f"{split}-{column}.npy"
+
+    def part_file(self, split, rank):
+        return self.split / "parts" / f"{split}-{rank:05d}.bin"
+
+    def logs(self, stage):
+        return str((self.tokens if stage == "tokenize" else self.split) / "logs" / stage)
+
+    def claim(self):
+        """Create the folders, or check that existing ones were made for these same options."""
+        for folder, config in ((self.tokens, self.tokens_config), (self.split, self.split_config)):
+            for sub in ("shards",) if folder == self.tokens else ("plan", "parts"):
+                (folder / sub).mkdir(parents=True, exist_ok=True)
+            run_json = folder / "run.json"
+            if run_json.exists():
+                found = json.loads(run_json.read_text(encoding="utf-8"))
+                if found != config:
+                    raise PrepareError(
+                        f"the work directory {folder} was made by another run (its run.json "
+                        f"differs from this run's options); delete it or choose another --work-dir"
+                    )
+            else:
+                with atomic_path(run_json) as tmp:
+                    tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def config_hash(config):
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------------
+# the executors and the command line
+
+
+def add_datatrove_arguments(
+    parser,
+    engines=None,
+    engine_help=None,
+    work_dir_help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work)",
+    workers_option=True,
+):
+    """The datatrove engine's options, added to the script's parser.
+
+    The defaults are data/openwebtext/prepare_datatrove.py's, which always runs on datatrove;
+    train_tokenizer.py chooses with --engine among its `engines`, says what its work directory
+    holds and keeps its own --workers (workers_option=False).
+    """
+    group = parser.add_argument_group("datatrove (pip install -e '.[scale]')")
+    if engines is None:
+        parser.set_defaults(engine="datatrove")
+    else:
+        group.add_argument("--engine", choices=engines, default=engines[0], help=engine_help)
+    group.add_argument("--executor", choices=EXECUTORS, default="local", help="where tasks run")
+    group.add_argument(
+        "--tasks",
+        type=int,
+        help="tasks the work is cut into (default: --workers, or 64 on a cluster)",
+    )
+    if workers_option:
+        group.add_argument(
+            "--workers",
+            type=int,
+            help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
+        )
+    group.add_argument(
+        "--work-dir",
+        type=Path,
+        help=f"{work_dir_help}; on a cluster, a folder every node sees",
+    )
+    group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
+    group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
+    group.add_argument("--slurm-cpus-per-task", type=int, default=1, help="CPUs per Slurm task")
+    group.add_argument("--slurm-mem-per-cpu-gb", type=int, default=2, help="memory per CPU (GB)")
+
+
+def check_datatrove_arguments(parser, args, local_workers=None):
+    """Options of the datatrove engine without --engine datatrove are errors; fills in the
+    defaults of --tasks and --workers. local_workers: the default --workers on this machine
+    (default: --num-proc); a script that gives it owns --workers beyond the engine."""
+    engine_options = ["executor", "tasks", "work_dir", "slurm_partition"]
+    if local_workers is None:
+        engine_options.append("workers")
+        local_workers = getattr(args, "num_proc", None)
+    if args.engine != "datatrove":
+        for option in engine_options:
+            if getattr(args, option) not in (None, parser.get_default(option)):
+                parser.error(f"--{option.replace('_', '-')} needs --engine datatrove")
+        return
+    on_cluster = args.executor != "local"
+    if args.workers is None:
+        args.workers = -1 if on_cluster else local_workers
+    if args.tasks is None:
+        args.tasks = 64 if on_cluster else args.workers
+    if args.tasks < 1 or (args.workers < 1 and not (on_cluster and args.workers == -1)):
+        parser.error("--tasks and --workers must be at least 1")
+    if args.executor == "slurm" and not args.slurm_partition:
+        parser.error("--executor slurm needs --slurm-partition")
+
+
+def stage_executor(args, job_name, **common):
+    """One stage's executor on args.executor (local, Slurm or Ray) with the script's options.
+
+    common: pipeline, tasks, logging_dir, depends, skip_completed (datatrove's arguments).
+    """
+    if args.executor == "local":
+        from datatrove.executor import LocalPipelineExecutor
+
+        return LocalPipelineExecutor(
+            workers=min(args.workers, common["tasks"]), start_method=LOCAL_START_METHOD, **common
+        )
+    if args.executor == "slurm":
+        from datatrove.executor import SlurmPipelineExecutor
+
+        return SlurmPipelineExecutor(
+            job_name=job_name,
+            partition=args.slurm_partition,
+            time=args.slurm_time,
+            cpus_per_task=args.slurm_cpus_per_task,
+            mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+            workers=args.workers,
+            **common,
+        )
+    from datatrove.executor.ray import RayPipelineExecutor
+
+    return RayPipelineExecutor(workers=args.workers, **common)
+
+
+def check_datatrove_installed(executor):
+    """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to install."""
+    try:
+        import datatrove  # noqa: F401
+    except ImportError:
+        raise PrepareError(
+            "this needs datatrove (Python >= 3.10), which is not installed: pip install -e '.[scale]'"
+        ) from None
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise PrepareError("--executor ray needs Ray: pip install 'ray[default]'") from None
+
+
+def join_ray_cluster():
+    """Join the Ray cluster of $RAY_ADDRESS, or start one on this machine, once per process."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init()
+
+
+def show_user_errors_without_traceback():
+    """datatrove logs a failed task's exception with its traceback; a PrepareError is the user's
+    problem (bad input), already explained in one line, so it is logged without one."""
+    from loguru import logger
+
+    def drop_traceback(record):
+        exception = record["exception"]
+        if exception is not None and isinstance(exception.value, PrepareError):
+            record["exception"] = None
+
+    logger.configure(patcher=drop_traceback)

@@ -1,0 +1,235 @@
+"""Reading the input of the datatrove engine: files, their lengths, the pieces of the tasks.
+
+Each task of the tokenize stage reads its slice of the input: contiguous pieces of the sorted
+files (rows of parquet files, lines of JSON Lines files, whole .txt files), in `datasets`' order
+(files in order, rows in file order), so that both engines see the same documents.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from prepare_common import BUILDERS, PrepareError, expand_data_files, hub_load_arguments
+
+JSON_WHITESPACE = b" \t\r\n"
+
+# ---------------------------------------------------------------------------------------------
+# the input: files, their lengths, and the slices of the tasks
+
+
+def open_input(path, mode="rb"):
+    """A local path or an fsspec URL (hf://datasets/..., s3://...) opened for reading."""
+    if "://" not in path:
+        return open(path, mode)
+    import fsspec
+
+    return fsspec.open(path, mode).open()
+
+
+def list_remote_files(pattern):
+    """The files an fsspec glob (hf://datasets/owner/name@revision/dir/*.parquet) names, sorted."""
+    import fsspec
+
+    fs, _ = fsspec.core.url_to_fs(pattern)
+    protocol = pattern.split("://", 1)[0]
+    return [f"{protocol}://{path}" for path in sorted(fs.glob(pattern))]
+
+
+def file_identity(path):
+    """What identifies a file's content for the work directory's name: path, size, time."""
+    if "://" in path:
+        import fsspec
+
+        fs, inner = fsspec.core.url_to_fs(path)
+        info = fs.info(inner)
+        return [path, info.get("size"), str(info.get("last_commit") or info.get("mtime") or "")]
+    stat = os.stat(path)
+    return [os.path.abspath(path), stat.st_size, stat.st_mtime_ns]
+
+
+def text_field_type(schema, path):
+    """The arrow type of a parquet file's `text` column; no such column is the datasets engine's error."""
+    if "text" not in schema.names:
+        raise PrepareError(
+            f"{path} has no 'text' column; its columns are: {', '.join(schema.names)}"
+        )
+    return schema.field("text").type
+
+
+def file_lengths(files, kind):
+    """How much of each file there is to share out: rows (parquet), bytes (JSON), 1 (.txt)."""
+    if kind == "text":
+        return [1] * len(files)
+    if kind == "json":
+        return [file_identity(path)[1] for path in files]
+    import pyarrow.parquet as pq
+
+    lengths = []
+    for path in files:
+        try:
+            with open_input(path) as f:
+                parquet = pq.ParquetFile(f)
+                text_field_type(parquet.schema_arrow, path)
+                lengths.append(parquet.metadata.num_rows)
+        except PrepareError:
+            raise
+        except Exception as exc:  # not a parquet file, truncated footer, unreadable
+            raise PrepareError(
+                f"cannot read {path} as a parquet file ({type(exc).__name__}: {exc}); "
+                f"replace or remove it"
+            ) from None
+    return lengths
+
+
+def task_slices(lengths, tasks):
+    """Share files of these lengths into `tasks` contiguous slices of (file, start, end) pieces.
+
+    [3, 5] rows, 3 tasks -> [[(0, 0, 2)], [(0, 2, 3), (1, 0, 2)], [(1, 2, 5)]]
+    Task t gets units [t*total//tasks, (t+1)*total//tasks) of all files end to end, so there can
+    be more tasks than files (a task with an empty slice writes empty files).
+    """
+    total = sum(lengths)
+    file_starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    slices = []
+    for task in range(tasks):
+        low, high = task * total // tasks, (task + 1) * total // tasks
+        pieces = []
+        for file_number, length in enumerate(lengths):
+            start = max(low - int(file_starts[file_number]), 0)
+            end = min(high - int(file_starts[file_number]), length)
+            if start < end:
+                pieces.append((file_number, start, end))
+        slices.append(pieces)
+    return slices
+
+
+# ---------------------------------------------------------------------------------------------
+# reading a piece: the documents `datasets` reads, row for row
+
+
+def read_text_document(path):
+    """A .txt file as one document, as datasets' text reader opens it (universal newlines)."""
+    with open_input(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PrepareError(
+            f"{path} is not valid UTF-8 (byte offset {exc.start:,}); convert it to UTF-8"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_parquet_rows(path, start, end):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open_input(path) as f:
+        parquet = pq.ParquetFile(f)
+        is_string = pa.types.is_string(
+            text_field_type(parquet.schema_arrow, path)
+        ) or pa.types.is_large_string(parquet.schema_arrow.field("text").type)
+        row = 0
+        for group in range(parquet.metadata.num_row_groups):
+            group_rows = parquet.metadata.row_group(group).num_rows
+            if row + group_rows > start and row < end:
+                texts = parquet.read_row_group(group, columns=["text"]).column("text")
+                low, high = max(start - row, 0), min(end - row, group_rows)
+                values = texts.slice(low, high - low).to_pylist()
+                for offset, text in enumerate(values):
+                    yield row + low + offset, text if is_string else None
+            row += group_rows
+
+
+def _refuse_duplicate_keys(pairs):
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("a key is specified twice")  # pyarrow, hence datasets, refuses it too
+    return obj
+
+
+# json.loads(line, object_pairs_hook=...) without a new JSONDecoder per line (a sixth of the
+# reader's time on short documents): bytes are decoded as json.loads decodes them
+JSON_DECODER = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys)
+
+
+def json_text(line, path, offset):
+    """The `text` of one JSON Lines object; None when missing, null or not a string."""
+    try:
+        if line.lstrip(JSON_WHITESPACE).startswith(b"["):
+            raise ValueError("a JSON array; the datatrove engine reads JSON Lines only")
+        document = JSON_DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+        if document is not None and not isinstance(document, dict):
+            raise ValueError(f"a JSON {type(document).__name__}, not an object")
+        text = None if document is None else document.get("text")
+        if isinstance(text, str) and b"\\u" in line:
+            text.encode("utf-8")  # a lone surrogate (\ud800): datasets refuses it
+    except (ValueError, UnicodeError) as exc:
+        reason = str(exc).splitlines()[0][:200]
+        raise PrepareError(
+            f"{path}: the line at byte {offset:,} is not a valid JSON Lines object ({reason}); "
+            f"fix or remove that line"
+        ) from None
+    return text if isinstance(text, str) else None
+
+
+def batches(items, size):
+    """[1, 2, 3, 4, 5] with size 2 -> [1, 2], [3, 4], [5]"""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class PieceReader:
+    """(position, text) for each document of a piece of a file, exactly the rows datasets reads.
+
+    text is None when missing, null or not a string. parquet: rows start..end-1, position = row.
+    JSON Lines: every line that starts at a byte offset in [start, end), position = that offset;
+    blank lines are skipped, as datasets' JSON reader skips them. .txt: the whole file is one
+    document, position 0. What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8)
+    is a PrepareError naming the file and the byte offset. After the iteration, .begin and .end
+    are the span of the file covered (rows, or bytes for JSON Lines), which the plan checks.
+    """
+
+    def __init__(self, path, kind, start, end):
+        self.path, self.kind, self.start, self.end = path, kind, start, end
+        self.begin = start
+
+    def __iter__(self):
+        if self.kind == "parquet":
+            yield from read_parquet_rows(self.path, self.start, self.end)
+            return
+        if self.kind == "text":
+            yield 0, read_text_document(self.path)
+            return
+        with open_input(self.path) as f:
+            if self.start > 0:  # the line that straddles `start` belongs to the piece before
+                f.seek(self.start - 1)
+                f.readline()
+            offset = self.begin = f.tell()
+            while offset < self.end:
+                line = f.readline()
+                if not line:
+                    break
+                position = offset
+                if offset == 0 and line.startswith(b"\xef\xbb\xbf"):
+                    line, position = line[3:], 3  # a byte order mark: datasets ignores it
+                if line.strip(JSON_WHITESPACE):
+                    yield position, json_text(line, self.path, position)
+                offset = position + len(line)
+            self.end = offset
+
+
+def input_files(data_files):
+    """The files to read, in `datasets`' order, and their kind: ([paths or URLs], "json")."""
+    if data_files is None:  # OpenWebText's parquet files on the hub, through fsspec's hf://
+        return list_remote_files(hub_load_arguments()[1]["data_files"]["train"]), "parquet"
+    files = expand_data_files(data_files)
+    return [str(Path(path).resolve()) for path in files], BUILDERS[Path(files[0]).suffix.lower()][0]
