@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prepare_common import PrepareError, atomic_path
 
-WORK_FORMAT = 1  # bump when the layout of the work directory changes
+WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
 # fork where there is one: local tasks then start with the modules this process already imported
 # (importing datatrove alone takes a second or more); datatrove's default is forkserver
@@ -39,13 +39,13 @@ class Work:
         self.split = self.tokens / f"split-{config_hash(split_config)}"
 
     def token_file(self, rank):
-        return self.tokens / "shards" / f"tokens-{rank:05d}.bin"
+        return self.tokens / "tasks" / f"tokens-{rank:05d}.bin"
 
     def index_file(self, rank):
-        return self.tokens / "shards" / f"index-{rank:05d}.npy"
+        return self.tokens / "tasks" / f"index-{rank:05d}.npy"
 
     def summary_file(self, rank):
-        return self.tokens / "shards" / f"summary-{rank:05d}.json"
+        return self.tokens / "tasks" / f"summary-{rank:05d}.json"
 
     def plan_file(self, split, column):
         return self.split / "plan" / f"{split}-{column}.npy"
@@ -59,7 +59,7 @@ class Work:
     def claim(self):
         """Create the folders, or check that existing ones were made for these same options."""
         for folder, config in ((self.tokens, self.tokens_config), (self.split, self.split_config)):
-            for sub in ("shards",) if folder == self.tokens else ("plan", "parts"):
+            for sub in ("tasks",) if folder == self.tokens else ("plan", "parts"):
                 (folder / sub).mkdir(parents=True, exist_ok=True)
             run_json = folder / "run.json"
             if run_json.exists():

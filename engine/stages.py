@@ -233,7 +233,7 @@ class WriteStage(Stage):
         }
         first = max(int(np.searchsorted(plan["offset"], low, side="right")) - 1, 0)
         last = int(np.searchsorted(plan["offset"], high, side="left"))
-        shards = {}
+        token_files = {}
         buffer, filled = np.empty(min(TOKENS_PER_WRITE, max(high - low, 1)), dtype), 0
         for task, start, tokens, offset in zip(
             plan["task"][first:last].tolist(),
@@ -245,9 +245,9 @@ class WriteStage(Stage):
             take = min(high - offset, tokens) - skip
             if take <= 0:
                 continue
-            if task not in shards:
-                shards[task] = np.memmap(self.work.token_file(task), dtype=dtype, mode="r")
-            ids = shards[task][start + skip : start + skip + take]
+            if task not in token_files:
+                token_files[task] = np.memmap(self.work.token_file(task), dtype=dtype, mode="r")
+            ids = token_files[task][start + skip : start + skip + take]
             if filled + take > len(buffer):
                 yield buffer[:filled]
                 filled = 0

@@ -1,8 +1,8 @@
 """Counting on a cluster: tokenizer training with datatrove (pip install -e '.[scale]').
 
-    python train_tokenizer.py --input "shards/*.parquet" --vocab-size 32000 --out tok.json \\
+    python train_tokenizer.py --input "corpus/*.parquet" --vocab-size 32000 --out tok.json \\
         --special-tokens "<|endoftext|>" --engine datatrove --tasks 64 --workers 8
-    train_with_datatrove(["shards/*.parquet"], 32000, ["<|endoftext|>"], out="tok.json",
+    train_with_datatrove(["corpus/*.parquet"], 32000, ["<|endoftext|>"], out="tok.json",
                          tasks=64, workers=8, work_dir="/shared/work", executor="local")
 
 Two datatrove stages, the second depending on the first:

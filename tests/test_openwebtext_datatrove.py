@@ -201,11 +201,11 @@ def test_jsonl_same_bytes_as_datasets_engine(
     assert meta["split"]["numpy"] == np.__version__
     assert meta["options"]["engine"] == "datatrove" and meta["options"]["tasks"] == tasks
     # runs with other --tasks never share token files: one folder per set of options
-    assert len(list(work_root.glob("*/shards/tokens-00000.bin"))) >= 1
+    assert len(list(work_root.glob("*/tasks/tokens-00000.bin"))) >= 1
     assert all(
         json.loads((folder.parent.parent / "run.json").read_text())["tasks"]
         == len(list(folder.parent.glob("tokens-*.bin")))
-        for folder in work_root.glob("*/shards/tokens-00000.bin")
+        for folder in work_root.glob("*/tasks/tokens-00000.bin")
     )
 
 
