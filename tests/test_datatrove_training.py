@@ -1,4 +1,4 @@
-"""prep/datatrove_training.py and train_tokenizer.py --engine datatrove: counting as datatrove
+"""engine/training.py and train_tokenizer.py --engine datatrove: counting as datatrove
 tasks gives the one-machine tokenizer file, byte for byte, and resumes (needs the `scale` extra)."""
 
 import json

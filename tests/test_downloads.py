@@ -1,4 +1,4 @@
-"""prep/downloads.py: against a real HTTP server on 127.0.0.1 and real mirror folders.
+"""prepare_common.py, downloads: against a real HTTP server on 127.0.0.1 and real mirror folders.
 
 Every failing case checks two things: the PrepareError says what went wrong (the URL and the
 status, or the byte counts), and the destination folder holds no partial or temporary file.

@@ -1,4 +1,4 @@
-"""prep/meta.py: meta.json written beside the .bin files, and `verify` re-checking a folder
+"""prepare_common.py, metadata: meta.json written beside the .bin files, and `verify` re-checking a folder
 (in process, and as `python prepare_common.py verify DIR` on a real prepared folder)."""
 
 import hashlib

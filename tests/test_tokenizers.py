@@ -1,4 +1,4 @@
-"""prep/tokenizers.py: GPT-2's files and tiktoken's encoding, offline through the mirror set by
+"""prepare_common.py, tokenizers: GPT-2's files and tiktoken's encoding, offline through the mirror set by
 CI (never set here), and the trained tokenizers a --tokenizer option names."""
 
 import hashlib
