@@ -1,4 +1,4 @@
-"""bpe/patterns.py: the ASCII fast path splits as GPT-2's Unicode pattern does; coverage."""
+"""bpe/patterns.py: the ASCII fast path splits as each named Unicode pattern does; coverage."""
 
 import pytest
 import regex
@@ -29,12 +29,16 @@ ascii_text = st.lists(
 ).map("".join)
 
 
+NAMED_PATTERNS = [GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN]
+
+
+@pytest.mark.parametrize("pattern", NAMED_PATTERNS, ids=["gpt2", "gpt4", "nanochat"])
 @settings(max_examples=600, deadline=None)
-@given(ascii_text)
-def test_ascii_fast_path_equals_the_unicode_pattern(text):
-    pretokenizer = Pretokenizer(GPT2_PATTERN)
-    assert pretokenizer.ascii_regex.findall(text) == regex.findall(GPT2_PATTERN, text)
-    assert pretokenizer.findall(text) == regex.findall(GPT2_PATTERN, text)
+@given(text=ascii_text)
+def test_ascii_fast_path_equals_the_unicode_pattern(pattern, text):
+    pretokenizer = Pretokenizer(pattern)
+    assert pretokenizer.ascii_regex.findall(text) == regex.findall(pattern, text)
+    assert pretokenizer.findall(text) == regex.findall(pattern, text)
 
 
 # Mostly ASCII, with the characters that decide where a text may be cut drawn often: newlines
@@ -50,10 +54,11 @@ mixed_text = st.lists(
 ).map("".join)
 
 
+@pytest.mark.parametrize("pattern", NAMED_PATTERNS, ids=["gpt2", "gpt4", "nanochat"])
 @settings(max_examples=300, deadline=None)
-@given(mixed_text)
-def test_mostly_ascii_text_splits_as_the_unicode_pattern(text):
-    assert Pretokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
+@given(text=mixed_text)
+def test_mostly_ascii_text_splits_as_the_unicode_pattern(pattern, text):
+    assert Pretokenizer(pattern).findall(text) == regex.findall(pattern, text)
     stretches = ascii_stretches(text)
     assert [start for start, _, _ in stretches[1:]] == [end for _, end, _ in stretches[:-1]]
     assert all(text[start:end].isascii() for start, end, is_ascii in stretches if is_ascii)
@@ -77,7 +82,7 @@ def test_ascii_fast_path_on_tiny_shakespeare(shakespeare):
 def test_non_ascii_text_and_other_patterns_take_the_unicode_regex():
     text = "Grüße, 世界 's 12345 \u00a0\u0085 x"
     assert Pretokenizer(GPT2_PATTERN).findall(text) == regex.findall(GPT2_PATTERN, text)
-    assert Pretokenizer(GPT4_PATTERN).ascii_regex is None
+    assert Pretokenizer(r"\S+|\s+").ascii_regex is None
     assert Pretokenizer(GPT4_PATTERN).findall("Hello 12345") == ["Hello", " ", "123", "45"]
     assert Pretokenizer(r"\S+|\s+").findall("a  b") == ["a", "  ", "b"]
     assert Pretokenizer("gpt2").pattern == GPT2_PATTERN  # a name, not the regex "gpt2"
