@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import errno
 import functools
-import glob
 import hashlib
 import json
 import math
@@ -1257,13 +1256,12 @@ def expand_data_files(patterns):
     Sorting makes the row order, and so the split and the .bin files, independent of the file
     system's listing order. The files must be of one known kind and not all empty.
     """
-    files = {}  # a dict keeps the first place of a file named twice
-    for pattern in patterns:
-        matches = sorted(glob.glob(os.path.expanduser(pattern), recursive=True))
-        if not matches:
-            raise PrepareError(f"--data-files {pattern} matches no file; check the path")
-        files.update((path, None) for path in matches if path not in files and Path(path).is_file())
-    files = list(files)
+    from bpe.corpus import CorpusError, expand_inputs  # train_tokenizer.py's globber, the same
+
+    try:
+        files = expand_inputs(patterns)
+    except CorpusError as exc:
+        raise PrepareError(f"--data-files: {exc}") from None
     kinds = {Path(path).suffix.lower() for path in files}
     if not kinds or not kinds <= BUILDERS.keys():
         unknown = sorted(kinds - BUILDERS.keys()) or ["no files"]

@@ -295,7 +295,9 @@ def jsonl_lines(*rows):
             "--val-fraction 0.9 of 5 documents leaves train empty",
             id="train-empty",
         ),
-        pytest.param({}, ["--data-files", "nothing-*.jsonl"], "matches no file", id="no-match"),
+        pytest.param(
+            {}, ["--data-files", "nothing-*.jsonl"], "nor matches any file", id="no-match"
+        ),
         pytest.param(
             {"x.jsonl": FIVE_DOCUMENTS, "y.txt": "doc"},
             ["--data-files", "x.jsonl", "y.txt"],
