@@ -663,7 +663,7 @@ def write_bin(path, id_batches, dtype, vocab_size, expected_tokens=None, desc=No
 # message says truthfully what was left.
 
 
-PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the module docstring
+PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
 LOCK_NAME = ".prepare.lock"
 WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, which stays readable
 RECORD_NAME = "meta.json"
@@ -701,7 +701,7 @@ class Terminated(KeyboardInterrupt):
 def output_folder(out_dir):
     """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
 
-    See the module docstring for the order of operations and what a crash leaves. A process
+    See the steps above for the order of operations and what a crash leaves. A process
     that holds out_dir's lock already (see `folder_lock`) keeps it and does not lock again.
     """
     with folder_lock(out_dir) as folder:
