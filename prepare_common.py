@@ -3,7 +3,7 @@
 Read it top to bottom after data/shakespeare_char/prepare.py; each section is one job:
 
 1. errors: a problem the user can fix is one `error: ...` line, never a traceback (run_main)
-2. arguments: argparse, with one-line usage errors and checked numbers
+2. arguments: argparse with one-line usage errors, "did you mean", nanoGPT's --a_b spellings; checked numbers
 3. files: read a text strictly, hash a file, write one atomically
 4. downloads: pinned remote files, fetched (or copied from NANOGPT_DATA_MIRROR) and checksummed
 5. tokenizers: the tiktoken Encoding a BPE lesson encodes with: GPT-2's or a trained one
@@ -21,6 +21,7 @@ It is also a command, for any prepared folder:
 
 import argparse
 import contextlib
+import difflib
 import errno
 import functools
 import hashlib
@@ -78,11 +79,60 @@ def run_main(main):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse.ArgumentParser whose usage errors are one line: `error: ... (see --help)`."""
+    """argparse.ArgumentParser as every command of the project parses its options.
+
+    - a usage error is one line, exit code 2: `error: ... (see PROG --help)`
+    - a misspelled option is named with the closest one: "--tokenzier" -> did you mean --tokenizer?
+      (no abbreviations: "--tok" is not taken for --tokenizer, and so is never a surprise)
+    - nanoGPT's underscore spellings answer too: --out_dir is --out-dir, --vocab_size=4096 is
+      --vocab-size=4096 (not shown in --help: one spelling is documented)
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        if sys.argv[0].endswith(".py"):  # "see data/shakespeare/prepare.py --help", as typed
+            kwargs.setdefault("prog", sys.argv[0])
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(respelled(self, args), namespace)
 
     def error(self, message):
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
+
+
+def respelled(parser, args):
+    """`args` with each --a_b option (nanoGPT's spelling) as --a-b; an unknown option is an error.
+
+    ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]; ["--sead", "1"] -> error
+    "unrecognized option --sead; did you mean --seed?". Values are left as they are, and so is
+    everything after "--". A parser with subcommands leaves their options to their own parsers.
+    """
+    known = set(parser._option_string_actions)
+    commands = [
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    ]
+    respelled = []
+    for i, token in enumerate(args):
+        if token == "--" or (commands and token in commands[0].choices):
+            return respelled + args[i:]
+        name, equals, value = token.partition("=")
+        if name.startswith("--") and " " not in name and name not in known:
+            dashed = name.replace("_", "-")
+            if dashed not in known:
+                parser.error(unknown_option(name, known))
+            token = dashed + equals + value
+        respelled.append(token)
+    return respelled
+
+
+def unknown_option(name, known):
+    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?" """
+    long_options = sorted(option for option in known if option.startswith("--"))
+    close = difflib.get_close_matches(name.replace("_", "-"), long_options, n=1, cutoff=0.6)
+    return f"unrecognized option {name}" + (f"; did you mean {close[0]}?" if close else "")
 
 
 def fraction(text):

@@ -9,9 +9,12 @@ from .show import ShowError, main
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["show"]:
-        sys.exit(
-            "usage: python -m bpe show [--tokenizer FILE | --gpt2] (TEXT | --file PATH | --explain WORD)"
+        given = f"{sys.argv[1]!r} is not a command" if sys.argv[1:] else "give a command"
+        print(
+            f"error: {given}; the one command is show (see python -m bpe show --help)",
+            file=sys.stderr,
         )
+        sys.exit(2)
     sys.stdout.reconfigure(errors="backslashreplace")  # a stray surrogate must not crash a print
     try:
         main(sys.argv[2:])

@@ -11,6 +11,7 @@ GPT-2 cuts it into the tokens <e4 bd> and <a0>.
 """
 
 import argparse
+import difflib
 import os
 import re
 import sys
@@ -190,8 +191,35 @@ def read_text(path):
         raise ShowError(f"{path} is not valid UTF-8 (byte offset {exc.start:,})") from None
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line usage errors and "did you mean" for a misspelled option, as the
+    project's other commands (prepare_common.ArgumentParser; bpe imports nothing of the project).
+
+    No abbreviations, and an unknown --option is refused before anything else is parsed:
+    `--tokenzier x.json hi` is an error naming --tokenizer, never the text "x.json".
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        options = sorted(self._option_string_actions)
+        for token in args[: args.index("--") if "--" in args else len(args)]:
+            name = token.split("=", 1)[0]
+            if name.startswith("--") and " " not in name and name not in options:
+                close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                self.error(f"unrecognized option {name}{hint}")
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m bpe show", description="Show how a text is cut into tokens."
     )
     which = parser.add_mutually_exclusive_group()
