@@ -8,6 +8,7 @@ Read it top to bottom after data/shakespeare_char/prepare.py; each section is on
 4. downloads: pinned remote files, fetched (or copied from NANOGPT_DATA_MIRROR) and checksummed
 5. tokenizers: the tiktoken Encoding a BPE lesson encodes with: GPT-2's or a trained one
 6. bin files: the dtype of the ids, and writing them (nanoGPT's raw .bin files)
+6b. shards: llm.c's header and its shards of 100M tokens (llm.c, modded-nanogpt, build-nanogpt)
 7. the folder commit: the outputs replace the old ones as one transaction, under a lock
 8. metadata: meta.json (readable, safe) and nanoGPT's meta.pkl
 9. documents: OpenWebText (or local files) loaded with `datasets`, split and tokenized
@@ -25,6 +26,7 @@ import difflib
 import errno
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -667,6 +669,146 @@ def write_bin(path, id_batches, dtype, vocab_size, expected_tokens=None, desc=No
 
 
 # ---------------------------------------------------------------------------------------------
+# 6b. shards: the files of llm.c, modded-nanogpt and build-nanogpt (data/fineweb, --format llmc)
+#
+# Past one .bin file per split, the small-GPT world cuts the token stream into shards of
+# `shard_size` tokens (llm.c's default: 100M), each one a file that a trainer can map on its own.
+# An llm.c shard (llm.c's train_gpt2, modded-nanogpt's speedrun) is a header, then the tokens:
+#
+#     bytes 0..1023    256 little-endian int32: [20240520, 1, number of tokens, 0, 0, ..., 0]
+#                                                  magic     version
+#     bytes 1024..     the tokens, uint16
+#
+# and for a vocabulary past 65,536 ids (llm.c's llama-3 files): magic 20240801, version 7, uint32.
+# The readers check the magic, the version, and that the file holds exactly header[2] tokens.
+# build-nanogpt's shards are the same tokens saved by np.save: numpy's .npy header, no llm.c one.
+#
+# The shards are the stream cut every `shard_size` tokens: every shard but the last is full, a
+# document may straddle two (or more) shards, and the last shard holds the rest (never empty).
+# llm.c's fineweb.py says it as "append the document while `count + len(doc) < shard_size`;
+# otherwise top the shard up with the document's first tokens, write it, and start the next one
+# with the rest", which writes the same bytes.
+
+LLMC_HEADER_INTS = 256
+LLMC_MAGIC_VERSION = {np.dtype(np.uint16): (20240520, 1), np.dtype(np.uint32): (20240801, 7)}
+SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
+DEFAULT_SHARD_SIZE = 10**8  # tokens per shard: llm.c's --shard_size, build-nanogpt's int(1e8)
+
+
+def shard_dtype(vocab_size):
+    """uint16 ids up to 65,536 (llm.c's gpt-2 files); uint32 beyond (its llama-3 files)."""
+    if vocab_size <= 2**16:
+        return np.dtype(np.uint16)
+    print(
+        f"warning: vocab_size {vocab_size:,} does not fit uint16, so the shards are llm.c's "
+        f"uint32 variant (magic 20240801, version 7: read by llm.c's train_llama3.py); "
+        f"modded-nanogpt, llm.c's train_gpt2 and build-nanogpt read uint16 shards only",
+        file=sys.stderr,
+    )
+    return np.dtype(np.uint32)
+
+
+def llmc_header(num_tokens, dtype):
+    """The 256 int32 that start an llm.c shard: 1,000 uint16 tokens -> [20240520, 1, 1000, 0, ...]."""
+    if not 0 <= num_tokens < 2**31:
+        raise PrepareError(f"an llm.c shard holds fewer than 2**31 tokens, not {num_tokens:,}")
+    header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
+    header[0], header[1] = LLMC_MAGIC_VERSION[np.dtype(dtype)]
+    header[2] = num_tokens
+    return header
+
+
+def write_shard(path, tokens, shard_format):
+    """One shard file, atomically: llm.c's header and the tokens, or np.save's .npy."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        if shard_format == "llmc":
+            f.write(llmc_header(len(tokens), tokens.dtype).tobytes())
+            f.write(tokens.astype(tokens.dtype.newbyteorder("<"), copy=False).tobytes())
+        else:
+            np.save(f, tokens)  # what build-nanogpt's np.save(filename, tokens) writes
+
+
+def fill_shards(id_batches, shard_size, dtype):
+    """Cut a stream of id arrays into shards: yield each full shard, then the rest if any.
+
+    [[1, 2, 3], [4, 5]] (any batching of the same stream), shard_size 2 -> [1, 2], [3, 4], [5].
+    The buffer is reused: use each shard before asking for the next. Memory: one shard.
+    """
+    buffer = np.empty(shard_size, dtype)
+    count = 0
+    for ids in id_batches:
+        while count + len(ids) >= shard_size:  # the shard is full: llm.c writes it now
+            room = shard_size - count
+            buffer[count:] = ids[:room]
+            yield buffer
+            ids, count = ids[room:], 0
+        buffer[count : count + len(ids)] = ids
+        count += len(ids)
+    if count:
+        yield buffer[:count]
+
+
+def llmc_names(prefix, split=None, first_index=0):
+    """The shards' (split, file stem), in order. llm.c's rule, split None: shard 0 is val, the
+    others train -> ("val", "edu_fineweb_val_000000"), ("train", "edu_fineweb_train_000001"), ...
+    A split given names them all after it: ("train", "openwebtext_train_000003"), ..."""
+    for index in itertools.count(first_index):
+        name = split or ("val" if index == 0 else "train")
+        yield name, f"{prefix}_{name}_{index:06d}"
+
+
+def write_shards(out, id_batches, names, shard_size, dtype, vocab_size, shard_format):
+    """Write the stream `id_batches` as shards in `out`, named by `names` (see llmc_names).
+
+    Returns meta.json's record of each: [{"file", "split", "tokens", "sha256"}, ...]. Every id is
+    checked against vocab_size before it is written.
+    """
+    shards = []
+    for tokens, (split, stem) in zip(fill_shards(id_batches, shard_size, dtype), names):
+        path = Path(out) / f"{stem}{SHARD_FORMATS[shard_format]}"
+        check_ids(tokens, vocab_size, dtype, where=path.name)
+        write_shard(path, tokens, shard_format)
+        shards.append(
+            {"file": path.name, "split": split, "tokens": len(tokens), "sha256": sha256_file(path)}
+        )
+        print(f"wrote {path.name}: {len(tokens):,} tokens")
+    return shards
+
+
+def read_shard(path, shard_format, dtype):
+    """A shard's tokens (memory-mapped), after the readers' checks; a PrepareError if one fails."""
+    path = Path(path)
+    if shard_format == "npy":
+        try:
+            tokens = np.load(path, mmap_mode="r")
+        except (ValueError, EOFError) as exc:
+            raise PrepareError(f"{path} is not a .npy file numpy can read ({exc})") from None
+        if tokens.dtype != dtype or tokens.ndim != 1:
+            raise PrepareError(
+                f"{path} holds {tokens.dtype} of shape {tokens.shape}, not {dtype} ids"
+            )
+        return tokens
+    size = path.stat().st_size
+    if size < LLMC_HEADER_INTS * 4:
+        raise PrepareError(f"{path} has {size:,} bytes: shorter than llm.c's 1,024-byte header")
+    header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
+    magic, version = LLMC_MAGIC_VERSION[dtype]
+    if (int(header[0]), int(header[1])) != (magic, version):
+        raise PrepareError(
+            f"{path} starts with magic {header[0]}, version {header[1]}; llm.c's {dtype.name} "
+            f"shards start with {magic}, {version}"
+        )
+    if header[2] <= 0:
+        raise PrepareError(f"{path}: its header says {header[2]:,} tokens (llm.c needs at least 1)")
+    expected = LLMC_HEADER_INTS * 4 + int(header[2]) * dtype.itemsize
+    if size != expected:
+        raise PrepareError(
+            f"{path} has {size:,} bytes; its header says {header[2]:,} tokens: {expected:,} bytes"
+        )
+    return np.memmap(path, dtype=dtype.newbyteorder("<"), mode="r", offset=LLMC_HEADER_INTS * 4)
+
+
+# ---------------------------------------------------------------------------------------------
 # 7. the folder commit: a prepared folder changes as one transaction, like a git commit
 #
 # A prepared folder changes as one transaction, like a git commit: `output_folder`.
@@ -721,6 +863,8 @@ RECORD_NAME = "meta.json"
 OUTPUT_NAMES = ("train.bin", "val.bin", "meta.pkl", RECORD_NAME)
 # Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
 # ".<name>.<pid>.tmp" (a file being written beside its final name).
+# and every shard (section 6b): a shard set from an earlier run is replaced as a whole
+SHARD_NAME = re.compile(r"^.+_(val|train)_\d{6}\.(bin|npy)$")
 TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+\.tmp$")  # group 1: the final name
 
 
@@ -925,7 +1069,8 @@ def _commit(staging, folder):
     )
     if RECORD_NAME not in staged:
         raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
-    stale = [name for name in OUTPUT_NAMES if name not in staged and (folder / name).exists()]
+    owned = [*OUTPUT_NAMES, *sorted(e.name for e in os.scandir(folder) if SHARD_NAME.match(e.name))]
+    stale = [name for name in owned if name not in staged and (folder / name).exists()]
     for name in staged + stale:
         target = folder / name
         if target.is_dir() and not target.is_symlink():
@@ -1067,30 +1212,55 @@ META_FORMAT_VERSION = 1
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
 
 
-def write_meta(out_dir, *, tokenizer, dtype, split_tokens, source, split, options, script):
+def write_meta(
+    out_dir,
+    *,
+    tokenizer,
+    dtype,
+    source,
+    split,
+    options,
+    script,
+    split_tokens=None,
+    shards=None,
+    shard_format=None,
+):
     """Write meta.json: everything needed to read, check and reproduce the .bin files.
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
     split_tokens: {"train": 1003854, "val": 111540}; source: {"path", "sha256", ...}.
+    A folder of shards (section 6b) gives instead shards, write_shards' list ([{"file", "split",
+    "tokens", "sha256"}, ...]), and shard_format ("llmc" or "npy"); "splits" then holds each
+    split's number of tokens and of shards.
     """
     out_dir = Path(out_dir)
-    meta = {
-        "format_version": META_FORMAT_VERSION,
-        "created_by": script,
-        "tokenizer": tokenizer,
-        "dtype": np.dtype(dtype).name,
-        "splits": {
+    if shards is None:  # nanoGPT's: one .bin file per split
+        splits = {
             name: {
                 "file": f"{name}.bin",
                 "tokens": count,
                 "sha256": sha256_file(out_dir / f"{name}.bin"),
             }
             for name, count in split_tokens.items()
-        },
+        }
+    else:
+        splits = {}
+        for shard in shards:
+            totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
+            totals["tokens"] += shard["tokens"]
+            totals["shards"] += 1
+    meta = {
+        "format_version": META_FORMAT_VERSION,
+        "created_by": script,
+        "tokenizer": tokenizer,
+        "dtype": np.dtype(dtype).name,
+        "splits": splits,
         "source": source,
         "split": split,
         "options": options,
     }
+    if shards is not None:
+        meta["format"], meta["shards"] = shard_format, shards
     bad = _first_non_utf8(meta)
     if bad is not None:  # a name from the file system that is not UTF-8
         raise PrepareError(
@@ -1203,6 +1373,12 @@ HUB_REVISION = "79d93d786212f7344586290adb811d4ae6a1762c"  # pinned: change here
 HUB_CONFIG = (
     "plain_text"  # the folder of parquet files at that revision: 80 files, 8,013,769 documents
 )
+# A dataset on the hub, pinned: OpenWebText's parquet files are read with datasets' parquet
+# builder (its card names an old loading script datasets refuses); another one (FineWeb's) through
+# its card, whose `configs:` map the config's name to its files, as llm.c's and build-nanogpt's
+# load_dataset(repo, name=config) do.
+HubDataset = namedtuple("HubDataset", "repo revision config")
+OPENWEBTEXT = HubDataset(HUB_REPO, HUB_REVISION, HUB_CONFIG)
 SPLIT_RULE = (
     "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
     "np.random.default_rng(seed).permutation(n), train the rest in that order "
@@ -1222,10 +1398,10 @@ BUILDERS = {
 # Loading and checking
 
 
-def load_documents(data_files, num_proc, cache_dir):
+def load_documents(data_files, num_proc, cache_dir, hub=OPENWEBTEXT):
     """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
 
-    data_files None -> OpenWebText from the hub (see `hub_load_arguments`); else the files the
+    data_files None -> `hub` (OpenWebText) from the hub (see `hub_load_arguments`); else the files the
     patterns name (see `expand_data_files`). Every failure is a PrepareError saying what to do.
     """
     import datasets
@@ -1236,17 +1412,17 @@ def load_documents(data_files, num_proc, cache_dir):
     if data_files is None:
         import huggingface_hub
 
-        builder, kwargs = hub_load_arguments()
+        builder, kwargs = hub_load_arguments(hub)
         try:
             # datasets' glob finds no file in a repo or revision that is gone: ask first, to say which
-            huggingface_hub.HfApi().dataset_info(HUB_REPO, revision=HUB_REVISION)
+            huggingface_hub.HfApi().dataset_info(hub.repo, revision=hub.revision)
             dataset = datasets.load_dataset(
                 builder, split="train", num_proc=num_proc, cache_dir=cache_dir, **kwargs
             )
         except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
             detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's errors span lines
             raise PrepareError(
-                f"cannot load {source_name(None)} from the Hugging Face hub "
+                f"cannot load {source_name(None, hub)} from the Hugging Face hub "
                 f"({detail}); to use local files instead, pass --data-files 'DIR/*.parquet'"
             ) from None
     else:
@@ -1267,35 +1443,40 @@ def load_documents(data_files, num_proc, cache_dir):
             raise PrepareError(
                 f"datasets could not read --data-files {' '.join(data_files)} ({detail})"
             ) from None
-    check_texts(dataset, source_name(data_files))
+    check_texts(dataset, source_name(data_files, hub))
     return dataset
 
 
-def hub_load_arguments():
+def hub_load_arguments(hub=OPENWEBTEXT):
     """What `datasets.load_dataset` is called with for OpenWebText from the hub.
 
     The repo's parquet files, read by datasets' own parquet builder at the pinned revision:
     nothing of the repo's old loading script is involved.
     -> ("parquet", {"data_files": {"train": "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"}})
     """
+    if hub != OPENWEBTEXT:  # FineWeb: ("HuggingFaceFW/fineweb-edu", {"name": "sample-10BT", ...})
+        return hub.repo, {"name": hub.config, "revision": hub.revision}
     return "parquet", {
-        "data_files": {"train": f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{HUB_CONFIG}/*.parquet"}
+        "data_files": {"train": f"hf://datasets/{hub.repo}@{hub.revision}/{hub.config}/*.parquet"}
     }
 
 
-def source_name(data_files):
+def source_name(data_files, hub=OPENWEBTEXT):
     """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
-    return " ".join(data_files) if data_files else f"{HUB_REPO}@{HUB_REVISION[:12]}"
+    if data_files:
+        return " ".join(data_files)
+    config = "" if hub == OPENWEBTEXT else f" ({hub.config})"
+    return f"{hub.repo}@{hub.revision[:12]}{config}"
 
 
-def source_record(data_files, num_documents):
+def source_record(data_files, num_documents, hub=OPENWEBTEXT):
     """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
     if data_files:
         return {"files": data_files, "documents": num_documents}
     return {
-        "repo": HUB_REPO,
-        "revision": HUB_REVISION,
-        "config": HUB_CONFIG,
+        "repo": hub.repo,
+        "revision": hub.revision,
+        "config": hub.config,
         "documents": num_documents,
     }
 
@@ -1486,7 +1667,7 @@ def encode_document(text, encoding, eot_id, dtype):
     return ids
 
 
-def ids_cache_options(documents, tokenizer, dtype):
+def ids_cache_options(documents, tokenizer, dtype, function=None):
     """`features` and `new_fingerprint` for documents.map(tokenize, ...).
 
     features: the ids are stored as `dtype` (uint16: 4x less disk than datasets' default int64).
@@ -1500,7 +1681,8 @@ def ids_cache_options(documents, tokenizer, dtype):
     features = datasets.Features(
         {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
     )
-    key = [documents._fingerprint, tokenize, tokenizer["sha256"], tokenizer["eot_id"], dtype.name]
+    function = function or tokenize  # another function, another cache
+    key = [documents._fingerprint, function, tokenizer["sha256"], tokenizer["eot_id"], dtype.name]
     return {"features": features, "new_fingerprint": Hasher.hash(key)}
 
 
@@ -1543,13 +1725,15 @@ def _audit(folder):
         )
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
-    for name in SPLIT_NAMES:
+    if "shards" in meta:
+        problems += _audit_shards(folder, meta, dtype, vocab_size)
+    for name in SPLIT_NAMES if "shards" not in meta else ():
         problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size)
     problems += _audit_source(folder, meta.get("source") or {})
     decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"])
     problems += tokenizer_problems
     if not problems:
-        ids = np.memmap(folder / meta["splits"]["val"]["file"], dtype=dtype, mode="r")
+        _, ids = open_split(folder, "val")
         start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
         print("start of val:", repr(start))
     return problems
@@ -1568,7 +1752,10 @@ def read_meta(folder, leftovers=()):
         ]
     path = folder / "meta.json"
     if not path.exists():
-        if leftovers or any((folder / name).exists() for name in ("train.bin", "val.bin")):
+        outputs = ("train.bin", "val.bin")
+        if leftovers or any(
+            p.name in outputs or SHARD_NAME.match(p.name) for p in folder.iterdir()
+        ):
             left = f", leaving {', '.join(leftovers)}" if leftovers else ""
             return None, [
                 f"{path} does not exist: the folder is incomplete (a run was interrupted while "
@@ -1599,6 +1786,8 @@ def _shape_problem(meta):
     problem = problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
     if problem:
         return problem
+    if "shards" in meta:
+        return _shards_problem(meta)
     missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
     if missing:
         return (
@@ -1613,6 +1802,24 @@ def _shape_problem(meta):
             return problem
     if "source" in meta and not isinstance(meta["source"], dict):
         return _wrong("source", meta["source"], "a JSON object")
+    return None
+
+
+def _shards_problem(meta):
+    """_shape_problem's checks of a folder of shards: its format, and each shard's record."""
+    if meta.get("format") not in SHARD_FORMATS:
+        return _wrong("format", meta.get("format"), '"llmc" or "npy"')
+    shards = meta["shards"]
+    if not isinstance(shards, list) or not shards:
+        return _wrong("shards", shards, "a list of the shards")
+    for i, shard in enumerate(shards):
+        if not isinstance(shard, dict):
+            return _wrong(f"shards[{i}]", shard, "a JSON object")
+        problem = _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS)
+        if problem:
+            return problem
+    if shards[0]["split"] != "val":
+        return _wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
     return None
 
 
@@ -1654,6 +1861,12 @@ TOKENIZER_FIELDS = (
     ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
     ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
 )
+SHARD_FIELDS = (
+    ("file", _is_plain_name, "a file name in the folder"),
+    ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
+    ("tokens", lambda v: _is_int(v) and v > 0, "a positive count of tokens"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
 SPLIT_FIELDS = (
     ("file", _is_plain_name, "a file name in the folder"),
     ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"),
@@ -1677,6 +1890,40 @@ def _audit_split(folder, name, split, dtype, vocab_size):
     highest = int(np.memmap(path, dtype=dtype, mode="r").max())
     if highest >= vocab_size:
         problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+    return problems
+
+
+def _audit_shards(folder, meta, dtype, vocab_size):
+    """Each shard meta.json lists: its header (or .npy header) as the readers check it, its
+    token count, sha256 and largest id; and no shard in the folder that the list leaves out."""
+    problems = []
+    for shard in meta["shards"]:
+        path = folder / shard["file"]
+        if not path.is_file():
+            problems.append(f"{path} is missing" if not path.exists() else f"{path} is not a file")
+            continue
+        try:
+            tokens = read_shard(path, meta["format"], dtype)
+        except PrepareError as exc:
+            problems.append(str(exc))
+            continue
+        print(f"{shard['split']}: {len(tokens):,} tokens, {dtype.name}, {path}")
+        if len(tokens) != shard["tokens"]:
+            problems.append(
+                f"{path} holds {len(tokens):,} tokens, meta.json says {shard['tokens']:,}"
+            )
+            continue
+        if sha256_file(path) != shard["sha256"]:
+            problems.append(f"{path} does not match the sha256 recorded in meta.json")
+        highest = int(tokens.max())
+        if highest >= vocab_size:
+            problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+    listed = {shard["file"] for shard in meta["shards"]}
+    unlisted = sorted(
+        p.name for p in folder.iterdir() if SHARD_NAME.match(p.name) and p.name not in listed
+    )
+    if unlisted:
+        problems.append(f"{folder} holds shards meta.json does not list: {', '.join(unlisted)}")
     return problems
 
 
@@ -1753,6 +2000,13 @@ def open_split(folder, split):
     meta, problems = read_meta(Path(folder))
     if problems:
         raise PrepareError(problems[0])
+    if "shards" in meta:  # a folder of shards: the split's first one, or the one named
+        shard = next((s for s in meta["shards"] if split in (s["file"], s["split"])), None)
+        if shard is None:
+            raise PrepareError(f"{Path(folder)} has no shard of split or file {split!r}")
+        return meta, read_shard(
+            Path(folder) / shard["file"], meta["format"], np.dtype(meta["dtype"])
+        )
     if split not in meta["splits"]:
         raise PrepareError(
             f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}"
@@ -1857,7 +2111,7 @@ def main(argv=None):
     check.add_argument("folder", help="e.g. data/shakespeare_char")
     look = commands.add_parser("show", help="one block (x, y) as nanoGPT's get_batch reads it")
     look.add_argument("folder", help="a prepared folder, e.g. data/shakespeare_char")
-    look.add_argument("--split", default="train", help="train (default) or val")
+    look.add_argument("--split", default="train", help="train (default) or val, or a shard's file")
     look.add_argument("--block-size", type=int, default=8, metavar="N", help="default: 8")
     where = look.add_mutually_exclusive_group()
     where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
