@@ -1,0 +1,145 @@
+"""
+Prepare FineWeb-Edu (or FineWeb) as llm.c, modded-nanogpt and build-nanogpt read it: every
+document is <|endoftext|> followed by its GPT-2 ids; the documents, in order, fill shards of
+100M tokens (a document may straddle two); shard 0 is val, the others train. Byte for byte what
+llm.c's dev/data/fineweb.py (--format llmc: a 256-int32 header, then uint16 ids) and
+build-nanogpt's fineweb.py (--format npy: np.save) write from the same documents.
+Unlike theirs: the hub's files at a pinned revision (or --data-files), a --tokenizer of
+train_tokenizer.py (uint32 shards past 65,536 ids), a folder that changes as one transaction.
+
+    python data/fineweb/prepare.py --data-files 'my_docs/*.parquet' --shard-size 1000000
+"""
+
+from argparse import RawDescriptionHelpFormatter
+from pathlib import Path
+
+import numpy as np
+
+from prepare_common import (
+    DEFAULT_SHARD_SIZE,
+    ArgumentParser,
+    HubDataset,
+    bpe_encoding,
+    check_documents_covered,
+    default_num_proc,
+    ids_cache_options,
+    llmc_names,
+    load_documents,
+    output_folder,
+    positive_int,
+    run_main,
+    shard_dtype,
+    source_name,
+    source_record,
+    tokenize,
+    write_meta,
+    write_shards,
+)
+
+# The datasets on the Hugging Face hub, pinned: a sample config is a folder of parquet files
+# (the card's `configs:` map sample-10BT to sample/10BT/*). The revisions are those public
+# projects pin for sample-10BT (not checked against the hub from here: see docs/fineweb.md).
+REPOS = {
+    "edu": ("HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"),
+    "classic": ("HuggingFaceFW/fineweb", "9bb295ddab0e05d785b879661af7260fed5140fc"),
+}
+PREFIXES = {  # the shards' names: llm.c's, and build-nanogpt's (which knows FineWeb-Edu only)
+    "llmc": {"edu": "edu_fineweb", "classic": "fineweb"},
+    "npy": {"edu": "edufineweb", "classic": "fineweb"},
+}
+
+
+def main():
+    args = parse_args()
+    # 1. the tokenizer, and its end-of-text id that starts every document
+    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
+    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
+    dtype = shard_dtype(vocab_size)  # uint16 for GPT-2; llm.c's uint32 variant past 65,536
+    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+
+    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+        # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
+        repo, revision = REPOS[args.type]
+        hub = HubDataset(repo, revision, f"sample-{args.sample}")
+        dataset = load_documents(args.data_files, args.num_proc, args.cache_dir, hub)
+        print(f"{source_name(args.data_files, hub)}: {len(dataset):,} documents")
+
+        # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
+        where = f"{source_name(args.data_files, hub)}, document"
+        options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
+        tokenized = dataset.map(
+            process, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
+            remove_columns=dataset.column_names, num_proc=args.num_proc, desc="tokenizing",
+            **ids_cache_options(dataset, tokenizer, dtype, process),
+        )  # fmt: skip
+        num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
+        print(f"{num_tokens:,} tokens: {-(-num_tokens // args.shard_size):,} shards")
+
+        # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
+        batches = tokenized.with_format("arrow").iter(batch_size=10_000)
+        id_batches = (batch["ids"].combine_chunks().flatten().to_numpy() for batch in batches)
+        names = llmc_names(PREFIXES[args.format][args.type])
+        shards = write_shards(
+            out, id_batches, names, args.shard_size, dtype, vocab_size, args.format
+        )
+
+        # 5. the metadata, written last: meta.json lists every shard, its tokens and sha256
+        write_meta(
+            out,
+            script="data/fineweb/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            shards=shards,
+            shard_format=args.format,
+            source=source_record(args.data_files, len(dataset), hub),
+            split={"rule": "llm.c's: shard 0 is val, the others train", "shard_size": args.shard_size},
+            options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
+        )  # fmt: skip
+    print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
+
+
+def process(texts, indices, encoding, tokenizer, dtype, where):
+    """llm.c's `tokenize` for a batch: each document's ids with the end-of-text id FIRST (nanoGPT
+    puts it last: the same ids, rolled by one); a trained tokenizer whose pattern leaves
+    characters out is refused (naming the document)."""
+    out = tokenize(texts, encoding, tokenizer["eot_id"], dtype)  # [ids..., eot]
+    out["ids"] = [np.roll(ids, 1) for ids in out["ids"]]  # [eot, ids...]
+    check_documents_covered(
+        texts, out["ids"], encoding, tokenizer, lambda i: f"{where} {indices[i]}"
+    )
+    return out
+
+
+def parse_args():
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add(
+        "--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb"
+    )
+    add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
+    files_help = "local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"{files_help} (default: the hub)")
+    add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per shard")
+    add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside this script")
+    add(
+        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
+    )
+    add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    args = parser.parse_args()
+    if args.shard_size >= 2**31:
+        parser.error(
+            f"--shard-size {args.shard_size:,}: an llm.c shard holds fewer than 2**31 tokens"
+        )
+    return args
+
+
+if __name__ == "__main__":
+    run_main(main)
+
+# FineWeb-Edu sample-10BT at the pinned revision (not run here: 14 files, 28.5 GB of parquet):
+# tokenizer: gpt2 (50,257 tokens, end of text = 50256)
+# HuggingFaceFW/fineweb-edu@87f09149ef47 (sample-10BT): 9,672,101 documents
+# about 10B tokens: about 100 shards (build-nanogpt's comment: "total of 100 shards")
+# each full shard: 200,001,024 bytes (llmc) or 200,000,128 bytes (npy)

@@ -1,0 +1,251 @@
+"""data/fineweb/prepare.py run as a user runs it (issue 18).
+
+- on local parquet files (--data-files), its shards are the bytes llm.c's dev/data/fineweb.py
+  (--format llmc) and build-nanogpt's fineweb.py (--format npy) write from the same documents,
+  names included (tests/llmc_fineweb.py, tests/buildnanogpt_fineweb.py); every shard passes
+  modded-nanogpt's and llm.c's readers; meta.json lists every shard; a rerun writes the same;
+- from the local hub (tests/hub_server.py) with no --data-files: the same bytes as the
+  --data-files run on the same parquet files, every request at the pinned revision;
+- `prepare_common.py verify` audits the shard folder and finds what is wrong with it, `show`
+  shows a shard's x/y block; bad input is one `error:` line.
+"""
+
+import hashlib
+import importlib.util
+import json
+
+import pytest
+from buildnanogpt_fineweb import write_npy_shards
+from conftest import REPO, assert_clean_failure, files_in, run_python
+from hub_server import LocalHub, fineweb_files
+from llmc_fineweb import llmc_check_shard, write_llmc_shards
+from modded_nanogpt_loader import load_data_shard
+
+SCRIPT = REPO / "data" / "fineweb" / "prepare.py"
+COMMON = REPO / "prepare_common.py"
+SHARD_SIZE = 5_000  # 400 paragraphs of Tiny Shakespeare, about 19,000 tokens: 4 shards
+
+
+def lesson_repos():
+    """data/fineweb/prepare.py's REPOS (type -> (hub repo, pinned revision))."""
+    spec = importlib.util.spec_from_file_location("fineweb_prepare", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.REPOS
+
+
+@pytest.fixture(scope="module")
+def fineweb_repo(paragraphs, tmp_path_factory):
+    """FineWeb-Edu at the pinned revision, made small: sample/10BT is 400 paragraphs in 3 files
+    (000_00000.parquet ...), sample/100BT others; `main` holds the 10BT documents reversed."""
+    repo, revision = lesson_repos()["edu"]
+    documents = paragraphs[:400]
+    files = fineweb_files(
+        "edu", {"10BT": (documents, [100, 180, 120]), "100BT": (paragraphs[400:500], [100])}
+    )
+    other = fineweb_files("edu", {"10BT": (documents[::-1], [400])})
+    local = tmp_path_factory.mktemp("fineweb-edu")
+    for path, data in files.items():
+        (local / path).parent.mkdir(parents=True, exist_ok=True)
+        (local / path).write_bytes(data)
+    main = hashlib.sha1(b"another commit").hexdigest()
+    return {
+        "repo": repo,
+        "revision": revision,
+        "commits": {revision: files, main: other},
+        "refs": {"main": main},
+        "local": local / "sample" / "10BT",
+        "documents": documents,
+    }
+
+
+def prepare(out, *args, env=None):
+    result = run_python(SCRIPT, *args, "--out-dir", out, "--num-proc", 2, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def data_files_run(fineweb_repo, tmp_path_factory):
+    """The reference run: --data-files on the sample's parquet files, llm.c shards."""
+    out = tmp_path_factory.mktemp("data-files-run") / "out"
+    env = {"HF_DATASETS_CACHE": str(out.parent / "cache")}
+    result = prepare(
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
+        env=env,
+    )
+    return out, result
+
+
+def shard_files(folder, suffix=".bin"):
+    return sorted(p.name for p in folder.iterdir() if p.suffix == suffix)
+
+
+def test_llmc_shards_are_llmc_bytes(fineweb_repo, data_files_run, gpt2_encoding, tmp_path):
+    out, result = data_files_run
+    expected = write_llmc_shards(
+        fineweb_repo["documents"], gpt2_encoding, tmp_path, SHARD_SIZE, type="edu"
+    )
+    assert len(expected) >= 3
+    assert shard_files(out) == sorted(p.name for p in expected)
+    for path in expected:
+        assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+        assert len(load_data_shard(out / path.name)) == llmc_check_shard(out / path.name)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["format"] == "llmc" and meta["dtype"] == "uint16"
+    assert meta["shards"] == [
+        {
+            "file": p.name,
+            "split": "val" if i == 0 else "train",
+            "tokens": llmc_check_shard(p),
+            "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+        }
+        for i, p in enumerate(expected)
+    ]
+    assert "400 documents" in result.stdout
+
+
+def test_npy_shards_are_build_nanogpts_bytes(fineweb_repo, gpt2_encoding, tmp_path):
+    out = tmp_path / "out"
+    prepare(
+        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
+        "--format", "npy", env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    (tmp_path / "ref").mkdir()
+    expected = write_npy_shards(
+        fineweb_repo["documents"], gpt2_encoding, tmp_path / "ref", SHARD_SIZE
+    )
+    assert shard_files(out, ".npy") == sorted(p.name for p in expected)
+    for path in expected:
+        assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+    assert run_python(COMMON, "verify", out).returncode == 0
+
+
+def test_a_rerun_writes_the_same_bytes(fineweb_repo, data_files_run, tmp_path):
+    out, _ = data_files_run
+    before = files_in(out)
+    prepare(
+        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert files_in(out) == before
+
+
+def test_hub_run_equals_data_files_run(fineweb_repo, data_files_run, tmp_path):
+    repo = fineweb_repo
+    with LocalHub(repo["repo"], dict(repo["commits"]), refs=repo["refs"]) as hub:
+        env = hub.environment(tmp_path / "client")
+        result = prepare(tmp_path / "out", "--shard-size", SHARD_SIZE, env=env)
+        assert hub.unknown == []
+        requests = [r for r in hub.requests if r[1].startswith(("/api/", "/datasets/"))]
+        assert requests and all(repo["revision"] in path for _, path, _ in requests), requests
+    assert f"{repo['repo']}@{repo['revision'][:12]}" in result.stdout
+    reference, _ = data_files_run
+    assert shard_files(tmp_path / "out") == shard_files(reference)
+    for name in shard_files(reference):
+        assert (tmp_path / "out" / name).read_bytes() == (reference / name).read_bytes()
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text())
+    assert meta["source"] == {
+        "repo": repo["repo"],
+        "revision": repo["revision"],
+        "config": "sample-10BT",
+        "documents": 400,
+    }
+
+
+def test_sample_100bt_is_its_own_folder(fineweb_repo, tmp_path):
+    repo = fineweb_repo
+    with LocalHub(repo["repo"], dict(repo["commits"]), refs=repo["refs"]) as hub:
+        env = hub.environment(tmp_path / "client")
+        result = prepare(tmp_path / "out", "--sample", "100BT", env=env)
+        assert hub.unknown == []
+    assert f"{repo['repo']}@{repo['revision'][:12]} (sample-100BT): 100 documents" in result.stdout
+
+
+def test_verify_and_show_a_shard_folder(data_files_run):
+    out, _ = data_files_run
+    result = run_python(COMMON, "verify", out)
+    assert result.returncode == 0, result.stderr
+    assert "edu_fineweb_val_000000.bin" in result.stdout and f"{out}: OK" in result.stdout
+    shown = run_python(COMMON, "show", out, "--split", "val", "--block-size", 4)
+    assert shown.returncode == 0, shown.stderr
+    assert "x = data[0:4] = [50256," in shown.stdout  # val starts with the first document's eot
+
+
+@pytest.mark.parametrize(
+    "damage, fragment",
+    [
+        pytest.param(
+            lambda b: b[:-2], "has 11,022 bytes; its header says 5,000 tokens", id="truncated"
+        ),
+        pytest.param(
+            lambda b: b[:1000] + b"\xff" + b[1001:],
+            "does not match the sha256",
+            id="a byte changed",
+        ),
+        pytest.param(lambda b: b"\x00" + b[1:], "starts with magic", id="bad magic"),
+    ],
+)
+def test_verify_finds_a_damaged_shard(damage, fragment, data_files_run, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(data_files_run[0], out)
+    shard = out / "edu_fineweb_train_000001.bin"
+    shard.write_bytes(damage(shard.read_bytes()))
+    result = run_python(COMMON, "verify", out)
+    assert result.returncode == 1
+    assert fragment in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, fragments, code",
+    [
+        pytest.param(["--shard-size", "0"], ["--shard-size", "less than 1"], 2, id="shard size 0"),
+        pytest.param(["--shard-size", "-5"], ["--shard-size", "less than 1"], 2, id="negative"),
+        pytest.param(["--type", "nope"], ["--type", "invalid choice"], 2, id="unknown type"),
+        pytest.param(["--data-files", "EMPTY"], ["only empty files"], 1, id="empty data files"),
+    ],
+)
+def test_bad_input_is_one_line(args, fragments, code, tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    args = [str(tmp_path / "empty.jsonl") if a == "EMPTY" else a for a in args]
+    result = run_python(SCRIPT, *args, "--out-dir", tmp_path / "out")
+    if code == 1:
+        assert_clean_failure(result, *fragments)
+    else:
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+        assert all(f in lines[0] for f in fragments), lines[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").glob("*.bin"))
+
+
+def test_a_tokenizer_past_65536_ids_writes_llmcs_uint32_shards(fineweb_repo, tmp_path):
+    """A tokenizer of 65,793 ids (every pair of bytes merged, and <|endoftext|>): llm.c's uint32
+    variant (magic 20240801, version 7), as its llama-3 files, byte for byte."""
+    from bpe import EOT, Tokenizer
+
+    vocab = {b: bytes([b]) for b in range(256)}
+    merges = [(bytes([a]), bytes([b])) for a in range(256) for b in range(256)]
+    vocab.update({256 + i: a + b for i, (a, b) in enumerate(merges)})
+    Tokenizer(vocab, merges, special_tokens=[EOT]).save(tmp_path / "big.json")
+    out = tmp_path / "out"
+    result = prepare(
+        out, "--data-files", fineweb_repo["local"] / "000_00000.parquet", "--shard-size", 5000,
+        "--tokenizer", tmp_path / "big.json", env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert "llm.c's uint32 variant" in result.stderr
+    encoding = Tokenizer.load(tmp_path / "big.json").to_tiktoken()
+    (tmp_path / "ref").mkdir()
+    expected = write_llmc_shards(
+        fineweb_repo["documents"][:100], encoding, tmp_path / "ref", 5000, "edu", "llama-3"
+    )
+    assert len(expected) >= 2 and shard_files(out) == sorted(p.name for p in expected)
+    for path in expected:
+        assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+    assert run_python(COMMON, "verify", out).returncode == 0
