@@ -5,6 +5,7 @@ Unlike nanoGPT's: the hub's parquet files at a pinned revision (or --data-files)
 of train_tokenizer.py, outputs that appear only when complete; prepare_datatrove.py: a cluster.
 
     python data/openwebtext/prepare.py --data-files 'my_docs/*.jsonl' --out-dir out
+    python data/openwebtext/prepare.py --format llmc   # llm.c's shards of the same streams
 """
 
 from pathlib import Path
@@ -13,13 +14,16 @@ import numpy as np
 from tqdm import tqdm
 
 from prepare_common import (
+    DEFAULT_SHARD_SIZE,
     bpe_encoding,
     check_documents_covered,
     dtype_for_vocab,
     ids_cache_options,
+    llmc_names,
     load_documents,
     openwebtext_arguments,
     output_folder,
+    positive_int,
     random_split,
     run_main,  # fmt: skip
     source_name,
@@ -28,13 +32,24 @@ from prepare_common import (
     tokenize,
     write_bpe_meta_pkl,
     write_meta,
+    write_shards,
 )
 
 DOCUMENTS_PER_WRITE = 10_000  # documents copied into the .bin file at a time
 
 
 def main():
-    args = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent).parse_args()
+    parser = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent)
+    parser.add_argument(
+        "--format",
+        choices=["bin", "llmc"],
+        default="bin",
+        help="nanoGPT's .bin (default) or llm.c's shards",
+    )
+    parser.add_argument(
+        "--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard"
+    )
+    args = parser.parse_args()
     # 1. the tokenizer, and its end-of-text id that closes every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
@@ -62,8 +77,16 @@ def main():
             )  # fmt: skip
 
         # 5. concatenate all the ids of each split into one large file we can use for training
-        split_tokens = {}
-        for split, dset in tokenized.items():
+        #    (--format llmc: cut each split's stream into llm.c's shards instead, val first)
+        split_tokens, shards = {}, None
+        if args.format == "llmc":
+            shards = []
+            for split in ("val", "train"):
+                batches = tokenized[split].with_format("arrow").iter(batch_size=DOCUMENTS_PER_WRITE)
+                ids = (batch["ids"].combine_chunks().flatten().to_numpy() for batch in batches)
+                names = llmc_names("openwebtext", split, first_index=len(shards))
+                shards += write_shards(out, ids, names, args.shard_size, dtype, vocab_size, "llmc")
+        for split, dset in tokenized.items() if shards is None else ():
             arr_len = int(dset.with_format("arrow")["len"].to_numpy().sum())
             print(f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, {arr_len:,} tokens")
             arr = np.memmap(out / f"{split}.bin", dtype=dtype, mode="w+", shape=(arr_len,))
@@ -87,13 +110,16 @@ def main():
             tokenizer=tokenizer,
             dtype=dtype,
             split_tokens=split_tokens,
+            shards=shards,
+            shard_format=args.format,
             source=source_record(args.data_files, len(dataset)),
             split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}),
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
     meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
-    print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {args.out_dir}")
+    outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
+    print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
 
 
 def process(texts, indices, encoding, tokenizer, dtype, where):
