@@ -249,3 +249,19 @@ def test_a_tokenizer_past_65536_ids_writes_llmcs_uint32_shards(fineweb_repo, tmp
     for path in expected:
         assert (out / path.name).read_bytes() == path.read_bytes(), path.name
     assert run_python(COMMON, "verify", out).returncode == 0
+
+
+def test_a_rerun_with_bigger_shards_replaces_the_whole_set(fineweb_repo, data_files_run, tmp_path):
+    """The shard set commits as one: shards of the earlier run that this one does not write go."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(data_files_run[0], out)
+    assert len(shard_files(out)) == 4
+    result = prepare(
+        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", 12_000,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert shard_files(out) == ["edu_fineweb_train_000001.bin", "edu_fineweb_val_000000.bin"]
+    assert "removed" in result.stdout and "edu_fineweb_train_000003.bin" in result.stdout
+    assert run_python(COMMON, "verify", out).returncode == 0
