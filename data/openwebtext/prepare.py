@@ -40,15 +40,8 @@ DOCUMENTS_PER_WRITE = 10_000  # documents copied into the .bin file at a time
 
 def main():
     parser = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent)
-    parser.add_argument(
-        "--format",
-        choices=["bin", "llmc"],
-        default="bin",
-        help="nanoGPT's .bin (default) or llm.c's shards",
-    )
-    parser.add_argument(
-        "--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard"
-    )
+    parser.add_argument("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
+    parser.add_argument("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard")  # fmt: skip
     args = parser.parse_args()
     # 1. the tokenizer, and its end-of-text id that closes every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
