@@ -16,6 +16,7 @@ COMMANDS = {
     "shakespeare": ["data/shakespeare/prepare.py"],
     "openwebtext": ["data/openwebtext/prepare.py"],
     "openwebtext_datatrove": ["data/openwebtext/prepare_datatrove.py"],
+    "fineweb": ["data/fineweb/prepare.py"],
     "train_tokenizer": ["train_tokenizer.py"],
     "verify": ["prepare_common.py", "verify"],
     "show": ["prepare_common.py", "show"],
@@ -51,6 +52,18 @@ def assert_usage_error(result, *fragments):
             ["--out-dri", "x"],
             ["unrecognized option --out-dri; did you mean --out-dir?"],
             id="shakespeare_char-misspelled",
+        ),
+        pytest.param(
+            "fineweb",
+            ["--shard_size=0"],
+            ["argument --shard-size: 0 is less than 1"],
+            id="fineweb-llmc-spelling-shard-size-0",
+        ),
+        pytest.param(
+            "fineweb",
+            ["--type", "edu10"],
+            ["argument --type: invalid choice: 'edu10'"],
+            id="fineweb-unknown-type",
         ),
         pytest.param(
             "shakespeare_char",
