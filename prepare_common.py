@@ -1588,6 +1588,8 @@ def openwebtext_arguments(description, out_dir):
     add("--val-fraction", type=fraction, default=0.0005, help="share of the documents in val")
     add("--seed", type=seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
+    add("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard")  # fmt: skip
     return parser
 
 

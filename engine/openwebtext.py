@@ -104,6 +104,8 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir):
         "dtype": dtype.name,
         "val_fraction": args.val_fraction,
         "seed": args.seed,
+        "format": args.format,
+        "shard_size": args.shard_size,
         "out_dir": str(out_dir),
         "options": {
             "tokenizer": None if args.tokenizer is None else str(args.tokenizer),

@@ -21,12 +21,14 @@ from prepare_common import (
     bpe_encoding,
     check_documents_covered,
     check_ids,
+    llmc_names,
     output_folder,
     random_split,
     split_record,
     tokenize,
     write_bpe_meta_pkl,
     write_meta,
+    write_shards,
 )
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
@@ -289,7 +291,16 @@ class CommitStage(Stage):
         split = split_record(job["val_fraction"], job["seed"], documents, plan["numpy"])
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
         with output_folder(out_dir) as out:
-            for name, paths in parts.items():
+            shards = None
+            if job["format"] == "llmc":  # the same streams cut into llm.c's shards, val first
+                shards = []
+                for name in ("val", "train"):
+                    ids, names = (
+                        part_ids(parts[name], dtype),
+                        llmc_names("openwebtext", name, len(shards)),
+                    )
+                    shards += write_shards(out, ids, names, job["shard_size"], dtype, job["vocab_size"], "llmc")  # fmt: skip
+            for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
                     raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
@@ -299,6 +310,8 @@ class CommitStage(Stage):
                 tokenizer=tokenizer,
                 dtype=dtype,
                 split_tokens=split_tokens,
+                shards=shards,
+                shard_format=job["format"],
                 source=source,
                 split=split,
                 options=job["options"],
@@ -310,7 +323,18 @@ class CommitStage(Stage):
                 f"{name} has {count:,} document{'s' * (count != 1)}, {split_tokens[name]:,} tokens"
             )
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
-        print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
+        outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
+        print(f"wrote {outputs} ({dtype.name}), {meta_files} to {out_dir}")
+
+
+def part_ids(paths, dtype):
+    """The ids of the parts, in order, TOKENS_PER_WRITE at a time (memory-mapped)."""
+    for path in paths:
+        if path.stat().st_size == 0:  # an empty part (numpy cannot map an empty file)
+            continue
+        ids = np.memmap(path, dtype=dtype, mode="r")
+        for start in range(0, len(ids), TOKENS_PER_WRITE):
+            yield ids[start : start + TOKENS_PER_WRITE]
 
 
 def join_files(paths, target):

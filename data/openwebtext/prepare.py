@@ -14,7 +14,6 @@ import numpy as np
 from tqdm import tqdm
 
 from prepare_common import (
-    DEFAULT_SHARD_SIZE,
     bpe_encoding,
     check_documents_covered,
     dtype_for_vocab,
@@ -23,7 +22,6 @@ from prepare_common import (
     load_documents,
     openwebtext_arguments,
     output_folder,
-    positive_int,
     random_split,
     run_main,  # fmt: skip
     source_name,
@@ -39,10 +37,7 @@ DOCUMENTS_PER_WRITE = 10_000  # documents copied into the .bin file at a time
 
 
 def main():
-    parser = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent)
-    parser.add_argument("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
-    parser.add_argument("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard")  # fmt: skip
-    args = parser.parse_args()
+    args = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent).parse_args()
     # 1. the tokenizer, and its end-of-text id that closes every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
