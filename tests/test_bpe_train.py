@@ -84,7 +84,7 @@ def corpora(draw):
 @given(
     corpora(),
     st.integers(0, 60),
-    st.sampled_from(["gpt2", "gpt4", r"\S+|\s+", r"[^\n]+|\n"]),
+    st.sampled_from(["gpt2", "gpt4", "nanochat", r"\S+|\s+", r"[^\n]+|\n"]),
     st.sampled_from([(), ("<|e|>",), ("<|e|>", "b")]),
 )
 def test_fast_equals_simple_on_random_corpora(texts, num_merges, pattern, special_tokens):
