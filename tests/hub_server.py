@@ -371,8 +371,10 @@ def openwebtext_files(documents, sizes, config="plain_text"):
 #         - split: train
 #           path: sample/10BT/*
 # and the sample folders hold 000_00000.parquet, 001_00000.parquet, ... (sample/10BT: 14 files,
-# 9,672,101 documents). The columns are those of the real files: FineWeb-Edu's sample files have
-# no `date` column (FineWeb's have one, and no scores).
+# 9,672,101 documents, as public projects that pin it record; not checked here). The columns
+# are the real files' as such projects check them: FineWeb-Edu's sample files have no `date`
+# column (its card's `default` features list one); FineWeb's have `date` and no scores (the
+# example document in llm.c's dev/data/fineweb.py).
 
 FINEWEB_REPOS = {"edu": "HuggingFaceFW/fineweb-edu", "classic": "HuggingFaceFW/fineweb"}
 FINEWEB_SAMPLES = ("10BT", "100BT", "350BT")
