@@ -142,6 +142,12 @@ def require_downloads():
 
 
 @pytest.fixture(scope="session")
+def downloads():
+    """A test module whose tests download says `pytestmark = pytest.mark.usefixtures("downloads")`."""
+    require_downloads()
+
+
+@pytest.fixture(scope="session")
 def shakespeare_path(tmp_path_factory):
     """Tiny Shakespeare's input.txt (1,115,394 characters), fetched and checksummed once per run."""
     require_downloads()

@@ -29,6 +29,8 @@ from prepare_common import (
     random_split,
 )
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
 OWT = REPO / "data" / "openwebtext" / "prepare.py"

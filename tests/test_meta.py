@@ -18,6 +18,8 @@ from prepare_common import (
     write_meta,
 )
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 
 def test_write_meta_then_verify_in_process(tmp_path, capsys):
     chars = "\n abc"

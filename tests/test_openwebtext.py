@@ -18,6 +18,8 @@ from conftest import REPO, assert_refused, run_python, write_jsonl
 from bpe import EOT, Tokenizer
 from prepare_common import sha256_file, verify
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 NANOGPT_SCRIPT = REPO / "tests" / "nanogpt_openwebtext.py"  # nanoGPT's code, run as the oracle
 GPT2_EOT = 50256

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 from engine import executors, readers
 from prepare_common import PAUSE_ENV, PrepareError, leftover_temporaries, verify
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 pytest.importorskip(
     "datatrove", reason="needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
 )

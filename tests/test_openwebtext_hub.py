@@ -18,6 +18,8 @@ from hub_server import unused_port_url
 
 from prepare_common import LOCK_NAME
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 DATATROVE_SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 

@@ -11,6 +11,8 @@ from conftest import REPO, run_python
 from llmc_fineweb import llmc_check_shard
 from modded_nanogpt_loader import load_data_shard
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 CLUSTER_SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 COMMON = REPO / "prepare_common.py"

@@ -10,6 +10,8 @@ from conftest import REPO, assert_refused, run_python
 from bpe import EOT, Tokenizer
 from prepare_common import TINY_SHAKESPEARE, sha256_file, verify
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 SCRIPT = REPO / "data" / "shakespeare" / "prepare.py"
 # sha256 of nanoGPT's train.bin / val.bin for Tiny Shakespeare (its shakespeare/prepare.py, run on the
 # mirror's input.txt: tiktoken gpt2, encode_ordinary, 90/10 split on characters, np.uint16 tofile)

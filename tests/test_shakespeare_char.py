@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from prepare_common import LOCK_NAME, MIRROR_ENV, TINY_SHAKESPEARE, sha256_file
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 
 

@@ -9,6 +9,8 @@ import prepare_common as show
 from bpe import Tokenizer, train_bpe_from_iterator
 from prepare_common import PrepareError
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 # The book's corpus, one word a line (low 5 times, lower 2, lowest 1, widest 3).
 BOOK_CORPUS = "low\n" * 5 + "lower\n" * 2 + "lowest\n" + "widest\n" * 3
 

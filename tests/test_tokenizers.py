@@ -21,6 +21,8 @@ from prepare_common import (
     sha256_file,
 )
 
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
 TIKTOKEN_GPT2_URLS = [GPT2_VOCAB_BPE, GPT2_ENCODER_JSON]
 
 
