@@ -12,6 +12,11 @@ The convention for a block that cannot run here: the line just before its openin
 (it needs the network beyond the mirror, a cluster, nanoGPT, or installs packages); the reason
 is required, and shows in the rendered page's source. Usage synopses (`[--flag]`, `a|b`, `...`)
 go in ```text blocks, never in ```bash ones: pasted, they run as commands.
+
+A ```text block right after a block that runs is that block's output, and is checked against it:
+each stretch of its lines between lines of `...` must appear in what the block printed, in order
+(`/path/to/this/repo` standing for the repository's folder). A block showing a run's time (such
+as `0.37 s`) is not compared: times vary.
 """
 
 import os
@@ -29,6 +34,8 @@ DOCS = sorted([REPO / "README.md", REPO / "bench" / "README.md", *(REPO / "docs"
 LANGUAGES = {"bash", "text", "python"}  # a fence names one of these
 NO_TEST = re.compile(r"<!-- no-test: (?P<reason>\S.*?) -->")
 SYNOPSIS = re.compile(r"\[--?\w|\w\|\w|\.\.\.")  # [--flag], gpt2|gpt4, FILE ...
+TIMING = re.compile(r"\d s\b|/s\)")  # "in 0.37 s", "(10,280 merges/s)"
+OUTPUT_MARK = "=== the output of the next block ==="
 
 
 @dataclass
@@ -93,6 +100,28 @@ def test_no_test_marks_only_bash_blocks():
     assert not text_marked, f"only a ```bash block is ever run; drop the mark: {text_marked}"
 
 
+def expected_outputs(doc):
+    """{the index of a block that runs: the ```text block right after it}, timings left out."""
+    found, runnable = blocks(doc), RUNNABLE[doc]
+    return {
+        runnable.index(block): after.code
+        for block, after in zip(found, found[1:])
+        if block in runnable and after.language == "text" and not TIMING.search(after.code)
+    }
+
+
+def assert_output_shown(expected, printed, repo, block):
+    expected = expected.replace("/path/to/this/repo", str(repo))
+    stretches = [s.strip("\n") for s in re.split(r"^\.\.\.$", expected, flags=re.M)]
+    position = 0
+    for stretch in filter(None, stretches):
+        found = printed.find(stretch, position)
+        assert found >= 0, (
+            f"{where(block)} did not print, as its doc shows:\n{stretch}\n---\n{printed}"
+        )
+        position = found + len(stretch)
+
+
 def fresh_copy(dest):
     """The repository's files as a fresh clone would have them, plus new files not ignored."""
     listed = subprocess.run(
@@ -118,9 +147,11 @@ def test_shell_blocks_run_in_order(doc, tmp_path):
     require_downloads()
     repo = tmp_path / "repo"  # its parent holds what a block writes beside it (../nanoGPT)
     fresh_copy(repo)
+    # the marker on stderr names the block that was running when a command failed; the one on
+    # stdout cuts what each block printed
     script = "".join(
-        f"echo '>>> {where(b)}' >&2\n{b.code}" for b in RUNNABLE[doc]
-    )  # the marker names the block that was running when a command failed
+        f"echo '>>> {where(b)}' >&2\necho '{OUTPUT_MARK}'\n{b.code}" for b in RUNNABLE[doc]
+    )
     env = {
         **os.environ,
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
@@ -139,6 +170,9 @@ def test_shell_blocks_run_in_order(doc, tmp_path):
         timeout=600,
     )
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stderr[-3000:]}"
+    printed = result.stdout.split(OUTPUT_MARK + "\n")[1:]
+    for index, expected in expected_outputs(doc).items():
+        assert_output_shown(expected, printed[index], repo, RUNNABLE[doc][index])
 
 
 def test_ci_runs_the_readmes_test_command():
