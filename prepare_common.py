@@ -1134,6 +1134,8 @@ def _pause_if_asked(step):
 
 
 def _fsync_path(path):
+    if os.name == "nt" and os.path.isdir(path):
+        return  # Windows opens no folder to fsync it (NTFS journals the renames themselves)
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

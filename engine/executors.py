@@ -6,6 +6,7 @@ Used by the OpenWebText pipeline (engine/openwebtext.py) and the tokenizer train
 
 import hashlib
 import json
+import multiprocessing
 import sys
 from pathlib import Path
 
@@ -13,9 +14,6 @@ from prepare_common import PrepareError, atomic_path
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
-# fork where there is one: local tasks then start with the modules this process already imported
-# (importing datatrove alone takes a second or more); datatrove's default is forkserver
-LOCAL_START_METHOD = "fork" if sys.platform == "linux" else "forkserver"
 # (tokenizer path, sha256) -> (encoding, record): a worker process loads a tokenizer once, and
 # local workers forked from the main process start with the one it loaded
 LOADED_TOKENIZERS = {}
@@ -156,7 +154,9 @@ def stage_executor(args, job_name, **common):
         from datatrove.executor import LocalPipelineExecutor
 
         return LocalPipelineExecutor(
-            workers=min(args.workers, common["tasks"]), start_method=LOCAL_START_METHOD, **common
+            workers=min(args.workers, common["tasks"]),
+            start_method=local_start_method(),
+            **common,
         )
     if args.executor == "slurm":
         from datatrove.executor import SlurmPipelineExecutor
@@ -173,6 +173,17 @@ def stage_executor(args, job_name, **common):
     from datatrove.executor.ray import RayPipelineExecutor
 
     return RayPipelineExecutor(workers=args.workers, **common)
+
+
+def local_start_method():
+    """How the local executor starts its task processes: the program's multiprocessing start
+    method, which is spawn on macOS and Windows. On Linux, unless the program chose one, fork:
+    the tasks then start with the modules this process already imported (importing datatrove
+    alone takes a second or more), where datatrove's own default would be forkserver."""
+    chosen = multiprocessing.get_start_method(allow_none=True)
+    if chosen is None and sys.platform == "linux":
+        return "fork"
+    return chosen or multiprocessing.get_start_method()
 
 
 def check_datatrove_installed(executor):
