@@ -354,6 +354,7 @@ def train_with_tasks(args):
         slurm_time=args.slurm_time,
         slurm_cpus_per_task=args.slurm_cpus_per_task,
         slurm_mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+        verbose=args.verbose,
     )
     if args.executor == "slurm":
         print(

@@ -4,16 +4,20 @@ Used by the OpenWebText pipeline (engine/openwebtext.py) and the tokenizer train
 (engine/training.py).
 """
 
+import contextlib
 import hashlib
 import json
 import multiprocessing
+import os
 import sys
+import threading
 from pathlib import Path
 
 from prepare_common import PrepareError, atomic_path
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
+LOG_NAME = "datatrove.log"  # datatrove's own logs, in the work directory (see quiet_logs)
 # (tokenizer path, sha256) -> (encoding, record): a worker process loads a tokenizer once, and
 # local workers forked from the main process start with the one it loaded
 LOADED_TOKENIZERS = {}
@@ -115,6 +119,11 @@ def add_datatrove_arguments(
         type=Path,
         help=f"{work_dir_help}; on a cluster, a folder every node sees",
     )
+    group.add_argument(
+        "--verbose",
+        action="store_true",
+        help=f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})",
+    )
     group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
     group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
     group.add_argument("--slurm-cpus-per-task", type=int, default=1, help="CPUs per Slurm task")
@@ -125,7 +134,7 @@ def check_datatrove_arguments(parser, args, local_workers=None):
     """Options of the datatrove engine without --engine datatrove are errors; fills in the
     defaults of --tasks and --workers. local_workers: the default --workers on this machine
     (default: --num-proc); a script that gives it owns --workers beyond the engine."""
-    engine_options = ["executor", "tasks", "work_dir", "slurm_partition"]
+    engine_options = ["executor", "tasks", "work_dir", "verbose", "slurm_partition"]
     if local_workers is None:
         engine_options.append("workers")
         local_workers = getattr(args, "num_proc", None)
@@ -207,6 +216,77 @@ def join_ray_cluster():
 
     if not ray.is_initialized():
         ray.init()
+
+
+@contextlib.contextmanager
+def quiet_logs(logs_folder, verbose=False):
+    """datatrove's own logs go to LOGS_FOLDER/datatrove.log, not to the terminal (unless verbose).
+
+    datatrove logs with loguru to stderr, in this process and in every task's process (it adds
+    the stderr handler again for each task), about 40 lines a stage. Pointing file descriptor 2
+    at the log file for the run catches them all, whether the tasks' processes are forked or
+    spawned (they inherit it). Yields the terminal's stderr, for the run's own progress bars.
+    """
+    if verbose:
+        yield sys.stderr
+        return
+    Path(logs_folder).mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    with open(Path(logs_folder) / LOG_NAME, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        with os.fdopen(os.dup(terminal), "w") as stream:
+            yield stream
+    finally:
+        sys.stderr.flush()
+        os.dup2(terminal, 2)
+        os.close(terminal)
+
+
+@contextlib.contextmanager
+def task_bars(stages, stream, show=True):
+    """While the block runs, a progress bar of tasks done for each stage of `stages`, in turn.
+
+    stages: [(description, its logging folder, its number of tasks)]; a task is done when
+    datatrove writes its completion marker (LOGGING_FOLDER/completions/RANK), so a resumed run
+    starts with the tasks done before. show=False (Slurm: the tasks run later): no bars.
+    """
+    if not show:
+        yield
+        return
+    from tqdm import tqdm
+
+    ended = threading.Event()
+
+    def done(folder):
+        with contextlib.suppress(OSError):
+            return len(os.listdir(Path(folder) / "completions"))
+        return 0
+
+    def watch():
+        for description, folder, tasks in stages:
+            if ended.is_set() and not done(folder):
+                return  # the run stopped before this stage
+            with tqdm(total=tasks, desc=description, unit="task", file=stream) as bar:
+                while bar.n < tasks:
+                    bar.update(done(folder) - bar.n)
+                    if ended.wait(0.1) and bar.n < tasks:
+                        bar.update(done(folder) - bar.n)
+                        return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        ended.set()
+        watcher.join()
+
+
+def plural(count, noun):
+    """1, "file" -> "1 file"; 2, "file" -> "2 files"."""
+    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def show_user_errors_without_traceback():

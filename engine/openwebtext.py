@@ -34,8 +34,11 @@ from engine.executors import (
     Work,
     check_datatrove_installed,
     join_ray_cluster,
+    plural,
+    quiet_logs,
     show_user_errors_without_traceback,
     stage_executor,
+    task_bars,
 )
 from engine.readers import file_identity, file_lengths, input_files, task_slices
 from engine.stages import STAGES
@@ -107,6 +110,7 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir):
         "format": args.format,
         "shard_size": args.shard_size,
         "out_dir": str(out_dir),
+        "out_dir_as_given": str(args.out_dir),
         "options": {
             "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
             "engine": "datatrove",
@@ -129,14 +133,25 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir):
         "seed": args.seed,
         "numpy": np.__version__,  # the permutation depends on numpy's generator stream
         "out_dir": str(out_dir),
+        "out_dir_as_given": str(args.out_dir),
     }
     work = Work(
         Path(args.work_dir or out_dir / ".datatrove-work").resolve(), tokens_config, split_config
     )
     work.claim()
-    print(f"{source}: {len(files):,} files, {args.tasks:,} tasks; work directory {work.split}")
+    print(
+        f"{source}: {plural(len(files), 'file')}, {plural(args.tasks, 'task')}; "
+        f"work directory {work.split}"
+    )
     show_user_errors_without_traceback()
-    make_executor(args, work, job).run()
+    executor = make_executor(args, work, job)
+    with quiet_logs(work.split / "logs", args.verbose) as terminal:
+        bars = [
+            (f"{name} ({plural(args.tasks, 'task')})", work.logs(name), args.tasks)
+            for name in ("tokenize", "write")
+        ]
+        with task_bars(bars, terminal, show=args.executor != "slurm"):
+            executor.run()
     if args.executor == "slurm":
         print(
             f"submitted to Slurm; the outputs appear in {out_dir} when the commit job ends "

@@ -317,6 +317,8 @@ class CommitStage(Stage):
                 options=job["options"],
             )
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
+        count = plan["documents"]
+        print(f"{job['source']}: {count:,} document{'s' * (count != 1)}")
         for name in parts:
             count = split["documents"][name]
             print(
@@ -324,7 +326,8 @@ class CommitStage(Stage):
             )
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
         outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-        print(f"wrote {outputs} ({dtype.name}), {meta_files} to {out_dir}")
+        shown = job.get("out_dir_as_given", out_dir)  # as the datasets engine prints it
+        print(f"wrote {outputs} ({dtype.name}), {meta_files} to {shown}")
 
 
 def part_ids(paths, dtype):

@@ -46,8 +46,11 @@ from engine.executors import (
     EXECUTORS,
     config_hash,
     join_ray_cluster,
+    plural,
+    quiet_logs,
     show_user_errors_without_traceback,
     stage_executor,
+    task_bars,
 )
 from engine.readers import file_identity
 from prepare_common import PrepareError, atomic_path
@@ -141,11 +144,13 @@ def train_with_datatrove(
     slurm_cpus_per_task=1,
     slurm_mem_per_cpu_gb=2,
     piece_bytes=None,
+    verbose=False,
 ):
     """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
     (on Slurm, when the learn job ends). -> the work folder of the count tables.
 
     piece_bytes: the size of a piece of a text or JSON lines file (default corpus.PIECE_BYTES).
+    verbose: datatrove's own logs on stderr too, not only in the work folder's logs/datatrove.log.
     A bad file or option is a PrepareError (one line, naming the file).
     """
     if executor not in EXECUTORS:
@@ -201,7 +206,10 @@ def train_with_datatrove(
         skip_completed=False,
     )
     show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
-    learn.run()
+    with quiet_logs(work.folder / "logs", verbose) as terminal:
+        bars = [(f"count ({plural(tasks, 'task')})", work.logs("count"), tasks)]
+        with task_bars(bars, terminal, show=executor != "slurm"):
+            learn.run()
     return work.folder
 
 

@@ -250,7 +250,7 @@ def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
     first.wait()
     done = len(list((tmp_path / "work").glob("*/logs/tokenize/completions/*")))
     assert 1 <= done < 8 and not (tmp_path / "out" / "meta.json").exists()
-    second = run(*args, "--workers", 2, tmp_path=tmp_path)
+    second = run(*args, "--workers", 2, "--verbose", tmp_path=tmp_path)  # datatrove's logs shown
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"Skipping {done} already completed tasks" in second.stderr
     assert_same_files(tmp_path / "out", jsonl_reference)

@@ -47,7 +47,9 @@ def main():
     with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
         # 2. the documents: OpenWebText from the hub, or local files
         dataset = load_documents(args.data_files, args.num_proc, args.cache_dir)
-        print(f"{source_name(args.data_files)}: {len(dataset):,} documents")
+        print(
+            f"{source_name(args.data_files)}: {len(dataset):,} document{'s' * (len(dataset) != 1)}"
+        )
 
         # 3. split the documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
         train, val = random_split(len(dataset), args.val_fraction, args.seed)
@@ -60,7 +62,8 @@ def main():
             options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
             tokenized[split] = dset.map(
                 process, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
-                remove_columns=dset.column_names, num_proc=args.num_proc, desc=f"tokenizing {split}",
+                remove_columns=dset.column_names, desc=f"tokenizing {split}",
+                num_proc=min(args.num_proc, len(dset)),  # datasets warns of more processes than rows
                 **ids_cache_options(dset, tokenizer, dtype),
             )  # fmt: skip
 
