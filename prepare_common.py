@@ -1375,12 +1375,23 @@ HUB_REVISION = "79d93d786212f7344586290adb811d4ae6a1762c"  # pinned: change here
 HUB_CONFIG = (
     "plain_text"  # the folder of parquet files at that revision: 80 files, 8,013,769 documents
 )
-# A dataset on the hub, pinned: OpenWebText's parquet files are read with datasets' parquet
-# builder (its card names an old loading script datasets refuses); another one (FineWeb's) through
-# its card, whose `configs:` map the config's name to its files, as llm.c's and build-nanogpt's
-# load_dataset(repo, name=config) do.
-HubDataset = namedtuple("HubDataset", "repo revision config")
-OPENWEBTEXT = HubDataset(HUB_REPO, HUB_REVISION, HUB_CONFIG)
+# A dataset on the hub, pinned, and the files its config names (what the datatrove engine reads).
+# OpenWebText's parquet files are read with datasets' parquet builder (its card names an old
+# loading script datasets refuses); FineWeb's through its card, whose `configs:` map the config's
+# name to its files, as llm.c's and build-nanogpt's load_dataset(repo, name=config) do.
+HubDataset = namedtuple("HubDataset", "repo revision config files")
+OPENWEBTEXT = HubDataset(HUB_REPO, HUB_REVISION, HUB_CONFIG, f"{HUB_CONFIG}/*.parquet")
+# FineWeb-Edu and FineWeb (data/fineweb): the revisions public projects pin for sample-10BT (not
+# checked against the hub from here: see docs/fineweb.md); a sample is a folder of parquet files.
+FINEWEB_REPOS = {
+    "edu": ("HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"),
+    "classic": ("HuggingFaceFW/fineweb", "9bb295ddab0e05d785b879661af7260fed5140fc"),
+}
+FINEWEB_SPLIT_RULE = "llm.c's: the documents in order, cut every shard_size tokens; shard 0 is val"
+FINEWEB_PREFIXES = {  # the shards' names: llm.c's, and build-nanogpt's (which knows FineWeb-Edu only)
+    "llmc": {"edu": "edu_fineweb", "classic": "fineweb"},
+    "npy": {"edu": "edufineweb", "classic": "fineweb"},
+}
 SPLIT_RULE = (
     "nanoGPT's: ceil(val_fraction * n) documents to val, the first of "
     "np.random.default_rng(seed).permutation(n), train the rest in that order "
@@ -1458,9 +1469,18 @@ def hub_load_arguments(hub=OPENWEBTEXT):
     """
     if hub != OPENWEBTEXT:  # FineWeb: ("HuggingFaceFW/fineweb-edu", {"name": "sample-10BT", ...})
         return hub.repo, {"name": hub.config, "revision": hub.revision}
-    return "parquet", {
-        "data_files": {"train": f"hf://datasets/{hub.repo}@{hub.revision}/{hub.config}/*.parquet"}
-    }
+    return "parquet", {"data_files": {"train": hub_files_url(hub)}}
+
+
+def hub_files_url(hub=OPENWEBTEXT):
+    """The fsspec glob of the hub's files: "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"."""
+    return f"hf://datasets/{hub.repo}@{hub.revision}/{hub.files}"
+
+
+def fineweb_hub(kind, sample):
+    """FineWeb-Edu ("edu") or FineWeb ("classic"), sample "10BT" or "100BT", pinned."""
+    repo, revision = FINEWEB_REPOS[kind]
+    return HubDataset(repo, revision, f"sample-{sample}", f"sample/{sample}/*.parquet")
 
 
 def source_name(data_files, hub=OPENWEBTEXT):
@@ -1573,6 +1593,33 @@ def split_record(val_fraction, seed, documents, numpy_version=np.__version__):
     }
 
 
+def fineweb_arguments(description, out_dir):
+    """The options of data/fineweb/prepare.py, which prepare_datatrove.py beside it shares."""
+    parser = ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add = parser.add_argument
+    add("--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb")  # fmt: skip
+    add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
+    files_help = "local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"{files_help} (default: the hub)")
+    add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add("--shard-size", type=tokens_per_shard, default=DEFAULT_SHARD_SIZE, help="tokens per shard")
+    add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
+    add("--out-dir", type=Path, default=out_dir, help="default: beside the script")
+    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    return parser
+
+
+def tokens_per_shard(text):
+    """Tokens per shard: 1 to 2**31 - 1 (llm.c's header counts them in an int32)."""
+    value = positive_int(text)
+    if value >= 2**31:
+        raise argparse.ArgumentTypeError(f"{text} is not below 2**31 (an llm.c shard's limit)")
+    return value
+
+
 def openwebtext_arguments(description, out_dir):
     """The options of data/openwebtext/prepare.py, which prepare_datatrove.py shares; the outputs
     go to `out_dir` (the script's folder) unless --out-dir says otherwise."""
@@ -1591,7 +1638,7 @@ def openwebtext_arguments(description, out_dir):
     add("--seed", type=seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
     add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
-    add("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard")  # fmt: skip
+    add("--shard-size", type=tokens_per_shard, default=DEFAULT_SHARD_SIZE, help="tokens per llm.c shard")  # fmt: skip
     return parser
 
 

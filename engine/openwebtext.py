@@ -42,7 +42,12 @@ from engine.executors import (
 )
 from engine.readers import file_identity, file_lengths, input_files, task_slices
 from engine.stages import STAGES
-from prepare_common import folder_lock, source_name, source_record
+from prepare_common import OPENWEBTEXT, folder_lock, source_name, source_record
+
+# What a cluster script asks of the engine beyond its options: OpenWebText's (nanoGPT's split,
+# train.bin and val.bin or llm.c shards) or FineWeb's (data/fineweb/prepare_datatrove.py: no
+# split, the documents in order cut into shards by llm.c's rule).
+OPENWEBTEXT_LESSON = {"script": "data/openwebtext/prepare.py", "hub": OPENWEBTEXT, "prefix": "openwebtext", "split": "nanoGPT"}  # fmt: skip
 
 
 def make_executor(args, work, job):
@@ -66,8 +71,9 @@ def make_executor(args, work, job):
     return previous
 
 
-def prepare_with_datatrove(args, encoding, tokenizer, dtype):
-    """Prepare train.bin, val.bin and meta.json in args.out_dir with datatrove's executors."""
+def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson=OPENWEBTEXT_LESSON):
+    """Prepare train.bin, val.bin and meta.json (or shards) in args.out_dir with datatrove's
+    executors, for the `lesson` (see OPENWEBTEXT_LESSON)."""
     check_datatrove_installed(args.executor)
     if args.executor == "ray":
         join_ray_cluster()
@@ -76,22 +82,24 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype):
         # the commit task runs in this process (datatrove runs a 1-task stage in the caller),
         # so this process holds the folder's lock from the start and the commit goes on under it
         with folder_lock(out_dir):
-            run_stages(args, encoding, tokenizer, dtype, out_dir)
+            run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
     else:
         # the commit task runs later in another process, maybe on another node, when this one
         # may have exited: it takes the lock itself; here a folder busy now is refused at once
         with folder_lock(out_dir):
             pass
-        run_stages(args, encoding, tokenizer, dtype, out_dir)
+        run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
 
 
-def run_stages(args, encoding, tokenizer, dtype, out_dir):
+def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     """The work directory, the job every task reads, and the four executors, run."""
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
     LOADED_TOKENIZERS[tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
-    files, kind = input_files(args.data_files)
+    hub = lesson["hub"]
+    files, kind = input_files(args.data_files, hub)
     lengths = file_lengths(files, kind)
-    source = source_name(args.data_files)
+    source = source_name(args.data_files, hub)
+    nanogpt_split = lesson["split"] == "nanoGPT"  # else llm.c's rule: no split
     job = {
         "files": files,
         "kind": kind,
@@ -99,14 +107,16 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir):
         "slices": task_slices(lengths, args.tasks),
         "tasks": args.tasks,
         "source": source,
-        "source_record": source_record(args.data_files, None),
+        "source_record": source_record(args.data_files, None, hub),
+        "script": lesson["script"],
+        "prefix": lesson["prefix"],
         "tokenizer_path": tokenizer_path,
         "tokenizer": tokenizer,
         "eot_id": tokenizer["eot_id"],
         "vocab_size": tokenizer["vocab_size"],
         "dtype": dtype.name,
-        "val_fraction": args.val_fraction,
-        "seed": args.seed,
+        "val_fraction": args.val_fraction if nanogpt_split else None,
+        "seed": args.seed if nanogpt_split else None,
         "format": args.format,
         "shard_size": args.shard_size,
         "out_dir": str(out_dir),
@@ -129,8 +139,8 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir):
         "tasks": args.tasks,
     }
     split_config = {
-        "val_fraction": args.val_fraction,
-        "seed": args.seed,
+        "val_fraction": args.val_fraction if nanogpt_split else None,
+        "seed": args.seed if nanogpt_split else None,
         "numpy": np.__version__,  # the permutation depends on numpy's generator stream
         "out_dir": str(out_dir),
         "out_dir_as_given": str(args.out_dir),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prepare_common import BUILDERS, PrepareError, expand_data_files, hub_load_arguments
+from prepare_common import BUILDERS, OPENWEBTEXT, PrepareError, expand_data_files, hub_files_url
 
 JSON_WHITESPACE = b" \t\r\n"
 
@@ -227,9 +227,9 @@ class PieceReader:
             self.end = offset
 
 
-def input_files(data_files):
+def input_files(data_files, hub=OPENWEBTEXT):
     """The files to read, in `datasets`' order, and their kind: ([paths or URLs], "json")."""
-    if data_files is None:  # OpenWebText's parquet files on the hub, through fsspec's hf://
-        return list_remote_files(hub_load_arguments()[1]["data_files"]["train"]), "parquet"
+    if data_files is None:  # the hub dataset's parquet files, through fsspec's hf://
+        return list_remote_files(hub_files_url(hub)), "parquet"
     files = expand_data_files(data_files)
     return [str(Path(path).resolve()) for path in files], BUILDERS[Path(files[0]).suffix.lower()][0]

@@ -16,6 +16,7 @@ from datatrove.pipeline.base import PipelineStep
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
 from prepare_common import (
+    FINEWEB_SPLIT_RULE,
     PrepareError,
     atomic_path,
     bpe_encoding,
@@ -154,7 +155,11 @@ def make_plan(index, summaries, job, work):
     if num_documents == 0:
         raise PrepareError(f"{job['source']} holds no documents; there is nothing to prepare")
     check_each_document_once(index, summaries, job, work)
-    train, val = random_split(num_documents, job["val_fraction"], job["seed"])
+    if job["val_fraction"] is None:  # llm.c's rule (data/fineweb): every document, in order
+        splits = {"all": np.arange(num_documents)}
+    else:
+        train, val = random_split(num_documents, job["val_fraction"], job["seed"])
+        splits = {"train": train, "val": val}
 
     # where each document's ids are: its task's token file, and the offset in it
     documents_per_task = [summary["documents"] for summary in summaries]
@@ -164,7 +169,7 @@ def make_plan(index, summaries, job, work):
     task_start = np.concatenate([[0], np.cumsum([s["tokens"] for s in summaries])])
     start -= task_start[task]
     plan = {"documents": num_documents, "numpy": np.__version__, "splits": {}}
-    for split, documents in (("train", train), ("val", val)):
+    for split, documents in splits.items():
         split_tokens = tokens[documents]
         offset = np.concatenate([[0], np.cumsum(split_tokens)])
         for column, values in (
@@ -218,7 +223,7 @@ class WriteStage(Stage):
     def run_task(self, rank, world_size):
         plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
         dtype = np.dtype(self.job["dtype"])
-        for split in ("train", "val"):
+        for split in plan["splits"]:
             total = plan["splits"][split]["tokens"]
             low, high = rank * total // world_size, (rank + 1) * total // world_size
             with atomic_path(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
@@ -275,7 +280,7 @@ class CommitStage(Stage):
         dtype = np.dtype(job["dtype"])
         parts = {
             split: [self.work.part_file(split, r) for r in range(job["tasks"])]
-            for split in ("train", "val")
+            for split in plan["splits"]
         }
         split_tokens = {split: plan["splits"][split]["tokens"] for split in parts}
         for split, paths in parts.items():
@@ -287,6 +292,8 @@ class CommitStage(Stage):
                 )
         out_dir = Path(job["out_dir"])
         source = dict(job["source_record"], documents=plan["documents"])
+        if "all" in parts:  # data/fineweb: no split
+            return commit_llmc_rule(job, parts["all"], source, tokenizer, dtype, out_dir)
         documents = {name: plan["splits"][name]["documents"] for name in parts}
         split = split_record(job["val_fraction"], job["seed"], documents, plan["numpy"])
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
@@ -306,7 +313,7 @@ class CommitStage(Stage):
                     raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
             write_meta(
                 out,
-                script="data/openwebtext/prepare.py",
+                script=job["script"],
                 tokenizer=tokenizer,
                 dtype=dtype,
                 split_tokens=split_tokens,
@@ -328,6 +335,36 @@ class CommitStage(Stage):
         outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
         shown = job.get("out_dir_as_given", out_dir)  # as the datasets engine prints it
         print(f"wrote {outputs} ({dtype.name}), {meta_files} to {shown}")
+
+
+def commit_llmc_rule(job, parts, source, tokenizer, dtype, out_dir):
+    """data/fineweb's commit: the documents' stream, end of text first, cut into shards by llm.c's
+    rule, and meta.json, as data/fineweb/prepare.py writes them."""
+    with output_folder(out_dir) as out:
+        ids = eot_first(part_ids(parts, dtype), job["eot_id"], dtype)
+        names = llmc_names(job["prefix"])
+        shards = write_shards(out, ids, names, job["shard_size"], dtype, job["vocab_size"], job["format"])  # fmt: skip
+        write_meta(
+            out, script=job["script"], tokenizer=tokenizer, dtype=dtype, shards=shards,
+            shard_format=job["format"], source=source, options=job["options"],
+            split={"rule": FINEWEB_SPLIT_RULE, "shard_size": job["shard_size"]},
+        )  # fmt: skip
+    print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {out_dir}")
+
+
+def eot_first(id_batches, eot_id, dtype):
+    """nanoGPT's stream (each document, then its end of text) as llm.c's (the end of text, then
+    the document): the same ids moved by one. [d1, eot, d2, eot] -> [eot, d1, eot, d2]."""
+    yield np.array([eot_id], dtype)
+    held = None
+    for ids in id_batches:
+        if len(ids) == 0:
+            continue
+        if held is not None:
+            yield held
+        held = ids
+    if held is not None:
+        yield held[:-1]  # the last document's end of text: llm.c's stream has none after it
 
 
 def part_ids(paths, dtype):

@@ -17,6 +17,7 @@ COMMANDS = {
     "openwebtext": ["data/openwebtext/prepare.py"],
     "openwebtext_datatrove": ["data/openwebtext/prepare_datatrove.py"],
     "fineweb": ["data/fineweb/prepare.py"],
+    "fineweb_datatrove": ["data/fineweb/prepare_datatrove.py"],
     "train_tokenizer": ["train_tokenizer.py"],
     "verify": ["prepare_common.py", "verify"],
     "show": ["prepare_common.py", "show"],

@@ -11,8 +11,10 @@
 """
 
 import hashlib
-import importlib.util
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 from buildnanogpt_fineweb import write_npy_shards
@@ -21,6 +23,8 @@ from hub_server import LocalHub, fineweb_files
 from llmc_fineweb import llmc_check_shard, write_llmc_shards
 from modded_nanogpt_loader import load_data_shard
 
+from prepare_common import FINEWEB_REPOS
+
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
 SCRIPT = REPO / "data" / "fineweb" / "prepare.py"
@@ -28,19 +32,11 @@ COMMON = REPO / "prepare_common.py"
 SHARD_SIZE = 5_000  # 400 paragraphs of Tiny Shakespeare, about 19,000 tokens: 4 shards
 
 
-def lesson_repos():
-    """data/fineweb/prepare.py's REPOS (type -> (hub repo, pinned revision))."""
-    spec = importlib.util.spec_from_file_location("fineweb_prepare", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.REPOS
-
-
 @pytest.fixture(scope="module")
 def fineweb_repo(paragraphs, tmp_path_factory):
     """FineWeb-Edu at the pinned revision, made small: sample/10BT is 400 paragraphs in 3 files
     (000_00000.parquet ...), sample/100BT others; `main` holds the 10BT documents reversed."""
-    repo, revision = lesson_repos()["edu"]
+    repo, revision = FINEWEB_REPOS["edu"]
     documents = paragraphs[:400]
     files = fineweb_files(
         "edu", {"10BT": (documents, [100, 180, 120]), "100BT": (paragraphs[400:500], [100])}
@@ -267,3 +263,86 @@ def test_a_rerun_with_bigger_shards_replaces_the_whole_set(fineweb_repo, data_fi
     assert shard_files(out) == ["edu_fineweb_train_000001.bin", "edu_fineweb_val_000000.bin"]
     assert "removed" in result.stdout and "edu_fineweb_train_000003.bin" in result.stdout
     assert run_python(COMMON, "verify", out).returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# data/fineweb/prepare_datatrove.py: the same shards from datatrove's tasks
+
+DATATROVE_SCRIPT = REPO / "data" / "fineweb" / "prepare_datatrove.py"
+
+
+@pytest.mark.parametrize("shard_format", ["llmc", "npy"])
+def test_datatrove_writes_the_same_shards(shard_format, fineweb_repo, gpt2_encoding, tmp_path):
+    """3 tasks over 3 files (the tasks' slices cross the files' bounds), both formats."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    out = tmp_path / "out"
+    result = run_python(
+        DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
+        "--shard-size", SHARD_SIZE, "--format", shard_format, "--tasks", 3, "--workers", 2,
+        "--out-dir", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    (tmp_path / "ref").mkdir()
+    documents = fineweb_repo["documents"]
+    if shard_format == "llmc":
+        expected = write_llmc_shards(documents, gpt2_encoding, tmp_path / "ref", SHARD_SIZE, "edu")
+    else:
+        expected = write_npy_shards(documents, gpt2_encoding, tmp_path / "ref", SHARD_SIZE)
+    suffix = ".bin" if shard_format == "llmc" else ".npy"
+    assert shard_files(out, suffix) == sorted(p.name for p in expected)
+    for path in expected:
+        assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+    assert run_python(COMMON, "verify", out).returncode == 0
+
+
+def test_datatrove_from_the_hub_equals_data_files_run(fineweb_repo, data_files_run, tmp_path):
+    """The tasks read the pinned revision's sample/10BT files through HfFileSystem."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    repo = fineweb_repo
+    with LocalHub(repo["repo"], dict(repo["commits"]), refs=repo["refs"]) as hub:
+        env = hub.environment(tmp_path / "client")
+        result = run_python(
+            DATATROVE_SCRIPT, "--shard-size", SHARD_SIZE, "--tasks", 2, "--workers", 2,
+            "--out-dir", tmp_path / "out", env=env,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert hub.unknown == []
+        requests = [r for r in hub.requests if r[1].startswith(("/api/", "/datasets/"))]
+        assert requests and all(repo["revision"] in path for _, path, _ in requests), requests
+    reference, _ = data_files_run
+    assert shard_files(tmp_path / "out") == shard_files(reference)
+    for name in shard_files(reference):
+        assert (tmp_path / "out" / name).read_bytes() == (reference / name).read_bytes()
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text())
+    assert meta["shards"] == json.loads((reference / "meta.json").read_text())["shards"]
+    assert meta["source"]["revision"] == repo["revision"] and meta["source"]["documents"] == 400
+
+
+@pytest.mark.parametrize("executor", ["slurm", "ray"])
+def test_datatrove_on_a_cluster_writes_the_same_shards(
+    executor, fineweb_repo, data_files_run, tmp_path
+):
+    """Slurm: datatrove's real launch scripts run by the stand-in sbatch of tests/slurm/; Ray:
+    a local Ray cluster, when Ray is installed."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    env, options = {}, ["--tasks", 2]
+    if executor == "slurm":
+        env = {
+            "PATH": f"{REPO / 'tests' / 'slurm'}{os.pathsep}{Path(sys.executable).parent}"
+            f"{os.pathsep}{os.environ['PATH']}",
+            "FAKE_SLURM_STATE": str(tmp_path / "slurm"),
+        }
+        options += ["--slurm-partition", "test"]
+    else:
+        pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]')")
+        options += ["--workers", 2]
+    out = tmp_path / "out"
+    result = run_python(
+        DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
+        "--shard-size", SHARD_SIZE, "--executor", executor, *options, "--out-dir", out, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    reference, _ = data_files_run
+    assert shard_files(out) == shard_files(reference)
+    for name in shard_files(reference):
+        assert (out / name).read_bytes() == (reference / name).read_bytes()

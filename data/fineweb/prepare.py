@@ -6,27 +6,26 @@ llm.c's dev/data/fineweb.py (--format llmc: a 256-int32 header, then uint16 ids)
 build-nanogpt's fineweb.py (--format npy: np.save) write from the same documents.
 Unlike theirs: the hub's files at a pinned revision (or --data-files), a --tokenizer of
 train_tokenizer.py (uint32 shards past 65,536 ids), a folder that changes as one transaction.
+prepare_datatrove.py beside it: the same shards from datatrove's tasks (a cluster).
 
     python data/fineweb/prepare.py --data-files 'my_docs/*.parquet' --shard-size 1000000
 """
 
-from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
 
 from prepare_common import (
-    DEFAULT_SHARD_SIZE,
-    ArgumentParser,
-    HubDataset,
+    FINEWEB_PREFIXES,
+    FINEWEB_SPLIT_RULE,
     bpe_encoding,
     check_documents_covered,
-    default_num_proc,
+    fineweb_arguments,
+    fineweb_hub,
     ids_cache_options,
     llmc_names,
     load_documents,
     output_folder,
-    positive_int,
     run_main,
     shard_dtype,
     source_name,
@@ -36,21 +35,9 @@ from prepare_common import (
     write_shards,
 )
 
-# The datasets on the Hugging Face hub, pinned: a sample config is a folder of parquet files
-# (the card's `configs:` map sample-10BT to sample/10BT/*). The revisions are those public
-# projects pin for sample-10BT (not checked against the hub from here: see docs/fineweb.md).
-REPOS = {
-    "edu": ("HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"),
-    "classic": ("HuggingFaceFW/fineweb", "9bb295ddab0e05d785b879661af7260fed5140fc"),
-}
-PREFIXES = {  # the shards' names: llm.c's, and build-nanogpt's (which knows FineWeb-Edu only)
-    "llmc": {"edu": "edu_fineweb", "classic": "fineweb"},
-    "npy": {"edu": "edufineweb", "classic": "fineweb"},
-}
-
 
 def main():
-    args = parse_args()
+    args = fineweb_arguments(__doc__, out_dir=Path(__file__).parent).parse_args()
     # 1. the tokenizer, and its end-of-text id that starts every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
@@ -59,8 +46,7 @@ def main():
 
     with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
         # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
-        repo, revision = REPOS[args.type]
-        hub = HubDataset(repo, revision, f"sample-{args.sample}")
+        hub = fineweb_hub(args.type, args.sample)  # pinned (prepare_common.FINEWEB_REPOS)
         dataset = load_documents(args.data_files, args.num_proc, args.cache_dir, hub)
         print(f"{source_name(args.data_files, hub)}: {len(dataset):,} documents")
 
@@ -78,7 +64,7 @@ def main():
         # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
         batches = tokenized.with_format("arrow").iter(batch_size=10_000)
         id_batches = (batch["ids"].combine_chunks().flatten().to_numpy() for batch in batches)
-        names = llmc_names(PREFIXES[args.format][args.type])
+        names = llmc_names(FINEWEB_PREFIXES[args.format][args.type])
         shards = write_shards(
             out, id_batches, names, args.shard_size, dtype, vocab_size, args.format
         )
@@ -92,7 +78,7 @@ def main():
             shards=shards,
             shard_format=args.format,
             source=source_record(args.data_files, len(dataset), hub),
-            split={"rule": "llm.c's: shard 0 is val, the others train", "shard_size": args.shard_size},
+            split={"rule": FINEWEB_SPLIT_RULE, "shard_size": args.shard_size},
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
@@ -108,31 +94,6 @@ def process(texts, indices, encoding, tokenizer, dtype, where):
         texts, out["ids"], encoding, tokenizer, lambda i: f"{where} {indices[i]}"
     )
     return out
-
-
-def parse_args():
-    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
-    add = parser.add_argument
-    add(
-        "--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb"
-    )
-    add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
-    files_help = "local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files"
-    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"{files_help} (default: the hub)")
-    add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
-    add("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, help="tokens per shard")
-    add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
-    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside this script")
-    add(
-        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
-    )
-    add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
-    args = parser.parse_args()
-    if args.shard_size >= 2**31:
-        parser.error(
-            f"--shard-size {args.shard_size:,}: an llm.c shard holds fewer than 2**31 tokens"
-        )
-    return args
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""
+Prepare FineWeb-Edu (or FineWeb) as prepare.py beside this script does, with the same options and
+the same shards byte for byte, but as datatrove tasks: on this machine (--executor local), a
+Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the engine
+(engine/stages.py), with llm.c's rule in place of a split:
+
+1. tokenize (--tasks tasks): each task encodes its slice of the input files
+2. plan (1 task): the documents in order, and where each one's ids are
+3. write (--tasks tasks): task r copies part r of the stream
+4. commit (1 task): cuts the stream, end of text first, into the shards; meta.json last
+
+    python data/fineweb/prepare_datatrove.py --data-files 'my_docs/*.parquet' --tasks 4
+"""
+
+from pathlib import Path
+
+from engine.executors import add_datatrove_arguments, check_datatrove_arguments
+from engine.openwebtext import prepare_with_datatrove
+from prepare_common import (
+    FINEWEB_PREFIXES,
+    bpe_encoding,
+    fineweb_arguments,
+    fineweb_hub,
+    run_main,
+    shard_dtype,
+)
+
+
+def main():
+    parser = fineweb_arguments(__doc__, out_dir=Path(__file__).parent)
+    add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
+    args = parser.parse_args()
+    check_datatrove_arguments(parser, args)
+    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
+    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
+    dtype = shard_dtype(vocab_size)
+    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+    lesson = {
+        "script": "data/fineweb/prepare.py",
+        "hub": fineweb_hub(args.type, args.sample),
+        "prefix": FINEWEB_PREFIXES[args.format][args.type],
+        "split": "llm.c",
+    }
+    prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
+
+
+if __name__ == "__main__":
+    run_main(main)
