@@ -6,6 +6,7 @@ executors pickle them and unpickle them in other processes on other machines.
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 from pathlib import Path
@@ -17,6 +18,7 @@ from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceba
 from engine.readers import PieceReader, batches
 from prepare_common import (
     FINEWEB_SPLIT_RULE,
+    SHARD_FORMATS,
     PrepareError,
     atomic_path,
     bpe_encoding,
@@ -225,12 +227,35 @@ class WriteStage(Stage):
         dtype = np.dtype(self.job["dtype"])
         for split in plan["splits"]:
             total = plan["splits"][split]["tokens"]
+            if split == "all":  # data/fineweb: this task's shards, whole
+                self.write_llmc_shards(total, rank, world_size, dtype)
+                continue
             low, high = rank * total // world_size, (rank + 1) * total // world_size
             with atomic_path(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
                 for ids in self.ranges(split, low, high, dtype):
                     ids.tofile(out)
                 if tmp.stat().st_size != (high - low) * dtype.itemsize:
                     raise PrepareError(f"{self.work.part_file(split, rank)}: wrong size")
+
+    def write_llmc_shards(self, total, rank, world_size, dtype):
+        """data/fineweb: task r writes its share of the shards, and their records. Shard k holds
+        tokens k*S..(k+1)*S-1 of llm.c's stream (each document after its end of text): the
+        positions k*S-1..(k+1)*S-2 of the documents' stream (each one before its end of text),
+        where position -1 is the first end of text."""
+        job, size = self.job, self.job["shard_size"]
+        count = -(-total // size)  # the shards of the stream, the last one partial
+        names = list(itertools.islice(llmc_names(job["prefix"]), count))
+        records = []
+        for k in range(rank * count // world_size, (rank + 1) * count // world_size):
+            low, high = k * size, min((k + 1) * size, total)
+            first = [np.array([job["eot_id"]], dtype)] if k == 0 else []
+            ids = itertools.chain(first, self.ranges("all", max(low - 1, 0), high - 1, dtype))
+            records += write_shards(
+                self.work.split / "parts", ids, iter(names[k : k + 1]), size, dtype,
+                job["vocab_size"], job["format"],
+            )  # fmt: skip
+        with atomic_path(self.work.split / "parts" / f"shards-{rank:05d}.json") as tmp:
+            tmp.write_text(json.dumps(records) + "\n", encoding="utf-8")
 
     def ranges(self, split, low, high, dtype):
         """The ids of positions low..high-1 of a split, as arrays of up to TOKENS_PER_WRITE."""
@@ -278,6 +303,10 @@ class CommitStage(Stage):
         plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
         encoding, tokenizer = self.load_tokenizer()
         dtype = np.dtype(job["dtype"])
+        out_dir = Path(job["out_dir"])
+        source = dict(job["source_record"], documents=plan["documents"])
+        if "all" in plan["splits"]:  # data/fineweb: no split, the write tasks made the shards
+            return commit_llmc_rule(job, self.work, plan, source, tokenizer, dtype, out_dir)
         parts = {
             split: [self.work.part_file(split, r) for r in range(job["tasks"])]
             for split in plan["splits"]
@@ -290,10 +319,6 @@ class CommitStage(Stage):
                     f"the parts of {split} in {self.work.split / 'parts'} hold {size:,} bytes, "
                     f"not {split_tokens[split]:,} ids; delete the work directory and run again"
                 )
-        out_dir = Path(job["out_dir"])
-        source = dict(job["source_record"], documents=plan["documents"])
-        if "all" in parts:  # data/fineweb: no split
-            return commit_llmc_rule(job, parts["all"], source, tokenizer, dtype, out_dir)
         documents = {name: plan["splits"][name]["documents"] for name in parts}
         split = split_record(job["val_fraction"], job["seed"], documents, plan["numpy"])
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
@@ -337,34 +362,32 @@ class CommitStage(Stage):
         print(f"wrote {outputs} ({dtype.name}), {meta_files} to {shown}")
 
 
-def commit_llmc_rule(job, parts, source, tokenizer, dtype, out_dir):
-    """data/fineweb's commit: the documents' stream, end of text first, cut into shards by llm.c's
-    rule, and meta.json, as data/fineweb/prepare.py writes them."""
+def commit_llmc_rule(job, work, plan, source, tokenizer, dtype, out_dir):
+    """data/fineweb's commit: the write tasks' shards (checked against the plan) and meta.json,
+    as data/fineweb/prepare.py writes them."""
+    parts = work.split / "parts"
+    shards = [
+        shard
+        for rank in range(job["tasks"])
+        for shard in json.loads((parts / f"shards-{rank:05d}.json").read_text(encoding="utf-8"))
+    ]
+    total, size = plan["splits"]["all"]["tokens"], job["shard_size"]
+    names = itertools.islice(llmc_names(job["prefix"]), -(-total // size))
+    expected = [f"{stem}{SHARD_FORMATS[job['format']]}" for _, stem in names]
+    if [shard["file"] for shard in shards] != expected or sum(s["tokens"] for s in shards) != total:
+        raise PrepareError(
+            f"the shards in {parts} are not the {len(expected):,} of the plan; delete the work "
+            f"directory and run again"
+        )
     with output_folder(out_dir) as out:
-        ids = eot_first(part_ids(parts, dtype), job["eot_id"], dtype)
-        names = llmc_names(job["prefix"])
-        shards = write_shards(out, ids, names, job["shard_size"], dtype, job["vocab_size"], job["format"])  # fmt: skip
+        for shard in shards:
+            join_files([parts / shard["file"]], out / shard["file"])
         write_meta(
             out, script=job["script"], tokenizer=tokenizer, dtype=dtype, shards=shards,
             shard_format=job["format"], source=source, options=job["options"],
             split={"rule": FINEWEB_SPLIT_RULE, "shard_size": job["shard_size"]},
         )  # fmt: skip
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {out_dir}")
-
-
-def eot_first(id_batches, eot_id, dtype):
-    """nanoGPT's stream (each document, then its end of text) as llm.c's (the end of text, then
-    the document): the same ids moved by one. [d1, eot, d2, eot] -> [eot, d1, eot, d2]."""
-    yield np.array([eot_id], dtype)
-    held = None
-    for ids in id_batches:
-        if len(ids) == 0:
-            continue
-        if held is not None:
-            yield held
-        held = ids
-    if held is not None:
-        yield held[:-1]  # the last document's end of text: llm.c's stream has none after it
 
 
 def part_ids(paths, dtype):

@@ -271,23 +271,34 @@ def test_a_rerun_with_bigger_shards_replaces_the_whole_set(fineweb_repo, data_fi
 DATATROVE_SCRIPT = REPO / "data" / "fineweb" / "prepare_datatrove.py"
 
 
-@pytest.mark.parametrize("shard_format", ["llmc", "npy"])
-def test_datatrove_writes_the_same_shards(shard_format, fineweb_repo, gpt2_encoding, tmp_path):
-    """3 tasks over 3 files (the tasks' slices cross the files' bounds), both formats."""
+@pytest.mark.parametrize(
+    "shard_format, shard_size, tasks",
+    [
+        pytest.param("llmc", SHARD_SIZE, 3, id="llmc"),
+        pytest.param("npy", SHARD_SIZE, 3, id="npy"),
+        pytest.param("llmc", 100_000, 3, id="one shard, three tasks"),
+        pytest.param("llmc", 1_000, 2, id="twenty shards, two tasks"),
+    ],
+)
+def test_datatrove_writes_the_same_shards(
+    shard_format, shard_size, tasks, fineweb_repo, gpt2_encoding, tmp_path
+):
+    """The write tasks share out the shards (the tasks' slices of the input cross the files'
+    bounds); the commit task copies them in."""
     pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
     out = tmp_path / "out"
     result = run_python(
         DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
-        "--shard-size", SHARD_SIZE, "--format", shard_format, "--tasks", 3, "--workers", 2,
+        "--shard-size", shard_size, "--format", shard_format, "--tasks", tasks, "--workers", 2,
         "--out-dir", out,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     (tmp_path / "ref").mkdir()
     documents = fineweb_repo["documents"]
     if shard_format == "llmc":
-        expected = write_llmc_shards(documents, gpt2_encoding, tmp_path / "ref", SHARD_SIZE, "edu")
+        expected = write_llmc_shards(documents, gpt2_encoding, tmp_path / "ref", shard_size, "edu")
     else:
-        expected = write_npy_shards(documents, gpt2_encoding, tmp_path / "ref", SHARD_SIZE)
+        expected = write_npy_shards(documents, gpt2_encoding, tmp_path / "ref", shard_size)
     suffix = ".bin" if shard_format == "llmc" else ".npy"
     assert shard_files(out, suffix) == sorted(p.name for p in expected)
     for path in expected:
