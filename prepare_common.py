@@ -775,6 +775,18 @@ def write_shards(out, id_batches, names, shard_size, dtype, vocab_size, shard_fo
     return shards
 
 
+def write_split_shards(out, prefix, split_batches, shard_size, dtype, vocab_size):
+    """Each split's stream of ids cut into llm.c shards named after it, val first (llm.c's shard
+    0 is val): {"val": ..., "train": ...} -> openwebtext_val_000000.bin, openwebtext_train_000001.bin, ..."""
+    shards = []
+    for split in ("val", "train"):
+        names = llmc_names(prefix, split, first_index=len(shards))
+        shards += write_shards(
+            out, split_batches[split], names, shard_size, dtype, vocab_size, "llmc"
+        )
+    return shards
+
+
 def read_shard(path, shard_format, dtype):
     """A shard's tokens (memory-mapped), after the readers' checks; a PrepareError if one fails."""
     path = Path(path)
@@ -1718,6 +1730,26 @@ def encode_document(text, encoding, eot_id, dtype):
     return ids
 
 
+def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where):
+    """nanoGPT's `process` for a batch of documents (a datasets map with indices): `tokenize`,
+    and a trained tokenizer whose pattern leaves characters out refused, naming the first such
+    document as `where` and its number ("docs.jsonl, train document 13")."""
+    out = tokenize(texts, encoding, tokenizer["eot_id"], dtype)
+    name = lambda i: f"{where} {indices[i]}"  # noqa: E731
+    check_documents_covered(texts, out["ids"], encoding, tokenizer, name)
+    return out
+
+
+def id_batches(tokenized, documents_per_batch=10_000):
+    """A tokenized dataset's ids in order, a batch of documents at a time, each one flat array.
+
+    The same ids as np.concatenate(tokenized["ids"]), read through Arrow without a Python
+    object per document: memory holds one batch whatever the dataset's size.
+    """
+    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
+        yield batch["ids"].combine_chunks().flatten().to_numpy()
+
+
 def ids_cache_options(documents, tokenizer, dtype, function=None):
     """`features` and `new_fingerprint` for documents.map(tokenize, ...).
 
@@ -1732,7 +1764,7 @@ def ids_cache_options(documents, tokenizer, dtype, function=None):
     features = datasets.Features(
         {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
     )
-    function = function or tokenize  # another function, another cache
+    function = function or tokenize_documents  # another function, another cache
     key = [documents._fingerprint, function, tokenizer["sha256"], tokenizer["eot_id"], dtype.name]
     return {"features": features, "new_fingerprint": Hasher.hash(key)}
 

@@ -24,14 +24,13 @@ from prepare_common import (
     bpe_encoding,
     check_documents_covered,
     check_ids,
-    llmc_names,
     output_folder,
     random_split,
     split_record,
     tokenize,
     write_bpe_meta_pkl,
     write_meta,
-    write_shards,
+    write_split_shards,
 )
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
@@ -325,13 +324,9 @@ class CommitStage(Stage):
         with output_folder(out_dir) as out:
             shards = None
             if job["format"] == "llmc":  # the same streams cut into llm.c's shards, val first
-                shards = []
-                for name in ("val", "train"):
-                    ids, names = (
-                        part_ids(parts[name], dtype),
-                        llmc_names("openwebtext", name, len(shards)),
-                    )
-                    shards += write_shards(out, ids, names, job["shard_size"], dtype, job["vocab_size"], "llmc")  # fmt: skip
+                streams = {name: part_ids(paths, dtype) for name, paths in parts.items()}
+                size, vocab_size = job["shard_size"], job["vocab_size"]
+                shards = write_split_shards(out, "openwebtext", streams, size, dtype, vocab_size)
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:

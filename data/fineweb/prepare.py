@@ -19,9 +19,9 @@ from prepare_common import (
     FINEWEB_PREFIXES,
     FINEWEB_SPLIT_RULE,
     bpe_encoding,
-    check_documents_covered,
     fineweb_arguments,
     fineweb_hub,
+    id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
@@ -30,7 +30,7 @@ from prepare_common import (
     shard_dtype,
     source_name,
     source_record,
-    tokenize,
+    tokenize_documents,
     write_meta,
     write_shards,
 )
@@ -62,12 +62,9 @@ def main():
         print(f"{num_tokens:,} tokens: {-(-num_tokens // args.shard_size):,} shards")
 
         # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
-        batches = tokenized.with_format("arrow").iter(batch_size=10_000)
-        id_batches = (batch["ids"].combine_chunks().flatten().to_numpy() for batch in batches)
         names = llmc_names(FINEWEB_PREFIXES[args.format][args.type])
-        shards = write_shards(
-            out, id_batches, names, args.shard_size, dtype, vocab_size, args.format
-        )
+        ids = id_batches(tokenized)
+        shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
 
         # 5. the metadata, written last: meta.json lists every shard, its tokens and sha256
         write_meta(
@@ -88,11 +85,8 @@ def process(texts, indices, encoding, tokenizer, dtype, where):
     """llm.c's `tokenize` for a batch: each document's ids with the end-of-text id FIRST (nanoGPT
     puts it last: the same ids, rolled by one); a trained tokenizer whose pattern leaves
     characters out is refused (naming the document)."""
-    out = tokenize(texts, encoding, tokenizer["eot_id"], dtype)  # [ids..., eot]
+    out = tokenize_documents(texts, indices, encoding, tokenizer, dtype, where)  # [ids..., eot]
     out["ids"] = [np.roll(ids, 1) for ids in out["ids"]]  # [eot, ids...]
-    check_documents_covered(
-        texts, out["ids"], encoding, tokenizer, lambda i: f"{where} {indices[i]}"
-    )
     return out
 
 

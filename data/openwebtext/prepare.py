@@ -2,10 +2,9 @@
 Prepare OpenWebText for GPT-2 pretraining, byte for byte as nanoGPT's data/openwebtext/prepare.py:
 GPT-2's BPE, <|endoftext|> after each document, a random 0.05% (seed 2357) to val, uint16 ids.
 Unlike nanoGPT's: the hub's parquet files at a pinned revision (or --data-files), a --tokenizer
-of train_tokenizer.py, outputs that appear only when complete; prepare_datatrove.py: a cluster.
+of train_tokenizer.py, --format llmc for llm.c's shards, outputs that appear only when complete.
 
     python data/openwebtext/prepare.py --data-files 'my_docs/*.jsonl' --out-dir out
-    python data/openwebtext/prepare.py --format llmc   # llm.c's shards of the same streams
 """
 
 from pathlib import Path
@@ -15,25 +14,22 @@ from tqdm import tqdm
 
 from prepare_common import (
     bpe_encoding,
-    check_documents_covered,
     dtype_for_vocab,
+    id_batches,
     ids_cache_options,
-    llmc_names,
     load_documents,
     openwebtext_arguments,
     output_folder,
     random_split,
-    run_main,  # fmt: skip
+    run_main,
     source_name,
     source_record,
     split_record,
-    tokenize,
+    tokenize_documents,
     write_bpe_meta_pkl,
     write_meta,
-    write_shards,
+    write_split_shards,
 )
-
-DOCUMENTS_PER_WRITE = 10_000  # documents copied into the .bin file at a time
 
 
 def main():
@@ -61,38 +57,26 @@ def main():
             where = f"{source_name(args.data_files)}, {split} document"
             options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
             tokenized[split] = dset.map(
-                process, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
+                tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
                 remove_columns=dset.column_names, desc=f"tokenizing {split}",
                 num_proc=min(args.num_proc, len(dset)),  # datasets warns of more processes than rows
                 **ids_cache_options(dset, tokenizer, dtype),
             )  # fmt: skip
 
         # 5. concatenate all the ids of each split into one large file we can use for training
-        #    (--format llmc: cut each split's stream into llm.c's shards instead, val first)
-        split_tokens, shards = {}, None
+        #    (--format llmc: the same two streams cut into llm.c's shards instead, val first)
+        split_tokens = {}
+        for split, dset in tokenized.items():
+            split_tokens[split] = int(dset.with_format("arrow")["len"].to_numpy().sum())
+            documents = f"{len(dset):,} document{'s' * (len(dset) != 1)}"
+            print(f"{split} has {documents}, {split_tokens[split]:,} tokens")
+            if args.format == "bin":
+                desc = f"writing {args.out_dir / f'{split}.bin'}"
+                write_split(out / f"{split}.bin", dset, split_tokens[split], dtype, desc)
+        shards = None
         if args.format == "llmc":
-            shards = []
-            for split in ("val", "train"):
-                batches = tokenized[split].with_format("arrow").iter(batch_size=DOCUMENTS_PER_WRITE)
-                ids = (batch["ids"].combine_chunks().flatten().to_numpy() for batch in batches)
-                names = llmc_names("openwebtext", split, first_index=len(shards))
-                shards += write_shards(out, ids, names, args.shard_size, dtype, vocab_size, "llmc")
-        for split, dset in tokenized.items() if shards is None else ():
-            arr_len = int(dset.with_format("arrow")["len"].to_numpy().sum())
-            print(f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, {arr_len:,} tokens")
-            arr = np.memmap(out / f"{split}.bin", dtype=dtype, mode="w+", shape=(arr_len,))
-            idx = 0
-            batches = dset.with_format("arrow").iter(batch_size=DOCUMENTS_PER_WRITE)
-            total = -(-len(dset) // DOCUMENTS_PER_WRITE)
-            for batch in tqdm(
-                batches, total=total, desc=f"writing {args.out_dir / f'{split}.bin'}"
-            ):
-                arr_batch = batch["ids"].combine_chunks().flatten().to_numpy()  # one batch of ids
-                arr[idx : idx + len(arr_batch)] = arr_batch
-                idx += len(arr_batch)
-            arr.flush()
-            del arr  # closes the file before the commit renames it
-            split_tokens[split] = idx
+            ids = {split: id_batches(dset) for split, dset in tokenized.items()}
+            shards = write_split_shards(out, "openwebtext", ids, args.shard_size, dtype, vocab_size)
 
         # 6. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         write_meta(
@@ -113,14 +97,16 @@ def main():
     print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
 
 
-def process(texts, indices, encoding, tokenizer, dtype, where):
-    """nanoGPT's `process` for a batch: each document's ids, then the end-of-text id; a trained
-    tokenizer whose pattern leaves characters out is refused (naming the document)."""
-    out = tokenize(texts, encoding, tokenizer["eot_id"], dtype)
-    check_documents_covered(
-        texts, out["ids"], encoding, tokenizer, lambda i: f"{where} {indices[i]}"
-    )
-    return out
+def write_split(filename, dset, arr_len, dtype, desc):
+    """nanoGPT's loop: a split's ids into one file; each batch through a map of its own range."""
+    np.memmap(filename, dtype=dtype, mode="w+", shape=(arr_len,)).flush()  # the file, full size
+    idx = 0
+    for arr_batch in tqdm(id_batches(dset), total=-(-len(dset) // 10_000), desc=desc):
+        arr = np.memmap(filename, dtype, "r+", offset=idx * dtype.itemsize, shape=arr_batch.shape)
+        arr[:] = arr_batch  # memory stays flat: only this batch's range is mapped
+        idx += len(arr_batch)
+    arr.flush()
+    del arr  # closes the file before the commit renames it
 
 
 if __name__ == "__main__":
