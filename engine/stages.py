@@ -24,12 +24,14 @@ from prepare_common import (
     bpe_encoding,
     check_documents_covered,
     check_ids,
+    llmc_names,
     output_folder,
     random_split,
     split_record,
     tokenize,
     write_bpe_meta_pkl,
     write_meta,
+    write_shards,
     write_split_shards,
 )
 
