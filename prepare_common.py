@@ -839,7 +839,10 @@ def read_shard(path, shard_format, dtype):
 #    PrepareError) names it at once: a second run into a busy folder stops; it does not wait. The
 #    OS drops the lock when its holder dies, however it dies. A POSIX lock rather than `flock`:
 #    worker processes forked by datasets do not inherit it, so one orphaned by a SIGKILL cannot
-#    keep the folder locked. The lock file stays (removing it would race with the next run).
+#    keep the folder locked. The lock file is removed as the run ends, while still locked (or
+#    after, on Windows, which removes no file another run has open); a run that locked a file
+#    no longer at the path, so removed, locks the one there now instead (`_lock_file`).
+#    A run that fails removes the output folder again if it created it and it holds nothing.
 #    A run whose commit comes later in the same process takes the lock first with `folder_lock`
 #    (the datatrove engine on this machine); its `output_folder` then goes on under it.
 # 2. clean: temporaries of killed runs (`.prepare.<pid>.tmp/` staging folders, `.<name>.<pid>.tmp`
@@ -939,13 +942,25 @@ def folder_lock(out_dir):
     this machine: it holds the lock from the start, and its last task's `output_folder` goes on
     under it. Re-entrant: in a process that holds the lock already, the block just runs (a
     second descriptor of the lock file, once closed, would drop our POSIX lock).
+
+    A block that fails leaves no folder this call created: once the lock file is gone, an empty
+    one is removed again, with the empty folders above it that it created too.
     """
+    created = _missing_folders(Path(out_dir))
     folder = _make_folder(Path(out_dir))
     if _HELD.get(folder.resolve()) == os.getpid():
         yield folder
         return
-    with _folder_lock(folder):
-        yield folder
+    try:
+        with _folder_lock(folder):
+            yield folder
+    except BaseException:
+        for path in created:  # out_dir first, then up
+            try:
+                os.rmdir(path)  # only an empty folder: nothing a user or another run put there
+            except OSError:
+                break
+        raise
 
 
 def leftover_temporaries(folder):
@@ -976,6 +991,16 @@ def lock_holder(folder):
 # the steps
 
 
+def _missing_folders(folder):
+    """The folders `_make_folder` is about to create, deepest first: a/b/c with only a -> [a/b/c, a/b]."""
+    missing = []
+    for path in [folder, *folder.parents]:
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    return missing
+
+
 def _make_folder(folder):
     if folder.exists() and not folder.is_dir():
         raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
@@ -991,19 +1016,8 @@ def _make_folder(folder):
 @contextlib.contextmanager
 def _folder_lock(folder):
     path = folder / LOCK_NAME
+    fd = _lock_file(folder, path)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise PrepareError(
-            f"cannot write into the output folder {folder}: {exc.strerror}; "
-            f"choose a writable --out-dir"
-        ) from None
-    try:
-        if not _try_lock(fd):
-            raise FolderBusy(
-                f"{folder} is being prepared by another run ({_describe_holder(fd)}); "
-                f"wait for it to finish, or choose another --out-dir"
-            ) from None
         command = " ".join([Path(sys.executable).name, *sys.argv])
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
@@ -1013,8 +1027,52 @@ def _folder_lock(folder):
             yield
         finally:
             del _HELD[folder.resolve()]
+            if os.name != "nt" and _same_file(fd, path):
+                os.unlink(path)  # still locked: a run that opened it meanwhile sees it gone
     finally:
         os.close(fd)  # releases the lock
+        if os.name == "nt":  # Windows removes no file that is open: one another run opened stays
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _lock_file(folder, path):
+    """Open `path` and lock it: its descriptor, or FolderBusy naming the run that holds it.
+
+    The file locked must still be the one at `path`: a run that ends removes its lock file while
+    it holds it, so a run that opened the file just before, and locks it just after, holds a
+    lock nobody else will see; it opens the path again, to lock the file there now.
+    """
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise PrepareError(
+                f"cannot write into the output folder {folder}: {exc.strerror}; "
+                f"choose a writable --out-dir"
+            ) from None
+        try:
+            if not _try_lock(fd):
+                raise FolderBusy(
+                    f"{folder} is being prepared by another run ({_describe_holder(fd)}); "
+                    f"wait for it to finish, or choose another --out-dir"
+                ) from None
+            if _same_file(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _same_file(fd, path):
+    """Whether the open file `fd` is the one at `path` (the same device and inode)."""
+    try:
+        at_path = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _try_lock(fd, exclusive=True):

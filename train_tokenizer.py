@@ -53,6 +53,9 @@ from prepare_common import ArgumentParser, PrepareError, read_text, run_main
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
+TOKENIZERS = (
+    Path(__file__).resolve().parent / "data" / "tokenizers"
+)  # without --out (git ignores it)
 
 
 def parse_args(argv=None):
@@ -83,7 +86,10 @@ def parse_args(argv=None):
         help="256 bytes + merges + special tokens, e.g. 4096",
     )
     parser.add_argument(
-        "--out", metavar="PATH", help="the tokenizer file to write (JSON); optional with --sweep"
+        "--out",
+        metavar="PATH",
+        help="the tokenizer file to write (JSON; default: data/tokenizers/NAME-VOCAB_SIZE.json, "
+        "NAME the first input's; with --sweep, none)",
     )
     parser.add_argument(
         "--special-tokens",
@@ -147,8 +153,10 @@ def check_args(args):
         raise PrepareError(f"{args.eval} does not exist or is not a file; check the path")
     if args.max_chars is not None and args.max_chars < 1:
         raise PrepareError(f"--max-chars must be at least 1, got {args.max_chars}")
-    if args.vocab_size is None or (args.out is None and not args.sweep):
-        raise PrepareError("give --vocab-size N and --out PATH (or --sweep SIZES)")
+    if args.vocab_size is None:
+        raise PrepareError("give --vocab-size N (or --sweep SIZES)")
+    if args.out is None and not args.sweep:
+        args.out = str(default_out(args.input, args.vocab_size))
     if args.sweep and args.vocab_size != args.sweep[-1]:
         raise PrepareError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
     if args.plot:
@@ -158,6 +166,33 @@ def check_args(args):
         raise PrepareError(f"--workers must be at least 1, got {args.workers}")
     if args.out:
         check_out(Path(args.out))
+
+
+def default_out(inputs, vocab_size):
+    """Where the tokenizer goes without --out: data/tokenizers/NAME-VOCAB_SIZE.json in this
+    repository, a folder git ignores, NAME the first input file's:
+
+    data/shakespeare_char/input.txt, 4096 -> data/tokenizers/shakespeare_char-4096.json (a
+    dataset's text is named input.txt, as in nanoGPT: its folder names it); notes/corpus.txt,
+    512 -> data/tokenizers/corpus-512.json.
+    """
+    try:
+        first = Path(expand_inputs(inputs)[0])
+    except (CorpusError, IndexError):  # said when the files are read, a line later
+        first = Path(inputs[0] if not set("*?[") & set(inputs[0]) else "tokenizer")
+    name = first.parent.resolve().name if first.stem == "input" else first.stem
+    return TOKENIZERS / f"{name}-{vocab_size}.json"  # the folder is made when it is written
+
+
+def make_default_folder(out):
+    """data/tokenizers/ (of `default_out`), made as the tokenizer is about to be written there."""
+    if Path(out).parent == TOKENIZERS:
+        try:
+            TOKENIZERS.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PrepareError(
+                f"cannot create {TOKENIZERS} ({exc.strerror}); give --out PATH"
+            ) from None
 
 
 def check_tokenizer_args(args):
@@ -172,8 +207,8 @@ def check_tokenizer_args(args):
 
 
 def check_out(out):
-    """--out must be a file path in a folder that exists."""
-    if not out.parent.is_dir():
+    """--out must be a file path in a folder that exists (or the default one, made when written)."""
+    if not out.parent.is_dir() and out.parent != TOKENIZERS:
         raise PrepareError(f"--out {out}: the folder {out.parent} does not exist; create it first")
     if out.is_dir():
         raise PrepareError(
@@ -322,6 +357,7 @@ def main(argv=None):
     if args.sweep:
         show_sweep(args, vocab, merges, counts, eval_text)
     if args.out:
+        make_default_folder(args.out)
         tokenizer.save(args.out)
         print(f"wrote {args.out}")
 
@@ -337,6 +373,7 @@ def train_with_tasks(args):
                 f"--{option} needs the corpus in this process; leave out --engine datatrove"
             )
     check_datatrove_installed(args.executor)
+    make_default_folder(args.out)
     out = Path(args.out).resolve()
     folder = train_with_datatrove(
         args.input,

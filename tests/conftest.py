@@ -33,7 +33,7 @@ import requests
 from hub_server import LocalHub, openwebtext_files
 
 import prepare_common
-from prepare_common import LOCK_NAME, TINY_SHAKESPEARE, fetch
+from prepare_common import TINY_SHAKESPEARE, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,15 +85,12 @@ def names_in(folder):
 
 
 def files_in(folder):
-    """Every file under `folder` and its bytes: {Path("out/train.bin"): b"...", ...}.
-
-    An output folder's lock file is left out: a run creates it and leaves it, by design (see
-    prepare_common's folder commit), so "a failed run wrote nothing" means nothing else appeared.
-    """
+    """Every file under `folder` and its bytes, and every folder: {Path("out/train.bin"): b"...",
+    Path("out"): None, ...}. A failed run leaves it as it was: no output, no lock file, and no
+    folder it created (see prepare_common's folder_lock)."""
     return {
-        p.relative_to(folder): p.read_bytes()
+        p.relative_to(folder): p.read_bytes() if p.is_file() else None
         for p in Path(folder).rglob("*")
-        if p.is_file() and p.name != LOCK_NAME
     }
 
 
