@@ -143,7 +143,6 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         "seed": args.seed if nanogpt_split else None,
         "numpy": np.__version__,  # the permutation depends on numpy's generator stream
         "out_dir": str(out_dir),
-        "out_dir_as_given": str(args.out_dir),
     }
     work = Work(
         Path(args.work_dir or out_dir / ".datatrove-work").resolve(), tokens_config, split_config

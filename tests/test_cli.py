@@ -115,6 +115,12 @@ def assert_usage_error(result, *fragments):
             id="datatrove-checked-after-parsing",
         ),
         pytest.param(
+            "fineweb_datatrove",
+            ["--sampel", "10BT"],
+            ["unrecognized option --sampel; did you mean --sample?"],
+            id="fineweb_datatrove-misspelled",
+        ),
+        pytest.param(
             "train_tokenizer",
             ["--inptu", "a.txt"],
             ["unrecognized option --inptu; did you mean --input?"],

@@ -48,14 +48,17 @@ def main():
         # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
         hub = fineweb_hub(args.type, args.sample)  # pinned (prepare_common.FINEWEB_REPOS)
         dataset = load_documents(args.data_files, args.num_proc, args.cache_dir, hub)
-        print(f"{source_name(args.data_files, hub)}: {len(dataset):,} documents")
+        print(
+            f"{source_name(args.data_files, hub)}: {len(dataset):,} document{'s' * (len(dataset) != 1)}"
+        )
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
         where = f"{source_name(args.data_files, hub)}, document"
         options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
         tokenized = dataset.map(
             process, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
-            remove_columns=dataset.column_names, num_proc=args.num_proc, desc="tokenizing",
+            remove_columns=dataset.column_names, desc="tokenizing",
+            num_proc=min(args.num_proc, len(dataset)),  # datasets warns of more processes than rows
             **ids_cache_options(dataset, tokenizer, dtype, process),
         )  # fmt: skip
         num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
