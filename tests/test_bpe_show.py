@@ -1,7 +1,6 @@
 """python -m bpe show: tokens in color (a real pseudo-terminal) or |-separated, and --explain."""
 
 import os
-import pty
 import subprocess
 import sys
 
@@ -33,6 +32,7 @@ def run_show_in_terminal(*args, no_color=False):
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     if no_color:
         env["NO_COLOR"] = "1"
+    pty = pytest.importorskip("pty", reason="a pseudo-terminal is POSIX's (not on Windows)")
     leader, follower = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "bpe", "show", *map(str, args)], cwd=REPO, stdout=follower, env=env

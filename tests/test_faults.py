@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import random
-import resource
 import signal
 import subprocess
 import sys
@@ -28,6 +27,9 @@ from prepare_common import (
     output_folder,
     random_split,
 )
+
+# SIGKILL, SIGSTOP, process groups, file size limits: POSIX's faults (not on Windows)
+resource = pytest.importorskip("resource", reason="these faults are POSIX's (not on Windows)")
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
