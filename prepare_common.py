@@ -36,6 +36,7 @@ import shutil
 import signal
 import stat
 import sys
+import tempfile
 import threading
 import time
 from collections import namedtuple
@@ -51,29 +52,92 @@ class PrepareError(Exception):
     """A problem the user can fix: printed as one line, without a traceback, by `run_main`."""
 
 
+DEBUG_ENV = "NANOGPT_DEBUG"  # NANOGPT_DEBUG=1: an unexpected exception shows its traceback
+_IN_RUN_MAIN = []  # the pid of a process whose main runs under run_main (its forks inherit it)
+
+
 def run_main(main):
     """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
 
-    Ctrl-C (exit code 130) and SIGTERM (143) say what they left: the folder commit's message when
-    they stopped a run staging its outputs. An OSError no code turned into a clearer message
-    still gets one line (with the file it names), not a traceback.
+    Ctrl-C (exit code 130) and SIGTERM (143, raised as `Terminated` for the whole run) say what
+    they left: the folder commit's message when they stopped a run staging its outputs; the
+    worker processes the run started are ended with it (`end_children`). An OSError no code
+    turned into a clearer message still gets one line (with the file it names), and so does, as
+    a last resort, any other exception (with what was being read, see `reading`): the traceback
+    only with NANOGPT_DEBUG=1.
     """
     # a file name that is not valid UTF-8 must not turn a print into a crash
     sys.stdout.reconfigure(errors="backslashreplace")
     sys.stderr.reconfigure(errors="backslashreplace")
+    _IN_RUN_MAIN.append(os.getpid())
     try:
-        main()
+        with _sigterm_raises_terminated():
+            main()
     except PrepareError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+        _exit_with(f"error: {exc}", 1)
     except KeyboardInterrupt as exc:
         what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        print(f"error: {str(exc) or interrupted_message(what)}", file=sys.stderr)
-        sys.exit(143 if isinstance(exc, Terminated) else 130)
+        end_children()
+        _exit_with(
+            f"error: {str(exc) or interrupted_message(what)}",
+            143 if what == "terminated" else 130,
+            at_once=True,
+        )
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
-        sys.exit(1)
+        _exit_with(f"error: {where}{exc.strerror or exc}", 1)
+    except Exception as exc:  # the last resort: a case no code foresaw, still one line
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        _exit_with(f"error: {unexpected_message(exc)}", 1)
+
+
+def _exit_with(line, code, at_once=False):
+    """Print the one error line and exit; `at_once` skips the exit handlers (a pool's, which may
+    wait forever for a worker that was ended while it sent a result)."""
+    print(" ".join(line.split("\n")), file=sys.stderr)
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def unexpected_message(exc):
+    """One line for an exception no code turned into a PrepareError: what was being read, what
+    went wrong. RecursionError(...) while reading deep.json -> "deep.json: nested too deeply
+    (RecursionError); ..."."""
+    where = getattr(exc, "nanogpt_reading", None)
+    if isinstance(exc, RecursionError):
+        what = "nested too deeply to read (RecursionError)"
+    else:
+        what = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    return f"{where + ': ' if where else ''}{what}; set {DEBUG_ENV}=1 to see the traceback"
+
+
+@contextlib.contextmanager
+def reading(path):
+    """Name `path` in the error line of any exception that escapes the block (the innermost
+    `reading` wins): `with reading(meta_json): ...`."""
+    try:
+        yield
+    except Exception as exc:
+        if getattr(exc, "nanogpt_reading", None) is None:
+            exc.nanogpt_reading = str(path)
+        raise
+
+
+def end_children():
+    """End (SIGKILL) the worker processes this process started with multiprocessing (a pool's
+    workers, a Manager): an interrupted run leaves no process behind."""
+    for name in ("multiprocessing", "multiprocess"):  # the stdlib's, and datasets'/datatrove's fork
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        with contextlib.suppress(Exception):
+            for child in module.active_children():
+                with contextlib.suppress(Exception):
+                    child.kill()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,23 +276,88 @@ def sha256_file(path):
     return digest.hexdigest()
 
 
+METADATA_LIMIT = 1 << 28  # 256 MB: more than any meta.json, meta.pkl or work record we write
+
+
+def read_metadata(path, limit=METADATA_LIMIT):
+    """The bytes of a small file we wrote (meta.json, meta.pkl, a work record), read safely.
+
+    A FIFO would block forever and /dev/zero never ends: the file must be a regular one (checked
+    on the open descriptor, opened without waiting), and no larger than `limit` bytes.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise PrepareError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
+            raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
+        if info.st_size > limit:
+            raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
+        try:
+            data = file.read(limit + 1)
+        except OSError as exc:
+            raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise PrepareError(f"{path} has more than {limit:,} bytes: not ours")
+    return data
+
+
+def load_json(data, path):
+    """json.loads of a file's bytes; a file that is not JSON, or nested too deeply for Python's
+    parser (20,000 levels), is a PrepareError naming it."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise PrepareError(f"{path} is not UTF-8 (byte {exc.start:,}): not valid JSON") from None
+    except json.JSONDecodeError as exc:
+        raise PrepareError(f"{path} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise PrepareError(f"{path} is nested too deeply to be read as JSON") from None
+
+
+def json_kind(value):
+    """The JSON name of a value's type: None -> "null", {} -> "object", [] -> "array"."""
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
 
     A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
     half-written file that looks valid. The temporary name is in the same folder, so the rename
-    is atomic, and hidden and pid-tagged, so it never looks like a finished output and two runs
-    don't collide: train.bin -> .train.bin.1234.tmp
+    is atomic; hidden, pid-tagged and unpredictable, and created exclusively (O_EXCL, no link
+    followed), so it never looks like a finished output, two runs don't collide, a link planted
+    at a guessed name is never written through, and a leftover is provably ours (TEMPORARY_TAG):
+    train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd, name = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.{TEMPORARY_TAG}", suffix=".tmp", dir=path.parent
+    )
+    os.close(fd)
+    tmp = Path(name)
     try:
+        with contextlib.suppress(OSError):  # mkstemp's 0600, made what a plain open would make
+            os.chmod(tmp, 0o666 & ~_umask())
         yield tmp
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # ---------------------------------------------------------------------------------------------
@@ -845,8 +974,9 @@ def read_shard(path, shard_format, dtype):
 #    A run that fails removes the output folder again if it created it and it holds nothing.
 #    A run whose commit comes later in the same process takes the lock first with `folder_lock`
 #    (the datatrove engine on this machine); its `output_folder` then goes on under it.
-# 2. clean: temporaries of killed runs (`.prepare.<pid>.tmp/` staging folders, `.<name>.<pid>.tmp`
-#    files) are removed; holding the lock proves their writers are gone.
+# 2. clean: the staging folders of killed runs (`.prepare.<pid>.tmp/` holding our marker file
+#    STAGING_MARKER) are removed; holding the lock proves their writers are gone. Nothing else is:
+#    a file or folder of the user's that merely looks like a temporary name stays.
 # 3. stage: the block writes into `out_dir/.prepare.<pid>.tmp/`. An error or an interrupt
 #    (Ctrl-C, SIGTERM) removes it; a crash leaves it beside the old outputs, which are untouched
 #    (`verify` passes and warns about the leftover; the next run removes it).
@@ -877,10 +1007,16 @@ RECORD_NAME = "meta.json"
 # The files a run owns: after a commit the folder holds exactly the ones this run wrote.
 OUTPUT_NAMES = ("train.bin", "val.bin", "meta.pkl", RECORD_NAME)
 # Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
-# ".<name>.<pid>.tmp" (a file being written beside its final name).
+# ".<name>.<pid>.<random>.tmp" (a file being written beside its final name, see atomic_path).
 # and every shard (section 6b): a shard set from an earlier run is replaced as a whole
 SHARD_NAME = re.compile(r"^.+_(val|train)_\d{6}\.(bin|npy)$")
-TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+\.tmp$")  # group 1: the final name
+# In the name of every temporary file of atomic_path: only such a file is a leftover of ours.
+TEMPORARY_TAG = "nanogpt-"
+TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+(\.[^.]+)?\.tmp$")  # group 1: the final name
+STAGING_NAME = re.compile(r"^\.prepare\.\d+\.tmp$")
+OUR_TEMPORARY_FILE = re.compile(rf"^\.(.+)\.\d+\.{TEMPORARY_TAG}[A-Za-z0-9_]+\.tmp$")
+# Made first in every staging folder: only a folder holding it is a leftover of ours.
+STAGING_MARKER = ".nanogpt-staging"
 
 
 # The folders this process has committed: what an interrupt message may say was done.
@@ -964,22 +1100,30 @@ def folder_lock(out_dir):
 
 
 def leftover_temporaries(folder):
-    """The temporary files and folders a killed run left in `folder`, by name, sorted."""
+    """What killed runs left in `folder` (names, sorted): staging folders .prepare.<pid>.tmp that
+    hold our marker, and files of atomic_path (.<name>.<pid>.nanogpt-<random>.tmp); nothing of
+    the user's is taken for one, however it is named."""
+
+    def ours(entry):
+        if entry.is_dir(follow_symlinks=False):
+            return STAGING_NAME.match(entry.name) and os.path.lexists(
+                os.path.join(entry.path, STAGING_MARKER)
+            )
+        return entry.is_file(follow_symlinks=False) and OUR_TEMPORARY_FILE.match(entry.name)
+
     with contextlib.suppress(OSError):
-        return sorted(
-            entry.name for entry in os.scandir(folder) if TEMPORARY_NAME.match(entry.name)
-        )
+        return sorted(entry.name for entry in os.scandir(folder) if ours(entry))
     return []
 
 
 def lock_holder(folder):
     """Who holds `folder`'s lock, "pid N: command", if another live process does; else None."""
-    if _HELD.get(Path(folder).resolve()) == os.getpid():
+    if _HELD.get(Path(folder).resolve()) == os.getpid() or not Path(folder).is_dir():
         # ours: opening and closing the lock file again would drop our POSIX lock
         return None
     try:
-        fd = os.open(Path(folder) / LOCK_NAME, os.O_RDONLY)
-    except OSError:
+        fd = _open_lock(Path(folder) / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
         return None
     try:
         return None if _try_lock(fd, exclusive=False) else _describe_holder(fd)
@@ -1045,7 +1189,7 @@ def _lock_file(folder, path):
     """
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_lock(path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO: a regular file
         except OSError as exc:
             raise PrepareError(
                 f"cannot write into the output folder {folder}: {exc.strerror}; "
@@ -1073,6 +1217,35 @@ def _same_file(fd, path):
         return False
     opened = os.fstat(fd)
     return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _open_lock(path, flags):
+    """Open the lock file: never through a symlink (O_NOFOLLOW; an lstat check where there is
+    none), never blocking (a FIFO), and only a regular file; else a PrepareError naming it."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise PrepareError(_not_a_lock(path, "a symbolic link"))
+    nofollow, nonblock = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | nofollow | nonblock, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PrepareError(_not_a_lock(path, "a symbolic link")) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise PrepareError(
+            _not_a_lock(path, "a folder" if stat.S_ISDIR(mode) else "a FIFO or a device")
+        )
+    return fd
+
+
+def _not_a_lock(path, what):
+    return (
+        f"{path} is {what}, not the regular file a lock must be: nothing was written; remove "
+        f"it (it is not one this project made) and run again"
+    )
 
 
 def _try_lock(fd, exclusive=True):
@@ -1126,6 +1299,7 @@ def _remove_leftovers(folder):
 def _create_staging(staging):
     try:
         staging.mkdir()
+        os.close(os.open(staging / STAGING_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     except OSError as exc:
         raise PrepareError(
             f"cannot write into the output folder {staging.parent}: {exc.strerror}; "
@@ -1135,7 +1309,9 @@ def _create_staging(staging):
 
 def _commit(staging, folder):
     staged = sorted(
-        entry.name for entry in os.scandir(staging) if not TEMPORARY_NAME.match(entry.name)
+        entry.name
+        for entry in os.scandir(staging)
+        if not TEMPORARY_NAME.match(entry.name) and entry.name != STAGING_MARKER
     )
     if RECORD_NAME not in staged:
         raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
@@ -1261,7 +1437,8 @@ def _raise_terminated(_signum, _frame):
 
 
 def _sigterm_default_in_forked_child():
-    """A worker forked while SIGTERM raises Terminated (datasets' map workers) dies of SIGTERM.
+    """A worker forked while SIGTERM raises Terminated (datasets' map workers) dies of SIGTERM,
+    and a worker forked under run_main ignores Ctrl-C (its main process ends it).
 
     A Python signal handler runs between bytecodes only: a SIGTERM that lands just before the
     worker blocks in a C call (waiting for the lock of its pool's task queue) is never handled,
@@ -1270,6 +1447,10 @@ def _sigterm_default_in_forked_child():
     """
     if signal.getsignal(signal.SIGTERM) is _raise_terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if _IN_RUN_MAIN and threading.current_thread() is threading.main_thread():
+        # Ctrl-C reaches the whole group: a worker (a pool's, datatrove's) leaves it to the
+        # main process, which ends its workers (end_children) and says one line
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, where no worker is forked
@@ -1281,6 +1462,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows, where no worker is forked
 
 
 META_FORMAT_VERSION = 1
+META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
 
 
@@ -1303,9 +1485,12 @@ def write_meta(
     split_tokens: {"train": 1003854, "val": 111540}; source: {"path", "sha256", ...}.
     A folder of shards (section 6b) gives instead shards, write_shards' list ([{"file", "split",
     "tokens", "sha256"}, ...]), and shard_format ("llmc" or "npy"); "splits" then holds each
-    split's number of tokens and of shards.
+    split's number of tokens and of shards. meta.pkl, if one is in out_dir already (write it
+    first), is recorded by its sha256; none is recorded as null: nanoGPT reads it, so the commit
+    record covers it too.
     """
     out_dir = Path(out_dir)
+    meta_pkl = out_dir / META_PKL
     if shards is None:  # nanoGPT's: one .bin file per split
         splits = {
             name: {
@@ -1327,6 +1512,9 @@ def write_meta(
         "tokenizer": tokenizer,
         "dtype": np.dtype(dtype).name,
         "splits": splits,
+        "meta_pkl": {"file": META_PKL, "sha256": sha256_file(meta_pkl)}
+        if meta_pkl.is_file()
+        else None,
         "source": source,
         "split": split,
         "options": options,
@@ -1511,6 +1699,12 @@ def load_documents(data_files, num_proc, cache_dir, hub=OPENWEBTEXT):
     else:
         files = expand_data_files(data_files)
         builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+        # datasets knows a local file by its path, size and time: its cache of the documents
+        # goes in a folder named by their content, so an input edited in place is read again
+        content = inputs_sha256(files)
+        cache_dir = str(
+            Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
+        )
         try:
             dataset = datasets.load_dataset(
                 builder,
@@ -1528,6 +1722,67 @@ def load_documents(data_files, num_proc, cache_dir, hub=OPENWEBTEXT):
             ) from None
     check_texts(dataset, source_name(data_files, hub))
     return dataset
+
+
+MAX_JSON_DEPTH = 500  # deeper nesting is refused before pyarrow (which crashes on 20,000) reads it
+
+
+def inputs_sha256(files):
+    """One sha256 of the files' contents, in one read of each; a .json/.jsonl file nested more
+    than MAX_JSON_DEPTH deep is refused on the way (naming the file and the line)."""
+    digest = hashlib.sha256()
+    for path in files:
+        depth = 0 if Path(path).suffix.lower() in (".json", ".jsonl") else None
+        line = 1
+        with open(path, "rb") as file:
+            for block in _blocks_ending_at_newlines(file):
+                digest.update(hashlib.sha256(block).digest())
+                if depth is not None:
+                    depth = _check_json_depth(block, depth, path, line)
+                    line += block.count(b"\n")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _blocks_ending_at_newlines(file, size=1 << 24):
+    rest = b""
+    for block in iter(lambda: file.read(size), b""):
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:
+            rest = block
+            continue
+        rest = block[cut:]
+        yield block[:cut]
+    if rest:
+        yield rest
+
+
+def _check_json_depth(block, depth, path, first_line):
+    """The nesting depth after `block` (JSON text cut at newlines, which no JSON string holds),
+    counting brackets outside strings; deeper than MAX_JSON_DEPTH is a PrepareError."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    index = np.arange(len(data))
+    backslash = data == ord("\\")
+    last_other = np.maximum.accumulate(np.where(backslash, -1, index))  # last non-backslash <= i
+    quotes = np.flatnonzero(data == ord('"'))
+    before = quotes - 1
+    run = np.where(before >= 0, before - last_other[np.maximum(before, 0)], 0)  # backslashes
+    real = quotes[run % 2 == 0]  # unescaped quotes open and close strings (none spans a line)
+    toggles = np.zeros(len(data) + 1, dtype=np.int8)
+    toggles[real + 1] = 1
+    in_string = (np.cumsum(toggles)[:-1] % 2 == 1) | np.isin(index, real)
+    opens = ((data == ord("[")) | (data == ord("{"))) & ~in_string
+    closes = ((data == ord("]")) | (data == ord("}"))) & ~in_string
+    levels = depth + np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
+    if len(levels) and levels.max() > MAX_JSON_DEPTH:
+        where = int(np.argmax(levels > MAX_JSON_DEPTH))
+        line = first_line + int(np.count_nonzero(data[:where] == ord("\n")))
+        raise PrepareError(
+            f"{path} line {line:,}: JSON nested more than {MAX_JSON_DEPTH} levels deep; no "
+            f"document is, and the reader would crash: fix or remove that line"
+        )
+    return int(levels[-1]) if len(levels) else depth
 
 
 def hub_load_arguments(hub=OPENWEBTEXT):
@@ -1835,22 +2090,25 @@ SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is
 BIN_DTYPES = ("uint16", "uint32")
 
 
-def verify(folder):
+def verify(folder, quiet=False):
     """Audit a prepared folder against its meta.json; return the problems, one line each.
 
     [] means the folder is complete and consistent. Recomputed, not trusted: each split's size,
     sha256 and largest id; the source's sha256 when the source is in the folder; the tokenizer's
     sha256 from its recorded definition (the characters, GPT-2's files, the trained tokenizer's
     file). Prints each split and the start of val; a leftover of an interrupted run is a warning
-    on stderr (the data may still be whole; the next run removes it).
+    on stderr (the data may still be whole; the next run removes it). `quiet`: print nothing
+    (for `show`, which makes the same checks first).
     """
     try:
-        return _audit(Path(folder))
+        return _audit(Path(folder), quiet)
+    except PrepareError as exc:
+        return [str(exc)]
     except OSError as exc:  # an unreadable file: still one line, never a traceback
         return [f"cannot read {exc.filename or folder}: {exc.strerror or exc}"]
 
 
-def _audit(folder):
+def _audit(folder, quiet=False):
     holder = lock_holder(folder)
     if holder is not None:
         return [f"{folder} is being written by a run right now ({holder}); verify it after"]
@@ -1858,7 +2116,7 @@ def _audit(folder):
     meta, problems = read_meta(folder, leftovers)
     if problems:
         return problems
-    if leftovers:
+    if leftovers and not quiet:
         print(
             f"warning: {folder} holds leftover temporary files of an interrupted run "
             f"({', '.join(leftovers)}); the next run into this folder removes them",
@@ -1867,13 +2125,14 @@ def _audit(folder):
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
     if "shards" in meta:
-        problems += _audit_shards(folder, meta, dtype, vocab_size)
+        problems += _audit_shards(folder, meta, dtype, vocab_size, quiet)
     for name in SPLIT_NAMES if "shards" not in meta else ():
-        problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size)
+        problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
     problems += _audit_source(folder, meta.get("source") or {})
     decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"])
     problems += tokenizer_problems
-    if not problems:
+    problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
+    if not problems and not quiet:
         _, ids = open_split(folder, "val")
         start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
         print("start of val:", repr(start))
@@ -1892,7 +2151,7 @@ def read_meta(folder, leftovers=()):
             f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
         ]
     path = folder / "meta.json"
-    if not path.exists():
+    if not os.path.lexists(path):
         outputs = ("train.bin", "val.bin")
         if leftovers or any(
             p.name in outputs or SHARD_NAME.match(p.name) for p in folder.iterdir()
@@ -1904,13 +2163,11 @@ def read_meta(folder, leftovers=()):
             ]
         return None, [f"{path} does not exist; run the folder's prepare.py first"]
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"]
-    except json.JSONDecodeError as exc:
-        return None, [f"{path} is not valid JSON ({exc})"]
+        meta = load_json(read_metadata(path), path)
+    except PrepareError as exc:
+        return None, [str(exc)]
     if not isinstance(meta, dict):
-        return None, [f"{path} holds a JSON {type(meta).__name__}, not an object"]
+        return None, [f"{path} holds a JSON {json_kind(meta)}, not an object"]
     if meta.get("format_version") != META_FORMAT_VERSION:
         return None, [
             f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
@@ -1927,6 +2184,14 @@ def _shape_problem(meta):
     problem = problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
     if problem:
         return problem
+    if meta.get("meta_pkl") is not None and not (
+        isinstance(meta["meta_pkl"], dict)
+        and meta["meta_pkl"].get("file") == META_PKL
+        and _is_sha256(meta["meta_pkl"].get("sha256"))
+    ):
+        return _wrong(
+            "meta_pkl", meta["meta_pkl"], f'null or {{"file": "{META_PKL}", "sha256": ...}}'
+        )
     if "shards" in meta:
         return _shards_problem(meta)
     missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
@@ -1941,6 +2206,10 @@ def _shape_problem(meta):
         problem = _fields_problem(split, f"splits.{name}", SPLIT_FIELDS)
         if problem:
             return problem
+        if split["file"] != f"{name}.bin":  # the name nanoGPT's train.py opens, whatever we say
+            return _wrong(
+                f"splits.{name}.file", split["file"], f'"{name}.bin" (what nanoGPT reads)'
+            )
     if "source" in meta and not isinstance(meta["source"], dict):
         return _wrong("source", meta["source"], "a JSON object")
     return None
@@ -2015,14 +2284,15 @@ SPLIT_FIELDS = (
 )
 
 
-def _audit_split(folder, name, split, dtype, vocab_size):
+def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
     path = folder / split["file"]
     if not path.is_file():
-        return [f"{path} is missing" if not path.exists() else f"{path} is not a file"]
+        return [f"{path} is missing" if not os.path.lexists(path) else f"{path} is not a file"]
     size = path.stat().st_size
     if size != split["tokens"] * dtype.itemsize:
         return [f"{path} has {size:,} bytes, expected {split['tokens']:,} {dtype.name} tokens"]
-    print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
+    if not quiet:
+        print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
     if size == 0:
         return [f"{path} holds no tokens: nanoGPT cannot read an empty {name} split"]
     problems = []
@@ -2034,7 +2304,7 @@ def _audit_split(folder, name, split, dtype, vocab_size):
     return problems
 
 
-def _audit_shards(folder, meta, dtype, vocab_size):
+def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
     """Each shard meta.json lists: its header (or .npy header) as the readers check it, its
     token count, sha256 and largest id; and no shard in the folder that the list leaves out."""
     problems = []
@@ -2048,7 +2318,8 @@ def _audit_shards(folder, meta, dtype, vocab_size):
         except PrepareError as exc:
             problems.append(str(exc))
             continue
-        print(f"{shard['split']}: {len(tokens):,} tokens, {dtype.name}, {path}")
+        if not quiet:
+            print(f"{shard['split']}: {len(tokens):,} tokens, {dtype.name}, {path}")
         if len(tokens) != shard["tokens"]:
             problems.append(
                 f"{path} holds {len(tokens):,} tokens, meta.json says {shard['tokens']:,}"
@@ -2066,6 +2337,57 @@ def _audit_shards(folder, meta, dtype, vocab_size):
     if unlisted:
         problems.append(f"{folder} holds shards meta.json does not list: {', '.join(unlisted)}")
     return problems
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """Reads a pickle of plain data only (dicts, lists, strings, numbers): any global (a class, a
+    function such as os.system) is refused, so reading a hostile meta.pkl runs nothing."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"it names {module}.{name}, not plain data")
+
+
+def read_plain_pickle(path):
+    """The plain data of a pickle file, read without running anything (`_PlainDataUnpickler`)."""
+    import io
+
+    try:
+        return _PlainDataUnpickler(io.BytesIO(read_metadata(path))).load()
+    except PrepareError:
+        raise
+    except Exception as exc:  # any malformed pickle: UnpicklingError, EOFError, ValueError...
+        raise PrepareError(f"{path} is not a pickle of plain data ({exc})") from None
+
+
+def _audit_meta_pkl(folder, meta, check_content=True):
+    """meta.pkl as nanoGPT would read it: recorded (its sha256) or recorded as absent, and plain
+    data that says what meta.json says (vocab_size; a character tokenizer's stoi/itos)."""
+    path, record, tokenizer = folder / META_PKL, meta.get("meta_pkl", ...), meta["tokenizer"]
+    exists = os.path.lexists(path)
+    if record is None or (record is ... and not exists and tokenizer["kind"] != "char"):
+        if exists:
+            return [
+                f"{path} is not part of this folder's set (meta.json records none), but "
+                f"nanoGPT would read it; run the folder's prepare.py again"
+            ]
+        return []
+    if not exists:
+        return [f"{path} is missing (nanoGPT reads vocab_size from it); run prepare.py again"]
+    if record is not ... and sha256_file(path) != record["sha256"]:
+        return [f"{path} does not match the sha256 recorded in meta.json"]
+    try:
+        content = read_plain_pickle(path)
+    except PrepareError as exc:
+        return [str(exc)]
+    if not isinstance(content, dict) or content.get("vocab_size") != tokenizer["vocab_size"]:
+        found = content.get("vocab_size") if isinstance(content, dict) else type(content).__name__
+        return [f"{path} holds vocab_size {found!r}, but meta.json {tokenizer['vocab_size']!r}"]
+    chars = tokenizer.get("chars")
+    if tokenizer["kind"] == "char" and isinstance(chars, str) and check_content:
+        itos = dict(enumerate(chars))
+        if content.get("itos") != itos or content.get("stoi") != {c: i for i, c in itos.items()}:
+            return [f"{path}: stoi/itos are not the characters meta.json records"]
+    return []
 
 
 def _audit_source(folder, source):
@@ -2200,6 +2522,11 @@ def block_lines(folder, split="train", block_size=8, offset=0):
             2  1 'B'  0 'A'
     """
     meta, data = open_split(folder, split)
+    if block_size >= len(data):
+        raise PrepareError(
+            f"--block-size {block_size:,} is too large: {split} holds {len(data):,} tokens, and a "
+            f"block and its target need block_size + 1"
+        )
     if not 0 <= offset < len(data) - block_size:
         raise PrepareError(
             f"{split} holds {len(data):,} tokens: a block of {block_size} and its target need "
@@ -2235,6 +2562,9 @@ def show(folder, split="train", block_size=8, offset=0, seed=None):
     """Print one block of `folder`'s `split` (at `offset`, or at get_batch's random offset for `seed`)."""
     if block_size < 1:
         raise PrepareError(f"--block-size must be at least 1, got {block_size}")
+    problems = verify(folder, quiet=True)  # what verify checks, nanoGPT's reads depend on too
+    if problems:
+        raise PrepareError(problems[0])
     if seed is not None:
         _, data = open_split(folder, split)
         offset = random_offset(len(data), block_size, seed)
@@ -2256,7 +2586,7 @@ def main(argv=None):
     look.add_argument("--block-size", type=int, default=8, metavar="N", help="default: 8")
     where = look.add_mutually_exclusive_group()
     where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
-    where.add_argument("--seed", type=int, help="draw the offset at random, as get_batch does")
+    where.add_argument("--seed", type=seed, help="draw the offset at random, as get_batch does")
     args = parser.parse_args(argv)
     if args.command == "show":
         return show(args.folder, args.split, args.block_size, args.offset, args.seed)

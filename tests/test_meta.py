@@ -11,6 +11,7 @@ from conftest import REPO, assert_clean_failure, names_in, run_python
 
 from prepare_common import (
     META_FORMAT_VERSION,
+    STAGING_MARKER,
     sha256_file,
     verify,
     write_bin,
@@ -127,6 +128,7 @@ def edit_meta(folder, change):
 def leave_a_killed_runs_files(folder):
     """What a SIGKILL between the commit's renames leaves: new train.bin, no meta.json, staging."""
     (folder / ".prepare.99999.tmp").mkdir()
+    (folder / ".prepare.99999.tmp" / STAGING_MARKER).touch()
     (folder / "train.bin").write_bytes(b"\x00\x00")
     (folder / "meta.json").unlink()
 
@@ -172,7 +174,7 @@ def set_format_version_99(folder):
         ),
         pytest.param(
             lambda f: (f / "meta.json").write_text("[1, 2]", encoding="utf-8"),
-            ["meta.json holds a JSON list, not an object"],
+            ["meta.json holds a JSON array, not an object"],
             id="meta-json-is-a-list",
         ),
         pytest.param(
@@ -247,9 +249,10 @@ def test_verify_on_something_that_is_not_a_folder(prepared, target, fragments):
 
 def test_verify_warns_about_leftovers_but_passes_a_whole_folder(prepared):
     (prepared / ".prepare.4242.tmp").mkdir()
-    (prepared / ".input.txt.4242.tmp").write_text("half a download")
+    (prepared / ".prepare.4242.tmp" / STAGING_MARKER).touch()  # what makes it provably ours
+    (prepared / ".input.txt.4242.nanogpt-k3j9x_q2.tmp").write_text("half a download")
     result = run_verify(prepared)
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("warning: ") and len(result.stderr.splitlines()) == 1
-    assert ".input.txt.4242.tmp, .prepare.4242.tmp" in result.stderr
+    assert ".input.txt.4242.nanogpt-k3j9x_q2.tmp, .prepare.4242.tmp" in result.stderr
     assert "the next run into this folder removes them" in result.stderr

@@ -79,6 +79,7 @@ def main():
             shards = write_split_shards(out, "openwebtext", ids, args.shard_size, dtype, vocab_size)
 
         # 6. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
+        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
             out,
             script="data/openwebtext/prepare.py",
@@ -91,7 +92,6 @@ def main():
             split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}),
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
-        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
     meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
     print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")

@@ -70,6 +70,8 @@ def main():
         dtype = dtype_for_vocab(vocab_size)
         write_bin(out / "train.bin", [train_ids], dtype, vocab_size)
         write_bin(out / "val.bin", [val_ids], dtype, vocab_size)
+        # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
+        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
             out,
             script="data/shakespeare/prepare.py",
@@ -86,8 +88,6 @@ def main():
             },
             options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
         )
-        # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
-        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
 
