@@ -3,6 +3,7 @@
 A problem the user can fix is one `error: ...` line on stderr and exit code 1, no traceback.
 """
 
+import os
 import sys
 
 from .show import ShowError, main
@@ -22,3 +23,8 @@ if __name__ == "__main__":
         sys.exit(f"error: {exc}")
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:  # the last resort: a case no code foresaw is still one line
+        if os.environ.get("NANOGPT_DEBUG") == "1":
+            raise
+        what = "nested too deeply" if isinstance(exc, RecursionError) else f"{exc}"
+        sys.exit(f"error: {type(exc).__name__}: {what}; set NANOGPT_DEBUG=1 for the traceback")

@@ -32,10 +32,15 @@ sides, or right before a special token. A part of a file with no such place (a 2
 newline) is read as one block: the only case where a block grows past BLOCK_BYTES.
 """
 
+import contextlib
 import glob
 import json
 import multiprocessing
 import os
+import re
+import signal
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -114,7 +119,7 @@ def file_kind(path):
         return "jsonl"
     if suffix == ".json":
         with _open(path) as file:
-            start = file.read(4096).lstrip()
+            start = file.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()  # a BOM, then [
         return "json-array" if start.startswith(b"[") else "jsonl"
     return "text"
 
@@ -474,9 +479,41 @@ def _json_line_text(line, path, offset, text_column):
     except ValueError as exc:
         where = f"line {_row_number(path, offset)}"
         raise CorpusError(f"{path} {where}: not valid JSON ({exc})") from None
+    except RecursionError:
+        where = f"line {_row_number(path, offset)}"
+        raise CorpusError(f"{path} {where}: JSON nested too deeply to read") from None
     if isinstance(row, dict) and isinstance(row.get(text_column), str):
-        return row[text_column]
+        text = row[text_column]
+        key = json.dumps(text_column).encode()
+        if line.count(key) > 1 and _repeated_key(line, text_column):
+            where = f"line {_row_number(path, offset)}"
+            raise CorpusError(
+                f"{path} {where}: the key {text_column!r} appears twice; which text is meant?"
+            )
+        return _checked_text(text, path, offset)
     return _text_of(row, path, f"line {_row_number(path, offset)}", text_column)
+
+
+def _repeated_key(line, key):
+    """Whether the JSON object on `line` has `key` twice (json.loads keeps only the last)."""
+    pairs = json.loads(line, object_pairs_hook=lambda pairs: pairs)
+    return isinstance(pairs, list) and [k for k, _ in pairs].count(key) > 1
+
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _checked_text(text, path, offset, where=None):
+    """A JSON text with a lone surrogate ("\\ud800": no character, not UTF-8) is refused."""
+    if not text.isascii():
+        found = LONE_SURROGATE.search(text)
+        if found:
+            where = where or f"line {_row_number(path, offset)}"
+            raise CorpusError(
+                f"{path} {where}: the text holds a lone surrogate (\\u{ord(found.group()):04x} at "
+                f"character {found.start():,}), which is no character; fix or remove that row"
+            )
+    return text
 
 
 def _text_of(row, path, where, text_column):
@@ -491,7 +528,7 @@ def _text_of(row, path, where, text_column):
         raise CorpusError(
             f"{path} {where}: {text_column!r} is {kind}, not a string; fix or remove that row"
         )
-    return text
+    return _checked_text(text, path, None, where)
 
 
 def _json_array_rows(path):
@@ -500,6 +537,8 @@ def _json_array_rows(path):
             rows = json.load(file)
         except ValueError as exc:
             raise CorpusError(f"{path} is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise CorpusError(f"{path}: JSON nested too deeply to read") from None
     if not isinstance(rows, list):
         raise CorpusError(f"{path} is a JSON {type(rows).__name__}, not a list of rows")
     return rows
@@ -577,7 +616,7 @@ def count_corpus(
         results = map(_count_job, jobs)
         pool = None
     else:
-        pool = multiprocessing.Pool(min(num_workers, len(jobs)))
+        pool = _start_pool(min(num_workers, len(jobs)))
         results = pool.imap(_count_job, jobs)
     try:
         for piece, piece_counts in zip(pieces, results):
@@ -585,7 +624,52 @@ def count_corpus(
             done += piece.size
             if progress:
                 progress("read", done, total)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one: end the workers at once
+        if pool is not None:
+            _end_workers(pool)
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.terminate()
     return counts
+
+
+def _start_pool(processes):
+    """A pool whose workers leave Ctrl-C to this process and exit if it goes.
+
+    Ctrl-C reaches every process of the terminal's group: a worker that raised
+    KeyboardInterrupt while sending its count table would leave the pool waiting forever for the
+    rest of it. SIGINT is blocked while the workers are forked (they start with it blocked, then
+    ignore it), so none can be caught in between.
+    """
+    block = hasattr(signal, "pthread_sigmask")
+    if block:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return multiprocessing.Pool(processes, initializer=_worker_start, initargs=(os.getpid(),))
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _worker_start(parent):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+
+
+def _exit_when_orphaned(parent, every=0.2):
+    """A worker whose parent has gone (killed, or ended without a word) exits."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def _end_workers(pool):
+    """Kill the pool's workers without waiting on the pool: Pool.terminate would wait forever
+    for a result a killed worker was half-way through sending."""
+    for worker in list(getattr(pool, "_pool", ())):
+        with contextlib.suppress(Exception):
+            worker.kill()

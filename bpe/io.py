@@ -33,6 +33,7 @@ regex, so the pattern is given when loading.
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from .patterns import PATTERNS
@@ -195,6 +196,8 @@ def _read_json(path):
         raise TokenizerFileError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except RecursionError:
+        raise TokenizerFileError(f"{path} is nested too deeply: not a tokenizer file") from None
 
 
 def _parse_merges(path, merge_lines, vocab, first_line):
@@ -343,10 +346,16 @@ def atomic_write_text(path, text):
     path = Path(path)
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
-    # A pid-tagged name beside the target (not mkstemp, whose files are private 0600).
-    temp = folder / f".{path.name}.{os.getpid()}.tmp"
+    # A pid-tagged, unpredictable name beside the target, created exclusively (mkstemp: O_EXCL, no
+    # link followed), so a link planted at a guessed name is never written through; then given
+    # the permissions a plain open would (mkstemp's are private, 0600).
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
+    temp = Path(name)
     try:
-        with open(temp, "w", encoding="utf-8", newline="\n") as file:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temp, 0o666 & ~mask)
+        with open(fd, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
         os.replace(temp, path)
     except BaseException:

@@ -169,6 +169,8 @@ def load_tokenizer(path=None):
     """A tokenizer file written by train_tokenizer.py, or GPT-2's (`gpt2_tokenizer`)."""
     if path is None:
         return gpt2_tokenizer()
+    if Path(path).is_dir():
+        raise ShowError(f"--tokenizer {path} is a folder; give a tokenizer file in it")
     if not Path(path).is_file():
         raise ShowError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py")
     try:
@@ -234,9 +236,18 @@ def main(argv=None):
     text = read_text(args.file) if args.file else args.text if args.text else args.explain
     if not text:
         raise ShowError(f"{args.file or 'the text'} is empty: nothing to show")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # an argument's bytes that are not UTF-8
+        raise ShowError(
+            f"the text is not valid UTF-8 (character {exc.start}); pass UTF-8"
+        ) from None
     tokenizer = load_tokenizer(args.tokenizer)
-    if args.explain:
-        lines = explain(tokenizer, text)
-    else:
-        lines = show_tokens(tokenizer, text, use_color(sys.stdout))
+    try:
+        if args.explain:
+            lines = explain(tokenizer, text)
+        else:
+            lines = show_tokens(tokenizer, text, use_color(sys.stdout))
+    except ValueError as exc:  # a pattern that leaves characters out
+        raise ShowError(f"{args.tokenizer or 'GPT-2'}: {exc}") from None
     print(*lines, sep="\n")
