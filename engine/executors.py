@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from prepare_common import PrepareError, atomic_path
+from prepare_common import PrepareError, atomic_path, load_json, read_metadata, sha256_file
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
@@ -64,8 +64,8 @@ class Work:
             for sub in ("tasks",) if folder == self.tokens else ("plan", "parts"):
                 (folder / sub).mkdir(parents=True, exist_ok=True)
             run_json = folder / "run.json"
-            if run_json.exists():
-                found = json.loads(run_json.read_text(encoding="utf-8"))
+            if os.path.lexists(run_json):
+                found = load_json(read_metadata(run_json), run_json)
                 if found != config:
                     raise PrepareError(
                         f"the work directory {folder} was made by another run (its run.json "
@@ -74,6 +74,31 @@ class Work:
             else:
                 with atomic_path(run_json) as tmp:
                     tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        self.redo_damaged_tasks()
+
+    def redo_damaged_tasks(self):
+        """A tokenize task marked completed whose files are gone or differ from the sha256s its
+        summary recorded is unmarked, so that this run makes them again (never reused)."""
+        completions = Path(self.logs("tokenize")) / "completions"
+        if not completions.is_dir():
+            return
+        for marker in completions.iterdir():
+            if not marker.name.isdigit():
+                continue
+            rank = int(marker.name)
+            if not task_files_intact(
+                self.summary_file(rank), self.token_file(rank), self.index_file(rank)
+            ):
+                marker.unlink()
+
+
+def task_files_intact(summary_file, *files):
+    """Whether `files` are what `summary_file` recorded (their sha256s, under "sha256")."""
+    try:
+        recorded = load_json(read_metadata(summary_file), summary_file).get("sha256") or {}
+        return all(recorded.get(path.name) == sha256_file(path) for path in files)
+    except (PrepareError, OSError, AttributeError):
+        return False
 
 
 def config_hash(config):

@@ -40,7 +40,7 @@ from engine.executors import (
     stage_executor,
     task_bars,
 )
-from engine.readers import file_identity, file_lengths, input_files, task_slices
+from engine.readers import file_identity, file_lengths, input_files, most_tasks, task_slices
 from engine.stages import STAGES
 from prepare_common import OPENWEBTEXT, folder_lock, source_name, source_record
 
@@ -98,6 +98,10 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     hub = lesson["hub"]
     files, kind = input_files(args.data_files, hub)
     lengths = file_lengths(files, kind)
+    most, pieces = most_tasks(files, kind, lengths)
+    if args.tasks > most:  # more would be empty tasks, each a process to start: hours for nothing
+        print(f"note: --tasks {args.tasks:,} capped at {most:,}, the input's {pieces}")
+        args.tasks = most
     source = source_name(args.data_files, hub)
     nanogpt_split = lesson["split"] == "nanoGPT"  # else llm.c's rule: no split
     job = {

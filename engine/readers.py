@@ -11,7 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from prepare_common import BUILDERS, OPENWEBTEXT, PrepareError, expand_data_files, hub_files_url
+from prepare_common import (
+    BUILDERS,
+    OPENWEBTEXT,
+    PrepareError,
+    expand_data_files,
+    hub_files_url,
+    sha256_file,
+)
 
 JSON_WHITESPACE = b" \t\r\n"
 
@@ -38,15 +45,16 @@ def list_remote_files(pattern):
 
 
 def file_identity(path):
-    """What identifies a file's content for the work directory's name: path, size, time."""
+    """What identifies a file's content for the work directory's name: path, size, and its
+    content's sha256 (a local file) or the hub's commit (a remote one). Not its time: an input
+    edited in place with its size and time put back (cp -p, rsync -t, tar x) is another input."""
     if "://" in path:
         import fsspec
 
         fs, inner = fsspec.core.url_to_fs(path)
         info = fs.info(inner)
         return [path, info.get("size"), str(info.get("last_commit") or info.get("mtime") or "")]
-    stat = os.stat(path)
-    return [os.path.abspath(path), stat.st_size, stat.st_mtime_ns]
+    return [os.path.abspath(path), os.stat(path).st_size, sha256_file(path)]
 
 
 def text_field_type(schema, path):
@@ -123,14 +131,11 @@ def read_text_document(path):
 
 
 def read_parquet_rows(path, start, end):
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     with open_input(path) as f:
         parquet = pq.ParquetFile(f)
-        is_string = pa.types.is_string(
-            text_field_type(parquet.schema_arrow, path)
-        ) or pa.types.is_large_string(parquet.schema_arrow.field("text").type)
+        is_string = holds_strings(text_field_type(parquet.schema_arrow, path))
         row = 0
         for group in range(parquet.metadata.num_row_groups):
             group_rows = parquet.metadata.row_group(group).num_rows
@@ -141,6 +146,44 @@ def read_parquet_rows(path, start, end):
                 for offset, text in enumerate(values):
                     yield row + low + offset, text if is_string else None
             row += group_rows
+
+
+def holds_strings(arrow_type):
+    """Whether a column of this arrow type holds strings, however encoded: string, large_string,
+    string_view, or a dictionary of them (what datasets reads as strings too)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    is_view = getattr(pa.types, "is_string_view", lambda _: False)
+    return (
+        pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or is_view(arrow_type)
+    )
+
+
+def most_tasks(files, kind, lengths):
+    """The number of pieces the input can be cut into, which caps --tasks: a parquet file's row
+    groups, a JSON Lines file's lines, a .txt file (one document). -> (pieces, what they are)"""
+    if kind == "text":
+        return len(files), "files"
+    if kind == "json":
+        lines = 0
+        for path, length in zip(files, lengths):
+            if "://" in path:
+                lines += length  # bytes: no cheaper bound for a remote file
+                continue
+            with open(path, "rb") as f:
+                lines += sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 22), b"")) + 1
+        return lines, "lines"
+    import pyarrow.parquet as pq
+
+    groups = 0
+    for path in files:
+        with open_input(path) as f:
+            groups += pq.ParquetFile(f).metadata.num_row_groups
+    return groups, "parquet row groups"
 
 
 def _refuse_duplicate_keys(pairs):
@@ -166,8 +209,9 @@ def json_text(line, path, offset):
         text = None if document is None else document.get("text")
         if isinstance(text, str) and b"\\u" in line:
             text.encode("utf-8")  # a lone surrogate (\ud800): datasets refuses it
-    except (ValueError, UnicodeError) as exc:
-        reason = str(exc).splitlines()[0][:200]
+    except (ValueError, UnicodeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        reason = reason.splitlines()[0][:200]
         raise PrepareError(
             f"{path}: the line at byte {offset:,} is not a valid JSON Lines object ({reason}); "
             f"fix or remove that line"

@@ -27,6 +27,7 @@ from prepare_common import (
     llmc_names,
     output_folder,
     random_split,
+    sha256_file,
     split_record,
     tokenize,
     write_bpe_meta_pkl,
@@ -49,7 +50,16 @@ class Stage(PipelineStep):
 
     def run(self, data=None, rank=0, world_size=1):  # noqa: ARG002 (datatrove's signature)
         show_user_errors_without_traceback()
-        self.run_task(rank, world_size)
+        try:
+            self.run_task(rank, world_size)
+        except OSError as exc:  # a full disk, a file size limit: one line naming the file
+            where = exc.filename or (
+                self.work.tokens if self.name == "tokenize" else self.work.split
+            )
+            raise PrepareError(
+                f"task {rank} of the {self.name} stage cannot write {where}: "
+                f"{exc.strerror or exc}; fix that and run the same command again (it resumes)"
+            ) from None
 
     def load_tokenizer(self):
         """The run's tokenizer (loaded once per process), refusing a changed tokenizer file."""
@@ -95,14 +105,16 @@ class TokenizeStage(Stage):
                     if good:
                         ids = np.concatenate(tokens["ids"])
                         check_ids(ids, job["vocab_size"], dtype, where=job["files"][file_number])
-                        ids.tofile(out)
+                        out.write(ids.data)  # a failed write says why (tofile: only a count)
                         rows["tokens"][good] = tokens["len"]
                     index.append(rows)
                 spans.append([file_number, reader.begin, reader.end])
         index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
         with atomic_path(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
             np.save(f, index)
+        files = (self.work.token_file(rank), self.work.index_file(rank))
         summary = {
+            "sha256": {path.name: sha256_file(path) for path in files},  # checked before reuse
             "documents": len(index),
             "tokens": int(index["tokens"].sum(dtype=np.int64)),
             "spans": spans,
@@ -234,7 +246,8 @@ class WriteStage(Stage):
             low, high = rank * total // world_size, (rank + 1) * total // world_size
             with atomic_path(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
                 for ids in self.ranges(split, low, high, dtype):
-                    ids.tofile(out)
+                    out.write(ids.data)  # a failed write says why (tofile: only a count)
+                out.flush()
                 if tmp.stat().st_size != (high - low) * dtype.itemsize:
                     raise PrepareError(f"{self.work.part_file(split, rank)}: wrong size")
 
@@ -333,6 +346,7 @@ class CommitStage(Stage):
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
                     raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
+            wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
             write_meta(
                 out,
                 script=job["script"],
@@ -345,7 +359,6 @@ class CommitStage(Stage):
                 split=split,
                 options=job["options"],
             )
-            wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         count = plan["documents"]
         print(f"{job['source']}: {count:,} document{'s' * (count != 1)}")
         for name in parts:

@@ -25,6 +25,7 @@ on other files or options never reads another run's tables.
 """
 
 import json
+import os
 from collections import Counter
 from dataclasses import asdict
 from functools import partial
@@ -53,7 +54,7 @@ from engine.executors import (
     task_bars,
 )
 from engine.readers import file_identity
-from prepare_common import PrepareError, atomic_path
+from prepare_common import PrepareError, atomic_path, load_json, read_metadata, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 
@@ -76,8 +77,8 @@ class CountWork:
         marked completed whose table is gone (removed since) is unmarked, so it runs again."""
         (self.folder / "counts").mkdir(parents=True, exist_ok=True)
         run_json = self.folder / "run.json"
-        if run_json.exists():
-            if json.loads(run_json.read_text(encoding="utf-8")) != self.config:
+        if os.path.lexists(run_json):
+            if load_json(read_metadata(run_json), run_json) != self.config:
                 raise PrepareError(
                     f"the work directory {self.folder} was made by another run (its run.json "
                     "differs from this run's options); delete it or choose another --work-dir"
@@ -85,10 +86,21 @@ class CountWork:
         else:
             with atomic_path(run_json) as tmp:
                 tmp.write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
-        for rank in range(tasks):
+        for rank in range(tasks):  # a table gone or changed since (not its sha256) is made again
             marker = Path(self.logs("count")) / "completions" / f"{rank:05d}"
-            if marker.exists() and not self.table(rank).exists():
+            if marker.exists() and not self.table_intact(rank):
                 marker.unlink()
+
+    def table_sha256(self, rank):
+        return self.table(rank).with_name(f"{rank:05d}.sha256")
+
+    def table_intact(self, rank):
+        """Whether table `rank` is there and is what its task wrote (the sha256 beside it)."""
+        try:
+            recorded = read_metadata(self.table_sha256(rank)).decode().strip()
+            return recorded == sha256_file(self.table(rank))
+        except (PrepareError, OSError, UnicodeDecodeError):
+            return False
 
 
 def count_task(data, rank=0, world_size=1, *, job, work):
@@ -103,6 +115,8 @@ def count_task(data, rank=0, world_size=1, *, job, work):
         raise PrepareError(str(exc)) from None
     with atomic_path(work.table(rank)) as tmp:
         tmp.write_text(json.dumps(counts), encoding="utf-8")
+    with atomic_path(work.table_sha256(rank)) as tmp:
+        tmp.write_text(sha256_file(work.table(rank)) + "\n", encoding="utf-8")
     return data
 
 
@@ -113,9 +127,12 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
     """
     counts = Counter()
     for rank in range(job["tasks"]):
-        if not work.table(rank).exists():
-            raise PrepareError(f"{work.table(rank)} is missing; run the same command again")
-        counts.update(json.loads(work.table(rank).read_text(encoding="utf-8")))
+        if not work.table_intact(rank):
+            raise PrepareError(
+                f"{work.table(rank)} is missing or differs from its recorded sha256; run the "
+                f"same command again (it is counted again)"
+            )
+        counts.update(load_json(read_metadata(work.table(rank)), work.table(rank)))
     if not counts:
         raise PrepareError(f"{' '.join(job['inputs'])}: no text to train on (empty input)")
     special_tokens = job["reading"]["special_tokens"]
