@@ -29,6 +29,7 @@ the count tasks already done (engine/training.py).
 
 import argparse
 import os
+import stat
 import sys
 import time
 import warnings
@@ -113,7 +114,11 @@ def parse_args(argv=None):
     )
     parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
     parser.add_argument(
-        "--trace", type=int, default=0, metavar="N", help="replay the first N merges with counts"
+        "--trace",
+        type=merge_count,
+        default=0,
+        metavar="N",
+        help="replay the first N merges with counts",
     )
     parser.add_argument(
         "--sweep",
@@ -147,6 +152,17 @@ def parse_sizes(text):
         ) from None
 
 
+def merge_count(text):
+    """--trace's argument: a whole number of merges, 0 or more: "5" -> 5; "-1" -> error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative: give a number of merges, 0 or more")
+    return value
+
+
 def check_args(args):
     """Every mistake we can see before training, as a PrepareError (nothing written yet)."""
     if args.eval and not Path(args.eval).is_file():
@@ -166,6 +182,7 @@ def check_args(args):
         raise PrepareError(f"--workers must be at least 1, got {args.workers}")
     if args.out:
         check_out(Path(args.out))
+        check_out_is_no_input(Path(args.out), args)
 
 
 def default_out(inputs, vocab_size):
@@ -214,6 +231,29 @@ def check_out(out):
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
         )
+    if out.exists() and not stat.S_ISREG(out.stat().st_mode):
+        raise PrepareError(
+            f"--out {out} is not a regular file (a device or a FIFO): it would be replaced; "
+            f"give the path of a tokenizer file"
+        )
+
+
+def check_out_is_no_input(out, args):
+    """--out must not be one of the files read (--input, --eval): it would be overwritten.
+    Checked by identity (os.path.samefile), so a link or another spelling of the path counts."""
+    if not out.exists():
+        return
+    try:
+        inputs = expand_inputs(args.input)
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
+    for option, paths in (("--input", inputs), ("--eval", [args.eval] if args.eval else [])):
+        for path in paths:
+            if os.path.exists(path) and os.path.samefile(path, out):
+                raise PrepareError(
+                    f"--out {out} is the {option} file {path}: writing the tokenizer would "
+                    f"destroy it; choose another --out"
+                )
 
 
 def check_plot(path, sweep):
