@@ -43,6 +43,7 @@ from conftest import REPO, write_jsonl
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
 OWT = REPO / "data" / "openwebtext" / "prepare.py"
+OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
 COMMON = REPO / "prepare_common.py"
 BPE_SHOW = ["-m", "bpe", "show"]
@@ -59,8 +60,8 @@ needs_datatrove = pytest.mark.skipif(
 
 
 def owt_datatrove(*args):
-    """The OpenWebText datatrove path's command (after issue 15: [OWT_DATATROVE, *args])."""
-    return [OWT, *args, "--engine", "datatrove"]
+    """The OpenWebText datatrove path's command."""
+    return [OWT_DATATROVE, *args]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,8 +313,9 @@ def test_lock_that_is_a_symlink_is_refused(tmp_path, dangling):
     if not dangling:
         victim.write_text("precious")
     (folder / LOCK).symlink_to(victim)
+    text = text_file(tmp_path / "in.txt")
     before = tree(tmp_path)
-    result = run(CHAR, "--input", text_file(tmp_path / "in.txt"), "--out-dir", folder)
+    result = run(CHAR, "--input", text, "--out-dir", folder)
     assert_one_line(result, LOCK, folder)
     assert tree(tmp_path) == before  # the victim as it was (or still absent), no outputs
 
@@ -536,13 +538,13 @@ def test_input_edited_in_place_is_read_again(tmp_path, documents, gpt2_encoding,
 
 
 def rewrite_token_shard(work):
-    (shard,) = work.glob("*/shards/tokens-00000.bin")
+    (shard,) = work.glob("*/tasks/tokens-00000.bin")
     ids = np.fromfile(shard, dtype=np.uint16)
     np.full_like(ids, 0x20).tofile(shard)  # the same size, other tokens
 
 
 def remove_token_shard(work):
-    (shard,) = work.glob("*/shards/tokens-00000.bin")
+    (shard,) = work.glob("*/tasks/tokens-00000.bin")
     shard.unlink()
 
 
@@ -727,26 +729,27 @@ def unknown_tiktoken(folder):
 
 
 @pytest.mark.parametrize(
-    "damage, args, fragments",
+    "damage, args, code, fragments",
     [
-        pytest.param(None, ["--seed", "-1"], ["--seed"], id="negative-seed"),
-        pytest.param(odd_sized_bin, [], ["train.bin"], id="odd-sized-bin"),
-        pytest.param(chars_missing, [], ["chars"], id="chars-missing"),
-        pytest.param(vocab_beyond_chars, [], ["vocab_size"], id="vocab-size-beyond-chars"),
-        pytest.param(unknown_tiktoken, [], ["nope"], id="unknown-tiktoken-name"),
+        pytest.param(None, ["--seed", "-1"], 2, ["--seed"], id="negative-seed"),
+        pytest.param(odd_sized_bin, [], 1, ["train.bin"], id="odd-sized-bin"),
+        pytest.param(chars_missing, [], 1, ["chars"], id="chars-missing"),
+        pytest.param(vocab_beyond_chars, [], 1, ["vocab_size"], id="vocab-size-beyond-chars"),
+        pytest.param(unknown_tiktoken, [], 1, ["nope"], id="unknown-tiktoken-name"),
     ],
 )
-def test_show_makes_verifys_checks(char_folder, damage, args, fragments):
+def test_show_makes_verifys_checks(char_folder, damage, args, code, fragments):
+    """A bad option value is exit 2, as every script's; a folder verify refuses, exit 1."""
     if damage:
         damage(char_folder)
     result = run(COMMON, "show", char_folder, *args)
-    assert_one_line(result, *fragments)
+    assert_one_line(result, *fragments, code=code)
 
 
 @pytest.mark.parametrize(
     "make_args, fragments",
     [
-        pytest.param(lambda _t: [b"caf\xe9"], [], id="non-utf8-argument"),
+        pytest.param(lambda t: ["--tokenizer", tokenizer_file(t / "tok.json", "gpt2"), b"caf\xe9"], ["UTF-8"], id="non-utf8-argument"),
         pytest.param(lambda t: ["--tokenizer", tokenizer_file(t / "lossy.json", r"\w+"), "a b"], ["lossy.json"], id="pattern-drops-text"),
     ],
 )  # fmt: skip
