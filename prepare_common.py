@@ -355,6 +355,7 @@ def atomic_path(path):
 
 
 def _umask():
+    """The process's umask (os.umask can only be read by setting it, and is put back at once)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -561,7 +562,8 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
             f"--tokenizer {path} does not exist; write one with train_tokenizer.py first"
         )
     try:
-        tokenizer = Tokenizer.load(path)
+        with reading(path):  # anything else it raises names the file too (run_main)
+            tokenizer = Tokenizer.load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
         raise PrepareError(
             f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})"
@@ -974,9 +976,10 @@ def read_shard(path, shard_format, dtype):
 #    A run that fails removes the output folder again if it created it and it holds nothing.
 #    A run whose commit comes later in the same process takes the lock first with `folder_lock`
 #    (the datatrove engine on this machine); its `output_folder` then goes on under it.
-# 2. clean: the staging folders of killed runs (`.prepare.<pid>.tmp/` holding our marker file
-#    STAGING_MARKER) are removed; holding the lock proves their writers are gone. Nothing else is:
-#    a file or folder of the user's that merely looks like a temporary name stays.
+# 2. clean: what killed runs left (`.prepare.<pid>.tmp/` staging folders holding our marker file
+#    STAGING_MARKER, and atomic_path's `.<name>.<pid>.nanogpt-<random>.tmp` files) is removed;
+#    holding the lock proves their writers are gone. Nothing else is: a file or folder of the
+#    user's that merely looks like a temporary name stays.
 # 3. stage: the block writes into `out_dir/.prepare.<pid>.tmp/`. An error or an interrupt
 #    (Ctrl-C, SIGTERM) removes it; a crash leaves it beside the old outputs, which are untouched
 #    (`verify` passes and warns about the leftover; the next run removes it).
@@ -2101,7 +2104,8 @@ def verify(folder, quiet=False):
     (for `show`, which makes the same checks first).
     """
     try:
-        return _audit(Path(folder), quiet)
+        with reading(folder):  # an exception no check foresaw still names the folder (run_main)
+            return _audit(Path(folder), quiet)
     except PrepareError as exc:
         return [str(exc)]
     except OSError as exc:  # an unreadable file: still one line, never a traceback
