@@ -888,11 +888,12 @@ def llmc_names(prefix, split=None, first_index=0):
         yield name, f"{prefix}_{name}_{index:06d}"
 
 
-def write_shards(out, id_batches, names, shard_size, dtype, vocab_size, shard_format):
+def write_shards(out, id_batches, names, shard_size, dtype, vocab_size, shard_format, say=True):
     """Write the stream `id_batches` as shards in `out`, named by `names` (see llmc_names).
 
     Returns meta.json's record of each: [{"file", "split", "tokens", "sha256"}, ...]. Every id is
-    checked against vocab_size before it is written.
+    checked against vocab_size before it is written. say: print a line for each shard (a task
+    writing some of them in parallel with others leaves that to its commit, in order).
     """
     shards = []
     for tokens, (split, stem) in zip(fill_shards(id_batches, shard_size, dtype), names):
@@ -902,7 +903,8 @@ def write_shards(out, id_batches, names, shard_size, dtype, vocab_size, shard_fo
         shards.append(
             {"file": path.name, "split": split, "tokens": len(tokens), "sha256": sha256_file(path)}
         )
-        print(f"wrote {path.name}: {len(tokens):,} tokens")
+        if say:
+            print(f"wrote {path.name}: {len(tokens):,} tokens")
     return shards
 
 

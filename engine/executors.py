@@ -295,7 +295,8 @@ def task_bars(stages, stream, show=True):
                 return  # the run stopped before this stage
             with tqdm(total=tasks, desc=description, unit="task", file=stream) as bar:
                 while bar.n < tasks:
-                    bar.update(done(folder) - bar.n)
+                    if done(folder) != bar.n:  # redrawn only when it moves: a log file stays short
+                        bar.update(done(folder) - bar.n)
                     if ended.wait(0.1) and bar.n < tasks:
                         bar.update(done(folder) - bar.n)
                         return

@@ -266,7 +266,7 @@ class WriteStage(Stage):
             ids = itertools.chain(first, self.ranges("all", max(low - 1, 0), high - 1, dtype))
             records += write_shards(
                 self.work.split / "parts", ids, iter(names[k : k + 1]), size, dtype,
-                job["vocab_size"], job["format"],
+                job["vocab_size"], job["format"], say=False,  # the commit says them, in order
             )  # fmt: skip
         with atomic_path(self.work.split / "parts" / f"shards-{rank:05d}.json") as tmp:
             tmp.write_text(json.dumps(records) + "\n", encoding="utf-8")
@@ -397,7 +397,13 @@ def commit_llmc_rule(job, work, plan, source, tokenizer, dtype, out_dir):
             shard_format=job["format"], source=source, options=job["options"],
             split={"rule": FINEWEB_SPLIT_RULE, "shard_size": job["shard_size"]},
         )  # fmt: skip
-    print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {out_dir}")
+    # what data/fineweb/prepare.py prints
+    print(f"{job['source']}: {plan['documents']:,} document{'s' * (plan['documents'] != 1)}")
+    print(f"{total:,} tokens: {len(shards):,} shard{'s' * (len(shards) != 1)}")
+    for shard in shards:
+        print(f"wrote {shard['file']}: {shard['tokens']:,} tokens")
+    shown = job.get("out_dir_as_given", out_dir)
+    print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {shown}")
 
 
 def part_ids(paths, dtype):

@@ -42,6 +42,16 @@ CASES = [
         id="openwebtext-datatrove",
     ),
     pytest.param(
+        ["data/fineweb/prepare.py", "--data-files", "docs.jsonl", "--num-proc", "2"]
+        + ["--shard-size", "10000", "--out-dir", "out"],
+        id="fineweb",
+    ),
+    pytest.param(
+        ["data/fineweb/prepare_datatrove.py", "--data-files", "docs.jsonl", "--tasks", "2"]
+        + ["--workers", "2", "--shard-size", "10000", "--out-dir", "out"],
+        id="fineweb-datatrove",
+    ),
+    pytest.param(
         ["train_tokenizer.py", "--input", "small.txt", "--workers", "2", "--vocab-size", "400"]
         + ["--special-tokens", EOT, "--out", "tok.json"],
         id="train_tokenizer",

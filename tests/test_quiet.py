@@ -116,3 +116,22 @@ def test_train_tokenizer_with_datatrove_is_quiet(docs, tmp_path):
     refused = run("train_tokenizer.py", *options, "--verbose", cwd=tmp_path)
     assert refused.returncode == 2
     assert refused.stderr.startswith("error: --verbose needs --engine datatrove")
+
+
+def test_fineweb_datatrove_prints_what_datasets_prints(docs):
+    options = ["--data-files", "docs.jsonl", "--shard-size", 5000]
+    datasets = run(
+        "data/fineweb/prepare.py", *options, "--num-proc", 2, "--out-dir", "fa", cwd=docs
+    )
+    assert datasets.returncode == 0, datasets.stderr
+    datatrove = run(
+        "data/fineweb/prepare_datatrove.py", *options, "--tasks", 2, "--out-dir", "fb", cwd=docs
+    )
+    assert datatrove.returncode == 0, datatrove.stderr
+    lines = datatrove.stdout.replace(" to fb\n", " to fa\n").splitlines()
+    work_line = "docs.jsonl: 1 file, 2 tasks; work directory "
+    assert [
+        line for line in lines if not line.startswith(work_line)
+    ] == datasets.stdout.splitlines()
+    for line in stderr_lines(datatrove):
+        assert not any(mark in line for mark in LOGURU), line

@@ -62,7 +62,8 @@ def main():
             **ids_cache_options(dataset, tokenizer, dtype, process),
         )  # fmt: skip
         num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
-        print(f"{num_tokens:,} tokens: {-(-num_tokens // args.shard_size):,} shards")
+        count = -(-num_tokens // args.shard_size)
+        print(f"{num_tokens:,} tokens: {count:,} shard{'s' * (count != 1)}")
 
         # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
         names = llmc_names(FINEWEB_PREFIXES[args.format][args.type])
