@@ -57,7 +57,8 @@ DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"
 OURS = """
 import sys
 from bpe import train_bpe_from_files
-train_bpe_from_files([sys.argv[1]], int(sys.argv[2]), ["<|endoftext|>"], pattern=sys.argv[3])
+vocab, _ = train_bpe_from_files([sys.argv[1]], int(sys.argv[2]), ["<|endoftext|>"], pattern=sys.argv[3])
+assert len(vocab) == int(sys.argv[2]) and vocab[max(vocab)] == b"<|endoftext|>"  # ids 0..vocab-1
 """
 
 HF = """
