@@ -15,7 +15,6 @@
    whether the ids are the same.
 """
 
-import argparse
 import functools
 import gc
 import statistics
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 
 from bpe import Tokenizer
-from prepare_common import TINY_SHAKESPEARE, fetch, gpt2_encoding, gpt2_files
+from prepare_common import TINY_SHAKESPEARE, ArgumentParser, fetch, gpt2_encoding, gpt2_files
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS20 = ROOT.parent / "shared" / "bench" / "docs20.txt"
@@ -172,7 +171,7 @@ def bench_stream(files, enc, corpus):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-stream", action="store_true", help="skip part 3 (the 20 MB stream)")
     parser.add_argument("--docs20", type=Path, default=DOCS20, help="the corpus of part 3")

@@ -34,7 +34,6 @@ document) in 64 task indexes, timed in a fresh process with its peak RSS (VmHWM)
         [--sizes openwebtext|small] [--documents 100000] [--corpus docs20.txt] [--no-plan]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -44,6 +43,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from prepare_common import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
@@ -314,7 +315,7 @@ def synthetic_plan(tmp, tasks=64):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="default: %(default)s")
     parser.add_argument("--sizes", choices=("openwebtext", "small"), default="openwebtext")

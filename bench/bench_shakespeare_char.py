@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prepare_common import TINY_SHAKESPEARE, fetch
+from prepare_common import TINY_SHAKESPEARE, ArgumentParser, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def wall_time(command):
 
 
 def main():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=9)

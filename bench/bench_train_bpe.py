@@ -15,7 +15,6 @@ Columns: HF and our wall seconds, ours / HF, our seconds spent pretokenizing (re
 counting) and merging, and merges per second of the merge phase.
 """
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 from bpe import EOT, train_bpe
-from prepare_common import TINY_SHAKESPEARE, fetch
+from prepare_common import TINY_SHAKESPEARE, ArgumentParser, fetch
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"
@@ -80,7 +79,7 @@ def slice_of(text, size, folder):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--docs20", default=str(DOCS20))
     parser.add_argument("--quick", action="store_true", help="Tiny Shakespeare only")

@@ -39,7 +39,6 @@ in --work-dir (never committed):
   docs20 x15 with nanochat's pattern.
 """
 
-import argparse
 import os
 import shutil
 import statistics
@@ -49,6 +48,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from prepare_common import ArgumentParser
 
 EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]
@@ -227,7 +228,7 @@ def ratio(ours, other):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--docs20", default=str(DOCS20))
     parser.add_argument(

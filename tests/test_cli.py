@@ -22,6 +22,11 @@ COMMANDS = {
     "verify": ["prepare_common.py", "verify"],
     "show": ["prepare_common.py", "show"],
     "bpe_show": ["-m", "bpe", "show"],
+    "bench_encode": ["bench/bench_encode.py"],
+    "bench_openwebtext_scale": ["bench/bench_openwebtext_scale.py"],
+    "bench_shakespeare_char": ["bench/bench_shakespeare_char.py"],
+    "bench_train_bpe": ["bench/bench_train_bpe.py"],
+    "bench_train_scale": ["bench/bench_train_scale.py"],
 }
 
 
@@ -190,6 +195,11 @@ def assert_usage_error(result, *fragments):
 )
 def test_a_usage_error_is_one_line(command, args, fragments):
     assert_usage_error(run(command, *args), *fragments)
+
+
+@pytest.mark.parametrize("command", [name for name in COMMANDS if name.startswith("bench_")])
+def test_the_benchmarks_too(command):
+    assert_usage_error(run(command, "--rnus", "2"), "unrecognized option --rnus; did you mean --")
 
 
 def test_python_m_bpe_without_show_is_one_line():
