@@ -70,9 +70,14 @@ def run_main(main):
     sys.stdout.reconfigure(errors="backslashreplace")
     sys.stderr.reconfigure(errors="backslashreplace")
     _IN_RUN_MAIN.append(os.getpid())
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)  # recorded too (SIGNALS_RECEIVED)
     try:
         with _sigterm_raises_terminated():
             main()
+        if SIGNALS_RECEIVED:  # its exception was lost on the way: the run is still interrupted
+            raise Terminated() if SIGNALS_RECEIVED[0] == signal.SIGTERM else KeyboardInterrupt()
     except PrepareError as exc:
         _exit_with(f"error: {exc}", 1)
     except KeyboardInterrupt as exc:
@@ -1438,7 +1443,19 @@ def _sigterm_raises_terminated():
 
 
 def _raise_terminated(_signum, _frame):
+    SIGNALS_RECEIVED.append(signal.SIGTERM)
     raise Terminated()
+
+
+def _raise_interrupt(_signum, _frame):
+    SIGNALS_RECEIVED.append(signal.SIGINT)
+    raise KeyboardInterrupt()
+
+
+# Ctrl-C and SIGTERM as they arrive. The exception a handler raises is lost if it lands in a
+# __del__ or a weakref callback (Python prints "Exception ignored" and goes on): run_main then
+# still ends the run as interrupted, after it (see run_main).
+SIGNALS_RECEIVED = []
 
 
 def _sigterm_default_in_forked_child():
