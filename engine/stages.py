@@ -391,7 +391,7 @@ def commit_llmc_rule(job, work, plan, source, tokenizer, dtype, out_dir):
         )
     with output_folder(out_dir) as out:
         for shard in shards:
-            join_files([parts / shard["file"]], out / shard["file"])
+            link_or_copy(parts / shard["file"], out / shard["file"])
         write_meta(
             out, script=job["script"], tokenizer=tokenizer, dtype=dtype, shards=shards,
             shard_format=job["format"], source=source, options=job["options"],
@@ -414,6 +414,16 @@ def part_ids(paths, dtype):
         ids = np.memmap(path, dtype=dtype, mode="r")
         for start in range(0, len(ids), TOKENS_PER_WRITE):
             yield ids[start : start + TOKENS_PER_WRITE]
+
+
+def link_or_copy(source, target):
+    """`target` as a hard link to `source` (no copy: 20 GB of FineWeb-Edu shards would be read
+    and written again by this one task, and stored twice), or a copy on another file system.
+    Safe because a part is never changed in place: a rerun writes a new file (atomic_path)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        join_files([source], target)
 
 
 def join_files(paths, target):

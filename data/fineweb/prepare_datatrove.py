@@ -8,7 +8,8 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
 2. plan (1 task): the documents in order, and where each one's ids are
 3. write (--tasks tasks): task r writes its share of the shards (each one a contiguous range of
    the stream, the end of text before each document)
-4. commit (1 task): copies the shards into the folder; meta.json last
+4. commit (1 task): links the shards into the folder (a copy across file systems); meta.json
+   last
 
     python data/fineweb/prepare_datatrove.py --data-files 'my_docs/*.parquet' --tasks 4
 """
