@@ -29,7 +29,6 @@ then the ratios to the floor and the extrapolation to sample-10BT.
         [--documents 100000] [--shard-size 10000000] [--ordinary] [--corpus docs20.txt]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -40,6 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_openwebtext_scale import CORPUS, ROOT, timed  # noqa: E402
+
+from prepare_common import ArgumentParser  # noqa: E402
 
 SCRIPTS = {
     "datasets": ROOT / "data" / "fineweb" / "prepare.py",
@@ -209,7 +210,7 @@ def run_all(files, tmp, args, env):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--shard-size", type=int, default=10**7)
