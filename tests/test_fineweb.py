@@ -284,7 +284,7 @@ def test_datatrove_writes_the_same_shards(
     shard_format, shard_size, tasks, fineweb_repo, gpt2_encoding, tmp_path
 ):
     """The write tasks share out the shards (the tasks' slices of the input cross the files'
-    bounds); the commit task copies them in."""
+    bounds); the commit task links them in (the work directory is in out: no copy)."""
     pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
     out = tmp_path / "out"
     result = run_python(
@@ -303,6 +303,7 @@ def test_datatrove_writes_the_same_shards(
     assert shard_files(out, suffix) == sorted(p.name for p in expected)
     for path in expected:
         assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+        assert (out / path.name).stat().st_nlink == 2, path.name  # and the work directory's part
     assert run_python(COMMON, "verify", out).returncode == 0
 
 
