@@ -1029,8 +1029,8 @@ OUR_TEMPORARY_FILE = re.compile(rf"^\.(.+)\.\d+\.{TEMPORARY_TAG}[A-Za-z0-9_]+\.t
 STAGING_MARKER = ".nanogpt-staging"
 
 
-# The folders this process has committed: what an interrupt message may say was done.
-COMMITTED = []
+# The folders this process has committed, or begun to: what an interrupt message may say.
+COMMITTED, UNCOMMITTED = [], []
 # The folders whose lock this process holds -> our pid (a POSIX lock is dropped when its process
 # closes any descriptor of the file, so we must never open it a second time; a forked child
 # inherits this dict but not the lock, hence the pid).
@@ -1073,6 +1073,11 @@ def output_folder(out_dir):
             what = "terminated" if isinstance(exc, Terminated) else "interrupted"
             if folder in COMMITTED:  # held back during the commit, raised as it ended
                 raise type(exc)(f"{what} after the new outputs in {folder} were complete") from None
+            if folder in UNCOMMITTED:  # not held back (not the main thread): between the renames
+                raise type(exc)(
+                    f"{what} while the outputs in {folder} were replaced: the folder is "
+                    f"incomplete (no {RECORD_NAME}); run again"
+                ) from None
             raise type(exc)(
                 f"{what}; the outputs in {folder} were left as they were (nothing was replaced)"
             ) from None
@@ -1340,6 +1345,7 @@ def _commit(staging, folder):
     _pause_if_asked("staged")
     with _signals_held():
         try:
+            UNCOMMITTED.append(folder)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / RECORD_NAME)
             _fsync_path(folder)
@@ -1402,19 +1408,14 @@ def _fsync_path(path):
 @contextlib.contextmanager
 def _signals_held():
     """Hold back Ctrl-C and SIGTERM for the block; one that arrived meanwhile is raised after."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    if hasattr(signal, "pthread_sigmask"):
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        return
-    # No signal mask (Windows): note what arrives meanwhile, and raise it after the block.
+    # Python runs a signal's handler in the main thread whichever thread the kernel gave the
+    # signal to (numpy's OpenBLAS threads do not block it), so a signal mask is not enough: the
+    # handlers themselves only note what arrives meanwhile, and it is raised after the block.
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield  # only the main thread may set handlers; this one's interrupts are not held back
         return
     arrived = []
+    held = [n for n in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(n) != signal.SIG_IGN]
     handlers = {number: signal.signal(number, lambda n, _: arrived.append(n)) for number in held}
     try:
         yield

@@ -126,7 +126,7 @@ def test_bad_input_is_a_prepare_error(abba, args, fragment):
     "meta_json, fragment",
     [
         pytest.param("{", "is not valid JSON", id="not-json"),
-        pytest.param("[]", "holds a JSON list, not an object", id="a-list"),
+        pytest.param("[]", "holds a JSON array, not an object", id="a-list"),
         pytest.param('{"tokenizer": {}, "splits": {}}', "has format_version None", id="old-format"),
     ],
 )
