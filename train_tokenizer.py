@@ -80,12 +80,7 @@ def parse_args(argv=None):
         metavar="N",
         help="train on the first documents only, up to N characters in all (in file order)",
     )
-    parser.add_argument(
-        "--vocab-size",
-        type=int,
-        metavar="N",
-        help="256 bytes + merges + special tokens, e.g. 4096",
-    )
+    parser.add_argument("--vocab-size", type=int, metavar="N", help="256 + merges + specials")
     parser.add_argument(
         "--out",
         metavar="PATH",
@@ -113,13 +108,7 @@ def parse_args(argv=None):
         help="processes for pretokenizing large files (default: all CPUs)",
     )
     parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
-    parser.add_argument(
-        "--trace",
-        type=merge_count,
-        default=0,
-        metavar="N",
-        help="replay the first N merges with counts",
-    )
+    parser.add_argument("--trace", type=merge_count, default=0, metavar="N", help="replay N merges")
     parser.add_argument(
         "--sweep",
         type=parse_sizes,

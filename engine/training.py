@@ -204,11 +204,17 @@ def train_with_datatrove(
     )
     if executor == "ray":
         join_ray_cluster()
+    run_count_and_learn(options, job, work, str(Path(out).resolve()), verbose)
+    return work.folder
+
+
+def run_count_and_learn(options, job, work, out, verbose):
+    """The two stages, chained (learn waits for every count task) and run; quiet unless verbose."""
     count = stage_executor(
         options,
         "tokenizer-count",
         pipeline=[partial(count_task, job=job, work=work)],
-        tasks=tasks,
+        tasks=job["tasks"],
         logging_dir=work.logs("count"),
         depends=None,
         skip_completed=True,
@@ -216,7 +222,7 @@ def train_with_datatrove(
     learn = stage_executor(
         options,
         "tokenizer-learn",
-        pipeline=[partial(learn_task, job=job, work=work, out=str(Path(out).resolve()))],
+        pipeline=[partial(learn_task, job=job, work=work, out=out)],
         tasks=1,
         logging_dir=work.logs("learn"),
         depends=count,
@@ -224,10 +230,9 @@ def train_with_datatrove(
     )
     show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
     with quiet_logs(work.folder / "logs", verbose) as terminal:
-        bars = [(f"count ({plural(tasks, 'task')})", work.logs("count"), tasks)]
-        with task_bars(bars, terminal, show=executor != "slurm"):
+        bars = [(f"count ({plural(job['tasks'], 'task')})", work.logs("count"), job["tasks"])]
+        with task_bars(bars, terminal, show=options.executor != "slurm"):
             learn.run()
-    return work.folder
 
 
 def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):
