@@ -10,7 +10,8 @@ hand_made_tokenizer (a bpe.Tokenizer from merges written by hand).
 Fixtures: shakespeare_path, shakespeare (Tiny Shakespeare), paragraphs and corpus (documents made
 of its paragraphs), gpt2_encoding (tiktoken's GPT-2), gpt2_files (GPT-2's own two files), server
 (a real HTTP server on 127.0.0.1), trained (a 1,000-id BPE trained on Tiny Shakespeare),
-openwebtext_hub (a local Hugging Face hub, tests/hub_server.py, holding a small OpenWebText). The
+openwebtext_hub (a local Hugging Face hub, tests/hub_server.py, holding a small OpenWebText), tmpfs
+and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up). The
 inputs come through the project's own `fetch`, so with NANOGPT_DATA_MIRROR set (as CI does) no
 test touches the network.
 """
@@ -323,3 +324,32 @@ def openwebtext_hub(openwebtext_repo, tmp_path):
     owt = openwebtext_repo
     with LocalHub(owt.repo, dict(owt.commits), refs=owt.refs) as hub:
         yield OpenWebTextHub(**vars(owt), hub=hub, env=hub.environment(tmp_path / "hub-client"))
+
+
+def mounted_tmpfs(mount_point, size):
+    """A real tmpfs of `size` ("1m", "64k") mounted at `mount_point` for the test, as a fixture's
+    generator; the test skips where mounting is not permitted (not root)."""
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=True)
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A real 1 MB tmpfs: a disk that fills up."""
+    yield from mounted_tmpfs(tmp_path / "tmpfs", "1m")
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A real 64 KB tmpfs: a disk that fills up at once."""
+    yield from mounted_tmpfs(tmp_path / "tmpfs", "64k")

@@ -117,24 +117,6 @@ def sigkill(process):
     assert process.returncode == -signal.SIGKILL
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """A real 1 MB tmpfs (we mount it; skipped where mounting is not permitted)."""
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=True)
-
-
 def remount_read_only(mount_point):
     subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
 

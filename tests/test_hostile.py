@@ -758,24 +758,6 @@ def test_bpe_show_is_one_line(tmp_path, make_args, fragments):
     assert_one_line(result, *fragments)
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    """A real 64 KB tmpfs (we mount it; skipped where mounting is not permitted)."""
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=True)
-
-
 def file_size_limit(limit):
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
