@@ -11,7 +11,8 @@ Fixtures: shakespeare_path, shakespeare (Tiny Shakespeare), paragraphs and corpu
 of its paragraphs), gpt2_encoding (tiktoken's GPT-2), gpt2_files (GPT-2's own two files), server
 (a real HTTP server on 127.0.0.1), trained (a 1,000-id BPE trained on Tiny Shakespeare),
 openwebtext_hub (a local Hugging Face hub, tests/hub_server.py, holding a small OpenWebText), tmpfs
-and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up). The
+and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up); tokenizer_file (a
+byte-level tokenizer file with a given pattern). The
 inputs come through the project's own `fetch`, so with NANOGPT_DATA_MIRROR set (as CI does) no
 test touches the network.
 """
@@ -353,3 +354,23 @@ def tmpfs(tmp_path):
 def small_tmpfs(tmp_path):
     """A real 64 KB tmpfs: a disk that fills up at once."""
     yield from mounted_tmpfs(tmp_path / "tmpfs", "64k")
+
+
+def tokenizer_file(path, pattern):
+    """A byte-level tokenizer file (no merges, <|endoftext|> = 256) with the given pattern."""
+    from bpe.io import render_token
+
+    path.write_text(
+        json.dumps(
+            {
+                "format": "nanogpt-bpe-tokenizer",
+                "version": 1,
+                "pattern": pattern,
+                "special_tokens": {"<|endoftext|>": 256},
+                "single_bytes": "".join(render_token(bytes([i])) for i in range(256)),
+                "merges": [],
+            }
+        ),
+        encoding="utf-8",
+    )
+    return path

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure
+from conftest import REPO, assert_clean_failure, tokenizer_file
 
 from prepare_common import (
     OUTPUT_NAMES,
@@ -353,26 +353,6 @@ def test_permission_denied_fails_in_one_line(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # hostile inputs, for every script
-
-
-def tokenizer_file(path, pattern):
-    """A byte-level tokenizer file (no merges, <|endoftext|> = 256) with the given pattern."""
-    from bpe.io import render_token
-
-    path.write_text(
-        json.dumps(
-            {
-                "format": "nanogpt-bpe-tokenizer",
-                "version": 1,
-                "pattern": pattern,
-                "special_tokens": {"<|endoftext|>": 256},
-                "single_bytes": "".join(render_token(bytes([i])) for i in range(256)),
-                "merges": [],
-            }
-        ),
-        encoding="utf-8",
-    )
-    return path
 
 
 def fifo(tmp):

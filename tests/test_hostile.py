@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, write_jsonl
+from conftest import REPO, tokenizer_file, write_jsonl
 
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
@@ -243,26 +243,6 @@ def edit_meta(folder, change):
     meta = json.loads((folder / "meta.json").read_text())
     change(meta)
     (folder / "meta.json").write_text(json.dumps(meta, indent=2))
-
-
-def tokenizer_file(path, pattern):
-    """A byte-level tokenizer file (no merges, <|endoftext|> = 256) with the given pattern."""
-    from bpe.io import render_token
-
-    path.write_text(
-        json.dumps(
-            {
-                "format": "nanogpt-bpe-tokenizer",
-                "version": 1,
-                "pattern": pattern,
-                "special_tokens": {"<|endoftext|>": 256},
-                "single_bytes": "".join(render_token(bytes([i])) for i in range(256)),
-                "merges": [],
-            }
-        ),
-        encoding="utf-8",
-    )
-    return path
 
 
 @pytest.fixture(scope="module")
