@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checks import check_pattern, check_special_tokens
+from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS, Pretokenizer
 from .simple import split_on_special_tokens
 
@@ -392,16 +393,29 @@ def _documents_with_sizes(piece, reading):
 
 
 class _Counting:
-    """Pretoken counts of documents: split at special tokens, then the pattern."""
+    """Pretoken counts of documents: split at special tokens, then the pattern (by fragments
+    where the pattern allows, see fragments.py)."""
 
     def __init__(self, reading):
-        self.pretokenizer = Pretokenizer(reading.pattern)
         self.special_tokens = reading.special_tokens
-        self.counts = Counter()
+        if FragmentCounter.applies(reading.pattern):
+            self.fragments = FragmentCounter(reading.pattern)
+        else:
+            self.fragments = None
+            self.pretokenizer = Pretokenizer(reading.pattern)
+            self.pretokens = Counter()
 
     def add(self, text):
         for segment in split_on_special_tokens(text, self.special_tokens)[::2]:
-            self.counts.update(self.pretokenizer.findall(segment))
+            if self.fragments is not None:
+                self.fragments.add(segment)
+            else:
+                self.pretokens.update(self.pretokenizer.findall(segment))
+
+    def pretoken_counts(self):
+        if self.fragments is not None:
+            return self.fragments.pretoken_counts()
+        return self.pretokens
 
 
 def count_piece(piece, reading):
@@ -414,7 +428,7 @@ def count_piece(piece, reading):
         _count_json_array(piece, reading.text_column, counting)
     else:
         _count_lines_or_text(piece, reading, counting)
-    return counting.counts
+    return counting.pretoken_counts()
 
 
 def _blocks(piece, cutter):

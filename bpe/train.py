@@ -31,6 +31,7 @@ import numpy as np
 
 from .checks import check_pattern, check_training_args
 from .corpus import count_corpus, straddles_special
+from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS, Pretokenizer
 from .simple import special_token_regex, split_on_special_tokens
 
@@ -47,13 +48,21 @@ PARALLEL_MIN_CHARS = 500_000
 
 
 def count_pretokens(text, pattern="gpt2", special_tokens=()):
-    """Equal to simple.count_pretokens, faster on all-ASCII text (patterns.Pretokenizer).
+    """Equal to simple.count_pretokens: by fragments (fragments.py) for the named patterns,
+    else by patterns.Pretokenizer (faster on all-ASCII text).
 
     "the cat the" -> Counter({"the": 1, " cat": 1, " the": 1})
     """
-    pretokenizer = Pretokenizer(check_pattern(pattern))
+    pattern = check_pattern(pattern)
+    segments = split_on_special_tokens(text, special_tokens)[::2]
+    if FragmentCounter.applies(pattern):
+        fragments = FragmentCounter(pattern)
+        for segment in segments:
+            fragments.add(segment)
+        return fragments.pretoken_counts()
+    pretokenizer = Pretokenizer(pattern)
     counts = Counter()
-    for segment in split_on_special_tokens(text, special_tokens)[::2]:
+    for segment in segments:
         counts.update(pretokenizer.findall(segment))
     return counts
 
@@ -181,42 +190,6 @@ def _merge_long(pretoken, a, b, new):
     return merged, changes
 
 
-def _short_pair_tables(pretokens, freqs, shift):
-    """Pair counts and where each pair is, of the pretokens given as bytes, counted by numpy.
-
-    [b"aab", b"ab"], [2, 1], shift 9 -> ({a << 9 | a: 2, a << 9 | b: 3}, {a << 9 | a: [0],
-    a << 9 | b: [0, 1]}) with a = 97, b = 98: get_pair_counts of each, times its frequency,
-    summed, and each pretoken listed once (in order) for each pair it holds. (A str in
-    `pretokens`, a long one, is left out.)
-    """
-    indices = [i for i, p in enumerate(pretokens) if p.__class__ is bytes]
-    if not indices:
-        return {}, {}
-    short = [pretokens[i] for i in indices]
-    lengths = np.fromiter(map(len, short), np.int64, len(short))
-    ids = np.frombuffer(b"".join(short), np.uint8).astype(np.int64)
-    owner = np.repeat(np.asarray(indices, np.int64), lengths)
-    inside = owner[:-1] == owner[1:]  # a pair, not the last byte of one and the first of the next
-    pairs = (ids[:-1][inside] << shift) | ids[1:][inside]
-    owner = owner[:-1][inside]
-    weights = np.asarray(freqs, np.int64)[owner]
-    order = np.lexsort((owner, pairs))  # by pair, then by pretoken
-    pairs, owner, weights = pairs[order], owner[order], weights[order]
-    first = np.ones(len(pairs), bool)  # the first occurrence of each pair
-    first[1:] = pairs[1:] != pairs[:-1]
-    starts = np.flatnonzero(first)
-    pair_counts = dict(zip(pairs[starts].tolist(), np.add.reduceat(weights, starts).tolist()))
-    listed = first.copy()  # the first occurrence of each pair in each pretoken
-    listed[1:] |= owner[1:] != owner[:-1]
-    holders = owner[listed].tolist()
-    bounds = np.flatnonzero(first[listed]).tolist() + [len(holders)]
-    where = {
-        pair: holders[start:end]
-        for pair, start, end in zip(pairs[starts].tolist(), bounds, bounds[1:])
-    }
-    return pair_counts, where
-
-
 def learn_merges(pretoken_counts, num_merges, progress=None):
     """The merges learned from {pretoken bytes: count}, as (left id, right id) pairs.
 
@@ -226,22 +199,27 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
     three phases, side by side:
 
         simple.train                            here
-        get_pair_counts over the pretokens      count_pairs, once (the table is kept up to date)
+        get_pair_counts over the pretokens      FlatPretokens, once (the table is kept up to date)
         max(candidates, key=...)                BestPair.pop
-        merge_pair on every pretoken            merge_everywhere, which also updates the counts
+        merge_pair on every pretoken            FlatPretokens.merge, then merge_everywhere
 
-    It never rescans: a merge of (a, b) only changes the pretokens holding a next to b, so the
-    table keeps, for each pair, the pretokens that hold it. A pair (a, b) is the int
-    a << shift | b in the dicts: they hold millions of pairs, and an int is made and hashed
-    faster than a tuple.
+    It never rescans: a merge of (a, b) only changes the places holding a next to b, so it
+    keeps, for each pair, where it is. The first merges (each at thousands of places) are made
+    by numpy on one array of all pretokens (FlatPretokens.merge); once the last merges changed
+    fewer than FLAT_MIN_PLACES places on average, numpy's cost per call would be more than the
+    work, and each pretoken becomes a Python list merged by merge_everywhere. A pair (a, b)
+    is the int a << shift | b in the dicts: they hold millions of pairs, and an int is made
+    and hashed faster than a tuple.
     """
     tokens = [bytes([b]) for b in range(256)]
     known = set(tokens)
     keys = [_descending_key(t) for t in tokens]
     shift = (256 + num_merges).bit_length()  # every id is below 1 << shift
-    pretokens, freqs = _kept(pretoken_counts)
-    pair_counts, where = count_pairs(pretokens, freqs, shift)
-    pretokens = [p if p.__class__ is str else list(p) for p in pretokens]  # merged in place
+    freqs = [n for pretoken, n in pretoken_counts.items() if len(pretoken) > 1]
+    flat = FlatPretokens([p for p in pretoken_counts if len(p) > 1], freqs, shift)
+    pair_counts = flat.pair_counts
+    pretokens = where = None  # the Python lists, once merge_everywhere takes over
+    recent = None
     best_pair = BestPair(pair_counts, keys, shift)
     merges = []
     skipped = 0
@@ -260,45 +238,140 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
         known.add(token)
         keys.append(keys[a][:-1] + keys[b])
         merges.append((a, b))
-        fresh = merge_everywhere(pair, new, pretokens, freqs, pair_counts, where, shift)
+        if flat is not None:  # the places the last ~10 merges changed, on average
+            held = len(flat.places[pair])
+            recent = held if recent is None else 0.9 * recent + 0.1 * held
+            if recent < FLAT_MIN_PLACES:  # from here on, merge_everywhere is faster
+                pretokens, where = flat.as_lists()
+                flat = None
+        if flat is not None:
+            fresh = flat.merge(pair, new)
+        else:
+            fresh = merge_everywhere(pair, new, pretokens, freqs, pair_counts, where, shift)
         best_pair.push(fresh)
         if progress:
             progress("merge", len(merges), num_merges)
     return merges, tokens, skipped
 
 
-def _kept(pretoken_counts):
-    """The pretokens of two bytes or more (a long one as a str of chr(byte)), and how often
-    each occurs: simple.train's {tuple(ids): count} as two lists, without those holding no pair."""
-    pretokens = []
-    freqs = []
-    for pretoken, freq in pretoken_counts.items():
-        if len(pretoken) < 2:
-            continue
-        if len(pretoken) > STR_MERGE_BYTES:
-            pretokens.append(pretoken.decode("latin-1"))  # chr(byte) for each byte
-        else:
-            pretokens.append(pretoken)
-        freqs.append(freq)
-    return pretokens, freqs
+# While the last merges changed this many places or more on average, FlatPretokens.merge makes
+# them: below, its ~25 numpy calls cost more than merge_everywhere's loop (3 us a place).
+FLAT_MIN_PLACES = 48
+SEPARATOR = -1  # in FlatPretokens.ids, after each pretoken
+GONE = -2  # in FlatPretokens.ids, the right place of a merged pair
 
 
-def count_pairs(pretokens, freqs, shift):
-    """Phase 1, equal to simple.get_pair_counts over every pretoken weighted by its count, and
-    where each pair is: -> ({pair: count}, {pair: indices of the pretokens holding it}).
+def _changes(values):
+    """Where a sorted array's value differs from the one before: [3, 3, 5] -> [T, F, T]."""
+    changes = np.ones(len(values), bool)
+    changes[1:] = values[1:] != values[:-1]
+    return changes
 
-    [b"aab", b"ab"], [2, 1], shift 9 -> ({97 << 9 | 97: 2, 97 << 9 | 98: 3},
-    {97 << 9 | 97: [0], 97 << 9 | 98: [0, 1]}). The short pretokens (bytes) are counted by
-    numpy (_short_pair_tables), the long ones (str of chr(id)) one by one (_long_pair_counts).
+
+class FlatPretokens:
+    """Phases 1 and 3 over every pretoken at once, by numpy: the pair counts, then the merges.
+
+    [b"ab", b"a"], freqs [3, 1] -> ids [97, 98, -1, 97, -1] (SEPARATOR after each pretoken),
+    weight [3, 3, 3, 1, 1] (the count of the pretoken each place is in), pair_counts
+    {97 << shift | 98: 3} and places {97 << shift | 98: [0]} (where each pair is: the place of
+    its left id; some places stale, none missing, in order).
+
+    A merge of (a, b) writes the new id at the left place of each occurrence and GONE at the
+    right one; `after` and `before` link the places still there, skipping the gone ones.
     """
-    pair_counts, where = _short_pair_tables(pretokens, freqs, shift)
-    for index, pretoken in enumerate(pretokens):
-        if pretoken.__class__ is str:
-            for (a, b), n in _long_pair_counts(pretoken).items():
-                pair = a << shift | b
-                pair_counts[pair] = pair_counts.get(pair, 0) + n * freqs[index]
-                where.setdefault(pair, []).append(index)
-    return pair_counts, where
+
+    def __init__(self, pretokens, freqs, shift):
+        self.shift = shift
+        lengths = np.fromiter(map(len, pretokens), np.int64, len(pretokens))
+        data = np.frombuffer(b"".join(pretokens), np.uint8).astype(np.int32)
+        self.ids = np.insert(data, np.cumsum(lengths), SEPARATOR)
+        self.weight = np.repeat(np.asarray(freqs, np.int64), lengths + 1)
+        self.after = np.arange(1, len(self.ids) + 1, dtype=np.int32)
+        self.before = np.arange(-1, len(self.ids) - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
+        left = np.flatnonzero((self.ids[:-1] >= 0) & (self.ids[1:] >= 0))
+        pairs = self.ids[left].astype(np.int64) << shift | self.ids[left + 1]
+        self.pair_counts, self.places = self._grouped(pairs, self.weight[left], left)
+
+    @staticmethod
+    def _grouped(pairs, weights, places=None):
+        """{pair: total weight} of parallel arrays, and with `places` (in order within each
+        pair) {pair: its places in order}."""
+        if not len(pairs):
+            return {}, {}
+        order = np.argsort(pairs, kind="stable")
+        pairs = pairs[order]
+        starts = np.flatnonzero(_changes(pairs))
+        unique = pairs[starts].tolist()
+        totals = dict(zip(unique, np.add.reduceat(weights[order], starts).tolist()))
+        if places is None:
+            return totals, {}
+        places = places[order]
+        bounds = [*starts.tolist(), len(places)]
+        return totals, {pair: places[bounds[i] : bounds[i + 1]] for i, pair in enumerate(unique)}
+
+    def merge(self, merged, new):
+        """merge_everywhere, on every place at once: the same counts, the same `fresh`."""
+        shift, ids, after, before = self.shift, self.ids, self.after, self.before
+        a, b = merged >> shift, merged & ((1 << shift) - 1)
+        at = self.places.pop(merged)
+        at = at[ids[at] == a]  # the stale places fall out
+        at = at[ids[after[at]] == b]
+        if a == b:  # in a run of a's, every other place from the run's start: merge_pair's
+            index = np.arange(len(at))
+            first = np.maximum.accumulate(np.where(ids[before[at]] != a, index, 0))
+            at = at[(index - first) % 2 == 0]
+        right = after[at]  # GONE after the merge
+        left, beyond = before[at], after[right]
+        x, y, weight = ids[left], ids[beyond], self.weight[at]
+        # Two occurrences in a row (a b a b): their middle pair (b, a) is lost once, on the
+        # right of the first, and (new, new) made once, also there.
+        follows = np.zeros(len(at), bool)
+        follows[1:] = left[1:] == right[:-1]
+        y_now = y.copy()
+        y_now[:-1][follows[1:]] = new
+        ids[at], ids[right] = new, GONE
+        after[at], before[beyond] = beyond, at
+        has_x, has_y = (x >= 0) & ~follows, y >= 0
+        x, y_now, y = x.astype(np.int64), y_now.astype(np.int64), y.astype(np.int64)
+        weights = np.concatenate((weight[has_x], weight[has_y]))
+        lost = np.concatenate((x[has_x] << shift | a, b << shift | y[has_y]))
+        lost_counts, _ = self._grouped(lost, weights)
+        pair_counts = self.pair_counts
+        for pair, count in lost_counts.items():
+            pair_counts[pair] -= count
+        made = np.concatenate((x[has_x] << shift | new, new << shift | y_now[has_y]))
+        fresh, places = self._grouped(made, weights, np.concatenate((left[has_x], at[has_y])))
+        del pair_counts[merged]
+        pair_counts.update(fresh)
+        self.places.update(places)
+        return fresh
+
+    def as_lists(self):
+        """The pretokens as merge_everywhere takes them (a list of ids; a long one a str of
+        chr(id), see STR_MERGE_BYTES) and where each pair is: {pair: indices of the pretokens
+        holding it}."""
+        ids = self.ids[self.ids != GONE]
+        ends = np.flatnonzero(ids == SEPARATOR)
+        owner = np.repeat(np.arange(len(ends)), np.diff(ends, prepend=-1))
+        flat = ids.tolist()
+        ends = ends.tolist()
+        pretokens = [flat[start + 1 : end] for start, end in zip([-1, *ends[:-1]], ends)]
+        for index, pretoken in enumerate(pretokens):
+            if len(pretoken) > STR_MERGE_BYTES:
+                pretokens[index] = "".join(map(chr, pretoken))
+        left = np.flatnonzero((ids[:-1] >= 0) & (ids[1:] >= 0))
+        pairs = ids[left].astype(np.int64) << self.shift | ids[left + 1]
+        owner = owner[left]
+        order = np.lexsort((owner, pairs))  # by pair, then by pretoken
+        pairs, owner = pairs[order], owner[order]
+        listed = _changes(pairs) | _changes(owner)
+        pairs, owner = pairs[listed], owner[listed].tolist()
+        starts = np.flatnonzero(_changes(pairs)).tolist()
+        where = {
+            pair: owner[start:end]
+            for pair, start, end in zip(pairs[starts].tolist(), starts, [*starts[1:], len(owner)])
+        }
+        return pretokens, where
 
 
 class BestPair:

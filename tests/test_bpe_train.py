@@ -110,6 +110,37 @@ def test_fast_equals_simple_with_counts_of_every_size(word_counts, num_merges):
     assert train_quietly(train_bpe_from_iterator, [text], 256 + num_merges) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(corpora(), st.integers(0, 60), st.sampled_from([0, 2, 4, 10**9]))
+def test_flat_merges_then_lists_equal_simple(texts, num_merges, flat_min_places):
+    """FlatPretokens.merge (numpy, every place at once) for the first merges, then
+    merge_everywhere: all flat (0), a switch part-way (2, 4), all lists (10**9)."""
+    joined = "".join(texts)
+    expected = train_quietly(simple.train, joined, 256 + num_merges)
+    saved = train_module.FLAT_MIN_PLACES
+    train_module.FLAT_MIN_PLACES = flat_min_places
+    try:
+        got = train_quietly(train_bpe_from_iterator, [joined], 256 + num_merges)
+    finally:
+        train_module.FLAT_MIN_PLACES = saved
+    assert got == expected
+
+
+@pytest.mark.parametrize("flat_min_places", [0, 48, 10**9], ids=["flat", "switch", "lists"])
+def test_flat_merges_on_real_text(shakespeare, monkeypatch, flat_min_places):
+    """The counts kept by the flat phase are those of the pretokens it hands to the lists."""
+    monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", flat_min_places)
+    counts = {p.encode(): n for p, n in count_pretokens(shakespeare[:200_000], "gpt4").items()}
+    merges, tokens, _ = learn_merges(counts, 1500)
+    monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", 10**9)
+    assert (merges, tokens) == learn_merges(counts, 1500)[:2]
+    pair_counts = {}
+    for pretoken, n in counts.items():
+        simple.get_pair_counts(list(pretoken), pair_counts, n)
+    flat = train_module.FlatPretokens(list(counts), list(counts.values()), 12)
+    assert flat.pair_counts == {a << 12 | b: n for (a, b), n in pair_counts.items()}
+
+
 def test_fast_equals_simple_on_real_text(shakespeare):
     text = shakespeare[:20_000]
     expected = simple.train(text, 256 + 120, [EOT])

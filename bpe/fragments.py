@@ -1,0 +1,172 @@
+"""Counting pretokens by fragments: each distinct stretch of text is pretokenized once.
+
+    counter = FragmentCounter("gpt4")
+    counter.add("the cat and the dog")        # any number of documents
+    counter.pretoken_counts()  # Counter({" the": 1, "the": 1, " cat": 1, " and": 1, " dog": 1})
+
+Equal to simple.count_pretokens over each document, summed (the tests prove it on random
+and real text), and 2-3x as fast on web text: the pattern's regex is most of the time of
+counting, and most of a corpus repeats.
+
+A *fragment* is the text between two cuts, where a cut is a place where pretokenizing the
+parts separately gives exactly the pretokens of the whole: right before an ASCII whitespace
+character that follows a character that is not whitespace ("the| cat|.\\n" is not cut before
+the newline for GPT-4, whose pattern joins punctuation and the newlines after it). There:
+
+- no pretoken spans the cut: under the three patterns (GPT-2's, GPT-4's, nanochat's), a
+  pretoken holding a non-whitespace character never goes on into whitespace, except GPT-4's
+  and nanochat's punctuation with the newlines after it (hence \\r and \\n are never cut
+  before under those two);
+- the pretokens before the cut do not change when the text ends there: a pattern's `$` and
+  look-aheads only look at whitespace, and the cut follows a character that is not.
+
+So the fragments of a document are counted (C-speed: numpy finds the cuts, bytes.split and
+Counter do the rest) and only the distinct ones go to the regex. Two fragments that each
+start with a cut's whitespace and end without whitespace may be joined: the place between
+them is a cut again. So the distinct fragments are pretokenized joined, in batches of the
+same count, with one regex call per batch.
+"""
+
+from collections import Counter
+
+import numpy as np
+
+from .patterns import GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN, PATTERNS, Pretokenizer
+
+# The characters `\s` matches in the patterns (the `regex` module's, Unicode White_Space;
+# a test checks it against every character).
+WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+LONG_WHITESPACE = tuple(char.encode("utf-8") for char in WHITESPACE if ord(char) >= 0x80)
+
+# The whitespace a cut may come right before, for each pattern.
+CUT_BEFORE = {
+    GPT2_PATTERN: b"\t\n\x0b\x0c\r ",
+    GPT4_PATTERN: b"\t\x0b\x0c ",
+    NANOCHAT_PATTERN: b"\t\x0b\x0c ",
+}
+
+# Documents are joined into one buffer of about this many bytes, with SEPARATOR between them.
+BUFFER_BYTES = 1 << 20
+SEPARATOR = b"\x00"
+
+
+def _byte_table(byte_values):
+    table = np.zeros(256, bool)
+    table[list(byte_values)] = True
+    return table
+
+
+# Bytes that end a character that is not whitespace: every byte but ASCII whitespace and the
+# separator. (A byte of 0x80 or more may end a long whitespace character: checked apart.)
+_NOT_WHITE_END = ~_byte_table([ord(c) for c in WHITESPACE if ord(c) < 0x80] + [0])
+_LONG_WHITE_END = _byte_table(sequence[-1] for sequence in LONG_WHITESPACE)
+
+
+def fragment_cuts(data, cut_before):
+    """The cuts of `data` (UTF-8 bytes): the positions of the bytes in `cut_before` that follow
+    a character that is not whitespace, as a numpy array.
+
+    b"the cat.\\n", b"\\t\\n\\x0b\\x0c\\r " -> [3, 8]   (GPT-2's: before " cat" and before "\\n")
+    """
+    codes = np.frombuffer(data, np.uint8)
+    cuts = np.flatnonzero(_byte_table(cut_before)[codes[1:]]) + 1
+    before = codes[cuts - 1]
+    cuts = cuts[_NOT_WHITE_END[before]]
+    # Rare: a byte of 0x80 or more that may end a long whitespace character; look closer.
+    suspects = np.flatnonzero(_LONG_WHITE_END[codes[cuts - 1]])
+    if len(suspects):
+        white = [i for i in suspects.tolist() if data.endswith(LONG_WHITESPACE, 0, cuts[i])]
+        cuts = np.delete(cuts, white)
+    return cuts
+
+
+def split_fragments(data, cut_before):
+    """`data` cut into fragments: b"the cat. A dog" -> [b"the", b" cat.", b" A", b" dog"]."""
+    cuts = fragment_cuts(data, cut_before)
+    return np.insert(np.frombuffer(data, np.uint8), cuts, 0).tobytes().split(SEPARATOR)
+
+
+class FragmentCounter:
+    """Pretoken counts of documents, equal to simple.count_pretokens over each, summed; for
+    GPT-2's, GPT-4's and nanochat's patterns (`applies`), the others have no cut rule here."""
+
+    def __init__(self, pattern):
+        self.pattern = PATTERNS.get(pattern, pattern)
+        self.pretokenizer = Pretokenizer(self.pattern)
+        self.cut_before = CUT_BEFORE[self.pattern]
+        self.fragments = Counter()  # {fragment bytes: count}
+        self.pretokens = Counter()  # documents counted apart (those holding SEPARATOR)
+        self.buffer = []
+        self.buffered = 0
+
+    @staticmethod
+    def applies(pattern):
+        return PATTERNS.get(pattern, pattern) in CUT_BEFORE
+
+    def add(self, text):
+        """Count one document (a str with no special token in it)."""
+        data = text.encode("utf-8", "surrogatepass")
+        if SEPARATOR in data:  # cannot be joined to the others: counted on its own
+            self.pretokens.update(self.pretokenizer.findall(text))
+            return
+        self.buffer.append(data)
+        self.buffered += len(data) + 1
+        if self.buffered >= BUFFER_BYTES:
+            self._flush()
+
+    def _flush(self):
+        if self.buffer:
+            self.fragments.update(split_fragments(SEPARATOR.join(self.buffer), self.cut_before))
+        self.buffer = []
+        self.buffered = 0
+
+    def pretoken_counts(self):
+        """{pretoken: count} of every document added so far."""
+        self._flush()
+        counts = self.pretokens.copy()
+        fragments = [fragment for fragment in self.fragments if fragment]
+        repeats = np.fromiter(map(self.fragments.__getitem__, fragments), np.int64, len(fragments))
+        joinable, ascii_only = self._kinds(fragments)
+        for index in np.flatnonzero(~joinable).tolist():  # a document's first or last
+            self._add_pretokens(counts, [fragments[index]], int(repeats[index]))
+        # Batches of joinable fragments with the same count and kind, one regex call each.
+        chosen = np.flatnonzero(joinable)
+        chosen = chosen[np.lexsort((ascii_only[chosen], repeats[chosen]))]
+        keys = repeats[chosen] * 2 + ascii_only[chosen]
+        bounds = np.flatnonzero(np.diff(keys)) + 1
+        chosen = chosen.tolist()
+        starts = [0, *bounds.tolist()] if chosen else []
+        for start, end in zip(starts, [*starts[1:], len(chosen)]):
+            batch = [fragments[index] for index in chosen[start:end]]
+            self._add_pretokens(counts, batch, int(repeats[chosen[start]]))
+        return counts
+
+    def _kinds(self, fragments):
+        """Which fragments may be joined (they start with a cut's whitespace and end with a
+        character that is not whitespace: all but a document's first or last), and which are
+        all ASCII; two numpy arrays of bools."""
+        lengths = np.fromiter(map(len, fragments), np.int64, len(fragments))
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        codes = np.frombuffer(b"".join(fragments), np.uint8)
+        if not len(codes):
+            return np.zeros(0, bool), np.zeros(0, bool)
+        last = codes[ends - 1]
+        joinable = (lengths > 1) & _byte_table(self.cut_before)[codes[starts]]
+        joinable &= _NOT_WHITE_END[last]
+        for index in np.flatnonzero(joinable & _LONG_WHITE_END[last]).tolist():
+            joinable[index] = not fragments[index].endswith(LONG_WHITESPACE)
+        ascii_only = np.maximum.reduceat(codes, starts) < 0x80
+        return joinable, ascii_only
+
+    def _add_pretokens(self, counts, fragments, repeats):
+        """Add the pretokens of the fragments, each occurring `repeats` times."""
+        pretokens = self.pretokenizer.findall(b"".join(fragments).decode("utf-8", "surrogatepass"))
+        if repeats == 1:
+            counts.update(pretokens)
+            return
+        for pretoken, n in Counter(pretokens).items():
+            counts[pretoken] += n * repeats
