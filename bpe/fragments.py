@@ -83,10 +83,53 @@ def fragment_cuts(data, cut_before):
     return cuts
 
 
+def fragment_bounds(data, cut_before):
+    """(starts, ends) of the fragments of `data`, documents joined by SEPARATOR, as numpy arrays.
+
+    b"the cat\x00a dog", b" " -> ([0, 3, 8, 9], [3, 7, 9, 13])
+    """
+    cuts = fragment_cuts(data, cut_before)
+    separators = np.flatnonzero(np.frombuffer(data, np.uint8) == SEPARATOR[0])
+    starts = np.sort(np.concatenate(([0], cuts, separators + 1)))
+    ends = np.sort(np.concatenate((cuts, separators, [len(data)])))
+    return starts, ends
+
+
 def split_fragments(data, cut_before):
     """`data` cut into fragments: b"the cat. A dog" -> [b"the", b" cat.", b" A", b" dog"]."""
-    cuts = fragment_cuts(data, cut_before)
-    return np.insert(np.frombuffer(data, np.uint8), cuts, 0).tobytes().split(SEPARATOR)
+    starts, ends = fragment_bounds(data, cut_before)
+    return [data[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
+
+
+# A fragment of up to 16 bytes (95% of web text's) is counted by numpy as the integers of its
+# first and last 8 bytes, little-endian (no fragment holds a zero byte: the padding cannot be
+# mistaken for one); the longer ones as bytes, by a Counter.
+_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
+
+
+def _count_short(windows, starts, lengths):
+    """{fragment: count} of the fragments of up to 16 bytes at `starts` (windows: the 8 bytes
+    from every place as an integer, see FragmentCounter._flush)."""
+    counts = {}
+    for words in (1, 2):  # up to 8 bytes: one integer each, sorted faster than two
+        chosen = (lengths > 8 * (words - 1)) & (lengths <= 8 * words)
+        at, length = starts[chosen], lengths[chosen]
+        low = windows[at] & _LOW_BYTES[np.minimum(length, 8)]
+        if words == 1:
+            low, repeats = np.unique(low, return_counts=True)
+            high = np.zeros_like(low)
+        else:
+            high = windows[at + 8] & _LOW_BYTES[length - 8]
+            order = np.lexsort((high, low))
+            low, high = low[order], high[order]
+            firsts = np.flatnonzero((low[1:] != low[:-1]) | (high[1:] != high[:-1])) + 1
+            firsts = np.concatenate(([0], firsts)) if len(low) else firsts
+            repeats = np.diff(firsts, append=len(low))
+            low, high = low[firsts], high[firsts]
+        # As "S16" (bytes, trailing zeros dropped) the two integers are the fragment again.
+        fragments = np.stack((low, high), axis=1).view("S16").ravel().tolist()
+        counts.update(zip(fragments, repeats.tolist()))
+    return counts
 
 
 class FragmentCounter:
@@ -118,17 +161,28 @@ class FragmentCounter:
             self._flush()
 
     def _flush(self):
-        if self.buffer:
-            self.fragments.update(split_fragments(SEPARATOR.join(self.buffer), self.cut_before))
+        if not self.buffer:
+            return
+        data = SEPARATOR.join(self.buffer)
         self.buffer = []
         self.buffered = 0
+        starts, ends = fragment_bounds(data, self.cut_before)
+        lengths = ends - starts
+        short = lengths <= 16
+        # The 8 bytes from every place of data (up to 16 past its end: zeros), as an integer.
+        windows = np.ndarray(len(data) + 9, "<u8", data + bytes(24), 0, (1,))
+        self.fragments.update(_count_short(windows, starts[short], lengths[short]))
+        long_ones = np.flatnonzero(~short)
+        long_starts, long_ends = starts[long_ones].tolist(), ends[long_ones].tolist()
+        self.fragments.update([data[start:end] for start, end in zip(long_starts, long_ends)])
 
     def pretoken_counts(self):
         """{pretoken: count} of every document added so far."""
         self._flush()
         counts = self.pretokens.copy()
-        fragments = [fragment for fragment in self.fragments if fragment]
-        repeats = np.fromiter(map(self.fragments.__getitem__, fragments), np.int64, len(fragments))
+        self.fragments.pop(b"", None)  # empty documents
+        fragments = list(self.fragments)
+        repeats = np.fromiter(self.fragments.values(), np.int64, len(fragments))
         joinable, ascii_only = self._kinds(fragments)
         for index in np.flatnonzero(~joinable).tolist():  # a document's first or last
             self._add_pretokens(counts, [fragments[index]], int(repeats[index]))
