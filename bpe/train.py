@@ -25,7 +25,7 @@ import multiprocessing
 import os
 import warnings
 from collections import Counter
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 import numpy as np
 
@@ -420,17 +420,23 @@ class BestPair:
     def _lower_floor(self):
         """Halve the floor; the pairs waiting in the bucket just above it enter the heap."""
         self.floor >>= 1
-        floor, get = self.floor, self.pair_counts.get
+        floor, get, keys, shift, mask = (
+            self.floor,
+            self.pair_counts.get,
+            self.keys,
+            self.shift,
+            self.mask,
+        )
         waiting, self.buckets[floor.bit_length()] = self.buckets[floor.bit_length()], []
+        entering = []
         for pair in waiting:
             count = get(pair, 0)
             if count >= floor:
-                heappush(
-                    self.heap,
-                    (-count, self.keys[pair >> self.shift], self.keys[pair & self.mask], pair),
-                )
+                entering.append((-count, keys[pair >> shift], keys[pair & mask], pair))
             elif count:
                 self.buckets[count.bit_length()].append(pair)
+        self.heap += entering
+        heapify(self.heap)  # one O(n) pass, not a push each
 
     def push(self, fresh):
         """Add the pairs a merge made ({pair: count}, each holding the new token)."""
