@@ -9,11 +9,12 @@ it exactly; the tests prove the two equal on random and real text. It is fast in
 1. Pretokens are counted once, and the merges are learned from those counts. Files are
    counted by worker processes that read their own pieces (corpus.py), so memory is the
    count table, not the corpus; texts in memory by `count_pretokens_parallel`.
-2. `learn_merges` never rescans: a merge only changes the pretokens that hold the pair, so
-   it keeps, for each pair, its count and the pretokens holding it, and a heap of the counts.
-3. Its time is linear in the length of a pretoken: a pretoken is listed once per pair it
-   holds (not once per occurrence: a line of 200,000 "x" would be rescanned 100,000 times),
-   and a long one (over STR_MERGE_BYTES) is merged by C-level string operations.
+2. `learn_merges` never rescans: a merge only changes the places that hold the pair, so
+   it keeps, for each pair, its count and where it is, and a heap of the counts.
+3. All pretokens are one array of ids linked past the merged places (FlatPretokens): a merge
+   at thousands of places (the first ones) is made by numpy, at a few by a Python loop. Its
+   time is linear in the length of a pretoken: a line of 2,000,000 "x" is 1,000,000 places of
+   (x, x), merged by numpy in one go.
 
 On the rule that passes over a pair whose joined bytes already are a token: we have not met
 a corpus where it happens (merging Tiny Shakespeare line by line until no pair is left,
@@ -24,6 +25,7 @@ import logging
 import multiprocessing
 import os
 import warnings
+from array import array
 from collections import Counter
 from heapq import heapify, heappop, heappush
 
@@ -154,42 +156,6 @@ def _descending_key(token):
     return "".join(chr(256 - b) for b in token) + _END
 
 
-# A pretoken longer than this many bytes is kept as a str of chr(id) and merged by
-# str.replace and numpy (_merge_long) instead of a Python loop over its occurrences: a line
-# of 2,000,000 "x" is one pretoken, and the loop would cost seconds per merge.
-STR_MERGE_BYTES = 1000
-
-
-def _long_pair_counts(pretoken):
-    """get_pair_counts of a pretoken written as a str of chr(id), counted by numpy.
-
-    "\\x01\\x01\\x01\\x02" -> {(1, 1): 2, (1, 2): 1}
-    """
-    ids = np.frombuffer(pretoken.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    pairs = (ids[:-1].astype(np.uint64) << np.uint64(32)) | ids[1:]
-    values, counts = np.unique(pairs, return_counts=True)
-    return {(v >> 32, v & 0xFFFFFFFF): n for v, n in zip(values.tolist(), counts.tolist())}
-
-
-def _merge_long(pretoken, a, b, new):
-    """simple.merge_pair on a pretoken written as a str of chr(id), and the change of its
-    pair counts (get_pair_counts after minus before).
-
-    "\\x01\\x01\\x01\\x02", 1, 1, 9 -> ("\\x09\\x01\\x02", {(1, 1): -2, (9, 1): 1})
-
-    str.replace is left to right and non-overlapping, exactly merge_pair; chr(id) is a str
-    character for every id below 0x110000 (surrogates included, hence "surrogatepass").
-    """
-    merged = pretoken.replace(chr(a) + chr(b), chr(new))
-    before, after = _long_pair_counts(pretoken), _long_pair_counts(merged)
-    changes = {}
-    for pair in before.keys() | after.keys():
-        change = after.get(pair, 0) - before.get(pair, 0)
-        if change:
-            changes[pair] = change
-    return merged, changes
-
-
 def learn_merges(pretoken_counts, num_merges, progress=None):
     """The merges learned from {pretoken bytes: count}, as (left id, right id) pairs.
 
@@ -201,26 +167,19 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
         simple.train                            here
         get_pair_counts over the pretokens      FlatPretokens, once (the table is kept up to date)
         max(candidates, key=...)                BestPair.pop
-        merge_pair on every pretoken            FlatPretokens.merge, then merge_everywhere
+        merge_pair on every pretoken            FlatPretokens.merge
 
     It never rescans: a merge of (a, b) only changes the places holding a next to b, so it
-    keeps, for each pair, where it is. The first merges (each at thousands of places) are made
-    by numpy on one array of all pretokens (FlatPretokens.merge); once the last merges changed
-    fewer than FLAT_MIN_PLACES places on average, numpy's cost per call would be more than the
-    work, and each pretoken becomes a Python list merged by merge_everywhere. A pair (a, b)
-    is the int a << shift | b in the dicts: they hold millions of pairs, and an int is made
-    and hashed faster than a tuple.
+    keeps, for each pair, where it is. A pair (a, b) is the int a << shift | b in the dicts:
+    they hold millions of pairs, and an int is made and hashed faster than a tuple.
     """
     tokens = [bytes([b]) for b in range(256)]
     known = set(tokens)
     keys = [_descending_key(t) for t in tokens]
     shift = (256 + num_merges).bit_length()  # every id is below 1 << shift
-    freqs = [n for pretoken, n in pretoken_counts.items() if len(pretoken) > 1]
-    flat = FlatPretokens([p for p in pretoken_counts if len(p) > 1], freqs, shift)
-    pair_counts = flat.pair_counts
-    pretokens = where = None  # the Python lists, once merge_everywhere takes over
-    recent = None
-    best_pair = BestPair(pair_counts, keys, shift)
+    kept = {pretoken: n for pretoken, n in pretoken_counts.items() if len(pretoken) > 1}
+    flat = FlatPretokens(list(kept), list(kept.values()), shift)
+    best_pair = BestPair(flat.pair_counts, keys, shift)
     merges = []
     skipped = 0
     while len(merges) < num_merges:
@@ -238,25 +197,15 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
         known.add(token)
         keys.append(keys[a][:-1] + keys[b])
         merges.append((a, b))
-        if flat is not None:  # the places the last ~10 merges changed, on average
-            held = len(flat.places[pair])
-            recent = held if recent is None else 0.9 * recent + 0.1 * held
-            if recent < FLAT_MIN_PLACES:  # from here on, merge_everywhere is faster
-                pretokens, where = flat.as_lists()
-                flat = None
-        if flat is not None:
-            fresh = flat.merge(pair, new)
-        else:
-            fresh = merge_everywhere(pair, new, pretokens, freqs, pair_counts, where, shift)
-        best_pair.push(fresh)
+        best_pair.push(flat.merge(pair, new))
         if progress:
             progress("merge", len(merges), num_merges)
     return merges, tokens, skipped
 
 
-# While the last merges changed this many places or more on average, FlatPretokens.merge makes
-# them: below, its ~25 numpy calls cost more than merge_everywhere's loop (3 us a place).
-FLAT_MIN_PLACES = 48
+# A merge at this many places or more is made by numpy (FlatPretokens._merge_many): below,
+# its ~40 numpy calls cost more than a Python loop over the places (_merge_few).
+FLAT_MIN_PLACES = 256
 SEPARATOR = -1  # in FlatPretokens.ids, after each pretoken
 GONE = -2  # in FlatPretokens.ids, the right place of a merged pair
 
@@ -269,7 +218,7 @@ def _changes(values):
 
 
 class FlatPretokens:
-    """Phases 1 and 3 over every pretoken at once, by numpy: the pair counts, then the merges.
+    """Phases 1 and 3 over every pretoken at once: the pair counts, then the merges.
 
     [b"ab", b"a"], freqs [3, 1] -> ids [97, 98, -1, 97, -1] (SEPARATOR after each pretoken),
     weight [3, 3, 3, 1, 1] (the count of the pretoken each place is in), pair_counts
@@ -277,20 +226,26 @@ class FlatPretokens:
     its left id; some places stale, none missing, in order).
 
     A merge of (a, b) writes the new id at the left place of each occurrence and GONE at the
-    right one; `after` and `before` link the places still there, skipping the gone ones.
+    right one; `after` and `before` link the places still there, skipping the gone ones. The
+    arrays are array.array, read one item at a time by _merge_few, and numpy arrays over the
+    same memory (the `_np` names) for _merge_many.
     """
 
     def __init__(self, pretokens, freqs, shift):
         self.shift = shift
         lengths = np.fromiter(map(len, pretokens), np.int64, len(pretokens))
         data = np.frombuffer(b"".join(pretokens), np.uint8).astype(np.int32)
-        self.ids = np.insert(data, np.cumsum(lengths), SEPARATOR)
-        self.weight = np.repeat(np.asarray(freqs, np.int64), lengths + 1)
-        self.after = np.arange(1, len(self.ids) + 1, dtype=np.int32)
-        self.before = np.arange(-1, len(self.ids) - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
-        left = np.flatnonzero((self.ids[:-1] >= 0) & (self.ids[1:] >= 0))
-        pairs = self.ids[left].astype(np.int64) << shift | self.ids[left + 1]
-        self.pair_counts, self.places = self._grouped(pairs, self.weight[left], left)
+        ids = np.insert(data, np.cumsum(lengths), SEPARATOR)
+        weight = np.repeat(np.asarray(freqs, np.int64), lengths + 1)
+        after = np.arange(1, len(ids) + 1, dtype=np.int32)
+        before = np.arange(-1, len(ids) - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
+        left = np.flatnonzero((ids[:-1] >= 0) & (ids[1:] >= 0))
+        pairs = ids[left].astype(np.int64) << shift | ids[left + 1]
+        self.pair_counts, self.places = self._grouped(pairs, weight[left], left)
+        self.ids, self.ids_np = _shared(ids, "i")
+        self.after, self.after_np = _shared(after, "i")
+        self.before, self.before_np = _shared(before, "i")
+        self.weight, self.weight_np = _shared(weight, "q")
 
     @staticmethod
     def _grouped(pairs, weights, places=None):
@@ -310,10 +265,55 @@ class FlatPretokens:
         return totals, {pair: places[bounds[i] : bounds[i + 1]] for i, pair in enumerate(unique)}
 
     def merge(self, merged, new):
-        """merge_everywhere, on every place at once: the same counts, the same `fresh`."""
-        shift, ids, after, before = self.shift, self.ids, self.after, self.before
-        a, b = merged >> shift, merged & ((1 << shift) - 1)
+        """simple.merge_pair(ids, merged, new) on every pretoken, and get_pair_counts after
+        minus before added to pair_counts -> the pairs holding `new` and their counts."""
         at = self.places.pop(merged)
+        if len(at) >= FLAT_MIN_PLACES:
+            fresh, places = self._merge_many(merged, new, np.asarray(at))
+        else:
+            fresh, places = self._merge_few(merged, new, at)
+        del self.pair_counts[merged]
+        self.pair_counts.update(fresh)  # pairs holding `new` are new: nothing to add to
+        self.places.update(places)
+        return fresh
+
+    def _merge_few(self, merged, new, at):
+        """merge, one place at a time (left to right, so two occurrences never overlap)."""
+        ids, after, before, weight = self.ids, self.after, self.before, self.weight
+        pair_counts, shift = self.pair_counts, self.shift
+        a, b = merged >> shift, merged & ((1 << shift) - 1)
+        b_high, new_high = b << shift, new << shift
+        fresh, places = {}, {}
+        for place in at if at.__class__ is list else at.tolist():
+            if ids[place] != a:
+                continue  # stale: an earlier merge took `a` away
+            right = after[place]
+            if ids[right] != b:
+                continue  # stale
+            count = weight[place]
+            left, beyond = before[place], after[right]
+            x, y = ids[left], ids[beyond]
+            if x >= 0:
+                if x == new:  # the occurrence just before, merged a moment ago: (new, a) lost
+                    fresh[new_high | a] -= count
+                else:
+                    pair_counts[x << shift | a] -= count
+                pair = x << shift | new
+                fresh[pair] = fresh.get(pair, 0) + count
+                places.setdefault(pair, []).append(left)
+            if y >= 0:
+                pair_counts[b_high | y] -= count
+                pair = new_high | y
+                fresh[pair] = fresh.get(pair, 0) + count
+                places.setdefault(pair, []).append(place)
+            ids[place], ids[right] = new, GONE
+            after[place], before[beyond] = beyond, place
+        return {pair: count for pair, count in fresh.items() if count}, places
+
+    def _merge_many(self, merged, new, at):
+        """merge, on every place at once by numpy: the same counts as _merge_few."""
+        shift, ids, after, before = self.shift, self.ids_np, self.after_np, self.before_np
+        a, b = merged >> shift, merged & ((1 << shift) - 1)
         at = at[ids[at] == a]  # the stale places fall out
         at = at[ids[after[at]] == b]
         if a == b:  # in a run of a's, every other place from the run's start: merge_pair's
@@ -322,7 +322,7 @@ class FlatPretokens:
             at = at[(index - first) % 2 == 0]
         right = after[at]  # GONE after the merge
         left, beyond = before[at], after[right]
-        x, y, weight = ids[left], ids[beyond], self.weight[at]
+        x, y, weight = ids[left], ids[beyond], self.weight_np[at]
         # Two occurrences in a row (a b a b): their middle pair (b, a) is lost once, on the
         # right of the first, and (new, new) made once, also there.
         follows = np.zeros(len(at), bool)
@@ -340,38 +340,13 @@ class FlatPretokens:
         for pair, count in lost_counts.items():
             pair_counts[pair] -= count
         made = np.concatenate((x[has_x] << shift | new, new << shift | y_now[has_y]))
-        fresh, places = self._grouped(made, weights, np.concatenate((left[has_x], at[has_y])))
-        del pair_counts[merged]
-        pair_counts.update(fresh)
-        self.places.update(places)
-        return fresh
+        return self._grouped(made, weights, np.concatenate((left[has_x], at[has_y])))
 
-    def as_lists(self):
-        """The pretokens as merge_everywhere takes them (a list of ids; a long one a str of
-        chr(id), see STR_MERGE_BYTES) and where each pair is: {pair: indices of the pretokens
-        holding it}."""
-        ids = self.ids[self.ids != GONE]
-        ends = np.flatnonzero(ids == SEPARATOR)
-        owner = np.repeat(np.arange(len(ends)), np.diff(ends, prepend=-1))
-        flat = ids.tolist()
-        ends = ends.tolist()
-        pretokens = [flat[start + 1 : end] for start, end in zip([-1, *ends[:-1]], ends)]
-        for index, pretoken in enumerate(pretokens):
-            if len(pretoken) > STR_MERGE_BYTES:
-                pretokens[index] = "".join(map(chr, pretoken))
-        left = np.flatnonzero((ids[:-1] >= 0) & (ids[1:] >= 0))
-        pairs = ids[left].astype(np.int64) << self.shift | ids[left + 1]
-        owner = owner[left]
-        order = np.lexsort((owner, pairs))  # by pair, then by pretoken
-        pairs, owner = pairs[order], owner[order]
-        listed = _changes(pairs) | _changes(owner)
-        pairs, owner = pairs[listed], owner[listed].tolist()
-        starts = np.flatnonzero(_changes(pairs)).tolist()
-        where = {
-            pair: owner[start:end]
-            for pair, start, end in zip(pairs[starts].tolist(), starts, [*starts[1:], len(owner)])
-        }
-        return pretokens, where
+
+def _shared(values, typecode):
+    """An array.array of `values` and a numpy array over the same memory."""
+    shared = array(typecode, values.astype(np.int64 if typecode == "q" else np.int32).tobytes())
+    return shared, np.frombuffer(shared, values.dtype)
 
 
 class BestPair:
@@ -387,7 +362,7 @@ class BestPair:
     """
 
     def __init__(self, pair_counts, keys, shift):
-        self.pair_counts = pair_counts  # the table merge_everywhere keeps up to date
+        self.pair_counts = pair_counts  # the table FlatPretokens.merge keeps up to date
         self.keys = keys  # _descending_key of each token, by id
         self.shift = shift
         self.mask = (1 << shift) - 1
@@ -447,125 +422,6 @@ class BestPair:
                 heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
             else:
                 buckets[count.bit_length()].append(pair)
-
-
-def merge_everywhere(merged, new, pretokens, freqs, pair_counts, where, shift):
-    """Phase 3, equal to simple.merge_pair(ids, pair, new) on every pretoken, and
-    get_pair_counts after minus before added to the counts. -> {pair holding new: count}.
-
-    Only the pretokens listed in where[merged] can hold the pair (some no longer do: the list
-    may be stale). Only the neighbours of each occurrence change: (x, a) and (b, y) lose `freq`
-    and (x, new), (new, y) gain it; the pairs holding `new` are new, returned as `fresh` (and
-    added to pair_counts and where). A pretoken holding `a` once is merged here in place
-    (the common case); more occurrences: _merge_repeated; a long one: _merge_long.
-    """
-    a, b = merged >> shift, merged & ((1 << shift) - 1)
-    b_high, new_high = b << shift, new << shift
-    fresh = {}
-    fresh_get = fresh.get
-    fresh_where = {}
-    fresh_where_setdefault = fresh_where.setdefault
-    for index in where.pop(merged):
-        pretoken = pretokens[index]
-        freq = freqs[index]
-        if pretoken.__class__ is str:  # a long pretoken: merged at C speed
-            touched = _merge_long_counted(
-                pretokens, index, a, b, new, freq, pair_counts, fresh, shift
-            )
-        else:
-            todo = pretoken.count(a)  # occurrences of `a`
-            if todo == 1:
-                i = pretoken.index(a)
-                last = len(pretoken) - 1
-                if i == last or pretoken[i + 1] != b:
-                    continue  # a stale entry: an earlier merge took the pair away
-                if i:
-                    x = pretoken[i - 1]
-                    pair_counts[x << shift | a] -= freq
-                    pair = x << shift | new
-                    fresh[pair] = fresh_get(pair, 0) + freq
-                    fresh_where_setdefault(pair, []).append(index)
-                if i + 2 <= last:
-                    y = pretoken[i + 2]
-                    pair_counts[b_high | y] -= freq
-                    pair = new_high | y
-                    fresh[pair] = fresh_get(pair, 0) + freq
-                    fresh_where_setdefault(pair, []).append(index)
-                pretoken[i] = new
-                del pretoken[i + 1]
-                continue
-            if not todo:
-                continue  # a stale entry: an earlier merge took `a` away
-            touched = _merge_repeated(
-                pretokens, index, a, b, new, freq, todo, pair_counts, fresh, shift
-            )
-        for pair in touched:
-            fresh_where_setdefault(pair, []).append(index)
-    del pair_counts[merged]
-    pair_counts.update(fresh)  # pairs holding `new` are new: nothing to add to
-    where.update(fresh_where)
-    return fresh
-
-
-def _merge_repeated(pretokens, index, a, b, new, freq, todo, pair_counts, fresh, shift):
-    """merge_everywhere's loop on one pretoken that holds `a` `todo` times (two or more):
-    simple.merge_pair on it, the counts updated -> the pairs holding `new` it now holds."""
-    pretoken = pretokens[index]
-    last = len(pretoken) - 1
-    b_high, new_high = b << shift, new << shift
-    fresh_get = fresh.get
-    touched = set()
-    parts = []
-    start = 0  # pretoken[start:] is not copied into parts yet
-    i = 0
-    while todo:
-        i = pretoken.index(a, i)
-        todo -= 1
-        if i == last or pretoken[i + 1] != b:
-            i += 1
-            continue
-        if a == b:
-            todo -= 1
-        if i > start:  # an unmerged left neighbour x
-            x = pretoken[i - 1]
-            pair_counts[x << shift | a] -= freq
-            pair = x << shift | new
-            fresh[pair] = fresh_get(pair, 0) + freq
-            touched.add(pair)
-            parts += pretoken[start:i]
-        elif i:  # right after the previous occurrence: (new, new)
-            pair = new_high | new
-            fresh[pair] = fresh_get(pair, 0) + freq
-            touched.add(pair)
-        parts.append(new)
-        i += 2
-        start = i
-        if i <= last:  # a right neighbour y
-            y = pretoken[i]
-            pair_counts[b_high | y] -= freq
-            if y != a or i == last or pretoken[i + 1] != b:  # else the next turn adds (new, new)
-                pair = new_high | y
-                fresh[pair] = fresh_get(pair, 0) + freq
-                touched.add(pair)
-    if start:
-        parts += pretoken[start:]
-        pretokens[index] = parts
-    return touched
-
-
-def _merge_long_counted(pretokens, index, a, b, new, freq, pair_counts, fresh, shift):
-    """merge_everywhere on one long pretoken (a str of chr(id)), by _merge_long -> the pairs
-    holding `new` it now holds."""
-    touched = set()
-    pretokens[index], changes = _merge_long(pretokens[index], a, b, new)
-    for (x, y), change in changes.items():
-        pair = x << shift | y
-        if x == new or y == new:
-            fresh[pair] = fresh.get(pair, 0) + change * freq
-            touched.add(pair)
-        else:
-            pair_counts[pair] += change * freq
-    return touched
 
 
 # ---------------------------------------------------------------------------

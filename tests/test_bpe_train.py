@@ -112,9 +112,9 @@ def test_fast_equals_simple_with_counts_of_every_size(word_counts, num_merges):
 
 @settings(max_examples=200, deadline=None)
 @given(corpora(), st.integers(0, 60), st.sampled_from([0, 2, 4, 10**9]))
-def test_flat_merges_then_lists_equal_simple(texts, num_merges, flat_min_places):
-    """FlatPretokens.merge (numpy, every place at once) for the first merges, then
-    merge_everywhere: all flat (0), a switch part-way (2, 4), all lists (10**9)."""
+def test_numpy_and_loop_merges_equal_simple(texts, num_merges, flat_min_places):
+    """FlatPretokens.merge by numpy for every merge (0), by the Python loop for every merge
+    (10**9), or each by the one its number of places picks (2, 4)."""
     joined = "".join(texts)
     expected = train_quietly(simple.train, joined, 256 + num_merges)
     saved = train_module.FLAT_MIN_PLACES
@@ -126,9 +126,9 @@ def test_flat_merges_then_lists_equal_simple(texts, num_merges, flat_min_places)
     assert got == expected
 
 
-@pytest.mark.parametrize("flat_min_places", [0, 48, 10**9], ids=["flat", "switch", "lists"])
+@pytest.mark.parametrize("flat_min_places", [0, 256, 10**9], ids=["numpy", "both", "loop"])
 def test_flat_merges_on_real_text(shakespeare, monkeypatch, flat_min_places):
-    """The counts kept by the flat phase are those of the pretokens it hands to the lists."""
+    """Numpy (_merge_many), the Python loop (_merge_few) or both learn the same merges."""
     monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", flat_min_places)
     counts = {p.encode(): n for p, n in count_pretokens(shakespeare[:200_000], "gpt4").items()}
     merges, tokens, _ = learn_merges(counts, 1500)
@@ -224,38 +224,9 @@ def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, mon
     ],
 )
 def test_long_pretokens_train_as_simple_train(text):
-    """Runs like web text's base64 or "=====" lines: the long path (STR_MERGE_BYTES) must learn
-    exactly simple.train's merges (a 200,000-character run is the same code, just longer)."""
-    assert len(max(count_pretokens(text, "gpt2"), key=len)) > train_module.STR_MERGE_BYTES
+    """Runs like web text's base64 or "=====" lines: thousands of places in one pretoken, merged
+    by numpy, must learn exactly simple.train's merges (a 200,000-character run is the same
+    code, just longer)."""
+    assert len(max(count_pretokens(text, "gpt2"), key=len)) > 1000
     expected = train_quietly(simple.train, text, 300)
     assert train_quietly(train_bpe_from_iterator, [text], 300) == expected
-
-
-@settings(max_examples=150, deadline=None)
-@given(corpora(), st.integers(0, 40), st.integers(1, 6))
-def test_long_path_equals_simple_on_random_corpora(texts, num_merges, long_pretoken):
-    """With STR_MERGE_BYTES lowered, most pretokens take the long path, mixed with the short."""
-    joined = "".join(texts)
-    expected = train_quietly(simple.train, joined, 256 + num_merges)
-    saved = train_module.STR_MERGE_BYTES
-    train_module.STR_MERGE_BYTES = long_pretoken
-    try:
-        got = train_quietly(train_bpe_from_iterator, [joined], 256 + num_merges)
-    finally:
-        train_module.STR_MERGE_BYTES = saved
-    assert got == expected
-
-
-def test_merge_long_is_merge_pair_for_every_id():
-    """Ids in the surrogate range (0xD800..0xDFFF) are characters of a str too."""
-    ids = [0xD800, 0xD800, 0xD800, 7, 0xD800, 0xD800]
-    pretoken = "".join(map(chr, ids))
-    merged, changes = train_module._merge_long(pretoken, 0xD800, 0xD800, 0xDFFF)
-    assert [ord(c) for c in merged] == simple.merge_pair(ids, (0xD800, 0xD800), 0xDFFF)
-    before = simple.get_pair_counts(ids)
-    after = simple.get_pair_counts([ord(c) for c in merged])
-    assert changes == {
-        pair: after.get(pair, 0) - before.get(pair, 0)
-        for pair in before.keys() | after.keys()
-        if after.get(pair, 0) != before.get(pair, 0)
-    }
