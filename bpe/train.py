@@ -26,7 +26,7 @@ import multiprocessing
 import os
 import warnings
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from heapq import heapify, heappop, heappush
 
 import numpy as np
@@ -283,7 +283,7 @@ class FlatPretokens:
         pair_counts, shift = self.pair_counts, self.shift
         a, b = merged >> shift, merged & ((1 << shift) - 1)
         b_high, new_high = b << shift, new << shift
-        fresh, places = {}, {}
+        fresh, places = defaultdict(int), defaultdict(list)
         for place in at if at.__class__ is list else at.tolist():
             if ids[place] != a:
                 continue  # stale: an earlier merge took `a` away
@@ -298,14 +298,12 @@ class FlatPretokens:
                     fresh[new_high | a] -= count
                 else:
                     pair_counts[x << shift | a] -= count
-                pair = x << shift | new
-                fresh[pair] = fresh.get(pair, 0) + count
-                places.setdefault(pair, []).append(left)
+                fresh[x << shift | new] += count
+                places[x << shift | new].append(left)
             if y >= 0:
                 pair_counts[b_high | y] -= count
-                pair = new_high | y
-                fresh[pair] = fresh.get(pair, 0) + count
-                places.setdefault(pair, []).append(place)
+                fresh[new_high | y] += count
+                places[new_high | y].append(place)
             ids[place], ids[right] = new, GONE
             after[place], before[beyond] = beyond, place
         return {pair: count for pair, count in fresh.items() if count}, places
