@@ -398,19 +398,13 @@ class BestPair:
     def _lower_floor(self):
         """Halve the floor; the pairs waiting in the bucket just above it enter the heap."""
         self.floor >>= 1
-        floor, get, keys, shift, mask = (
-            self.floor,
-            self.pair_counts.get,
-            self.keys,
-            self.shift,
-            self.mask,
-        )
+        floor, get, keys = self.floor, self.pair_counts.get, self.keys
         waiting, self.buckets[floor.bit_length()] = self.buckets[floor.bit_length()], []
         entering = []
         for pair in waiting:
             count = get(pair, 0)
             if count >= floor:
-                entering.append((-count, keys[pair >> shift], keys[pair & mask], pair))
+                entering.append((-count, keys[pair >> self.shift], keys[pair & self.mask], pair))
             elif count:
                 self.buckets[count.bit_length()].append(pair)
         self.heap += entering
