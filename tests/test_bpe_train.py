@@ -130,10 +130,10 @@ def test_numpy_and_loop_merges_equal_simple(texts, num_merges, flat_min_places):
 def test_flat_merges_on_real_text(shakespeare, monkeypatch, flat_min_places):
     """Numpy (_merge_many), the Python loop (_merge_few) or both learn the same merges."""
     monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", flat_min_places)
-    counts = {p.encode(): n for p, n in count_pretokens(shakespeare[:200_000], "gpt4").items()}
-    merges, tokens, _ = learn_merges(counts, 1500)
+    counts = {p.encode(): n for p, n in count_pretokens(shakespeare[:100_000], "gpt4").items()}
+    merges, tokens, _ = learn_merges(counts, 1000)
     monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", 10**9)
-    assert (merges, tokens) == learn_merges(counts, 1500)[:2]
+    assert (merges, tokens) == learn_merges(counts, 1000)[:2]
     pair_counts = {}
     for pretoken, n in counts.items():
         simple.get_pair_counts(list(pretoken), pair_counts, n)
