@@ -356,8 +356,9 @@ class BestPair:
     """Phase 2, equal to simple.train's max(candidates, key=(count, left bytes, right bytes)),
     without looking at every pair each time.
 
-    A heap holds (-count, key of a, key of b, pair): the highest count first, ties to the
-    greatest bytes (_descending_key). Its entries may be stale: an entry whose count has since
+    A heap holds (-count, key of a + key of b, pair): the highest count first, ties to the
+    greatest bytes (_descending_key; as each key ends with _END and only there, the joined keys
+    sort as the pairs of keys would). Its entries may be stale: an entry whose count has since
     changed is put back with the new count when it reaches the top. Most pairs are never merged
     (half of those made are seen once), so the heap only holds the pairs counted at least
     `floor` times; the others wait in buckets by bit length (counts in [2**(k - 1), 2**k) in
@@ -385,11 +386,11 @@ class BestPair:
                     return None
                 self._lower_floor()
                 continue
-            negative, key_a, key_b, pair = heappop(heap)
+            negative, key, pair = heappop(heap)
             count = get(pair, 0)
             if count != -negative:  # stale: put back with its count, or wait in a bucket
                 if count >= self.floor:
-                    heappush(heap, (-count, key_a, key_b, pair))
+                    heappush(heap, (-count, key, pair))
                 elif count:
                     buckets[count.bit_length()].append(pair)
             elif pair not in self.never:
@@ -404,7 +405,7 @@ class BestPair:
         for pair in waiting:
             count = get(pair, 0)
             if count >= floor:
-                entering.append((-count, keys[pair >> self.shift], keys[pair & self.mask], pair))
+                entering.append((-count, keys[pair >> self.shift] + keys[pair & self.mask], pair))
             elif count:
                 self.buckets[count.bit_length()].append(pair)
         self.heap += entering
@@ -416,7 +417,7 @@ class BestPair:
         shift, mask = self.shift, self.mask
         for pair, count in fresh.items():
             if count >= floor:
-                heappush(heap, (-count, keys[pair >> shift], keys[pair & mask], pair))
+                heappush(heap, (-count, keys[pair >> shift] + keys[pair & mask], pair))
             else:
                 buckets[count.bit_length()].append(pair)
 
