@@ -347,8 +347,9 @@ class FlatPretokens:
 
 
 def _shared(values, typecode):
-    """An array.array of `values` and a numpy array over the same memory."""
-    shared = array(typecode, values.astype(np.int64 if typecode == "q" else np.int32).tobytes())
+    """An array.array of a numpy array's values (typecode of its dtype: "i" for int32, "q" for
+    int64) and a numpy array over the array.array's memory."""
+    shared = array(typecode, values.tobytes())
     return shared, np.frombuffer(shared, values.dtype)
 
 
