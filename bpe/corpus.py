@@ -47,7 +47,7 @@ from pathlib import Path
 
 from .checks import check_pattern, check_special_tokens
 from .fragments import FragmentCounter
-from .patterns import LINE_CUT_PATTERNS, Pretokenizer
+from .patterns import LINE_CUT_PATTERNS
 from .simple import split_on_special_tokens
 
 BLOCK_BYTES = 1 << 20  # what a worker reads at a time
@@ -393,29 +393,18 @@ def _documents_with_sizes(piece, reading):
 
 
 class _Counting:
-    """Pretoken counts of documents: split at special tokens, then the pattern (by fragments
-    where the pattern allows, see fragments.py)."""
+    """Pretoken counts of documents: split at special tokens, then the pattern (fragments.py)."""
 
     def __init__(self, reading):
         self.special_tokens = reading.special_tokens
-        if FragmentCounter.applies(reading.pattern):
-            self.fragments = FragmentCounter(reading.pattern)
-        else:
-            self.fragments = None
-            self.pretokenizer = Pretokenizer(reading.pattern)
-            self.pretokens = Counter()
+        self.fragments = FragmentCounter(reading.pattern)
 
     def add(self, text):
         for segment in split_on_special_tokens(text, self.special_tokens)[::2]:
-            if self.fragments is not None:
-                self.fragments.add(segment)
-            else:
-                self.pretokens.update(self.pretokenizer.findall(segment))
+            self.fragments.add(segment)
 
     def pretoken_counts(self):
-        if self.fragments is not None:
-            return self.fragments.pretoken_counts()
-        return self.pretokens
+        return self.fragments.pretoken_counts()
 
 
 def count_piece(piece, reading):

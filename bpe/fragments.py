@@ -95,12 +95,6 @@ def fragment_bounds(data, cut_before):
     return starts, ends
 
 
-def split_fragments(data, cut_before):
-    """`data` cut into fragments: b"the cat. A dog" -> [b"the", b" cat.", b" A", b" dog"]."""
-    starts, ends = fragment_bounds(data, cut_before)
-    return [data[start:end] for start, end in zip(starts.tolist(), ends.tolist())]
-
-
 # A fragment of up to 16 bytes (95% of web text's) is counted by numpy as the integers of its
 # first and last 8 bytes, little-endian (no fragment holds a zero byte: the padding cannot be
 # mistaken for one); the longer ones as bytes, by a Counter.
@@ -133,26 +127,23 @@ def _count_short(windows, starts, lengths):
 
 
 class FragmentCounter:
-    """Pretoken counts of documents, equal to simple.count_pretokens over each, summed; for
-    GPT-2's, GPT-4's and nanochat's patterns (`applies`), the others have no cut rule here."""
+    """Pretoken counts of documents, equal to simple.count_pretokens over each, summed. By
+    fragments for GPT-2's, GPT-4's and nanochat's patterns; another pattern has no cut rule
+    here, and its documents are pretokenized whole."""
 
     def __init__(self, pattern):
         self.pattern = PATTERNS.get(pattern, pattern)
         self.pretokenizer = Pretokenizer(self.pattern)
-        self.cut_before = CUT_BEFORE[self.pattern]
+        self.cut_before = CUT_BEFORE.get(self.pattern)
         self.fragments = Counter()  # {fragment bytes: count}
-        self.pretokens = Counter()  # documents counted apart (those holding SEPARATOR)
+        self.pretokens = Counter()  # documents counted whole (no cut rule, or holding SEPARATOR)
         self.buffer = []
         self.buffered = 0
-
-    @staticmethod
-    def applies(pattern):
-        return PATTERNS.get(pattern, pattern) in CUT_BEFORE
 
     def add(self, text):
         """Count one document (a str with no special token in it)."""
         data = text.encode("utf-8", "surrogatepass")
-        if SEPARATOR in data:  # cannot be joined to the others: counted on its own
+        if self.cut_before is None or SEPARATOR in data:  # cannot be joined to the others
             self.pretokens.update(self.pretokenizer.findall(text))
             return
         self.buffer.append(data)

@@ -34,7 +34,7 @@ import numpy as np
 from .checks import check_pattern, check_training_args
 from .corpus import count_corpus, straddles_special
 from .fragments import FragmentCounter
-from .patterns import LINE_CUT_PATTERNS, Pretokenizer
+from .patterns import LINE_CUT_PATTERNS
 from .simple import special_token_regex, split_on_special_tokens
 
 log = logging.getLogger(__name__)
@@ -50,23 +50,14 @@ PARALLEL_MIN_CHARS = 500_000
 
 
 def count_pretokens(text, pattern="gpt2", special_tokens=()):
-    """Equal to simple.count_pretokens: by fragments (fragments.py) for the named patterns,
-    else by patterns.Pretokenizer (faster on all-ASCII text).
+    """Equal to simple.count_pretokens, counted by fragments (fragments.py).
 
     "the cat the" -> Counter({"the": 1, " cat": 1, " the": 1})
     """
-    pattern = check_pattern(pattern)
-    segments = split_on_special_tokens(text, special_tokens)[::2]
-    if FragmentCounter.applies(pattern):
-        fragments = FragmentCounter(pattern)
-        for segment in segments:
-            fragments.add(segment)
-        return fragments.pretoken_counts()
-    pretokenizer = Pretokenizer(pattern)
-    counts = Counter()
-    for segment in segments:
-        counts.update(pretokenizer.findall(segment))
-    return counts
+    counter = FragmentCounter(check_pattern(pattern))
+    for segment in split_on_special_tokens(text, special_tokens)[::2]:
+        counter.add(segment)
+    return counter.pretoken_counts()
 
 
 def _count_piece(job):
