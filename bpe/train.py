@@ -232,29 +232,14 @@ class FlatPretokens:
         after = np.arange(1, len(ids) + 1, dtype=np.int32)
         before = np.arange(-1, len(ids) - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
         left = np.flatnonzero((ids[:-1] >= 0) & (ids[1:] >= 0))
-        pairs = ids[left].astype(np.int64) << shift | ids[left + 1]
-        self.pair_counts, self.places = self._grouped(pairs, weight[left], left)
+        keys = (ids[left] << 8 | ids[left + 1]).astype(np.uint16)  # numpy sorts 16 bits by radix
+        keys, counts, places = _grouped(keys, weight[left], left)
+        pairs = (keys >> 8 << shift | keys & 255).tolist()
+        self.pair_counts, self.places = dict(zip(pairs, counts)), dict(zip(pairs, places))
         self.ids, self.ids_np = _shared(ids, "i")
         self.after, self.after_np = _shared(after, "i")
         self.before, self.before_np = _shared(before, "i")
         self.weight, self.weight_np = _shared(weight, "q")
-
-    @staticmethod
-    def _grouped(pairs, weights, places=None):
-        """{pair: total weight} of parallel arrays, and with `places` (in order within each
-        pair) {pair: its places in order}."""
-        if not len(pairs):
-            return {}, {}
-        order = np.argsort(pairs, kind="stable")
-        pairs = pairs[order]
-        starts = np.flatnonzero(_changes(pairs))
-        unique = pairs[starts].tolist()
-        totals = dict(zip(unique, np.add.reduceat(weights[order], starts).tolist()))
-        if places is None:
-            return totals, {}
-        places = places[order]
-        bounds = [*starts.tolist(), len(places)]
-        return totals, {pair: places[bounds[i] : bounds[i + 1]] for i, pair in enumerate(unique)}
 
     def merge(self, merged, new):
         """simple.merge_pair(ids, merged, new) on every pretoken, and get_pair_counts after
@@ -308,33 +293,54 @@ class FlatPretokens:
         """merge, on every place at once by numpy: the same counts as _merge_few."""
         shift, ids, after, before = self.shift, self.ids_np, self.after_np, self.before_np
         a, b = merged >> shift, merged & ((1 << shift) - 1)
-        at = at[ids[at] == a]  # the stale places fall out
-        at = at[ids[after[at]] == b]
+        right = after[at]
+        now = (ids[at] == a) & (ids[right] == b)  # the stale places fall out
+        at, right = at[now], right[now]
         if a == b:  # in a run of a's, every other place from the run's start: merge_pair's
             index = np.arange(len(at))
             first = np.maximum.accumulate(np.where(ids[before[at]] != a, index, 0))
             at = at[(index - first) % 2 == 0]
-        right = after[at]  # GONE after the merge
+            right = after[at]
         left, beyond = before[at], after[right]
         x, y, weight = ids[left], ids[beyond], self.weight_np[at]
         # Two occurrences in a row (a b a b): their middle pair (b, a) is lost once, on the
         # right of the first, and (new, new) made once, also there.
-        follows = np.zeros(len(at), bool)
-        follows[1:] = left[1:] == right[:-1]
-        y_now = y.copy()
-        y_now[:-1][follows[1:]] = new
+        follows = left[1:] == right[:-1]
         ids[at], ids[right] = new, GONE
         after[at], before[beyond] = beyond, at
-        has_x, has_y = (x >= 0) & ~follows, y >= 0
-        x, y_now, y = x.astype(np.int64), y_now.astype(np.int64), y.astype(np.int64)
+        has_x, has_y = x >= 0, y >= 0
+        has_x[1:] &= ~follows
+        x, y = x[has_x].astype(np.int64), y[has_y].astype(np.int64)
+        y_now = ids[beyond[has_y]].astype(np.int64)  # read after the writes: `new` if followed
         weights = np.concatenate((weight[has_x], weight[has_y]))
-        lost = np.concatenate((x[has_x] << shift | a, b << shift | y[has_y]))
-        lost_counts, _ = self._grouped(lost, weights)
+        lost, counts, _ = _grouped(np.concatenate((x << shift | a, b << shift | y)), weights)
         pair_counts = self.pair_counts
-        for pair, count in lost_counts.items():
+        for pair, count in zip(lost.tolist(), counts):
             pair_counts[pair] -= count
-        made = np.concatenate((x[has_x] << shift | new, new << shift | y_now[has_y]))
-        return self._grouped(made, weights, np.concatenate((left[has_x], at[has_y])))
+        made = np.concatenate((x << shift | new, new << shift | y_now))
+        made, counts, places = _grouped(made, weights, np.concatenate((left[has_x], at[has_y])))
+        made = made.tolist()
+        return dict(zip(made, counts)), dict(zip(made, places))
+
+
+def _grouped(keys, weights, places=None):
+    """Parallel arrays grouped by key -> (each key once, ascending, as an int64 array; the
+    total weight of each, a list; with `places`, the places of each in order, a list of arrays).
+
+    [5, 3, 5], [1, 2, 4], [7, 8, 9] -> [3, 5], [2, 5], [[8], [7, 9]]
+    """
+    if not len(keys):
+        return np.zeros(0, np.int64), [], []
+    order = keys.argsort(kind="stable")
+    keys = keys[order]
+    starts = np.flatnonzero(_changes(keys))
+    totals = np.add.reduceat(weights[order], starts).tolist()
+    keys = keys[starts].astype(np.int64)
+    if places is None:
+        return keys, totals, []
+    places = places[order]
+    bounds = [*starts.tolist(), len(places)]
+    return keys, totals, [places[bounds[i] : bounds[i + 1]] for i in range(len(starts))]
 
 
 def _shared(values, typecode):
