@@ -195,7 +195,7 @@ def learn_merges(pretoken_counts, num_merges, progress=None):
 
 
 # A merge at this many places or more is made by numpy (FlatPretokens._merge_many): below,
-# its ~40 numpy calls cost more than a Python loop over the places (_merge_few). Measured on
+# its ~30 numpy calls cost more than a Python loop over the places (_merge_few). Measured on
 # docs20: 236 against 215 us a merge at 32-63 places, 280 against 460 us at 64-127.
 FLAT_MIN_PLACES = 48
 SEPARATOR = -1  # in FlatPretokens.ids, after each pretoken
