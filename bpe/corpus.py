@@ -48,7 +48,6 @@ from pathlib import Path
 from .checks import check_pattern, check_special_tokens
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
-from .simple import split_on_special_tokens
 
 BLOCK_BYTES = 1 << 20  # what a worker reads at a time
 # The largest piece; a finished piece moves the progress bar. A worker's count table of a
@@ -392,32 +391,17 @@ def _documents_with_sizes(piece, reading):
 # ---------------------------------------------------------------------------
 
 
-class _Counting:
-    """Pretoken counts of documents: split at special tokens, then the pattern (fragments.py)."""
-
-    def __init__(self, reading):
-        self.special_tokens = reading.special_tokens
-        self.fragments = FragmentCounter(reading.pattern)
-
-    def add(self, text):
-        for segment in split_on_special_tokens(text, self.special_tokens)[::2]:
-            self.fragments.add(segment)
-
-    def pretoken_counts(self):
-        return self.fragments.pretoken_counts()
-
-
 def count_piece(piece, reading):
     """{pretoken: count} of one piece's documents."""
-    counting = _Counting(reading)
+    counter = FragmentCounter(reading.pattern, reading.special_tokens)
     if piece.kind == "parquet":
         for text in _parquet_texts(piece, reading.text_column):
-            counting.add(text)
+            counter.add(text)
     elif piece.kind == "json-array":
-        _count_json_array(piece, reading.text_column, counting)
+        _count_json_array(piece, reading.text_column, counter)
     else:
-        _count_lines_or_text(piece, reading, counting)
-    return counting.pretoken_counts()
+        _count_lines_or_text(piece, reading, counter)
+    return counter.pretoken_counts()
 
 
 def _blocks(piece, cutter):
@@ -446,16 +430,16 @@ def _blocks(piece, cutter):
             offset += cut
 
 
-def _count_lines_or_text(piece, reading, counting):
+def _count_lines_or_text(piece, reading, counter):
     cutter = Cutter(reading.pattern, reading.special_tokens)
     for offset, data in _blocks(piece, cutter):
         if piece.kind == "text":
-            counting.add(_decode(data, piece.path, offset))
+            counter.add(_decode(data, piece.path, offset))
             continue
         start = 0
         for line in data.split(b"\n"):
             if line.strip():
-                counting.add(_json_line_text(line, piece.path, offset + start, reading.text_column))
+                counter.add(_json_line_text(line, piece.path, offset + start, reading.text_column))
             start += len(line) + 1
 
 
@@ -547,11 +531,11 @@ def _json_array_rows(path):
     return rows
 
 
-def _count_json_array(piece, text_column, counting):
+def _count_json_array(piece, text_column, counter):
     rows = _json_array_rows(piece.path)
     stop = len(rows) if piece.stop_row == -1 else piece.stop_row
     for number in range(stop):
-        counting.add(_text_of(rows[number], piece.path, f"row {number}", text_column))
+        counter.add(_text_of(rows[number], piece.path, f"row {number}", text_column))
 
 
 def _parquet_texts(piece, text_column):

@@ -35,7 +35,7 @@ from .checks import check_pattern, check_training_args
 from .corpus import count_corpus, straddles_special
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
-from .simple import special_token_regex, split_on_special_tokens
+from .simple import special_token_regex
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,8 @@ def count_pretokens(text, pattern="gpt2", special_tokens=()):
 
     "the cat the" -> Counter({"the": 1, " cat": 1, " the": 1})
     """
-    counter = FragmentCounter(check_pattern(pattern))
-    for segment in split_on_special_tokens(text, special_tokens)[::2]:
-        counter.add(segment)
+    counter = FragmentCounter(check_pattern(pattern), special_tokens)
+    counter.add(text)
     return counter.pretoken_counts()
 
 

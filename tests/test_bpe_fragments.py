@@ -11,18 +11,20 @@ from hypothesis import strategies as st
 from bpe import fragments, simple
 from bpe.fragments import WHITESPACE, FragmentCounter, fragment_bounds
 from bpe.patterns import PATTERNS
+from bpe.simple import EOT
 
 NAMED = ["gpt2", "gpt4", "nanochat"]
 
 # Pieces that make cutting interesting: every kind of whitespace (and \x1c, which str.isspace
 # calls space but the patterns do not; \x00, the separator of documents), punctuation before
-# newlines (GPT-4 joins them), contractions, digits, letters in and out of ASCII.
+# newlines (GPT-4 joins them), contractions, digits, letters in and out of ASCII, and the
+# special token, which cuts a document and is left out.
 documents = st.lists(
     st.lists(
         st.sampled_from(
             [" ", "  ", "\n", "\r\n", "\t", "\x0b", "\x0c", "\x1c", "\x00", "\x85", "\xa0"]
             + ["\u2003", "\u3000", ".", ",\n", "!!", "'s", "'LL", "7", "123", "a", "The", "é"]
-            + ["日本", "\u0430\u0431", "😀"]
+            + ["日本", "\u0430\u0431", "😀", EOT, "<|"]
         ),
         max_size=30,
     ).map("".join),
@@ -30,17 +32,17 @@ documents = st.lists(
 )
 
 
-def counted_by_fragments(texts, pattern):
-    counter = FragmentCounter(pattern)
+def counted_by_fragments(texts, pattern, special_tokens=()):
+    counter = FragmentCounter(pattern, special_tokens)
     for text in texts:
         counter.add(text)
     return counter.pretoken_counts()
 
 
-def counted_simply(texts, pattern):
+def counted_simply(texts, pattern, special_tokens=()):
     counts = Counter()
     for text in texts:
-        counts.update(simple.count_pretokens(text, PATTERNS[pattern]))
+        counts.update(simple.count_pretokens(text, PATTERNS[pattern], special_tokens))
     return counts
 
 
@@ -48,7 +50,7 @@ def counted_simply(texts, pattern):
 @settings(max_examples=200, deadline=None)
 @given(texts=documents)
 def test_fragments_count_as_simple_count_pretokens(pattern, texts):
-    assert counted_by_fragments(texts, pattern) == counted_simply(texts, pattern)
+    assert counted_by_fragments(texts, pattern, [EOT]) == counted_simply(texts, pattern, [EOT])
 
 
 @pytest.mark.parametrize("pattern", NAMED)
