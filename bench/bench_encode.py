@@ -17,6 +17,7 @@
 
 import functools
 import gc
+import runpy
 import statistics
 import subprocess
 import sys
@@ -25,7 +26,9 @@ import time
 from pathlib import Path
 
 from bpe import Tokenizer
-from prepare_common import TINY_SHAKESPEARE, ArgumentParser, fetch, gpt2_encoding, gpt2_files
+from prepare_common import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, ArgumentParser, fetch, gpt2_encoding
+
+TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS20 = ROOT.parent / "shared" / "bench" / "docs20.txt"
@@ -176,7 +179,11 @@ def main():
     parser.add_argument("--skip-stream", action="store_true", help="skip part 3 (the 20 MB stream)")
     parser.add_argument("--docs20", type=Path, default=DOCS20, help="the corpus of part 3")
     args = parser.parse_args()
-    files = gpt2_files()
+    folder = Path(tempfile.mkdtemp())
+    files = (
+        fetch(GPT2_ENCODER_JSON, folder / "encoder.json"),
+        fetch(GPT2_VOCAB_BPE, folder / "vocab.bpe"),
+    )
     enc = gpt2_encoding()
     shakespeare = fetch(TINY_SHAKESPEARE, Path(tempfile.mkdtemp()) / "input.txt").read_text(
         encoding="utf-8"

@@ -10,6 +10,7 @@ at most 1.0, no slower than nanoGPT's script).
 """
 
 import argparse
+import runpy
 import shutil
 import statistics
 import subprocess
@@ -18,7 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from prepare_common import TINY_SHAKESPEARE, ArgumentParser, fetch
+from prepare_common import ArgumentParser, fetch
+
+TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,6 +15,7 @@ Columns: HF and our wall seconds, ours / HF, our seconds spent pretokenizing (re
 counting) and merging, and merges per second of the merge phase.
 """
 
+import runpy
 import statistics
 import sys
 import tempfile
@@ -22,7 +23,9 @@ import time
 from pathlib import Path
 
 from bpe import EOT, train_bpe
-from prepare_common import TINY_SHAKESPEARE, ArgumentParser, fetch
+from prepare_common import ArgumentParser, fetch
+
+TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"

@@ -195,7 +195,7 @@ def read_text(path):
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line usage errors and "did you mean" for a misspelled option, as the
-    project's other commands (prepare_common.ArgumentParser; bpe imports nothing of the project).
+    project's other commands (hardening.cli.ArgumentParser; bpe imports nothing of the project).
 
     No abbreviations, and an unknown --option is refused before anything else is parsed:
     `--tokenzier x.json hi` is an error naming --tokenizer, never the text "x.json".

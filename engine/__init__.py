@@ -1,13 +1,14 @@
 """The engine's wing: the same outputs as the lessons, from many tasks, on one machine or a cluster.
 
-It may import the lessons' helpers (prepare_common) and bpe; they never import it. Read in
+It may import the lessons' helpers (prepare_common), the hardening behind them and bpe; they
+never import it. Read in
 this order:
 
 - readers.py: the input files, their lengths and the pieces each task reads
 - executors.py: the work directory, datatrove's local, Slurm and Ray executors, the options
-- stages.py: the four stages of data/openwebtext/prepare_datatrove.py (tokenize, plan, write,
-  commit) as datatrove pipeline steps
-- openwebtext.py: those stages chained and run (prepare_with_datatrove)
+- stages.py: the four stages of a document lesson's prepare_datatrove.py (tokenize, plan,
+  write, commit) as datatrove pipeline steps
+- pipeline.py: those stages chained and run (prepare_with_datatrove)
 - training.py: tokenizer training whose counting runs as datatrove tasks
   (train_tokenizer.py --engine datatrove)
 """

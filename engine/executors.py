@@ -13,7 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-from prepare_common import PrepareError, atomic_path, load_json, read_metadata, sha256_file
+from hardening.errors import PrepareError
+from hardening.files import atomic_path, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
@@ -65,7 +66,7 @@ class Work:
                 (folder / sub).mkdir(parents=True, exist_ok=True)
             run_json = folder / "run.json"
             if os.path.lexists(run_json):
-                found = load_json(read_metadata(run_json), run_json)
+                found = load_json(read_small_file(run_json), run_json)
                 if found != config:
                     raise PrepareError(
                         f"the work directory {folder} was made by another run (its run.json "
@@ -95,7 +96,7 @@ class Work:
 def task_files_intact(summary_file, *files):
     """Whether `files` are what `summary_file` recorded (their sha256s, under "sha256")."""
     try:
-        recorded = load_json(read_metadata(summary_file), summary_file).get("sha256") or {}
+        recorded = load_json(read_small_file(summary_file), summary_file).get("sha256") or {}
         return all(recorded.get(path.name) == sha256_file(path) for path in files)
     except (PrepareError, OSError, AttributeError):
         return False

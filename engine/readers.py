@@ -11,14 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prepare_common import (
-    BUILDERS,
-    OPENWEBTEXT,
-    PrepareError,
-    expand_data_files,
-    hub_files_url,
-    sha256_file,
-)
+from hardening.documents import BUILDERS, expand_data_files, hub_files_url
+from hardening.errors import PrepareError
+from hardening.files import sha256_file
 
 JSON_WHITESPACE = b" \t\r\n"
 
@@ -271,7 +266,7 @@ class PieceReader:
             self.end = offset
 
 
-def input_files(data_files, hub=OPENWEBTEXT):
+def input_files(data_files, hub):
     """The files to read, in `datasets`' order, and their kind: ([paths or URLs], "json")."""
     if data_files is None:  # the hub dataset's parquet files, through fsspec's hf://
         return list_remote_files(hub_files_url(hub)), "parquet"

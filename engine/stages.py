@@ -1,4 +1,4 @@
-"""The four stages of the datatrove engine (see engine/openwebtext.py), as datatrove pipeline steps.
+"""The four stages of the datatrove engine (see engine/pipeline.py), as datatrove pipeline steps.
 
 They live in an importable module, not in a script's __main__, because the Slurm and Ray
 executors pickle them and unpickle them in other processes on other machines.
@@ -16,24 +16,20 @@ from datatrove.pipeline.base import PipelineStep
 
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
+from hardening.commit import output_folder
+from hardening.errors import PrepareError
+from hardening.files import atomic_path, sha256_file
+from hardening.formats import SHARD_FORMATS
 from prepare_common import (
-    FINEWEB_SPLIT_RULE,
-    SHARD_FORMATS,
-    PrepareError,
-    atomic_path,
     bpe_encoding,
-    check_documents_covered,
     check_ids,
     llmc_names,
-    output_folder,
     random_split,
-    sha256_file,
     split_record,
-    tokenize,
+    tokenize_documents,
     write_bpe_meta_pkl,
     write_meta,
     write_shards,
-    write_split_shards,
 )
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
@@ -97,11 +93,10 @@ class TokenizeStage(Stage):
                             )
                         bad += len(batch) - len(good)
                     texts = [batch[i][1] for i in good]
-                    tokens = tokenize(texts, encoding, job["eot_id"], dtype)
                     path, positions = job["files"][file_number], rows["position"][good]
                     where = functools.partial(document_name, path, job["kind"], positions)
-                    # a trained tokenizer's own pattern may leave characters out: refused here
-                    check_documents_covered(texts, tokens["ids"], encoding, tokenizer, where)
+                    # a trained tokenizer's own pattern may leave characters out: refused there
+                    tokens = tokenize_documents(texts, None, encoding, tokenizer, dtype, where)
                     if good:
                         ids = np.concatenate(tokens["ids"])
                         check_ids(ids, job["vocab_size"], dtype, where=job["files"][file_number])
@@ -335,13 +330,16 @@ class CommitStage(Stage):
                 )
         documents = {name: plan["splits"][name]["documents"] for name in parts}
         split = split_record(job["val_fraction"], job["seed"], documents, plan["numpy"])
+        split["rule"] = job["split_rule"]
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
         with output_folder(out_dir) as out:
             shards = None
             if job["format"] == "llmc":  # the same streams cut into llm.c's shards, val first
-                streams = {name: part_ids(paths, dtype) for name, paths in parts.items()}
-                size, vocab_size = job["shard_size"], job["vocab_size"]
-                shards = write_split_shards(out, "openwebtext", streams, size, dtype, vocab_size)
+                shards, size, vocab_size = [], job["shard_size"], job["vocab_size"]
+                for name in ("val", "train"):  # llm.c's shard 0 is val
+                    names = llmc_names(job["prefix"], name, first_index=len(shards))
+                    ids = part_ids(parts[name], dtype)
+                    shards += write_shards(out, ids, names, size, dtype, vocab_size, "llmc")
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
@@ -395,7 +393,7 @@ def commit_llmc_rule(job, work, plan, source, tokenizer, dtype, out_dir):
         write_meta(
             out, script=job["script"], tokenizer=tokenizer, dtype=dtype, shards=shards,
             shard_format=job["format"], source=source, options=job["options"],
-            split={"rule": FINEWEB_SPLIT_RULE, "shard_size": job["shard_size"]},
+            split={"rule": job["split_rule"], "shard_size": job["shard_size"]},
         )  # fmt: skip
     # what data/fineweb/prepare.py prints
     print(f"{job['source']}: {plan['documents']:,} document{'s' * (plan['documents'] != 1)}")

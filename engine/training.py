@@ -54,7 +54,8 @@ from engine.executors import (
     task_bars,
 )
 from engine.readers import file_identity
-from prepare_common import PrepareError, atomic_path, load_json, read_metadata, sha256_file
+from hardening.errors import PrepareError
+from hardening.files import atomic_path, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 
@@ -78,7 +79,7 @@ class CountWork:
         (self.folder / "counts").mkdir(parents=True, exist_ok=True)
         run_json = self.folder / "run.json"
         if os.path.lexists(run_json):
-            if load_json(read_metadata(run_json), run_json) != self.config:
+            if load_json(read_small_file(run_json), run_json) != self.config:
                 raise PrepareError(
                     f"the work directory {self.folder} was made by another run (its run.json "
                     "differs from this run's options); delete it or choose another --work-dir"
@@ -97,7 +98,7 @@ class CountWork:
     def table_intact(self, rank):
         """Whether table `rank` is there and is what its task wrote (the sha256 beside it)."""
         try:
-            recorded = read_metadata(self.table_sha256(rank)).decode().strip()
+            recorded = read_small_file(self.table_sha256(rank)).decode().strip()
             return recorded == sha256_file(self.table(rank))
         except (PrepareError, OSError, UnicodeDecodeError):
             return False
@@ -132,7 +133,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
                 f"{work.table(rank)} is missing or differs from its recorded sha256; run the "
                 f"same command again (it is counted again)"
             )
-        counts.update(load_json(read_metadata(work.table(rank)), work.table(rank)))
+        counts.update(load_json(read_small_file(work.table(rank)), work.table(rank)))
     if not counts:
         raise PrepareError(f"{' '.join(job['inputs'])}: no text to train on (empty input)")
     special_tokens = job["reading"]["special_tokens"]

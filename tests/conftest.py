@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import os
+import runpy
 import subprocess
 import sys
 import threading
@@ -35,9 +36,19 @@ import requests
 from hub_server import LocalHub, openwebtext_files
 
 import prepare_common
-from prepare_common import TINY_SHAKESPEARE, fetch
+from prepare_common import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, fetch
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def lesson(name):
+    """The names a lesson defines (its pins, its options), its file run as a module, not as a
+    script: lesson("shakespeare_char")["TINY_SHAKESPEARE"]."""
+    return runpy.run_path(str(REPO / "data" / name / "prepare.py"))
+
+
+TINY_SHAKESPEARE = lesson("shakespeare_char")["TINY_SHAKESPEARE"]
 
 
 def run_python(script, *args, cwd=None, env=None):
@@ -167,10 +178,11 @@ def gpt2_encoding():
 
 
 @pytest.fixture(scope="session")
-def gpt2_files():
+def gpt2_files(tmp_path_factory):
     """GPT-2's own (encoder.json, vocab.bpe), fetched and checksummed: for Tokenizer.from_gpt2_files."""
     require_downloads()
-    return prepare_common.gpt2_files()
+    folder = tmp_path_factory.mktemp("gpt2")
+    return fetch(GPT2_ENCODER_JSON, folder / "encoder.json"), fetch(GPT2_VOCAB_BPE, folder / "vocab.bpe")  # fmt: skip
 
 
 def write_jsonl(path, documents):
@@ -297,8 +309,8 @@ def openwebtext_repo(paragraphs, tmp_path_factory):
     the real repo's (plain_text/train-0000N-of-00080.parquet); `main` is another commit holding
     the documents in reverse order, so a run that does not follow the pin writes other bytes.
     """
-    repo, revision = prepare_common.HUB_REPO, prepare_common.HUB_REVISION
-    config = prepare_common.HUB_CONFIG
+    pin = lesson("openwebtext")["OPENWEBTEXT"]
+    repo, revision, config = pin.repo, pin.revision, pin.config
     documents = paragraphs[:600]
     files = openwebtext_files(documents, [150, 250, 200], config=config)
     main_commit = hashlib.sha1(b"another commit").hexdigest()

@@ -161,13 +161,6 @@ def test_write_bin_empty_split_gives_an_empty_file(tmp_path, batches):
     assert names_in(tmp_path) == ["val.bin"]
 
 
-def test_write_bin_checks_the_expected_count(tmp_path):
-    path = tmp_path / "train.bin"
-    with pytest.raises(PrepareError, match="wrote 3 tokens, expected 4"):
-        write_bin(path, [[1, 2, 3]], np.uint16, 65, expected_tokens=4)
-    assert names_in(tmp_path) == []
-
-
 def test_write_bin_refuses_a_bad_id_and_creates_nothing(tmp_path):
     path = tmp_path / "train.bin"
     with pytest.raises(PrepareError) as excinfo:

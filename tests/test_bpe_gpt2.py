@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prepare_common as tokenizers
 from bpe import EOT, Tokenizer
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
 
@@ -14,11 +13,6 @@ pytestmark = pytest.mark.usefixtures("downloads")  # GPT-2's files
 
 # tiktoken's cl100k_base pattern, copied from tiktoken_ext/openai_public.py (tiktoken 0.x)
 CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-
-
-@pytest.fixture(scope="module")
-def gpt2_files():
-    return tokenizers.gpt2_files()
 
 
 @pytest.fixture(scope="module")

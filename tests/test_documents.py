@@ -5,28 +5,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hardening.documents import expand_data_files, hub_load_arguments
+from hardening.tokenizers import encode_document
 from prepare_common import (
-    HUB_REVISION,
     PrepareError,
-    encode_document,
-    expand_data_files,
-    hub_load_arguments,
     ids_cache_options,
     load_documents,
     random_split,
     split_sizes,
-    tokenize,
+    tokenize_documents,
 )
 
 GPT2_EOT = 50256
+GPT2_RECORD = {"kind": "tiktoken", "sha256": "gpt2", "eot_id": GPT2_EOT}  # what the checks read
+OPENWEBTEXT = lesson("openwebtext")["OPENWEBTEXT"]
 
 
-def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
+def tokenize(texts, encoding, dtype):
+    return tokenize_documents(texts, range(len(texts)), encoding, GPT2_RECORD, dtype, "document")
+
+
+def test_tokenize_documents_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
     texts = ["Hello world", "Hi", "", "a <|endoftext|> in the text is plain text", "lone \ud800 !"]
-    out = tokenize(texts, encoding=gpt2_encoding, eot_id=GPT2_EOT, dtype=np.dtype(np.uint16))
+    out = tokenize(texts, gpt2_encoding, np.dtype(np.uint16))
     assert [ids.tolist() for ids in out["ids"][:2]] == [[15496, 995, 50256], [17250, 50256]]
     assert [ids.tolist() for ids in out["ids"]] == [
         gpt2_encoding.encode_ordinary(t) + [GPT2_EOT] for t in texts
@@ -34,7 +39,7 @@ def test_tokenize_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding):
     assert out["len"] == [len(gpt2_encoding.encode_ordinary(t)) + 1 for t in texts]
     assert all(ids.dtype == np.uint16 for ids in out["ids"])
     with pytest.raises(PrepareError, match="uint8 cannot hold the ids of tokenizer gpt2"):
-        tokenize(texts, encoding=gpt2_encoding, eot_id=GPT2_EOT, dtype=np.dtype(np.uint8))
+        tokenize(texts, gpt2_encoding, np.dtype(np.uint8))
 
 
 @settings(max_examples=200, deadline=None)
@@ -44,24 +49,28 @@ def test_encode_document_is_encode_ordinary_then_eot(gpt2_encoding, text):
         ids = encode_document(text, gpt2_encoding, GPT2_EOT, np.dtype(dtype))
         assert ids.dtype == dtype
         assert ids.tolist() == gpt2_encoding.encode_ordinary(text) + [GPT2_EOT]
+        first = encode_document(text, gpt2_encoding, GPT2_EOT, np.dtype(dtype), eot_first=True)
+        assert first.tolist() == [GPT2_EOT] + gpt2_encoding.encode_ordinary(text)  # llm.c's
 
 
 @pytest.fixture(scope="module")
 def tokenized(corpus, tmp_path_factory, gpt2_encoding):
     """90% of the corpus, loaded by load_documents and mapped exactly as the script maps it."""
     folder, _ = corpus
-    documents = load_documents([str(folder / "*.jsonl")], 1, tmp_path_factory.mktemp("cache"))
+    cache = tmp_path_factory.mktemp("cache")
+    documents = load_documents(OPENWEBTEXT, [str(folder / "*.jsonl")], 1, cache)
     split = documents.train_test_split(test_size=0.1, seed=1)["train"]
     dtype = np.dtype(np.uint16)
-    record = {"sha256": "a tokenizer", "eot_id": GPT2_EOT}
+    options = {"encoding": gpt2_encoding, "tokenizer": GPT2_RECORD, "dtype": dtype, "where": "doc"}
     return split.map(
-        tokenize,
-        fn_kwargs={"encoding": gpt2_encoding, "eot_id": GPT2_EOT, "dtype": dtype},
+        tokenize_documents,
+        fn_kwargs=options,
         input_columns="text",
+        with_indices=True,
         batched=True,
         remove_columns=["text"],
         num_proc=2,
-        **ids_cache_options(split, record, dtype),
+        **ids_cache_options(split, GPT2_RECORD, dtype, tokenize_documents),
     )
 
 
@@ -158,7 +167,7 @@ def test_random_split_pins_numpys_stream_for_nanogpts_seed():
 
 
 def test_hub_loader_arguments():
-    builder, kwargs = hub_load_arguments()
+    builder, kwargs = hub_load_arguments(OPENWEBTEXT)
     assert builder == "parquet"  # datasets' own builder: the repo's old loading script is never run
     assert kwargs == {
         "data_files": {
@@ -166,7 +175,7 @@ def test_hub_loader_arguments():
             "79d93d786212f7344586290adb811d4ae6a1762c/plain_text/*.parquet"
         }
     }
-    assert HUB_REVISION in kwargs["data_files"]["train"]  # one constant to change
+    assert OPENWEBTEXT.revision in kwargs["data_files"]["train"]  # the lesson's pin, one place
 
 
 def test_data_files_order_is_sorted_per_pattern(tmp_path):

@@ -8,10 +8,10 @@ import gzip
 import hashlib
 
 import pytest
-from conftest import names_in, send, write_files
+from conftest import TINY_SHAKESPEARE, names_in, send, write_files
 
-import prepare_common as downloads
-from prepare_common import MIRROR_ENV, TINY_SHAKESPEARE, PrepareError, RemoteFile, download, fetch
+from hardening import http
+from prepare_common import MIRROR_ENV, PrepareError, RemoteFile, fetch, save_verified
 
 FAST = dict(retries=3, backoff=0.01)  # the real retry loop, with waits of 10, 20, 40 ms
 
@@ -81,7 +81,12 @@ def shakespeare_bytes(shakespeare_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# download()
+# download(): fetch's path to an http(s) URL, its retries (hardening/http.py)
+
+
+def download(url, expected_sha256, dest, retries=3, backoff=1.0):
+    save = lambda blocks, total: save_verified(blocks, expected_sha256, dest, url, total)  # noqa: E731
+    return http.download_blocks(url, save, retries, backoff)
 
 
 def test_download_good_file_is_saved_and_checked(server, dest_dir, shakespeare_bytes):
@@ -187,7 +192,7 @@ def test_download_read_timeout_is_retried_then_reported(server, dest_dir, monkey
         server.release.wait(5)  # never answers while the client waits
 
     server.routes["/slow.txt"] = stall
-    monkeypatch.setattr(downloads, "READ_TIMEOUT", 0.2)
+    monkeypatch.setattr(http, "READ_TIMEOUT", 0.2)
     url = f"{server.base}/slow.txt"
     with pytest.raises(PrepareError) as excinfo:
         download(url, sha256_of(b"x"), dest_dir / "slow.txt", retries=1, backoff=0.01)

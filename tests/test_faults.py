@@ -20,13 +20,8 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, tokenizer_file
 
-from prepare_common import (
-    OUTPUT_NAMES,
-    PAUSE_ENV,
-    leftover_temporaries,
-    output_folder,
-    random_split,
-)
+from hardening.commit import OUTPUT_NAMES, PAUSE_ENV, leftover_temporaries
+from prepare_common import output_folder, random_split
 
 # SIGKILL, SIGSTOP, process groups, file size limits: POSIX's faults (not on Windows)
 resource = pytest.importorskip("resource", reason="these faults are POSIX's (not on Windows)")

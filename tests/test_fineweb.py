@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pytest
 from buildnanogpt_fineweb import write_npy_shards
-from conftest import REPO, assert_clean_failure, files_in, run_python
+from conftest import REPO, assert_clean_failure, files_in, lesson, run_python
 from hub_server import LocalHub, fineweb_files
 from llmc_fineweb import llmc_check_shard, write_llmc_shards
 from modded_nanogpt_loader import load_data_shard
-
-from prepare_common import FINEWEB_REPOS
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -36,7 +34,7 @@ SHARD_SIZE = 5_000  # 400 paragraphs of Tiny Shakespeare, about 19,000 tokens: 4
 def fineweb_repo(paragraphs, tmp_path_factory):
     """FineWeb-Edu at the pinned revision, made small: sample/10BT is 400 paragraphs in 3 files
     (000_00000.parquet ...), sample/100BT others; `main` holds the 10BT documents reversed."""
-    repo, revision = FINEWEB_REPOS["edu"]
+    repo, revision = lesson("fineweb")["REPOS"]["edu"]
     documents = paragraphs[:400]
     files = fineweb_files(
         "edu", {"10BT": (documents, [100, 180, 120]), "100BT": (paragraphs[400:500], [100])}

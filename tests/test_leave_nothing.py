@@ -15,7 +15,8 @@ import pytest
 from conftest import REPO, assert_clean_failure, names_in, run_python
 
 import train_tokenizer
-from prepare_common import LOCK_NAME, PrepareError, folder_lock
+from hardening.commit import LOCK_NAME
+from prepare_common import PrepareError, folder_lock
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 

@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, names_in, run_python
 
-from prepare_common import (
-    META_FORMAT_VERSION,
-    STAGING_MARKER,
-    sha256_file,
-    verify,
-    write_bin,
-    write_meta,
-)
+from hardening.commit import STAGING_MARKER
+from prepare_common import META_FORMAT_VERSION, sha256_file, verify, write_bin, write_meta
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import executors, readers
-from prepare_common import PAUSE_ENV, PrepareError, leftover_temporaries, verify
+from hardening.commit import PAUSE_ENV, leftover_temporaries
+from prepare_common import PrepareError, verify
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -165,7 +165,7 @@ def test_ctrl_c_during_the_renames_is_held_back(tmp_path, windows_like):
     block it, and Python then runs the handler in the main thread at once."""
     import signal
 
-    from prepare_common import PAUSE_ENV
+    from hardening.commit import PAUSE_ENV
 
     (tmp_path / "abba.txt").write_text("ABBA" * 10, encoding="utf-8")
     paths = [str(WINDOWS_LIKE)] if windows_like else []

@@ -5,10 +5,10 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_refused, run_python
+from conftest import REPO, TINY_SHAKESPEARE, assert_refused, run_python
 
 from bpe import EOT, Tokenizer
-from prepare_common import TINY_SHAKESPEARE, sha256_file, verify
+from prepare_common import sha256_file, verify
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import (
     REPO,
+    TINY_SHAKESPEARE,
     assert_clean_failure,
     assert_refused,
     names_in,
@@ -17,7 +18,7 @@ from conftest import (
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from prepare_common import MIRROR_ENV, TINY_SHAKESPEARE, sha256_file
+from prepare_common import MIRROR_ENV, sha256_file
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -11,8 +11,9 @@ from conftest import REPO, names_in, write_files
 
 import prepare_common as tokenizers
 from bpe import EOT, Tokenizer
+from hardening import tokenizers as coverage
+from hardening.files import CACHE_ENV
 from prepare_common import (
-    CACHE_ENV,
     GPT2_ENCODER_JSON,
     GPT2_VOCAB_BPE,
     MIRROR_ENV,
@@ -31,17 +32,6 @@ def fresh_caches(tmp_path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
     return tmp_path
-
-
-def test_gpt2_files_land_in_the_cache_checked(fresh_caches):
-    encoder_json, vocab_bpe = tokenizers.gpt2_files()
-    assert encoder_json == fresh_caches / "cache" / "gpt2" / "encoder.json"
-    assert vocab_bpe == fresh_caches / "cache" / "gpt2" / "vocab.bpe"
-    assert sha256_file(encoder_json) == GPT2_ENCODER_JSON.sha256
-    assert sha256_file(vocab_bpe) == GPT2_VOCAB_BPE.sha256
-    assert vocab_bpe.read_text(encoding="utf-8").startswith("#version: 0.2")
-    assert names_in(vocab_bpe.parent) == ["encoder.json", "vocab.bpe"]
-    assert tokenizers.gpt2_files() == (encoder_json, vocab_bpe)  # second call reuses them
 
 
 def test_gpt2_encoding_offline_through_the_mirror(fresh_caches):
@@ -166,11 +156,11 @@ def test_check_documents_covered(tmp_path, pattern, texts, error):
     Tokenizer({i: bytes([i]) for i in range(256)}, [], [EOT], pattern).save(tmp_path / "t.json")
     encoding, tokenizer = bpe_encoding(tmp_path / "t.json", need_eot=True)
     ids = [encoding.encode_ordinary(text) + [tokenizer["eot_id"]] for text in texts]
-    assert tokenizers.token_bytes(ids[0], encoding) == 3  # "abc", and 0 for <|endoftext|>
-    assert tokenizers.may_lose_text(encoding, tokenizer) == (pattern != "gpt2")
+    assert coverage.token_bytes(ids[0], encoding) == 3  # "abc", and 0 for <|endoftext|>
+    assert coverage.may_lose_text(encoding, tokenizer) == (pattern != "gpt2")
 
     def check():
-        tokenizers.check_documents_covered(texts, ids, encoding, tokenizer, "doc {}".format)
+        coverage.check_documents_covered(texts, ids, encoding, tokenizer, "doc {}".format)
 
     if error is None:
         check()

@@ -11,87 +11,106 @@ prepare_datatrove.py beside it: the same shards from datatrove's tasks (a cluste
     python data/fineweb/prepare.py --data-files 'my_docs/*.parquet' --shard-size 1000000
 """
 
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
-import numpy as np
-
 from prepare_common import (
-    FINEWEB_PREFIXES,
-    FINEWEB_SPLIT_RULE,
+    LLMC_READS,
+    ArgumentParser,
+    HubDataset,
     bpe_encoding,
-    fineweb_arguments,
-    fineweb_hub,
+    default_num_proc,
+    dtype_for_vocab,
     id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
     output_folder,
+    positive_int,
     run_main,
-    shard_dtype,
     source_name,
     source_record,
     tokenize_documents,
+    tokens_per_shard,
     write_meta,
     write_shards,
 )
 
+# The revisions public projects pin for the samples (not checked against the hub from here:
+# see docs/fineweb.md); a sample is a folder of parquet files, loaded by the repository's card.
+REPOS = {
+    "edu": ("HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"),
+    "classic": ("HuggingFaceFW/fineweb", "9bb295ddab0e05d785b879661af7260fed5140fc"),
+}
+PREFIXES = {  # the shards' names: llm.c's, and build-nanogpt's (which knows FineWeb-Edu only)
+    "llmc": {"edu": "edu_fineweb", "classic": "fineweb"},
+    "npy": {"edu": "edufineweb", "classic": "fineweb"},
+}
+SPLIT_RULE = "llm.c's: the documents in order, cut every shard_size tokens; shard 0 is val"
+
 
 def main():
-    args = fineweb_arguments(__doc__, out_dir=Path(__file__).parent).parse_args()
+    args = arguments().parse_args()
     # 1. the tokenizer, and its end-of-text id that starts every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
-    dtype = shard_dtype(vocab_size)  # uint16 for GPT-2; llm.c's uint32 variant past 65,536
+    dtype = dtype_for_vocab(vocab_size, LLMC_READS)  # uint16 for GPT-2; llm.c's uint32 past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
     with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
         # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
-        hub = fineweb_hub(args.type, args.sample)  # pinned (prepare_common.FINEWEB_REPOS)
-        dataset = load_documents(args.data_files, args.num_proc, args.cache_dir, hub)
-        print(
-            f"{source_name(args.data_files, hub)}: {len(dataset):,} document{'s' * (len(dataset) != 1)}"
-        )
+        hub = fineweb(args.type, args.sample)
+        dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
+        source = source_name(args.data_files, hub)
+        print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
-        where = f"{source_name(args.data_files, hub)}, document"
-        options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
+        options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=f"{source}, document", eot_first=True)  # fmt: skip
         tokenized = dataset.map(
-            process, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
+            tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
             remove_columns=dataset.column_names, desc="tokenizing",
             num_proc=min(args.num_proc, len(dataset)),  # datasets warns of more processes than rows
-            **ids_cache_options(dataset, tokenizer, dtype, process),
+            **ids_cache_options(dataset, tokenizer, dtype, tokenize_documents, eot_first=True),
         )  # fmt: skip
         num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
         count = -(-num_tokens // args.shard_size)
         print(f"{num_tokens:,} tokens: {count:,} shard{'s' * (count != 1)}")
 
         # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
-        names = llmc_names(FINEWEB_PREFIXES[args.format][args.type])
+        names = llmc_names(PREFIXES[args.format][args.type])
         ids = id_batches(tokenized)
         shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
 
         # 5. the metadata, written last: meta.json lists every shard, its tokens and sha256
         write_meta(
-            out,
-            script="data/fineweb/prepare.py",
-            tokenizer=tokenizer,
-            dtype=dtype,
-            shards=shards,
-            shard_format=args.format,
-            source=source_record(args.data_files, len(dataset), hub),
-            split={"rule": FINEWEB_SPLIT_RULE, "shard_size": args.shard_size},
+            out, script="data/fineweb/prepare.py", tokenizer=tokenizer, dtype=dtype,
+            shards=shards, shard_format=args.format, source=source_record(args.data_files, len(dataset), hub),
+            split={"rule": SPLIT_RULE, "shard_size": args.shard_size},
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
 
 
-def process(texts, indices, encoding, tokenizer, dtype, where):
-    """llm.c's `tokenize` for a batch: each document's ids with the end-of-text id FIRST (nanoGPT
-    puts it last: the same ids, rolled by one); a trained tokenizer whose pattern leaves
-    characters out is refused (naming the document)."""
-    out = tokenize_documents(texts, indices, encoding, tokenizer, dtype, where)  # [ids..., eot]
-    out["ids"] = [np.roll(ids, 1) for ids in out["ids"]]  # [eot, ids...]
-    return out
+def fineweb(kind, sample):
+    """FineWeb-Edu ("edu") or FineWeb ("classic"), sample "10BT" or "100BT", pinned."""
+    repo, revision = REPOS[kind]
+    return HubDataset(repo, revision, f"sample-{sample}", f"sample/{sample}/*.parquet", loader="card")  # fmt: skip
+
+
+def arguments():
+    """The options, which prepare_datatrove.py beside this script shares."""
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb")  # fmt: skip
+    add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: the hub)")  # fmt: skip
+    add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (llm.c's: 10**8)")  # fmt: skip
+    add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
+    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    return parser
 
 
 if __name__ == "__main__":

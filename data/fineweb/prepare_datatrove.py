@@ -14,34 +14,29 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
     python data/fineweb/prepare_datatrove.py --data-files 'my_docs/*.parquet' --tasks 4
 """
 
-from pathlib import Path
+from prepare import PREFIXES, SPLIT_RULE, arguments, fineweb  # the lesson beside this script
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
-from engine.openwebtext import prepare_with_datatrove
-from prepare_common import (
-    FINEWEB_PREFIXES,
-    bpe_encoding,
-    fineweb_arguments,
-    fineweb_hub,
-    run_main,
-    shard_dtype,
-)
+from engine.pipeline import prepare_with_datatrove
+from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab, run_main
 
 
 def main():
-    parser = fineweb_arguments(__doc__, out_dir=Path(__file__).parent)
+    parser = arguments()
+    parser.description = __doc__
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
     check_datatrove_arguments(parser, args)
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
-    dtype = shard_dtype(vocab_size)
+    dtype = dtype_for_vocab(vocab_size, LLMC_READS)
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
     lesson = {
         "script": "data/fineweb/prepare.py",
-        "hub": fineweb_hub(args.type, args.sample),
-        "prefix": FINEWEB_PREFIXES[args.format][args.type],
+        "hub": fineweb(args.type, args.sample),
+        "prefix": PREFIXES[args.format][args.type],
         "split": "llm.c",
+        "split_rule": SPLIT_RULE,
     }
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
 

@@ -7,33 +7,42 @@ of train_tokenizer.py, --format llmc for llm.c's shards, outputs that appear onl
     python data/openwebtext/prepare.py --data-files 'my_docs/*.jsonl' --out-dir out
 """
 
+from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
-import numpy as np
-from tqdm import tqdm
-
 from prepare_common import (
+    ArgumentParser,
+    HubDataset,
     bpe_encoding,
+    default_num_proc,
     dtype_for_vocab,
+    fraction,
     id_batches,
     ids_cache_options,
+    llmc_names,
     load_documents,
-    openwebtext_arguments,
     output_folder,
+    positive_int,
+    random_seed,
     random_split,
     run_main,
     source_name,
     source_record,
     split_record,
     tokenize_documents,
+    tokens_per_shard,
     write_bpe_meta_pkl,
+    write_memmap,
     write_meta,
-    write_split_shards,
+    write_shards,
 )
+
+# the hub's parquet files at a pinned revision (80 files, 8,013,769 documents): change it here
+OPENWEBTEXT = HubDataset("Skylion007/openwebtext", "79d93d786212f7344586290adb811d4ae6a1762c", "plain_text", "plain_text/*.parquet")  # fmt: skip
 
 
 def main():
-    args = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent).parse_args()
+    args = arguments().parse_args()
     # 1. the tokenizer, and its end-of-text id that closes every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
@@ -42,10 +51,9 @@ def main():
 
     with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
         # 2. the documents: OpenWebText from the hub, or local files
-        dataset = load_documents(args.data_files, args.num_proc, args.cache_dir)
-        print(
-            f"{source_name(args.data_files)}: {len(dataset):,} document{'s' * (len(dataset) != 1)}"
-        )
+        dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
+        source = source_name(args.data_files, OPENWEBTEXT)
+        print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. split the documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
         train, val = random_split(len(dataset), args.val_fraction, args.seed)
@@ -54,41 +62,33 @@ def main():
         # 4. tokenize every document, a batch at a time (nanoGPT's `process`)
         tokenized = {}
         for split, dset in split_dataset.items():
-            where = f"{source_name(args.data_files)}, {split} document"
-            options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
+            options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=f"{source}, {split} document")  # fmt: skip
             tokenized[split] = dset.map(
                 tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
                 remove_columns=dset.column_names, desc=f"tokenizing {split}",
                 num_proc=min(args.num_proc, len(dset)),  # datasets warns of more processes than rows
-                **ids_cache_options(dset, tokenizer, dtype),
+                **ids_cache_options(dset, tokenizer, dtype, tokenize_documents),
             )  # fmt: skip
 
         # 5. concatenate all the ids of each split into one large file we can use for training
-        #    (--format llmc: the same two streams cut into llm.c's shards instead, val first)
         split_tokens = {}
         for split, dset in tokenized.items():
             split_tokens[split] = int(dset.with_format("arrow")["len"].to_numpy().sum())
-            documents = f"{len(dset):,} document{'s' * (len(dset) != 1)}"
-            print(f"{split} has {documents}, {split_tokens[split]:,} tokens")
+            print(f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, {split_tokens[split]:,} tokens")  # fmt: skip
             if args.format == "bin":
                 desc = f"writing {args.out_dir / f'{split}.bin'}"
-                write_split(out / f"{split}.bin", dset, split_tokens[split], dtype, desc)
-        shards = None
-        if args.format == "llmc":
-            ids = {split: id_batches(dset) for split, dset in tokenized.items()}
-            shards = write_split_shards(out, "openwebtext", ids, args.shard_size, dtype, vocab_size)
+                write_memmap(out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc)  # fmt: skip
+        shards = None if args.format == "bin" else []  # --format llmc: llm.c's shards, val first
+        for split in ("val", "train") if shards is not None else ():
+            names = llmc_names("openwebtext", split, first_index=len(shards))
+            shards += write_shards(out, id_batches(tokenized[split]), names, args.shard_size, dtype, vocab_size, "llmc")  # fmt: skip
 
         # 6. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out,
-            script="data/openwebtext/prepare.py",
-            tokenizer=tokenizer,
-            dtype=dtype,
-            split_tokens=split_tokens,
-            shards=shards,
-            shard_format=args.format,
-            source=source_record(args.data_files, len(dataset)),
+            out, script="data/openwebtext/prepare.py", tokenizer=tokenizer, dtype=dtype,
+            split_tokens=split_tokens, shards=shards, shard_format=args.format,
+            source=source_record(args.data_files, len(dataset), OPENWEBTEXT),
             split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}),
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
@@ -97,16 +97,20 @@ def main():
     print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
 
 
-def write_split(filename, dset, arr_len, dtype, desc):
-    """nanoGPT's loop: a split's ids into one file; each batch through a map of its own range."""
-    np.memmap(filename, dtype=dtype, mode="w+", shape=(arr_len,)).flush()  # the file, full size
-    idx = 0
-    for arr_batch in tqdm(id_batches(dset), total=-(-len(dset) // 10_000), desc=desc):
-        arr = np.memmap(filename, dtype, "r+", offset=idx * dtype.itemsize, shape=arr_batch.shape)
-        arr[:] = arr_batch  # memory stays flat: only this batch's range is mapped
-        idx += len(arr_batch)
-    arr.flush()
-    del arr  # closes the file before the commit renames it
+def arguments():
+    """The options, which prepare_datatrove.py beside this script shares."""
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: the hub)")  # fmt: skip
+    add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
+    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add("--val-fraction", type=fraction, default=0.0005, help="share of the documents in val")
+    add("--seed", type=random_seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")  # fmt: skip
+    add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
+    add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
+    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per llm.c shard (llm.c's: 10**8)")  # fmt: skip
+    return parser
 
 
 if __name__ == "__main__":

@@ -13,15 +13,18 @@ a datatrove executor that waits for the one before (engine/stages.py):
     python data/openwebtext/prepare_datatrove.py --data-files 'my_docs/*.jsonl' --tasks 4
 """
 
-from pathlib import Path
+from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its pin, its options
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
-from engine.openwebtext import prepare_with_datatrove
-from prepare_common import bpe_encoding, dtype_for_vocab, openwebtext_arguments, run_main
+from engine.pipeline import prepare_with_datatrove
+from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab, run_main
+
+LESSON = {"script": "data/openwebtext/prepare.py", "hub": OPENWEBTEXT, "prefix": "openwebtext", "split": "nanoGPT", "split_rule": SPLIT_RULE}  # fmt: skip
 
 
 def main():
-    parser = openwebtext_arguments(__doc__, out_dir=Path(__file__).parent)
+    parser = arguments()
+    parser.description = __doc__
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
     check_datatrove_arguments(parser, args)
@@ -29,7 +32,7 @@ def main():
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size)
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
-    prepare_with_datatrove(args, encoding, tokenizer, dtype)  # its last task commits
+    prepare_with_datatrove(args, encoding, tokenizer, dtype, LESSON)  # its last task commits
 
 
 if __name__ == "__main__":

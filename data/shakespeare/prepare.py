@@ -15,9 +15,9 @@ from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 from prepare_common import (
-    TINY_SHAKESPEARE,
     ArgumentParser,
     PrepareError,
+    RemoteFile,
     bpe_encoding,
     check_covered,
     dtype_for_vocab,
@@ -31,6 +31,11 @@ from prepare_common import (
     write_meta,
 )
 
+TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
+    url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+    sha256="86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+    mirror_path="tinyshakespeare/input.txt",
+)
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 
 
@@ -73,41 +78,22 @@ def main():
         # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out,
-            script="data/shakespeare/prepare.py",
-            tokenizer=tokenizer,
-            dtype=dtype,
+            out, script="data/shakespeare/prepare.py", tokenizer=tokenizer, dtype=dtype,
             split_tokens={"train": len(train_ids), "val": len(val_ids)},
-            source=text_source(
-                input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
-            ),
-            split={
-                "rule": "first 90% of the characters train, the rest val",
-                "train_fraction": TRAIN_FRACTION,
-                "boundary_character": boundary,
-            },
+            source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
+            split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION, "boundary_character": boundary},
             options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
-        )
+        )  # fmt: skip
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
 
 
 def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
-    )
-    parser.add_argument(
-        "--out-dir",
-        type=Path,
-        default=Path(__file__).parent,
-        help="where the outputs go (default: beside this script)",
-    )
-    parser.add_argument(
-        "--tokenizer",
-        type=Path,
-        help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)",
-    )
+    add = parser.add_argument
+    add("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="where the outputs go (default: beside this script)")  # fmt: skip
+    add("--tokenizer", type=Path, help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)")  # fmt: skip
     return parser.parse_args()
 
 

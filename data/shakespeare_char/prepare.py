@@ -5,8 +5,7 @@ Will save train.bin, val.bin containing the ids, and meta.pkl containing the
 encoder and decoder and some other related info (nanoGPT's contract), plus
 meta.json (readable, safe) describing everything needed to check and reproduce them.
 
-    python data/shakespeare_char/prepare.py [--input FILE] [--out-dir DIR]
-        [--vocab-from all|train] [--unseen-in-val error|drop]
+    python data/shakespeare_char/prepare.py --vocab-from train --unseen-in-val drop
 """
 
 import hashlib
@@ -14,9 +13,9 @@ from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 from prepare_common import (
-    TINY_SHAKESPEARE,
     ArgumentParser,
     PrepareError,
+    RemoteFile,
     dtype_for_vocab,
     fetch,
     output_folder,
@@ -28,6 +27,11 @@ from prepare_common import (
     write_pickle,
 )
 
+TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
+    url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+    sha256="86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+    mirror_path="tinyshakespeare/input.txt",
+)
 TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 
 
@@ -47,9 +51,7 @@ def main():
         boundary = int(n * TRAIN_FRACTION)
         train_data, val_data = data[:boundary], data[boundary:]
         if not train_data or not val_data:
-            raise PrepareError(
-                f"{input_path} has only {n} character(s): too short for non-empty train and val splits"
-            )
+            raise PrepareError(f"{input_path} has only {n} character(s): too short for non-empty train and val splits")  # fmt: skip
 
         # 3. get all the unique characters that occur in this text (or in train only, if asked)
         chars = sorted(list(set(data if args.vocab_from == "all" else train_data)))
@@ -81,74 +83,38 @@ def main():
         write_bin(out / "train.bin", [train_ids], dtype, vocab_size)
         write_bin(out / "val.bin", [val_ids], dtype, vocab_size)
         write_pickle(out / "meta.pkl", {"vocab_size": vocab_size, "itos": itos, "stoi": stoi})
+        sha256 = hashlib.sha256("".join(chars).encode()).hexdigest()
         write_meta(
-            out,
-            script="data/shakespeare_char/prepare.py",
-            tokenizer={
-                "kind": "char",
-                "name": "char",
-                "vocab_size": vocab_size,
-                "eot_id": None,
-                "sha256": hashlib.sha256("".join(chars).encode()).hexdigest(),
-                "chars": "".join(chars),
-            },
-            dtype=dtype,
+            out, script="data/shakespeare_char/prepare.py", dtype=dtype,
+            tokenizer={"kind": "char", "name": "char", "vocab_size": vocab_size, "eot_id": None, "sha256": sha256, "chars": "".join(chars)},
             split_tokens={"train": len(train_ids), "val": len(val_ids)},
-            source=text_source(
-                input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
-            ),
-            split={
-                "rule": "first 90% of the characters train, the rest val",
-                "train_fraction": TRAIN_FRACTION,
-                "boundary_character": boundary,
-            },
+            source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
+            split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION, "boundary_character": boundary},
             options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
-        )
+        )  # fmt: skip
     print(f"wrote train.bin, val.bin ({dtype.name}), meta.pkl and meta.json to {out_dir}")
 
 
 def drop_unseen(val_data, unseen, policy):
     """val_data without the characters of `unseen` (policy "drop"), or an error naming them."""
-    count = sum(val_data.count(c) for c in unseen)
-    shown = "".join(sorted(unseen))
+    count, shown = sum(val_data.count(c) for c in unseen), "".join(sorted(unseen))
     if policy == "error":
         first = min(val_data.index(c) for c in unseen)
-        raise PrepareError(
-            f"val has {count:,} characters never seen in train ({shown!r}, first at val offset "
-            f"{first:,}); use --unseen-in-val drop or --vocab-from all"
-        )
+        problem = f"val has {count:,} characters never seen in train ({shown!r}, first at val offset {first:,})"  # fmt: skip
+        raise PrepareError(f"{problem}; use --unseen-in-val drop or --vocab-from all")
     if count == len(val_data):
-        raise PrepareError(
-            f"every val character is unseen in train ({shown!r}): dropping them leaves val "
-            f"empty; use --vocab-from all"
-        )
+        raise PrepareError(f"every val character is unseen in train ({shown!r}): dropping them leaves val empty; use --vocab-from all")  # fmt: skip
     print(f"dropped {count:,} val characters never seen in train: {shown!r}")
     return val_data.translate(dict.fromkeys(map(ord, unseen)))
 
 
 def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare"
-    )
-    parser.add_argument(
-        "--out-dir",
-        type=Path,
-        default=Path(__file__).parent,
-        help="where the outputs go (default: beside this script)",
-    )
-    parser.add_argument(
-        "--vocab-from",
-        choices=["all", "train"],
-        default="all",
-        help="build the vocabulary from all the text (nanoGPT) or from the train split only",
-    )
-    parser.add_argument(
-        "--unseen-in-val",
-        choices=["error", "drop"],
-        default="error",
-        help="with --vocab-from train: what to do with val characters never seen in train",
-    )
+    add = parser.add_argument
+    add("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="where the outputs go (default: beside this script)")  # fmt: skip
+    add("--vocab-from", choices=["all", "train"], default="all", help="build the vocabulary from all the text (nanoGPT) or from the train split only")  # fmt: skip
+    add("--unseen-in-val", choices=["error", "drop"], default="error", help="with --vocab-from train: what to do with val characters never seen in train")  # fmt: skip
     return parser.parse_args()
 
 

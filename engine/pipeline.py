@@ -1,4 +1,4 @@
-"""The datatrove pipeline of data/openwebtext/prepare_datatrove.py: the same train.bin and val.bin, from many tasks.
+"""The datatrove pipeline of a document lesson (data/openwebtext, data/fineweb): its outputs, from many tasks.
 
 datatrove (Hugging Face's engine for LLM data processing at scale) runs a pipeline as N tasks on
 one machine (local executor), a Slurm cluster or a Ray cluster, and resumes a crashed run by
@@ -7,7 +7,7 @@ one before:
 
 1. tokenize (N tasks): each task reads its slice of the input (contiguous pieces of the sorted
    files: rows of parquet files, lines of JSON Lines files, whole .txt files), runs the same pure
-   `tokenize` as the datasets engine, and writes its ids (one flat file) and an index: per
+   `tokenize_documents` as the datasets engine, and writes its ids (one flat file) and an index: per
    document its file number, its position in the file (row, or byte offset of its line) and its
    token count.
 2. plan (1 task): the tasks' indexes in task order are the documents in `datasets`' order (files
@@ -42,12 +42,8 @@ from engine.executors import (
 )
 from engine.readers import file_identity, file_lengths, input_files, most_tasks, task_slices
 from engine.stages import STAGES
-from prepare_common import OPENWEBTEXT, folder_lock, source_name, source_record
-
-# What a cluster script asks of the engine beyond its options: OpenWebText's (nanoGPT's split,
-# train.bin and val.bin or llm.c shards) or FineWeb's (data/fineweb/prepare_datatrove.py: no
-# split, the documents in order cut into shards by llm.c's rule).
-OPENWEBTEXT_LESSON = {"script": "data/openwebtext/prepare.py", "hub": OPENWEBTEXT, "prefix": "openwebtext", "split": "nanoGPT"}  # fmt: skip
+from hardening.commit import folder_lock
+from hardening.documents import source_name, source_record
 
 
 def make_executor(args, work, job):
@@ -71,9 +67,12 @@ def make_executor(args, work, job):
     return previous
 
 
-def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson=OPENWEBTEXT_LESSON):
+def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     """Prepare train.bin, val.bin and meta.json (or shards) in args.out_dir with datatrove's
-    executors, for the `lesson` (see OPENWEBTEXT_LESSON)."""
+    executors, for the `lesson`, what its cluster script asks beyond its options: {"script",
+    "hub" (its pinned HubDataset), "prefix" (of shard names), "split": "nanoGPT" (OpenWebText's
+    random split: train.bin and val.bin, or llm.c shards) or "llm.c" (FineWeb's: the documents
+    in order cut into shards), "split_rule" (meta.json's words for it)}."""
     check_datatrove_installed(args.executor)
     if args.executor == "ray":
         join_ray_cluster()
@@ -114,6 +113,7 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         "source_record": source_record(args.data_files, None, hub),
         "script": lesson["script"],
         "prefix": lesson["prefix"],
+        "split_rule": lesson["split_rule"],
         "tokenizer_path": tokenizer_path,
         "tokenizer": tokenizer,
         "eot_id": tokenizer["eot_id"],

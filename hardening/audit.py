@@ -1,0 +1,398 @@
+"""The auditor: `verify` checks a prepared folder against its meta.json, recomputing, not trusting.
+
+What a folder holds is what its meta.json lists: each split's file (or each shard) by size,
+sha256 and largest id; the source by sha256 when it sits in the folder; the tokenizer rebuilt
+from its recorded definition; meta.pkl read as plain data, never run. Every problem is one line.
+The GPT-2 encoding is handed in (`gpt2_encoding`: prepare_common's, which fetches its files).
+"""
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .commit import SHARD_NAME, leftover_temporaries, lock_holder
+from .errors import PrepareError, reading
+from .files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
+from .formats import (
+    BIN_DTYPES,
+    META_FORMAT_VERSION,
+    META_PKL,
+    SHARD_FORMATS,
+    SPLIT_NAMES,
+    read_shard,
+)
+from .tokenizers import encoding_sha256, load_trained
+
+VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
+
+
+def verify(folder, gpt2_encoding, quiet=False):
+    """Audit a prepared folder against its meta.json; return the problems, one line each.
+
+    [] means the folder is complete and consistent. Recomputed, not trusted: each split's size,
+    sha256 and largest id; the source's sha256 when the source is in the folder; the tokenizer's
+    sha256 from its recorded definition (the characters, GPT-2's files, the trained tokenizer's
+    file). Prints each split and the start of val; a leftover of an interrupted run is a warning
+    on stderr (the data may still be whole; the next run removes it). `quiet`: print nothing
+    (for `show`, which makes the same checks first).
+    """
+    try:
+        with reading(folder):  # an exception no check foresaw still names the folder (run_main)
+            return _audit(Path(folder), gpt2_encoding, quiet)
+    except PrepareError as exc:
+        return [str(exc)]
+    except OSError as exc:  # an unreadable file: still one line, never a traceback
+        return [f"cannot read {exc.filename or folder}: {exc.strerror or exc}"]
+
+
+def _audit(folder, gpt2_encoding, quiet=False):
+    holder = lock_holder(folder)
+    if holder is not None:
+        return [f"{folder} is being written by a run right now ({holder}); verify it after"]
+    leftovers = leftover_temporaries(folder)
+    meta, problems = read_meta_json(folder, leftovers)
+    if problems:
+        return problems
+    if leftovers and not quiet:
+        print(
+            f"warning: {folder} holds leftover temporary files of an interrupted run "
+            f"({', '.join(leftovers)}); the next run into this folder removes them",
+            file=sys.stderr,
+        )
+    dtype = np.dtype(meta["dtype"])
+    vocab_size = meta["tokenizer"]["vocab_size"]
+    if "shards" in meta:
+        problems += _audit_shards(folder, meta, dtype, vocab_size, quiet)
+    for name in SPLIT_NAMES if "shards" not in meta else ():
+        problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
+    problems += _audit_source(folder, meta.get("source") or {})
+    decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"], gpt2_encoding)
+    problems += tokenizer_problems
+    problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
+    if not problems and not quiet:
+        _, ids = open_split(folder, "val")
+        start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
+        print("start of val:", repr(start))
+    return problems
+
+
+def read_meta_json(folder, leftovers=()):
+    """(meta, []) for a well-formed meta.json, or (None, [the first problem with it]).
+
+    Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
+    a run was interrupted in while it replaced the files (see hardening/commit.py).
+    """
+    if not folder.is_dir():
+        what = "a file" if folder.exists() else "missing"
+        return None, [
+            f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
+        ]
+    path = folder / "meta.json"
+    if not os.path.lexists(path):
+        outputs = ("train.bin", "val.bin")
+        if leftovers or any(
+            p.name in outputs or SHARD_NAME.match(p.name) for p in folder.iterdir()
+        ):
+            left = f", leaving {', '.join(leftovers)}" if leftovers else ""
+            return None, [
+                f"{path} does not exist: the folder is incomplete (a run was interrupted while "
+                f"replacing its files{left}); run its prepare.py again"
+            ]
+        return None, [f"{path} does not exist; run the folder's prepare.py first"]
+    try:
+        meta = load_json(read_small_file(path), path)
+    except PrepareError as exc:
+        return None, [str(exc)]
+    if not isinstance(meta, dict):
+        return None, [f"{path} holds a JSON {json_kind(meta)}, not an object"]
+    if meta.get("format_version") != META_FORMAT_VERSION:
+        return None, [
+            f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
+        ]
+    problem = _shape_problem(meta)
+    return (None, [f"{path}: {problem}"]) if problem else (meta, [])
+
+
+def _shape_problem(meta):
+    """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
+    problem = _fields_problem(meta, "", TOP_FIELDS)
+    if problem is None and meta["dtype"] not in BIN_DTYPES:
+        problem = _wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
+    problem = problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
+    if problem:
+        return problem
+    if meta.get("meta_pkl") is not None and not (
+        isinstance(meta["meta_pkl"], dict)
+        and meta["meta_pkl"].get("file") == META_PKL
+        and _is_sha256(meta["meta_pkl"].get("sha256"))
+    ):
+        return _wrong(
+            "meta_pkl", meta["meta_pkl"], f'null or {{"file": "{META_PKL}", "sha256": ...}}'
+        )
+    if "shards" in meta:
+        return _shards_problem(meta)
+    missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
+    if missing:
+        return (
+            f"splits has no {' and no '.join(missing)}: a prepared folder needs both train and val"
+        )
+    for name in SPLIT_NAMES:
+        split = meta["splits"][name]
+        if not isinstance(split, dict):
+            return _wrong(f"splits.{name}", split, "a JSON object")
+        problem = _fields_problem(split, f"splits.{name}", SPLIT_FIELDS)
+        if problem:
+            return problem
+        if split["file"] != f"{name}.bin":  # the name nanoGPT's train.py opens, whatever we say
+            return _wrong(
+                f"splits.{name}.file", split["file"], f'"{name}.bin" (what nanoGPT reads)'
+            )
+    if "source" in meta and not isinstance(meta["source"], dict):
+        return _wrong("source", meta["source"], "a JSON object")
+    return None
+
+
+def _shards_problem(meta):
+    """_shape_problem's checks of a folder of shards: its format, and each shard's record."""
+    if meta.get("format") not in SHARD_FORMATS:
+        return _wrong("format", meta.get("format"), '"llmc" or "npy"')
+    shards = meta["shards"]
+    if not isinstance(shards, list) or not shards:
+        return _wrong("shards", shards, "a list of the shards")
+    for i, shard in enumerate(shards):
+        if not isinstance(shard, dict):
+            return _wrong(f"shards[{i}]", shard, "a JSON object")
+        problem = _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS)
+        if problem:
+            return problem
+    if shards[0]["split"] != "val":
+        return _wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
+    return None
+
+
+def _fields_problem(record, where, fields):
+    """The first of `fields` (key, check, expected) missing from `record` or failing its check."""
+    for key, check, expected in fields:
+        if key not in record:
+            return f'{where} "{key}" is missing'.lstrip()
+        if not check(record[key]):
+            return _wrong(f"{where}.{key}" if where else key, record[key], expected)
+    return None
+
+
+def _wrong(where, value, expected):
+    return f"{where} is {json.dumps(value)}, expected {expected}"
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_sha256(value):
+    return (
+        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+def _is_plain_name(value):
+    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value
+
+
+TOP_FIELDS = (
+    ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
+    ("splits", lambda v: isinstance(v, dict), "a JSON object"),
+    ("dtype", lambda v: isinstance(v, str), "a JSON string"),
+)
+
+
+TOKENIZER_FIELDS = (
+    ("kind", lambda v: v in ("char", "tiktoken", "bpe"), '"char", "tiktoken" or "bpe"'),
+    ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
+
+
+SHARD_FIELDS = (
+    ("file", _is_plain_name, "a file name in the folder"),
+    ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
+    ("tokens", lambda v: _is_int(v) and v > 0, "a positive count of tokens"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
+
+
+SPLIT_FIELDS = (
+    ("file", _is_plain_name, "a file name in the folder"),
+    ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
+
+
+def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
+    path = folder / split["file"]
+    if not path.is_file():
+        return [f"{path} is missing" if not os.path.lexists(path) else f"{path} is not a file"]
+    size = path.stat().st_size
+    if size != split["tokens"] * dtype.itemsize:
+        return [f"{path} has {size:,} bytes, expected {split['tokens']:,} {dtype.name} tokens"]
+    if not quiet:
+        print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
+    if size == 0:
+        return [f"{path} holds no tokens: nanoGPT cannot read an empty {name} split"]
+    problems = []
+    if sha256_file(path) != split["sha256"]:
+        problems.append(f"{path} does not match the sha256 recorded in meta.json")
+    highest = int(np.memmap(path, dtype=dtype, mode="r").max())
+    if highest >= vocab_size:
+        problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+    return problems
+
+
+def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
+    """Each shard meta.json lists: its header (or .npy header) as the readers check it, its
+    token count, sha256 and largest id; and no shard in the folder that the list leaves out."""
+    problems = []
+    for shard in meta["shards"]:
+        path = folder / shard["file"]
+        if not path.is_file():
+            problems.append(f"{path} is missing" if not path.exists() else f"{path} is not a file")
+            continue
+        try:
+            tokens = read_shard(path, meta["format"], dtype)
+        except PrepareError as exc:
+            problems.append(str(exc))
+            continue
+        if not quiet:
+            print(f"{shard['split']}: {len(tokens):,} tokens, {dtype.name}, {path}")
+        if len(tokens) != shard["tokens"]:
+            problems.append(
+                f"{path} holds {len(tokens):,} tokens, meta.json says {shard['tokens']:,}"
+            )
+            continue
+        if sha256_file(path) != shard["sha256"]:
+            problems.append(f"{path} does not match the sha256 recorded in meta.json")
+        highest = int(tokens.max())
+        if highest >= vocab_size:
+            problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+    listed = {shard["file"] for shard in meta["shards"]}
+    unlisted = sorted(
+        p.name for p in folder.iterdir() if SHARD_NAME.match(p.name) and p.name not in listed
+    )
+    if unlisted:
+        problems.append(f"{folder} holds shards meta.json does not list: {', '.join(unlisted)}")
+    return problems
+
+
+def _audit_meta_pkl(folder, meta, check_content=True):
+    """meta.pkl as nanoGPT would read it: recorded (its sha256) or recorded as absent, and plain
+    data that says what meta.json says (vocab_size; a character tokenizer's stoi/itos)."""
+    path, record, tokenizer = folder / META_PKL, meta.get("meta_pkl", ...), meta["tokenizer"]
+    exists = os.path.lexists(path)
+    if record is None or (record is ... and not exists and tokenizer["kind"] != "char"):
+        if exists:
+            return [
+                f"{path} is not part of this folder's set (meta.json records none), but "
+                f"nanoGPT would read it; run the folder's prepare.py again"
+            ]
+        return []
+    if not exists:
+        return [f"{path} is missing (nanoGPT reads vocab_size from it); run prepare.py again"]
+    if record is not ... and sha256_file(path) != record["sha256"]:
+        return [f"{path} does not match the sha256 recorded in meta.json"]
+    try:
+        content = read_plain_pickle(path)
+    except PrepareError as exc:
+        return [str(exc)]
+    if not isinstance(content, dict) or content.get("vocab_size") != tokenizer["vocab_size"]:
+        found = content.get("vocab_size") if isinstance(content, dict) else type(content).__name__
+        return [f"{path} holds vocab_size {found!r}, but meta.json {tokenizer['vocab_size']!r}"]
+    chars = tokenizer.get("chars")
+    if tokenizer["kind"] == "char" and isinstance(chars, str) and check_content:
+        itos = dict(enumerate(chars))
+        if content.get("itos") != itos or content.get("stoi") != {c: i for i, c in itos.items()}:
+            return [f"{path}: stoi/itos are not the characters meta.json records"]
+    return []
+
+
+def _audit_source(folder, source):
+    path = source.get("path")
+    if not isinstance(path, str) or not isinstance(source.get("sha256"), str):
+        return []
+    path = folder / path
+    if path.is_file() and sha256_file(path) != source["sha256"]:
+        return [f"{path} does not match the source sha256 recorded in meta.json"]
+    return []
+
+
+def _audit_tokenizer(folder, tokenizer, gpt2_encoding):
+    """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, its sha256 checked."""
+    where = f"{folder / 'meta.json'}: tokenizer"
+    kind, vocab_size = tokenizer["kind"], tokenizer["vocab_size"]
+    if kind == "char":
+        chars = tokenizer.get("chars")
+        if not isinstance(chars, str):
+            return None, [f'{where} "chars" is missing or not a string']
+        problems = []
+        if hashlib.sha256(chars.encode()).hexdigest() != tokenizer["sha256"]:
+            problems.append(f"{where} sha256 does not match its recorded characters")
+        if len(chars) != vocab_size:
+            problems.append(f"{where} has {len(chars)} characters but vocab_size {vocab_size}")
+        return (lambda ids: "".join(chars[i] for i in ids)), problems
+    try:
+        if kind == "tiktoken":
+            if tokenizer.get("name") != "gpt2":
+                return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
+            encoding = gpt2_encoding()
+            found = encoding_sha256(encoding)
+        else:
+            encoding, found = _trained_encoding(folder, tokenizer, where)
+    except PrepareError as exc:
+        return None, [str(exc)]
+    problems = []
+    if found != tokenizer.get("encoding_sha256", tokenizer["sha256"]):
+        problems.append(f"{where} sha256 does not match the tokenizer rebuilt from its definition")
+    if encoding.n_vocab != vocab_size:
+        problems.append(f"{where} vocab_size {vocab_size:,} is not its {encoding.n_vocab:,} tokens")
+    return encoding.decode, problems
+
+
+def _trained_encoding(folder, tokenizer, where):
+    """(Encoding, sha256 of its file) of a trained tokenizer's recorded file."""
+    if not isinstance(tokenizer.get("path"), str):
+        raise PrepareError(f'{where} "path" is missing or not a string')
+    path = folder / tokenizer["path"]  # an absolute path stays as it is
+    if not path.is_file():
+        raise PrepareError(
+            f"the tokenizer file {path} recorded in {folder / 'meta.json'} is missing"
+        )
+    if sha256_file(path) != tokenizer["sha256"]:
+        raise PrepareError(
+            f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)"
+        )
+    _, encoding = load_trained(path, option="the tokenizer")
+    return encoding, encoding_sha256(encoding)
+
+
+def open_split(folder, split):
+    """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
+    meta, problems = read_meta_json(Path(folder))
+    if problems:
+        raise PrepareError(problems[0])
+    if "shards" in meta:  # a folder of shards: the split's first one, or the one named
+        shard = next((s for s in meta["shards"] if split in (s["file"], s["split"])), None)
+        if shard is None:
+            raise PrepareError(f"{Path(folder)} has no shard of split or file {split!r}")
+        return meta, read_shard(
+            Path(folder) / shard["file"], meta["format"], np.dtype(meta["dtype"])
+        )
+    if split not in meta["splits"]:
+        raise PrepareError(
+            f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}"
+        )
+    path = Path(folder) / meta["splits"][split]["file"]
+    if not path.is_file() or path.stat().st_size == 0:
+        raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
+    return meta, np.memmap(path, dtype=np.dtype(meta["dtype"]), mode="r")

@@ -1,0 +1,183 @@
+"""The command line: `run_main` (a failure is one `error:` line, never a traceback), and the
+argument parser every command shares (one-line usage errors, "did you mean", checked numbers)."""
+
+import argparse
+import difflib
+import math
+import os
+import signal
+import sys
+import threading
+
+from .commit import interrupted_message
+from .errors import DEBUG_ENV, PrepareError, unexpected_message
+from .signals import (
+    IN_RUN_MAIN,
+    SIGNALS_RECEIVED,
+    Terminated,
+    end_children,
+    raise_interrupt,
+    sigterm_raises_terminated,
+)
+
+
+def run_main(main):
+    """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
+
+    Ctrl-C (exit code 130) and SIGTERM (143, raised as `Terminated` for the whole run) say what
+    they left: the folder commit's message when they stopped a run staging its outputs; the
+    worker processes the run started are ended with it (`end_children`). An OSError no code
+    turned into a clearer message still gets one line (with the file it names), and so does, as
+    a last resort, any other exception (with what was being read, see `reading`): the traceback
+    only with NANOGPT_DEBUG=1.
+    """
+    # a file name that is not valid UTF-8 must not turn a print into a crash
+    sys.stdout.reconfigure(errors="backslashreplace")
+    sys.stderr.reconfigure(errors="backslashreplace")
+    IN_RUN_MAIN.append(os.getpid())
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupt)  # recorded too (SIGNALS_RECEIVED)
+    try:
+        with sigterm_raises_terminated():
+            main()
+        if SIGNALS_RECEIVED:  # its exception was lost on the way: the run is still interrupted
+            raise Terminated() if SIGNALS_RECEIVED[0] == signal.SIGTERM else KeyboardInterrupt()
+    except PrepareError as exc:
+        _exit_with(f"error: {exc}", 1)
+    except KeyboardInterrupt as exc:
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        end_children()
+        _exit_with(
+            f"error: {str(exc) or interrupted_message(what)}",
+            143 if what == "terminated" else 130,
+            at_once=True,
+        )
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        _exit_with(f"error: {where}{exc.strerror or exc}", 1)
+    except Exception as exc:  # the last resort: a case no code foresaw, still one line
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        _exit_with(f"error: {unexpected_message(exc)}", 1)
+    except BaseException as exc:  # a panic of Rust code (tiktoken's) is not an Exception
+        if type(exc).__name__ != "PanicException" or os.environ.get(DEBUG_ENV) == "1":
+            raise
+        _exit_with(f"error: {unexpected_message(exc)}", 1)
+
+
+def _exit_with(line, code, at_once=False):
+    """Print the one error line and exit; `at_once` skips the exit handlers (a pool's, which may
+    wait forever for a worker that was ended while it sent a result)."""
+    print(" ".join(line.split("\n")), file=sys.stderr)
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse.ArgumentParser as every command of the project parses its options.
+
+    - a usage error is one line, exit code 2: `error: ... (see PROG --help)`
+    - a misspelled option is named with the closest one: "--tokenzier" -> did you mean --tokenizer?
+      (no abbreviations: "--tok" is not taken for --tokenizer, and so is never a surprise)
+    - nanoGPT's underscore spellings answer too: --out_dir is --out-dir, --vocab_size=4096 is
+      --vocab-size=4096 (not shown in --help: one spelling is documented)
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        if sys.argv[0].endswith(".py"):  # "see data/shakespeare/prepare.py --help", as typed
+            kwargs.setdefault("prog", sys.argv[0])
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(respelled(self, args), namespace)
+
+    def error(self, message):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def respelled(parser, args):
+    """`args` with each --a_b option (nanoGPT's spelling) as --a-b; an unknown option is an error.
+
+    ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]; ["--sead", "1"] -> error
+    "unrecognized option --sead; did you mean --seed?". Values are left as they are, and so is
+    everything after "--". A parser with subcommands leaves their options to their own parsers.
+    """
+    known = set(parser._option_string_actions)
+    commands = [
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    ]
+    respelled = []
+    for i, token in enumerate(args):
+        if token == "--" or (commands and token in commands[0].choices):
+            return respelled + args[i:]
+        name, equals, value = token.partition("=")
+        if name.startswith("--") and " " not in name and name not in known:
+            dashed = name.replace("_", "-")
+            if dashed not in known:
+                parser.error(unknown_option(name, known))
+            token = dashed + equals + value
+        respelled.append(token)
+    return respelled
+
+
+def unknown_option(name, known):
+    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?" """
+    long_options = sorted(option for option in known if option.startswith("--"))
+    close = difflib.get_close_matches(name.replace("_", "-"), long_options, n=1, cutoff=0.6)
+    return f"unrecognized option {name}" + (f"; did you mean {close[0]}?" if close else "")
+
+
+def fraction(text):
+    """A number strictly between 0 and 1: "0.0005" -> 0.0005; "nan", "inf", "0", "1" -> error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise argparse.ArgumentTypeError(f"{text} is not a number strictly between 0 and 1")
+    return value
+
+
+def _whole_number(text):
+    """The integer `text` names: "12" -> 12; "1.5", "x" -> error."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def random_seed(text):
+    """A random seed numpy accepts, 0 to 2**32 - 1: "2357" -> 2357; "-1" -> error."""
+    value = _whole_number(text)
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 2**32 - 1")
+    return value
+
+
+def positive_int(text):
+    """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
+    value = _whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is less than 1")
+    return value
+
+
+def tokens_per_shard(text):
+    """Tokens per shard: 1 to 2**31 - 1 (llm.c's header counts them in an int32)."""
+    value = positive_int(text)
+    if value >= 2**31:
+        raise argparse.ArgumentTypeError(f"{text} is not below 2**31 (an llm.c shard's limit)")
+    return value
+
+
+def default_num_proc():
+    """The CPUs this process may use, at most 8 (nanoGPT's default): 2 on a 2-core machine."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(8, cpus or 1))

@@ -1,0 +1,451 @@
+"""The folder commit: a prepared folder changes as one transaction, like a git commit.
+
+    with output_folder(out_dir) as staging:    # out_dir locked; `staging` is an empty folder
+        write_bin(staging / "train.bin", ...)  # every output is written into `staging`,
+        write_meta(staging, ...)               # meta.json (the folder's commit record) included
+    # leaving the block without an error committed them: out_dir holds the new, complete set
+
+meta.json is the commit record: a folder with a meta.json is complete and consistent, because
+meta.json is removed before the first data file is replaced and written back last. The exact
+order, and what a crash (SIGKILL, power loss) at each step leaves:
+
+1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on `out_dir/.prepare.lock`, then
+   our pid and command are written into it. If another process holds it, `FolderBusy` (a
+   PrepareError) names it at once: a second run into a busy folder stops; it does not wait. The
+   OS drops the lock when its holder dies, however it dies. A POSIX lock rather than `flock`:
+   worker processes forked by datasets do not inherit it, so one orphaned by a SIGKILL cannot
+   keep the folder locked. The lock file is removed as the run ends, while still locked (or
+   after, on Windows, which removes no file another run has open); a run that locked a file
+   no longer at the path, so removed, locks the one there now instead (`_lock_file`).
+   A run that fails removes the output folder again if it created it and it holds nothing.
+   A run whose commit comes later in the same process takes the lock first with `folder_lock`
+   (the datatrove engine on this machine); its `output_folder` then goes on under it.
+2. clean: what killed runs left (`.prepare.<pid>.tmp/` staging folders holding our marker file
+   STAGING_MARKER, and atomic_path's `.<name>.<pid>.nanogpt-<random>.tmp` files) is removed;
+   holding the lock proves their writers are gone. Nothing else is: a file or folder of the
+   user's that merely looks like a temporary name stays.
+3. stage: the block writes into `out_dir/.prepare.<pid>.tmp/`. An error or an interrupt
+   (Ctrl-C, SIGTERM) removes it; a crash leaves it beside the old outputs, which are untouched
+   (`verify` passes and warns about the leftover; the next run removes it).
+4. check: meta.json must be staged; no file to be replaced may be a folder; every staged file
+   is fsynced. Nothing in out_dir has changed yet.
+5. uncommit: the old meta.json is removed and out_dir fsynced. From here to step 7 the folder
+   has no meta.json: `verify` reports it incomplete in one line.
+6. replace: each staged data file is renamed into place (`os.replace`, atomic per file); an
+   output of the old set that this run did not write (one of OUTPUT_NAMES, e.g. a meta.pkl left
+   by a run with another tokenizer) is removed; out_dir is fsynced.
+7. commit: meta.json is renamed into place and out_dir fsynced: the new set is complete.
+8. the staging folder is removed and the lock released.
+
+For the fault tests only: with NANOGPT_DATA_PAUSE_AT=<step> in the environment, the process stops
+itself (SIGSTOP) at that step ("staged": step 4 done; "uncommitted": step 5 done; "replaced": the
+first data file renamed; "committed": step 7 done), so that a test can SIGKILL it exactly there.
+
+Ctrl-C and SIGTERM are held back during steps 5-7 (a few renames), so an interrupt lands before
+them (old set kept) or after (new set complete), never between; only a crash can, and then the
+folder has no meta.json. An interrupt raises KeyboardInterrupt (`Terminated` for SIGTERM) whose
+message says truthfully what was left.
+
+"""
+
+import contextlib
+import errno
+import os
+import re
+import shutil
+import signal
+import stat
+import sys
+from pathlib import Path
+
+from .errors import PrepareError
+from .files import TEMPORARY_TAG
+from .signals import Terminated, signals_held, sigterm_raises_terminated
+
+PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
+LOCK_NAME = ".prepare.lock"
+WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, which stays readable
+RECORD_NAME = "meta.json"
+# The files a run owns: after a commit the folder holds exactly the ones this run wrote.
+OUTPUT_NAMES = ("train.bin", "val.bin", "meta.pkl", RECORD_NAME)
+# and every shard: a shard set from an earlier run is replaced as a whole
+SHARD_NAME = re.compile(r"^.+_(val|train)_\d{6}\.(bin|npy)$")
+# Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
+# ".<name>.<pid>.<random>.tmp" (a file being written beside its final name, see atomic_path).
+TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+(\.[^.]+)?\.tmp$")  # group 1: the final name
+STAGING_NAME = re.compile(r"^\.prepare\.\d+\.tmp$")
+OUR_TEMPORARY_FILE = re.compile(rf"^\.(.+)\.\d+\.{TEMPORARY_TAG}[A-Za-z0-9_]+\.tmp$")
+# Made first in every staging folder: only a folder holding it is a leftover of ours.
+STAGING_MARKER = ".nanogpt-staging"
+
+
+# The folders this process has committed, or begun to: what an interrupt message may say.
+COMMITTED, UNCOMMITTED = [], []
+# The folders whose lock this process holds -> our pid (a POSIX lock is dropped when its process
+# closes any descriptor of the file, so we must never open it a second time; a forked child
+# inherits this dict but not the lock, hence the pid).
+_HELD = {}
+
+
+def interrupted_message(what="interrupted"):
+    """What to tell the user about the output folders when an interrupt ends the program."""
+    if COMMITTED:
+        return f"{what} after the new outputs in {', '.join(map(str, COMMITTED))} were complete"
+    return f"{what} before any output folder was changed"
+
+
+class FolderBusy(PrepareError):
+    """Another live process holds the folder's lock."""
+
+
+@contextlib.contextmanager
+def output_folder(out_dir):
+    """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
+
+    See the steps above for the order of operations and what a crash leaves. A process
+    that holds out_dir's lock already (see `folder_lock`) keeps it and does not lock again.
+    """
+    with folder_lock(out_dir) as folder:
+        _remove_leftovers(folder)
+        staging = folder / f".prepare.{os.getpid()}.tmp"
+        _create_staging(staging)
+        try:
+            with sigterm_raises_terminated():
+                yield staging
+                _commit(staging, folder)
+        except OSError as exc:  # no space, quota, file too large, I/O error...
+            raise PrepareError(_failure_message(exc, folder)) from None
+        except KeyboardInterrupt as exc:
+            what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+            if folder in COMMITTED:  # held back during the commit, raised as it ended
+                raise type(exc)(f"{what} after the new outputs in {folder} were complete") from None
+            if folder in UNCOMMITTED:  # not held back (not the main thread): between the renames
+                raise type(exc)(
+                    f"{what} while the outputs in {folder} were replaced: the folder is "
+                    f"incomplete (no {RECORD_NAME}); run again"
+                ) from None
+            raise type(exc)(
+                f"{what}; the outputs in {folder} were left as they were (nothing was replaced)"
+            ) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def folder_lock(out_dir):
+    """Hold `out_dir`'s lock (step 1; the folder is created if needed) for the block; yield it.
+
+    For a run whose commit comes later in the same process, such as the datatrove engine on
+    this machine: it holds the lock from the start, and its last task's `output_folder` goes on
+    under it. Re-entrant: in a process that holds the lock already, the block just runs (a
+    second descriptor of the lock file, once closed, would drop our POSIX lock).
+
+    A block that fails leaves no folder this call created: once the lock file is gone, an empty
+    one is removed again, with the empty folders above it that it created too.
+    """
+    created = _missing_folders(Path(out_dir))
+    folder = _make_folder(Path(out_dir))
+    if _HELD.get(folder.resolve()) == os.getpid():
+        yield folder
+        return
+    try:
+        with _folder_lock(folder):
+            yield folder
+    except BaseException:
+        for path in created:  # out_dir first, then up
+            try:
+                os.rmdir(path)  # only an empty folder: nothing a user or another run put there
+            except OSError:
+                break
+        raise
+
+
+def leftover_temporaries(folder):
+    """What killed runs left in `folder` (names, sorted): staging folders .prepare.<pid>.tmp that
+    hold our marker, and files of atomic_path (.<name>.<pid>.nanogpt-<random>.tmp); nothing of
+    the user's is taken for one, however it is named."""
+
+    def ours(entry):
+        if entry.is_dir(follow_symlinks=False):
+            return STAGING_NAME.match(entry.name) and os.path.lexists(
+                os.path.join(entry.path, STAGING_MARKER)
+            )
+        return entry.is_file(follow_symlinks=False) and OUR_TEMPORARY_FILE.match(entry.name)
+
+    with contextlib.suppress(OSError):
+        return sorted(entry.name for entry in os.scandir(folder) if ours(entry))
+    return []
+
+
+def lock_holder(folder):
+    """Who holds `folder`'s lock, "pid N: command", if another live process does; else None."""
+    if _HELD.get(Path(folder).resolve()) == os.getpid() or not Path(folder).is_dir():
+        # ours: opening and closing the lock file again would drop our POSIX lock
+        return None
+    try:
+        fd = _open_lock(Path(folder) / LOCK_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        return None if _try_lock(fd, exclusive=False) else _describe_holder(fd)
+    finally:
+        os.close(fd)  # closing drops our own shared lock, if we got it
+
+
+# ---------------------------------------------------------------------------------------------
+# the steps
+
+
+def _missing_folders(folder):
+    """The folders `_make_folder` is about to create, deepest first: a/b/c with only a -> [a/b/c, a/b]."""
+    missing = []
+    for path in [folder, *folder.parents]:
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    return missing
+
+
+def _make_folder(folder):
+    if folder.exists() and not folder.is_dir():
+        raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot create the output folder {folder}: {exc.strerror}; choose another --out-dir"
+        ) from None
+    return folder
+
+
+@contextlib.contextmanager
+def _folder_lock(folder):
+    path = folder / LOCK_NAME
+    fd = _lock_file(folder, path)
+    try:
+        command = " ".join([Path(sys.executable).name, *sys.argv])
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"))
+        _HELD[folder.resolve()] = os.getpid()
+        try:
+            yield
+        finally:
+            del _HELD[folder.resolve()]
+            if os.name != "nt" and _same_file(fd, path):
+                os.unlink(path)  # still locked: a run that opened it meanwhile sees it gone
+    finally:
+        os.close(fd)  # releases the lock
+        if os.name == "nt":  # Windows removes no file that is open: one another run opened stays
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _lock_file(folder, path):
+    """Open `path` and lock it: its descriptor, or FolderBusy naming the run that holds it.
+
+    The file locked must still be the one at `path`: a run that ends removes its lock file while
+    it holds it, so a run that opened the file just before, and locks it just after, holds a
+    lock nobody else will see; it opens the path again, to lock the file there now.
+    """
+    while True:
+        try:
+            fd = _open_lock(path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO: a regular file
+        except OSError as exc:
+            raise PrepareError(
+                f"cannot write into the output folder {folder}: {exc.strerror}; "
+                f"choose a writable --out-dir"
+            ) from None
+        try:
+            if not _try_lock(fd):
+                raise FolderBusy(
+                    f"{folder} is being prepared by another run ({_describe_holder(fd)}); "
+                    f"wait for it to finish, or choose another --out-dir"
+                ) from None
+            if _same_file(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
+def _same_file(fd, path):
+    """Whether the open file `fd` is the one at `path` (the same device and inode)."""
+    try:
+        at_path = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
+
+
+def _open_lock(path, flags):
+    """Open the lock file: never through a symlink (O_NOFOLLOW; an lstat check where there is
+    none), never blocking (a FIFO), and only a regular file; else a PrepareError naming it."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise PrepareError(_not_a_lock(path, "a symbolic link"))
+    nofollow, nonblock = getattr(os, "O_NOFOLLOW", 0), getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | nofollow | nonblock, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PrepareError(_not_a_lock(path, "a symbolic link")) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise PrepareError(
+            _not_a_lock(path, "a folder" if stat.S_ISDIR(mode) else "a FIFO or a device")
+        )
+    return fd
+
+
+def _not_a_lock(path, what):
+    return (
+        f"{path} is {what}, not the regular file a lock must be: nothing was written; remove "
+        f"it (it is not one this project made) and run again"
+    )
+
+
+def _try_lock(fd, exclusive=True):
+    """Lock the open lock file `fd` without waiting: True, or False if another process holds it.
+
+    POSIX: `fcntl.lockf`, which the OS drops when its holder dies. Windows has no fcntl:
+    `msvcrt.locking` of one byte far past the record (the record stays readable), likewise
+    dropped by the OS; a shared lock there is only a test, released at once.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        os.lseek(fd, WINDOWS_LOCK_OFFSET, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        if not exclusive:
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return True
+    try:
+        fcntl.lockf(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            return False
+        raise
+    return True
+
+
+def _describe_holder(fd):
+    os.lseek(fd, 0, os.SEEK_SET)
+    record = os.read(fd, 4096).decode(errors="replace").strip()
+    pid, _, command = record.partition(" ")
+    return f"pid {pid}: {command}" if pid.isdigit() else "a process that has not said which"
+
+
+def _remove_leftovers(folder):
+    names = leftover_temporaries(folder)
+    for name in names:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    if names:
+        print(f"removed {len(names)} temporary file(s) left in {folder} by an interrupted run")
+
+
+def _create_staging(staging):
+    try:
+        staging.mkdir()
+        os.close(os.open(staging / STAGING_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot write into the output folder {staging.parent}: {exc.strerror}; "
+            f"choose a writable --out-dir"
+        ) from None
+
+
+def _commit(staging, folder):
+    staged = sorted(
+        entry.name
+        for entry in os.scandir(staging)
+        if not TEMPORARY_NAME.match(entry.name) and entry.name != STAGING_MARKER
+    )
+    if RECORD_NAME not in staged:
+        raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
+    owned = [*OUTPUT_NAMES, *sorted(e.name for e in os.scandir(folder) if SHARD_NAME.match(e.name))]
+    stale = [name for name in owned if name not in staged and (folder / name).exists()]
+    for name in staged + stale:
+        target = folder / name
+        if target.is_dir() and not target.is_symlink():
+            raise PrepareError(
+                f"{target} is a folder where the output {name} goes; move it away and run again "
+                f"(nothing in {folder} was changed)"
+            )
+    for name in staged:
+        _fsync_path(staging / name)
+    data_files = [name for name in staged if name != RECORD_NAME]
+    _pause_if_asked("staged")
+    with signals_held():
+        try:
+            UNCOMMITTED.append(folder)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / RECORD_NAME)
+            _fsync_path(folder)
+            _pause_if_asked("uncommitted")
+            for name in data_files:
+                os.replace(staging / name, folder / name)
+                _pause_if_asked("replaced")
+            for name in stale:
+                os.unlink(folder / name)
+            _fsync_path(folder)
+            os.replace(staging / RECORD_NAME, folder / RECORD_NAME)
+            _fsync_path(folder)
+            COMMITTED.append(folder)
+            _pause_if_asked("committed")
+        except OSError as exc:
+            raise PrepareError(
+                f"cannot replace the outputs in {folder} ({exc.strerror}: {exc.filename}); "
+                f"the folder is now incomplete (no {RECORD_NAME}): fix the cause and run again"
+            ) from None
+    for name in stale:
+        print(f"removed {folder / name}, left by an earlier run that this one does not replace")
+
+
+def _failure_message(exc, folder):
+    """An OSError while the outputs were staged, as one line: what, where, and that nothing changed.
+
+    OSError(ENOSPC, ...) -> "cannot finish the outputs in out: No space left on device; nothing
+    was replaced (the previous outputs are whole): free some space and run again"
+    """
+    reason = exc.strerror or str(exc)
+    if exc.filename:  # a staged name like .prepare.12.tmp/.train.bin.12.tmp -> train.bin
+        name = TEMPORARY_NAME.sub(r"\1", Path(exc.filename).name)
+        reason += f" ({name})"
+    hint = {
+        errno.ENOSPC: "free some space and run again",
+        errno.EDQUOT: "free some space (your disk quota is full) and run again",
+        errno.EFBIG: "the file size limit (ulimit -f) is too small for these outputs",
+    }.get(exc.errno, "fix the cause and run again")
+    return (
+        f"cannot finish the outputs in {folder}: {reason}; nothing was replaced "
+        f"(the previous outputs are whole): {hint}"
+    )
+
+
+def _pause_if_asked(step):
+    if os.environ.get(PAUSE_ENV) == step:
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def _fsync_path(path):
+    if os.name == "nt" and os.path.isdir(path):
+        return  # Windows opens no folder to fsync it (NTFS journals the renames themselves)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,304 @@
+"""Document collections loaded with `datasets`: a pinned dataset of the hub, or local files.
+
+A lesson names its dataset (`HubDataset`: repository, revision, config, files, split) and
+`load_documents` loads it, or the user's --data-files, as a Dataset with a `text` column of
+strings in a stable order. What can go wrong is refused in one line naming the input: a
+revision that is gone, a corrupt parquet file, a missing `text` column, JSON nested deeply
+enough to crash pyarrow, files of mixed kinds, only empty files.
+"""
+
+import hashlib
+import math
+from collections import namedtuple
+from pathlib import Path
+
+import numpy as np
+
+from .errors import PrepareError
+
+# A dataset on the hub, pinned: its repository and revision, its config (a folder of parquet
+# files, or a name of the card's `configs:`), the files that config holds (what the datatrove
+# engine reads), the split to load, and how: "parquet" reads the files with datasets' own
+# parquet builder (OpenWebText's card names an old loading script datasets refuses), "card"
+# loads the repository by its card, as load_dataset(repo, name=config) does (FineWeb's).
+HubDataset = namedtuple(
+    "HubDataset", "repo revision config files split loader", defaults=("train", "parquet")
+)
+# Which datasets builder reads which local files; .txt files are one document each.
+BUILDERS = {
+    ".parquet": ("parquet", {}),
+    ".jsonl": ("json", {}),
+    ".json": ("json", {}),
+    ".txt": ("text", {"sample_by": "document"}),
+}
+
+
+def load_documents(hub, data_files, num_proc, cache_dir):
+    """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
+
+    data_files None -> `hub`'s split from the hub (see `hub_load_arguments`); else the files the
+    patterns name (see `expand_data_files`). Every failure is a PrepareError saying what to do.
+    """
+    import datasets
+
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
+    cache_dir = None if cache_dir is None else str(cache_dir)
+    if data_files is None:
+        import huggingface_hub
+
+        builder, kwargs = hub_load_arguments(hub)
+        try:
+            # datasets' glob finds no file in a repo or revision that is gone: ask first, to say which
+            huggingface_hub.HfApi().dataset_info(hub.repo, revision=hub.revision)
+            dataset = datasets.load_dataset(
+                builder, split=hub.split, num_proc=num_proc, cache_dir=cache_dir, **kwargs
+            )
+        except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
+            detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's errors span lines
+            raise PrepareError(
+                f"cannot load {source_name(None, hub)} from the Hugging Face hub "
+                f"({detail}); to use local files instead, pass --data-files 'DIR/*.parquet'"
+            ) from None
+    else:
+        files = expand_data_files(data_files)
+        builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+        # datasets knows a local file by its path, size and time: its cache of the documents
+        # goes in a folder named by their content, so an input edited in place is read again
+        content = inputs_sha256(files)
+        cache_dir = str(
+            Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
+        )
+        try:
+            dataset = datasets.load_dataset(
+                builder,
+                data_files={"train": files},
+                split="train",
+                cache_dir=cache_dir,
+                num_proc=min(num_proc, len(files)),
+                **options,
+            )
+        except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
+            cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
+            detail = " ".join(f"{type(cause).__name__}: {cause}".split())
+            raise PrepareError(
+                f"datasets could not read --data-files {' '.join(data_files)} ({detail})"
+            ) from None
+    check_texts(dataset, source_name(data_files, hub))
+    return dataset
+
+
+MAX_JSON_DEPTH = 500  # deeper nesting is refused before pyarrow (which crashes on 20,000) reads it
+
+
+def inputs_sha256(files):
+    """One sha256 of the files' contents, in one read of each; a .json/.jsonl file nested more
+    than MAX_JSON_DEPTH deep is refused on the way (naming the file and the line)."""
+    digest = hashlib.sha256()
+    for path in files:
+        depth = 0 if Path(path).suffix.lower() in (".json", ".jsonl") else None
+        line = 1
+        with open(path, "rb") as file:
+            for block in _blocks_ending_at_newlines(file):
+                digest.update(hashlib.sha256(block).digest())
+                if depth is not None:
+                    depth = _check_json_depth(block, depth, path, line)
+                    line += block.count(b"\n")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _blocks_ending_at_newlines(file, size=1 << 24):
+    rest = b""
+    for block in iter(lambda: file.read(size), b""):
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:
+            rest = block
+            continue
+        rest = block[cut:]
+        yield block[:cut]
+    if rest:
+        yield rest
+
+
+def _check_json_depth(block, depth, path, first_line):
+    """The nesting depth after `block` (JSON text cut at newlines, which no JSON string holds),
+    counting brackets outside strings; deeper than MAX_JSON_DEPTH is a PrepareError."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    index = np.arange(len(data))
+    backslash = data == ord("\\")
+    last_other = np.maximum.accumulate(np.where(backslash, -1, index))  # last non-backslash <= i
+    quotes = np.flatnonzero(data == ord('"'))
+    before = quotes - 1
+    run = np.where(before >= 0, before - last_other[np.maximum(before, 0)], 0)  # backslashes
+    real = quotes[run % 2 == 0]  # unescaped quotes open and close strings (none spans a line)
+    toggles = np.zeros(len(data) + 1, dtype=np.int8)
+    toggles[real + 1] = 1
+    in_string = (np.cumsum(toggles)[:-1] % 2 == 1) | np.isin(index, real)
+    opens = ((data == ord("[")) | (data == ord("{"))) & ~in_string
+    closes = ((data == ord("]")) | (data == ord("}"))) & ~in_string
+    levels = depth + np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
+    if len(levels) and levels.max() > MAX_JSON_DEPTH:
+        where = int(np.argmax(levels > MAX_JSON_DEPTH))
+        line = first_line + int(np.count_nonzero(data[:where] == ord("\n")))
+        raise PrepareError(
+            f"{path} line {line:,}: JSON nested more than {MAX_JSON_DEPTH} levels deep; no "
+            f"document is, and the reader would crash: fix or remove that line"
+        )
+    return int(levels[-1]) if len(levels) else depth
+
+
+def hub_load_arguments(hub):
+    """What `datasets.load_dataset` is called with for `hub`, besides its split.
+
+    loader "parquet": the repo's parquet files, read by datasets' own parquet builder at the
+    pinned revision, nothing of a loading script involved (OpenWebText)
+    -> ("parquet", {"data_files": {"train": "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"}});
+    loader "card": ("HuggingFaceFW/fineweb-edu", {"name": "sample-10BT", "revision": "87f0..."}).
+    """
+    if hub.loader == "card":
+        return hub.repo, {"name": hub.config, "revision": hub.revision}
+    return "parquet", {"data_files": {hub.split: hub_files_url(hub)}}
+
+
+def hub_files_url(hub):
+    """The fsspec glob of the hub's files: "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"."""
+    return f"hf://datasets/{hub.repo}@{hub.revision}/{hub.files}"
+
+
+def source_name(data_files, hub):
+    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
+    if data_files:
+        return " ".join(data_files)
+    config = f" ({hub.config})" if hub.loader == "card" else ""
+    return f"{hub.repo}@{hub.revision[:12]}{config}"
+
+
+def source_record(data_files, num_documents, hub):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
+    if data_files:
+        return {"files": data_files, "documents": num_documents}
+    return {
+        "repo": hub.repo,
+        "revision": hub.revision,
+        "config": hub.config,
+        "documents": num_documents,
+    }
+
+
+def expand_data_files(patterns):
+    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt, a/1.txt, a/2.txt.
+
+    Sorting makes the row order, and so the split and the .bin files, independent of the file
+    system's listing order. The files must be of one known kind and not all empty.
+    """
+    from bpe.corpus import CorpusError, expand_inputs  # train_tokenizer.py's globber, the same
+
+    try:
+        files = expand_inputs(patterns)
+    except CorpusError as exc:
+        raise PrepareError(f"--data-files: {exc}") from None
+    kinds = {Path(path).suffix.lower() for path in files}
+    if not kinds or not kinds <= BUILDERS.keys():
+        unknown = sorted(kinds - BUILDERS.keys()) or ["no files"]
+        raise PrepareError(
+            f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}"
+        )
+    if len({BUILDERS[kind][0] for kind in kinds}) > 1:
+        raise PrepareError(
+            f"--data-files mixes {', '.join(sorted(kinds))} files; give files of one kind"
+        )
+    if all(_holds_nothing(path) for path in files):
+        raise PrepareError(
+            f"--data-files names only empty files ({files[0]}, ...); there is nothing to prepare"
+        )
+    return files
+
+
+def _holds_nothing(path):
+    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure error)."""
+    if Path(path).stat().st_size == 0:
+        return True
+    if Path(path).suffix.lower() != ".parquet":
+        return False
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows == 0
+    except Exception:  # not a parquet file: datasets will say so
+        return False
+
+
+def check_texts(dataset, source):
+    """Refuse a dataset without a `text` column of strings, naming what is wrong and where."""
+    if "text" not in dataset.column_names:
+        raise PrepareError(
+            f"{source} has no 'text' column; its columns are: {', '.join(dataset.column_names)}"
+        )
+    if len(dataset) == 0:
+        raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
+    feature = dataset.features["text"]
+    if getattr(feature, "dtype", None) in ("string", "large_string"):
+        # only missing values can be wrong, and Arrow counts those without reading the texts
+        column = dataset.with_format("arrow")["text"]
+        bad = column.null_count
+        first = int(np.argmax(column.is_null().to_numpy(zero_copy_only=False))) if bad else None
+    else:
+        bad, first = 0, None
+        for start in range(0, len(dataset), 10_000):
+            for offset, text in enumerate(dataset[start : start + 10_000]["text"]):
+                if not isinstance(text, str):
+                    bad += 1
+                    first = start + offset if first is None else first
+    if bad:
+        raise PrepareError(
+            f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
+            f"'text' (the first at row {first:,}); fix or drop those rows"
+        )
+
+
+def id_batches(tokenized, documents_per_batch=10_000):
+    """A tokenized dataset's ids in order, a batch of documents at a time, each one flat array.
+
+    The same ids as np.concatenate(tokenized["ids"]), read through Arrow without a Python
+    object per document: memory holds one batch whatever the dataset's size.
+    """
+    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
+        yield batch["ids"].combine_chunks().flatten().to_numpy()
+
+
+def ids_cache_options(documents, tokenizer, dtype, function, eot_first=False):
+    """`features` and `new_fingerprint` for documents.map(function, ...).
+
+    features: the ids are stored as `dtype` (uint16: 4x less disk than datasets' default int64).
+    new_fingerprint: the cache key, made from what decides the result (the input split, the
+    function, the tokenizer's sha256 and end-of-text id and where it goes, the dtype); datasets'
+    own would pickle the whole vocabulary (~1 s per split).
+    """
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    features = datasets.Features(
+        {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
+    )
+    key = [documents._fingerprint, function, tokenizer["sha256"], tokenizer["eot_id"], eot_first]
+    key.append(dtype.name)
+    return {"features": features, "new_fingerprint": Hasher.hash(key)}
+
+
+def split_sizes(num_documents, val_fraction):
+    """(train, val) document counts of datasets' train_test_split(test_size=val_fraction).
+
+    10,000 documents, 0.0005 -> (9995, 5): val gets ceil(fraction * n), train the rest.
+    A fraction outside (0, 1), or one that leaves a side empty, is an error.
+    """
+    num_val = math.ceil(val_fraction * num_documents)
+    num_train = num_documents - num_val
+    if not 0 < val_fraction < 1 or num_train <= 0:
+        empty = "val" if val_fraction <= 0 else "train"
+        raise PrepareError(
+            f"--val-fraction {val_fraction} of {num_documents:,} documents leaves {empty} empty; "
+            f"choose a fraction that leaves at least one document on each side"
+        )
+    return num_train, num_val

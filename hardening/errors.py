@@ -1,0 +1,45 @@
+"""A problem the user can fix is a PrepareError: one line, no traceback (see cli.run_main)."""
+
+import contextlib
+
+DEBUG_ENV = "NANOGPT_DEBUG"  # NANOGPT_DEBUG=1: an unexpected exception shows its traceback
+QUOTE_LIMIT = 200  # characters of user data an error line quotes at the most
+
+
+class PrepareError(Exception):
+    """A problem the user can fix: printed as one line, without a traceback, by `run_main`."""
+
+
+def unexpected_message(exc):
+    """One line for an exception no code turned into a PrepareError: what was being read, what
+    went wrong. RecursionError(...) while reading deep.json -> "deep.json: nested too deeply
+    (RecursionError); ..."."""
+    where = getattr(exc, "nanogpt_reading", None)
+    if isinstance(exc, RecursionError):
+        what = "nested too deeply to read (RecursionError)"
+    else:
+        what = f"{type(exc).__name__}: {shortened(exc)}".rstrip(": ")
+    return f"{where + ': ' if where else ''}{what}; set {DEBUG_ENV}=1 to see the traceback"
+
+
+@contextlib.contextmanager
+def reading(path):
+    """Name `path` in the error line of any exception that escapes the block (the innermost
+    `reading` wins): `with reading(meta_json): ...`."""
+    try:
+        yield
+    except Exception as exc:
+        if getattr(exc, "nanogpt_reading", None) is None:
+            exc.nanogpt_reading = str(path)
+        raise
+
+
+def shortened(text, limit=QUOTE_LIMIT):
+    """`text` cut to about `limit` characters: a 10 MB token must not make a 20 MB error line.
+
+    "'abc'" -> "'abc'"; repr("x" * 10**7) -> "'xxx...xxx... (10,000,002 characters)"
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 3]}... ({len(text):,} characters)"

@@ -1,0 +1,218 @@
+"""Files read strictly and within bounds, written atomically, hashed, and never trusted.
+
+- `read_text`: a whole text as strict UTF-8 (a bad byte: its offset), never a pipe or a device
+- `read_small_file`: the bytes of a small file we wrote (meta.json, meta.pkl, a work record),
+  never blocking on a FIFO, never endless (/dev/zero), at most SMALL_FILE_LIMIT bytes
+- `atomic_path`: a hidden temporary name beside the final one, renamed into place on success
+- `read_plain_pickle`: a pickle of plain data, read without running anything it names
+"""
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+import stat
+import tempfile
+from pathlib import Path
+
+from .errors import PrepareError
+
+# In the name of every temporary file of atomic_path: only such a file is a leftover of ours.
+TEMPORARY_TAG = "nanogpt-"
+SMALL_FILE_LIMIT = 1 << 28  # 256 MB: more than any meta.json, meta.pkl or work record we write
+
+
+def read_text(path):
+    """Read a whole file as strict UTF-8; a bad byte is an error that gives its offset."""
+    path = Path(path)
+    with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            # a pipe would block (or be read once, then hashed empty): refuse it before opening
+            raise PrepareError(
+                f"{path} is not a regular file (a pipe or a device?); save the text to a file "
+                f"and pass that"
+            )
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise PrepareError(f"{path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise PrepareError(f"{path} is a folder, not a text file") from None
+    except OSError as exc:
+        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PrepareError(
+            f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start : exc.start + 1]!r}; "
+            f"convert the file to UTF-8 first"
+        ) from None
+
+
+def sha256_file(path):
+    """The hex sha256 of a file's bytes, read 1 MB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_small_file(path, limit=SMALL_FILE_LIMIT):
+    """The bytes of a small file we wrote (meta.json, meta.pkl, a work record), read safely.
+
+    A FIFO would block forever and /dev/zero never ends: the file must be a regular one (checked
+    on the open descriptor, opened without waiting), and no larger than `limit` bytes.
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise PrepareError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
+            raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
+        if info.st_size > limit:
+            raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
+        try:
+            data = file.read(limit + 1)
+        except OSError as exc:
+            raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise PrepareError(f"{path} has more than {limit:,} bytes: not ours")
+    return data
+
+
+def load_json(data, path):
+    """json.loads of a file's bytes; a file that is not JSON, or nested too deeply for Python's
+    parser (20,000 levels), is a PrepareError naming it."""
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise PrepareError(f"{path} is not UTF-8 (byte {exc.start:,}): not valid JSON") from None
+    except json.JSONDecodeError as exc:
+        raise PrepareError(f"{path} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise PrepareError(f"{path} is nested too deeply to be read as JSON") from None
+
+
+def json_kind(value):
+    """The JSON name of a value's type: None -> "null", {} -> "object", [] -> "array"."""
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
+
+    A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
+    half-written file that looks valid. The temporary name is in the same folder, so the rename
+    is atomic; hidden, pid-tagged and unpredictable, and created exclusively (O_EXCL, no link
+    followed), so it never looks like a finished output, two runs don't collide, a link planted
+    at a guessed name is never written through, and a leftover is provably ours (TEMPORARY_TAG):
+    train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(
+        prefix=f".{path.name}.{os.getpid()}.{TEMPORARY_TAG}", suffix=".tmp", dir=path.parent
+    )
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        with contextlib.suppress(OSError):  # mkstemp's 0600, made what a plain open would make
+            os.chmod(tmp, 0o666 & ~_umask())
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _umask():
+    """The process's umask (os.umask can only be read by setting it, and is put back at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """Reads a pickle of plain data only (dicts, lists, strings, numbers): any global (a class, a
+    function such as os.system) is refused, so reading a hostile meta.pkl runs nothing."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"it names {module}.{name}, not plain data")
+
+
+def read_plain_pickle(path):
+    """The plain data of a pickle file, read without running anything (`_PlainDataUnpickler`)."""
+    import io
+
+    try:
+        return _PlainDataUnpickler(io.BytesIO(read_small_file(path))).load()
+    except PrepareError:
+        raise
+    except Exception as exc:  # any malformed pickle: UnpicklingError, EOFError, ValueError...
+        raise PrepareError(f"{path} is not a pickle of plain data ({exc})") from None
+
+
+def first_non_utf8(value):
+    """The first string in a JSON-like value that UTF-8 cannot encode (a lone surrogate), or None.
+
+    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes caf\\xe9.txt)
+    """
+    if isinstance(value, str):
+        return None if value.isascii() or _encodes(value) else value
+    children = value.values() if isinstance(value, dict) else value
+    if isinstance(value, (dict, list, tuple)):
+        return next((bad for bad in map(first_non_utf8, children) if bad is not None), None)
+    return None
+
+
+def _encodes(text):
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def cache_folder(folder, variable):
+    """`folder`, created if needed; one that cannot be (a file is there) is a one-line error."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot use {folder} as a cache folder ({exc.strerror}); set {variable} to a "
+            f"writable folder"
+        ) from None
+    return folder
+
+
+CACHE_ENV = "NANOGPT_DATA_CACHE"  # where downloaded files are kept (default ~/.cache/nanogpt-data)
+
+
+def data_cache(name, variable=None):
+    """The cache folder for `name`, created if needed: $variable if it is set, else
+    $NANOGPT_DATA_CACHE/name (default ~/.cache/nanogpt-data/name); one that cannot be made
+    (a file is there) is a one-line error naming the variable to set."""
+    if variable and os.environ.get(variable):
+        return cache_folder(Path(os.environ[variable]), variable)
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
+    return cache_folder(root / name, CACHE_ENV)
+
+
+def check_utf8_names(record):
+    """Refuse a record (meta.json) holding a string UTF-8 cannot encode: a file name whose bytes
+    are not UTF-8 (Python's surrogate escapes), in one line naming it."""
+    bad = first_non_utf8(record)
+    if bad is not None:
+        raise PrepareError(
+            f"the file name {bad.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, so "
+            f"meta.json cannot record it; rename the file"
+        )

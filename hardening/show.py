@@ -1,0 +1,130 @@
+"""`show`: one block of a prepared folder as nanoGPT's get_batch reads it, x and y side by side;
+and the command `python prepare_common.py verify|show FOLDER` (prepare_common's main calls it)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .audit import open_split, verify
+from .cli import ArgumentParser, random_seed
+from .errors import PrepareError
+from .files import sha256_file
+
+
+def random_offset(num_tokens, block_size, seed):
+    """The offset get_batch would draw (torch.randint(len(data) - block_size)), with numpy."""
+    return int(np.random.default_rng(seed).integers(max(num_tokens - block_size, 1)))
+
+
+def token_bytes_for(tokenizer, folder, gpt2_encoding):
+    """id -> the bytes of that one token, for the tokenizer meta.json records."""
+    kind = tokenizer.get("kind")
+    if kind == "char":
+        chars = tokenizer["chars"]
+        return lambda token_id: chars[token_id].encode("utf-8")
+    if kind == "tiktoken":
+        import tiktoken
+
+        name = tokenizer.get("name")
+        encoding = gpt2_encoding() if name == "gpt2" else tiktoken.get_encoding(name)
+        return encoding.decode_single_token_bytes
+    if kind == "bpe":
+        from bpe import Tokenizer
+
+        path = Path(tokenizer["path"])
+        if not path.is_absolute():
+            path = Path(folder) / path
+        if not path.is_file() or sha256_file(path) != tokenizer["sha256"]:
+            raise PrepareError(f"the tokenizer {path} named in meta.json is missing or has changed")
+        return Tokenizer.load(path).vocab.__getitem__
+    raise PrepareError(f"{Path(folder) / 'meta.json'}: cannot show tokenizer {tokenizer!r}")
+
+
+def block_lines(folder, gpt2_encoding, split="train", block_size=8, offset=0):
+    """One block as printed lines: x and y side by side, each token with its id and text.
+
+    The lecture's "ABBA" (ten times) prepared by shakespeare_char, block_size 3 ->
+        train: 36 tokens; at position t the model has read x[0..t] and must predict y[t]
+        x = data[0:3] = [0, 1, 1]
+        y = data[1:4] = [1, 1, 0]
+            t  x[t]   y[t]
+            0  0 'A'  1 'B'
+            1  1 'B'  1 'B'
+            2  1 'B'  0 'A'
+    """
+    meta, data = open_split(folder, split)
+    if block_size >= len(data):
+        raise PrepareError(
+            f"--block-size {block_size:,} is too large: {split} holds {len(data):,} tokens, and a "
+            f"block and its target need block_size + 1"
+        )
+    if not 0 <= offset < len(data) - block_size:
+        raise PrepareError(
+            f"{split} holds {len(data):,} tokens: a block of {block_size} and its target need "
+            f"an offset from 0 to {len(data) - block_size - 1:,}, not {offset:,}"
+        )
+    x = data[offset : offset + block_size].tolist()
+    y = data[offset + 1 : offset + 1 + block_size].tolist()
+    if max(x + y) >= meta["tokenizer"]["vocab_size"]:
+        raise PrepareError(
+            f"{folder}: token id {max(x + y):,} is not in the vocabulary; run verify"
+        )
+    from bpe.show import token_text
+
+    token_bytes = token_bytes_for(meta["tokenizer"], folder, gpt2_encoding)
+
+    def cell(token_id):
+        return f"{token_id:>{len(str(max(x + y)))}} '{token_text(token_bytes(token_id))}'"
+
+    cells = [(cell(a), cell(b)) for a, b in zip(x, y)]
+    width = max(len("x[t]"), *(len(a) for a, _ in cells))
+    end = offset + block_size
+    lines = [
+        f"{split}: {len(data):,} tokens; at position t the model has read x[0..t] and must predict y[t]",
+        f"x = data[{offset}:{end}] = {x}",
+        f"y = data[{offset + 1}:{end + 1}] = {y}",
+        f"{'t':>5}  {'x[t]':<{width}}  y[t]",
+    ]
+    lines += [f"{t:>5}  {a:<{width}}  {b}" for t, (a, b) in enumerate(cells)]
+    return lines
+
+
+def show(folder, gpt2_encoding, split="train", block_size=8, offset=0, seed=None):
+    """Print one block of `folder`'s `split` (at `offset`, or at get_batch's random offset for `seed`)."""
+    if block_size < 1:
+        raise PrepareError(f"--block-size must be at least 1, got {block_size}")
+    problems = verify(
+        folder, gpt2_encoding, quiet=True
+    )  # what verify checks, nanoGPT's reads depend on too
+    if problems:
+        raise PrepareError(problems[0])
+    if seed is not None:
+        _, data = open_split(folder, split)
+        offset = random_offset(len(data), block_size, seed)
+    print(*block_lines(folder, gpt2_encoding, split, block_size, offset), sep="\n")
+
+
+def main(argv, gpt2_encoding):
+    parser = ArgumentParser(description="Check a prepared data folder, or see what nanoGPT reads.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("verify", help="check .bin sizes, hashes and ids against meta.json")
+    check.add_argument("folder", help="e.g. data/shakespeare_char")
+    look = commands.add_parser("show", help="one block (x, y) as nanoGPT's get_batch reads it")
+    look.add_argument("folder", help="a prepared folder, e.g. data/shakespeare_char")
+    look.add_argument("--split", default="train", help="train (default) or val, or a shard's file")
+    look.add_argument("--block-size", type=int, default=8, metavar="N", help="default: 8")
+    where = look.add_mutually_exclusive_group()
+    where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
+    where.add_argument(
+        "--seed", type=random_seed, help="draw the offset at random, as get_batch does"
+    )
+    args = parser.parse_args(argv)
+    if args.command == "show":
+        return show(args.folder, gpt2_encoding, args.split, args.block_size, args.offset, args.seed)
+    problems = verify(args.folder, gpt2_encoding)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"{args.folder}: OK")

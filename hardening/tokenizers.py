@@ -1,0 +1,204 @@
+"""What a BPE lesson's tokenizer is known by, and the check that it loses no text.
+
+- `encoding_sha256`: the fingerprint of a tiktoken Encoding's definition (meta.json records it)
+- `load_trained`: a train_tokenizer.py file as (bpe.Tokenizer, tiktoken Encoding), or one line
+- `check_covered`: a trained tokenizer's own pattern may leave characters out; refuse such ids
+"""
+
+import contextlib
+import functools
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+from .errors import PrepareError, reading
+from .files import sha256_file
+
+
+def encoding_sha256(encoding):
+    """A fingerprint of a tiktoken Encoding's definition: pattern, ranks and special tokens."""
+    digest = hashlib.sha256()
+    digest.update(encoding._pat_str.encode())
+    for token, rank in sorted(encoding._mergeable_ranks.items(), key=lambda item: item[1]):
+        digest.update(b"%d:%s\n" % (rank, token.hex().encode()))
+    for name, rank in sorted(encoding._special_tokens.items()):
+        digest.update(b"special %d:%s\n" % (rank, name.encode()))
+    return digest.hexdigest()
+
+
+def check_dtype_holds(encoding, eot_id, dtype):
+    """Refuse a `dtype` that cannot hold every id of the tokenizer (uint8 for GPT-2's 50,257)."""
+    highest = max(encoding.max_token_value, eot_id)
+    if highest > np.iinfo(dtype).max:
+        raise PrepareError(
+            f"{np.dtype(dtype).name} cannot hold the ids of tokenizer {encoding.name} (up to {highest:,})"
+        )
+
+
+def check_covered(text, ids, encoding, tokenizer, where):
+    """Refuse ids that leave characters of `text` out: a trained tokenizer's own pattern may.
+
+    With the pattern r"\\w+", "a b, c!" encodes to the ids of "a", "b", "c": the spaces and the
+    punctuation are in no pretoken, so they would be lost without a word. The check costs one
+    numpy lookup: the ids' byte lengths must add up to the text's (a special token, such as the
+    end-of-text id closing a document, counts 0); only when they do not is the first character
+    left out looked for (`bpe.patterns.first_uncovered`), for the error, which names `where`
+    (the text's file), the position, and the tokenizer file. GPT-2's and GPT-4's patterns match
+    every character, so their encodings are not checked (`may_lose_text`).
+    """
+    if not may_lose_text(encoding, tokenizer):
+        return
+    if token_bytes(ids, encoding) == len(text.encode("utf-8")):
+        return
+    from bpe.patterns import first_uncovered
+
+    position = first_uncovered(encoding._pat_str, text)
+    character = (
+        "a character" if position is None else f"character {position:,} ({text[position]!r})"
+    )
+    raise PrepareError(
+        f"{where}: {character} is in no pretoken of the pattern "
+        f"{encoding._pat_str!r} of {tokenizer['path']}, so it would be lost (and every one like "
+        f"it); train a tokenizer with a pattern that matches every character, such as gpt2"
+    )
+
+
+def check_documents_covered(texts, ids, encoding, tokenizer, where):
+    """`check_covered` for a batch of documents, at the cost of one check for the batch.
+
+    ids[i] are the ids of texts[i] (its end-of-text id included); where(i) names document i,
+    for the error. Only when the batch's byte lengths differ are the documents checked one by one.
+    """
+    if not may_lose_text(encoding, tokenizer) or not texts:
+        return
+    if token_bytes(np.concatenate(ids), encoding) == sum(len(t.encode("utf-8")) for t in texts):
+        return
+    for i, (text, document_ids) in enumerate(zip(texts, ids)):
+        check_covered(text, document_ids, encoding, tokenizer, where(i))
+
+
+def may_lose_text(encoding, tokenizer):
+    """Whether the encoding's pattern may leave characters out: only a trained tokenizer's own
+    pattern may; GPT-2's and GPT-4's match every character."""
+    if tokenizer["kind"] != "bpe":
+        return False
+    from bpe.patterns import PATTERNS
+
+    return encoding._pat_str not in PATTERNS.values()
+
+
+def token_bytes(ids, encoding):
+    """How many bytes of text the ids stand for: [15496, 995] -> 11 ("Hello world", GPT-2)."""
+    return int(token_byte_lengths(encoding)[np.asarray(ids, dtype=np.int64)].sum())
+
+
+@functools.lru_cache(maxsize=4)
+def token_byte_lengths(encoding):
+    """An array: id -> the number of bytes of text its token stands for (0 for a gap in the
+    ids, and for a special token: the end-of-text id stands for no text of the document)."""
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for token_id in range(encoding.n_vocab):
+        with contextlib.suppress(KeyError):
+            lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
+    lengths[list(encoding._special_tokens.values())] = 0
+    return lengths
+
+
+def load_trained(path, option="--tokenizer"):
+    """(bpe.Tokenizer, its tiktoken Encoding) of a file written by train_tokenizer.py.
+
+    A missing file, a folder, a file that is not a tokenizer, a pattern tiktoken cannot run:
+    each a PrepareError naming the file ("--tokenizer tok.json does not exist; ...").
+    """
+    from bpe import Tokenizer
+
+    path = Path(path)
+    if path.is_dir():
+        raise PrepareError(f"{option} {path} is a folder; give the tokenizer file inside it")
+    if not path.is_file():
+        raise PrepareError(
+            f"{option} {path} does not exist; write one with train_tokenizer.py first"
+        )
+    try:
+        with reading(path):  # anything else it raises names the file too (run_main)
+            tokenizer = Tokenizer.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
+        raise PrepareError(
+            f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})"
+        ) from None
+    try:
+        encoding = tokenizer.to_tiktoken()
+    except ValueError as exc:  # a pattern tiktoken's regex engine cannot compile
+        raise PrepareError(f"{path}: tiktoken cannot use this tokenizer ({exc})") from None
+    return tokenizer, encoding
+
+
+def trained_tokenizer(tokenizer_path, need_eot=False):
+    """(its tiktoken Encoding, meta.json's "tokenizer" record) of a train_tokenizer.py file.
+
+    need_eot: a tokenizer without <|endoftext|> is an error (the documents end with it).
+    """
+    from bpe import EOT
+
+    path = Path(tokenizer_path)
+    tokenizer, encoding = load_trained(path)
+    if need_eot and EOT not in tokenizer.special_tokens:
+        raise PrepareError(
+            f"--tokenizer {path} has no {EOT} special token; train one with "
+            f"train_tokenizer.py --special-tokens '{EOT}'"
+        )
+    return encoding, {
+        "kind": "bpe",
+        "name": path.stem,
+        "path": str(path.resolve()),
+        "vocab_size": tokenizer.vocab_size,
+        "eot_id": tokenizer.special_tokens.get(EOT),
+        "sha256": sha256_file(path),
+        "encoding_sha256": encoding_sha256(encoding),
+    }
+
+
+def nanogpt_sample_maps(encoding):
+    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
+    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
+
+    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
+    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
+    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
+    """
+    itos = {}
+    for token_id in range(encoding.n_vocab):
+        try:
+            token = encoding.decode_single_token_bytes(token_id)
+        except KeyError:  # a gap in a tiktoken vocabulary
+            continue
+        itos[token_id] = token.decode("utf-8", errors="replace")
+    stoi = {
+        text: token_id
+        for token_id, text in sorted(itos.items(), reverse=True)
+        if len(text) == 1 and text != "\ufffd"
+    }
+    return stoi, itos
+
+
+def encode_document(text, encoding, eot_id, dtype, eot_first=False):
+    """One document's ids and the end-of-text id, as a `dtype` array: "Hi" -> [17250, 50256]
+    (nanoGPT's rule); eot_first -> [50256, 17250] (llm.c's: the token delimits documents).
+
+    np.array(encoding.encode_ordinary(text) + [eot_id], dtype) (nanoGPT's `process`) without a
+    Python int per token: encode_to_numpy with no special token allowed or refused is
+    encode_ordinary (a literal "<|endoftext|>" stays text); a lone surrogate, which its Rust
+    side refuses, goes through encode_ordinary, which repairs it. The cast is unchecked:
+    `tokenize_documents` checks the tokenizer's largest id once.
+    """
+    try:
+        encoded = encoding.encode_to_numpy(text, disallowed_special=())
+    except UnicodeEncodeError:  # lone surrogates: encode_ordinary repairs them as tiktoken does
+        encoded = encoding.encode_ordinary(text)
+    ids = np.empty(len(encoded) + 1, dtype)
+    if eot_first:
+        ids[0], ids[1:] = eot_id, encoded
+    else:
+        ids[:-1], ids[-1] = encoded, eot_id
+    return ids
