@@ -30,7 +30,7 @@ import numpy as np
 from hardening import audit, show
 from hardening.cli import ArgumentParser, run_main  # a failure: one `error:` line, no traceback
 from hardening.cli import default_num_proc, fraction, positive_int, random_seed, tokens_per_shard
-from hardening.commit import RECORD_NAME, folder_lock, output_folder
+from hardening.commit import RECORD_NAME, folder_lock, folder_tokenizer, output_folder
 from hardening.documents import HubDataset, load_documents, source_name, source_record
 from hardening.documents import id_batches, ids_cache_options, split_sizes
 from hardening.errors import PrepareError
@@ -351,7 +351,7 @@ def write_meta(out_dir, *, script, tokenizer, dtype, source, split, options, spl
     meta = {
         "format_version": META_FORMAT_VERSION,
         "created_by": script,
-        "tokenizer": tokenizer,
+        "tokenizer": folder_tokenizer(tokenizer, out_dir),  # its path relative, if in the folder
         "dtype": np.dtype(dtype).name,
         "splits": splits_record(out_dir, split_tokens, shards),
         "meta_pkl": {"file": META_PKL, "sha256": sha256_file(meta_pkl)}

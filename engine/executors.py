@@ -56,6 +56,10 @@ class Work:
     def part_file(self, split, rank):
         return self.split / "parts" / f"{split}-{rank:05d}.bin"
 
+    def written_file(self, rank):
+        """What write task `rank` wrote, by name and sha256 (checked before the commit reuses it)."""
+        return self.split / "parts" / f"written-{rank:05d}.json"
+
     def logs(self, stage):
         return str((self.tokens if stage == "tokenize" else self.split) / "logs" / stage)
 
@@ -78,19 +82,26 @@ class Work:
         self.redo_damaged_tasks()
 
     def redo_damaged_tasks(self):
-        """A tokenize task marked completed whose files are gone or differ from the sha256s its
-        summary recorded is unmarked, so that this run makes them again (never reused)."""
-        completions = Path(self.logs("tokenize")) / "completions"
-        if not completions.is_dir():
-            return
-        for marker in completions.iterdir():
-            if not marker.name.isdigit():
-                continue
-            rank = int(marker.name)
-            if not task_files_intact(
-                self.summary_file(rank), self.token_file(rank), self.index_file(rank)
-            ):
-                marker.unlink()
+        """A tokenize or write task marked completed whose files are gone or differ from the
+        sha256s it recorded is unmarked, so that this run makes them again (never reused). A
+        write task's parts are the very files the commit links into the output folder: an output
+        changed in place changes its part, which is then made again, and so is the output."""
+        for stage in ("tokenize", "write"):
+            completions = Path(self.logs(stage)) / "completions"
+            for marker in completions.iterdir() if completions.is_dir() else ():
+                if marker.name.isdigit() and not self.task_intact(stage, int(marker.name)):
+                    marker.unlink()
+
+    def task_intact(self, stage, rank):
+        if stage == "tokenize":
+            files = (self.token_file(rank), self.index_file(rank))
+            return task_files_intact(self.summary_file(rank), *files)
+        try:
+            written = load_json(read_small_file(self.written_file(rank)), self.written_file(rank))
+            files = [self.split / "parts" / name for name in written["sha256"]]
+        except (PrepareError, KeyError, TypeError):
+            return False
+        return task_files_intact(self.written_file(rank), *files)
 
 
 def task_files_intact(summary_file, *files):

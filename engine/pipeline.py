@@ -97,7 +97,7 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     hub = lesson["hub"]
     files, kind = input_files(args.data_files, hub)
     lengths = file_lengths(files, kind)
-    most, pieces = most_tasks(files, kind, lengths)
+    most, pieces = most_tasks(files, kind)
     if args.tasks > most:  # more would be empty tasks, each a process to start: hours for nothing
         print(f"note: --tasks {args.tasks:,} capped at {most:,}, the input's {pieces}")
         args.tasks = most

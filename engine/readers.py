@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hardening.documents import BUILDERS, expand_data_files, hub_files_url
+from hardening.documents import BUILDERS, expand_data_files, hub_files
 from hardening.errors import PrepareError
-from hardening.files import sha256_file
+from hardening.files import sha256_file, universal_newlines
 
 JSON_WHITESPACE = b" \t\r\n"
 
@@ -21,34 +21,10 @@ JSON_WHITESPACE = b" \t\r\n"
 # the input: files, their lengths, and the slices of the tasks
 
 
-def open_input(path, mode="rb"):
-    """A local path or an fsspec URL (hf://datasets/..., s3://...) opened for reading."""
-    if "://" not in path:
-        return open(path, mode)
-    import fsspec
-
-    return fsspec.open(path, mode).open()
-
-
-def list_remote_files(pattern):
-    """The files an fsspec glob (hf://datasets/owner/name@revision/dir/*.parquet) names, sorted."""
-    import fsspec
-
-    fs, _ = fsspec.core.url_to_fs(pattern)
-    protocol = pattern.split("://", 1)[0]
-    return [f"{protocol}://{path}" for path in sorted(fs.glob(pattern))]
-
-
 def file_identity(path):
     """What identifies a file's content for the work directory's name: path, size, and its
-    content's sha256 (a local file) or the hub's commit (a remote one). Not its time: an input
-    edited in place with its size and time put back (cp -p, rsync -t, tar x) is another input."""
-    if "://" in path:
-        import fsspec
-
-        fs, inner = fsspec.core.url_to_fs(path)
-        info = fs.info(inner)
-        return [path, info.get("size"), str(info.get("last_commit") or info.get("mtime") or "")]
+    content's sha256. Not its time: an input edited in place with its size and time put back
+    (cp -p, rsync -t, tar x) is another input."""
     return [os.path.abspath(path), os.stat(path).st_size, sha256_file(path)]
 
 
@@ -72,7 +48,7 @@ def file_lengths(files, kind):
     lengths = []
     for path in files:
         try:
-            with open_input(path) as f:
+            with open(path, "rb") as f:
                 parquet = pq.ParquetFile(f)
                 text_field_type(parquet.schema_arrow, path)
                 lengths.append(parquet.metadata.num_rows)
@@ -114,7 +90,7 @@ def task_slices(lengths, tasks):
 
 def read_text_document(path):
     """A .txt file as one document, as datasets' text reader opens it (universal newlines)."""
-    with open_input(path, "rb") as f:
+    with open(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8")
@@ -122,13 +98,13 @@ def read_text_document(path):
         raise PrepareError(
             f"{path} is not valid UTF-8 (byte offset {exc.start:,}); convert it to UTF-8"
         ) from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return universal_newlines(text)
 
 
 def read_parquet_rows(path, start, end):
     import pyarrow.parquet as pq
 
-    with open_input(path) as f:
+    with open(path, "rb") as f:
         parquet = pq.ParquetFile(f)
         is_string = holds_strings(text_field_type(parquet.schema_arrow, path))
         row = 0
@@ -158,17 +134,14 @@ def holds_strings(arrow_type):
     )
 
 
-def most_tasks(files, kind, lengths):
+def most_tasks(files, kind):
     """The number of pieces the input can be cut into, which caps --tasks: a parquet file's row
     groups, a JSON Lines file's lines, a .txt file (one document). -> (pieces, what they are)"""
     if kind == "text":
         return len(files), "files"
     if kind == "json":
         lines = 0
-        for path, length in zip(files, lengths):
-            if "://" in path:
-                lines += length  # bytes: no cheaper bound for a remote file
-                continue
+        for path in files:
             with open(path, "rb") as f:
                 lines += sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 22), b"")) + 1
         return lines, "lines"
@@ -176,7 +149,7 @@ def most_tasks(files, kind, lengths):
 
     groups = 0
     for path in files:
-        with open_input(path) as f:
+        with open(path, "rb") as f:
             groups += pq.ParquetFile(f).metadata.num_row_groups
     return groups, "parquet row groups"
 
@@ -248,7 +221,7 @@ class PieceReader:
         if self.kind == "text":
             yield 0, read_text_document(self.path)
             return
-        with open_input(self.path) as f:
+        with open(self.path, "rb") as f:
             if self.start > 0:  # the line that straddles `start` belongs to the piece before
                 f.seek(self.start - 1)
                 f.readline()
@@ -267,8 +240,10 @@ class PieceReader:
 
 
 def input_files(data_files, hub):
-    """The files to read, in `datasets`' order, and their kind: ([paths or URLs], "json")."""
-    if data_files is None:  # the hub dataset's parquet files, through fsspec's hf://
-        return list_remote_files(hub_files_url(hub)), "parquet"
+    """The files to read, in `datasets`' order, and their kind: ([paths], "json"). The hub's are
+    downloaded first, each checked against the sha256 the hub publishes (`hub_files`): on a
+    cluster, into a hub cache (HF_HOME) that the nodes share, as they share the work directory."""
+    if data_files is None:
+        return hub_files(hub)[0], "parquet"
     files = expand_data_files(data_files)
     return [str(Path(path).resolve()) for path in files], BUILDERS[Path(files[0]).suffix.lower()][0]

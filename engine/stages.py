@@ -233,10 +233,11 @@ class WriteStage(Stage):
     def run_task(self, rank, world_size):
         plan = json.loads((self.work.split / "plan" / "plan.json").read_text(encoding="utf-8"))
         dtype = np.dtype(self.job["dtype"])
+        written = []
         for split in plan["splits"]:
             total = plan["splits"][split]["tokens"]
             if split == "all":  # data/fineweb: this task's shards, whole
-                self.write_llmc_shards(total, rank, world_size, dtype)
+                written += self.write_llmc_shards(total, rank, world_size, dtype)
                 continue
             low, high = rank * total // world_size, (rank + 1) * total // world_size
             with atomic_path(self.work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
@@ -245,6 +246,11 @@ class WriteStage(Stage):
                 out.flush()
                 if tmp.stat().st_size != (high - low) * dtype.itemsize:
                     raise PrepareError(f"{self.work.part_file(split, rank)}: wrong size")
+            written.append(self.work.part_file(split, rank))
+        # checked before a later run reuses them (Work.redo_damaged_tasks)
+        with atomic_path(self.work.written_file(rank)) as tmp:
+            sha256 = {path.name: sha256_file(path) for path in written}
+            tmp.write_text(json.dumps({"sha256": sha256}) + "\n", encoding="utf-8")
 
     def write_llmc_shards(self, total, rank, world_size, dtype):
         """data/fineweb: task r writes its share of the shards, and their records. Shard k holds
@@ -265,6 +271,7 @@ class WriteStage(Stage):
             )  # fmt: skip
         with atomic_path(self.work.split / "parts" / f"shards-{rank:05d}.json") as tmp:
             tmp.write_text(json.dumps(records) + "\n", encoding="utf-8")
+        return [self.work.split / "parts" / record["file"] for record in records]
 
     def ranges(self, split, low, high, dtype):
         """The ids of positions low..high-1 of a split, as arrays of up to TOKENS_PER_WRITE."""
@@ -417,7 +424,9 @@ def part_ids(paths, dtype):
 def link_or_copy(source, target):
     """`target` as a hard link to `source` (no copy: 20 GB of FineWeb-Edu shards would be read
     and written again by this one task, and stored twice), or a copy on another file system.
-    Safe because a part is never changed in place: a rerun writes a new file (atomic_path)."""
+    Safe because we never change a part in place (a rerun writes a new file, atomic_path), and
+    one changed by anyone else, through the output it is linked to, no longer matches the sha256
+    its task recorded: the next run writes it again (Work.redo_damaged_tasks) before linking."""
     try:
         os.link(source, target)
     except OSError:

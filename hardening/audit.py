@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .commit import SHARD_NAME, leftover_temporaries, lock_holder
+from .commit import JOURNAL_NAME, leftover_temporaries, lock_holder
 from .errors import PrepareError, reading
 from .files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
 from .formats import (
@@ -23,7 +23,10 @@ from .formats import (
     META_PKL,
     SHARD_FORMATS,
     SPLIT_NAMES,
+    is_plain_name,
+    listed_files,
     read_shard,
+    trainer_reads,
 )
 from .tokenizers import encoding_sha256, load_trained
 
@@ -73,6 +76,7 @@ def _audit(folder, gpt2_encoding, quiet=False):
     decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"], gpt2_encoding)
     problems += tokenizer_problems
     problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
+    problems += _unlisted_files(folder, meta, leftovers)
     if not problems and not quiet:
         _, ids = open_split(folder, "val")
         start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
@@ -93,9 +97,10 @@ def read_meta_json(folder, leftovers=()):
         ]
     path = folder / "meta.json"
     if not os.path.lexists(path):
-        outputs = ("train.bin", "val.bin")
-        if leftovers or any(
-            p.name in outputs or SHARD_NAME.match(p.name) for p in folder.iterdir()
+        if (
+            leftovers
+            or os.path.lexists(folder / JOURNAL_NAME)
+            or any(trainer_reads(p.name) for p in folder.iterdir())
         ):
             left = f", leaving {', '.join(leftovers)}" if leftovers else ""
             return None, [
@@ -171,6 +176,8 @@ def _shards_problem(meta):
             return problem
     if shards[0]["split"] != "val":
         return _wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
+    if all(shard["split"] != "train" for shard in shards):
+        return "shards has no train shard: llm.c and modded-nanogpt would have nothing to train on"
     return None
 
 
@@ -198,10 +205,6 @@ def _is_sha256(value):
     )
 
 
-def _is_plain_name(value):
-    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value
-
-
 TOP_FIELDS = (
     ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
     ("splits", lambda v: isinstance(v, dict), "a JSON object"),
@@ -217,7 +220,7 @@ TOKENIZER_FIELDS = (
 
 
 SHARD_FIELDS = (
-    ("file", _is_plain_name, "a file name in the folder"),
+    ("file", is_plain_name, "a file name in the folder"),
     ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
     ("tokens", lambda v: _is_int(v) and v > 0, "a positive count of tokens"),
     ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
@@ -225,7 +228,7 @@ SHARD_FIELDS = (
 
 
 SPLIT_FIELDS = (
-    ("file", _is_plain_name, "a file name in the folder"),
+    ("file", is_plain_name, "a file name in the folder"),
     ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"),
     ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
 )
@@ -277,13 +280,28 @@ def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
         highest = int(tokens.max())
         if highest >= vocab_size:
             problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
-    listed = {shard["file"] for shard in meta["shards"]}
-    unlisted = sorted(
-        p.name for p in folder.iterdir() if SHARD_NAME.match(p.name) and p.name not in listed
-    )
-    if unlisted:
-        problems.append(f"{folder} holds shards meta.json does not list: {', '.join(unlisted)}")
     return problems
+
+
+def _unlisted_files(folder, meta, leftovers):
+    """Files a trainer pointed at the folder would read (formats.trainer_reads: nanoGPT's names,
+    the shard globs of llm.c, modded-nanogpt and build-nanogpt) that meta.json does not list.
+    meta.pkl is _audit_meta_pkl's; a leftover of an interrupted run is warned about instead."""
+    listed = listed_files(meta) | {META_PKL} | set(leftovers)
+    unlisted = sorted(
+        entry.name
+        for entry in os.scandir(folder)
+        if entry.name not in listed and trainer_reads(entry.name, meta.get("format"))
+    )
+    if not unlisted:
+        return []
+    shown = ", ".join(unlisted[:5]) + (
+        f" and {len(unlisted) - 5:,} more" if len(unlisted) > 5 else ""
+    )
+    return [
+        f"{folder} holds files that meta.json does not list but a trainer would read ({shown}); "
+        f"move them away, or run the folder's prepare.py again"
+    ]
 
 
 def _audit_meta_pkl(folder, meta, check_content=True):

@@ -50,6 +50,7 @@ message says truthfully what was left.
 
 import contextlib
 import errno
+import json
 import os
 import re
 import shutil
@@ -59,17 +60,16 @@ import sys
 from pathlib import Path
 
 from .errors import PrepareError
-from .files import TEMPORARY_TAG
+from .files import TEMPORARY_TAG, atomic_path, load_json, read_small_file
+from .formats import RECORD_NAME, is_plain_name, listed_files, trainer_reads
 from .signals import Terminated, signals_held, sigterm_raises_terminated
 
 PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
 LOCK_NAME = ".prepare.lock"
 WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, which stays readable
-RECORD_NAME = "meta.json"
-# The files a run owns: after a commit the folder holds exactly the ones this run wrote.
-OUTPUT_NAMES = ("train.bin", "val.bin", "meta.pkl", RECORD_NAME)
-# and every shard: a shard set from an earlier run is replaced as a whole
-SHARD_NAME = re.compile(r"^.+_(val|train)_\d{6}\.(bin|npy)$")
+# Written before meta.json is removed, removed once it is back: every name the folder owns while
+# it has no meta.json (the old set's and the new), so the run after a crash there knows them.
+JOURNAL_NAME = ".prepare.journal"
 # Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
 # ".<name>.<pid>.<random>.tmp" (a file being written beside its final name, see atomic_path).
 TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+(\.[^.]+)?\.tmp$")  # group 1: the final name
@@ -107,6 +107,8 @@ def output_folder(out_dir):
     """
     with folder_lock(out_dir) as folder:
         _remove_leftovers(folder)
+        readable = [name for name in os.listdir(folder) if trainer_reads(name)]
+        _refuse_strangers(folder, readable, "a trainer would read it with this run's outputs")
         staging = folder / f".prepare.{os.getpid()}.tmp"
         _create_staging(staging)
         try:
@@ -376,8 +378,10 @@ def _commit(staging, folder):
     )
     if RECORD_NAME not in staged:
         raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
-    owned = [*OUTPUT_NAMES, *sorted(e.name for e in os.scandir(folder) if SHARD_NAME.match(e.name))]
-    stale = [name for name in owned if name not in staged and (folder / name).exists()]
+    owned = owned_files(folder)
+    stale = [
+        name for name in sorted(owned) if name not in staged and os.path.lexists(folder / name)
+    ]
     for name in staged + stale:
         target = folder / name
         if target.is_dir() and not target.is_symlink():
@@ -385,6 +389,7 @@ def _commit(staging, folder):
                 f"{target} is a folder where the output {name} goes; move it away and run again "
                 f"(nothing in {folder} was changed)"
             )
+    _refuse_strangers(folder, staged)
     for name in staged:
         _fsync_path(staging / name)
     data_files = [name for name in staged if name != RECORD_NAME]
@@ -392,6 +397,7 @@ def _commit(staging, folder):
     with signals_held():
         try:
             UNCOMMITTED.append(folder)
+            _write_journal(folder, owned | set(staged))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / RECORD_NAME)
             _fsync_path(folder)
@@ -404,6 +410,7 @@ def _commit(staging, folder):
             _fsync_path(folder)
             os.replace(staging / RECORD_NAME, folder / RECORD_NAME)
             _fsync_path(folder)
+            os.unlink(folder / JOURNAL_NAME)
             COMMITTED.append(folder)
             _pause_if_asked("committed")
         except OSError as exc:
@@ -413,6 +420,44 @@ def _commit(staging, folder):
             ) from None
     for name in stale:
         print(f"removed {folder / name}, left by an earlier run that this one does not replace")
+
+
+def owned_files(folder):
+    """The names `folder` owns: those its meta.json lists (formats.listed_files), and while a
+    commit was cut short (no meta.json), those its journal lists. Nothing a name merely matches."""
+    owned = set()
+    for name in (RECORD_NAME, JOURNAL_NAME):
+        path = folder / name
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        try:
+            record = load_json(read_small_file(path), path)
+        except PrepareError:  # unreadable: it vouches for nothing (its own name is still ours)
+            record = None
+        if name == RECORD_NAME:
+            owned |= listed_files(record)
+        elif isinstance(record, dict) and isinstance(record.get("owned"), list):
+            owned |= {n for n in record["owned"] if is_plain_name(n) and not n.startswith(".")}
+    return owned | {RECORD_NAME}
+
+
+def _refuse_strangers(folder, names, fate="this run's output of that name would replace it"):
+    """Refuse to go on with a file in the folder that no record of it lists: someone else's file,
+    which this run's outputs would replace, or which a trainer would read along with them."""
+    owned = owned_files(folder)
+    for name in sorted(names):
+        path = folder / name  # a folder in an output's way is the commit's to name
+        if name not in owned and os.path.lexists(path) and not os.path.isdir(path):
+            raise PrepareError(
+                f"{path} is not listed by a meta.json of this folder, and {fate}; move "
+                f"it away (or choose another --out-dir) and run again"
+            )
+
+
+def _write_journal(folder, names):
+    with atomic_path(folder / JOURNAL_NAME) as tmp:
+        tmp.write_text(json.dumps({"owned": sorted(names)}) + "\n", encoding="utf-8")
+    _fsync_path(folder)
 
 
 def _failure_message(exc, folder):
@@ -449,3 +494,19 @@ def _fsync_path(path):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def folder_tokenizer(tokenizer, staging):
+    """meta.json's tokenizer record, its file recorded relative to the folder when it lives there,
+    so that a folder moved with mv or copied with cp -r still verifies: a file trained into the
+    staging folder is recorded by its name; one already in the folder is copied into staging
+    first, so the commit keeps it as part of the new set rather than removing it as stale."""
+    path = tokenizer.get("path") if isinstance(tokenizer, dict) else None
+    staging = Path(staging).resolve()
+    if not isinstance(path, str) or not (staging / STAGING_MARKER).is_file():
+        return tokenizer
+    path = Path(path).resolve()
+    if path.parent == staging.parent:
+        shutil.copyfile(path, staging / path.name)
+        path = staging / path.name
+    return {**tokenizer, "path": path.name} if path.parent == staging else tokenizer

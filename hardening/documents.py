@@ -7,23 +7,22 @@ revision that is gone, a corrupt parquet file, a missing `text` column, JSON nes
 enough to crash pyarrow, files of mixed kinds, only empty files.
 """
 
+import fnmatch
 import hashlib
 import math
+import os
 from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
 
-from .errors import PrepareError
+from .errors import PrepareError, shortened
+from .files import sha256_file
 
-# A dataset on the hub, pinned: its repository and revision, its config (a folder of parquet
-# files, or a name of the card's `configs:`), the files that config holds (what the datatrove
-# engine reads), the split to load, and how: "parquet" reads the files with datasets' own
-# parquet builder (OpenWebText's card names an old loading script datasets refuses), "card"
-# loads the repository by its card, as load_dataset(repo, name=config) does (FineWeb's).
-HubDataset = namedtuple(
-    "HubDataset", "repo revision config files split loader", defaults=("train", "parquet")
-)
+# A dataset on the hub, pinned: its repository and revision, its config (the card's name for
+# it), the files it holds (a glob of parquet files, read with datasets' own parquet builder: no
+# loading script runs) and the split they are.
+HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 # Which datasets builder reads which local files; .txt files are one document each.
 BUILDERS = {
     ".parquet": ("parquet", {}),
@@ -36,56 +35,98 @@ BUILDERS = {
 def load_documents(hub, data_files, num_proc, cache_dir):
     """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
 
-    data_files None -> `hub`'s split from the hub (see `hub_load_arguments`); else the files the
-    patterns name (see `expand_data_files`). Every failure is a PrepareError saying what to do.
+    data_files None -> `hub`'s files at its revision, downloaded and each checked against the
+    sha256 the hub publishes (`hub_files`); else the files the patterns name (see
+    `expand_data_files`). Every failure is a PrepareError saying what to do.
     """
     import datasets
 
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
         raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
-    cache_dir = None if cache_dir is None else str(cache_dir)
     if data_files is None:
-        import huggingface_hub
-
-        builder, kwargs = hub_load_arguments(hub)
-        try:
-            # datasets' glob finds no file in a repo or revision that is gone: ask first, to say which
-            huggingface_hub.HfApi().dataset_info(hub.repo, revision=hub.revision)
-            dataset = datasets.load_dataset(
-                builder, split=hub.split, num_proc=num_proc, cache_dir=cache_dir, **kwargs
-            )
-        except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
-            detail = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's errors span lines
-            raise PrepareError(
-                f"cannot load {source_name(None, hub)} from the Hugging Face hub "
-                f"({detail}); to use local files instead, pass --data-files 'DIR/*.parquet'"
-            ) from None
+        files, hashes = hub_files(hub)
+        content = hashlib.sha256("".join(hashes).encode()).hexdigest()
     else:
         files = expand_data_files(data_files)
-        builder, options = BUILDERS[Path(files[0]).suffix.lower()]
-        # datasets knows a local file by its path, size and time: its cache of the documents
-        # goes in a folder named by their content, so an input edited in place is read again
         content = inputs_sha256(files)
-        cache_dir = str(
-            Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
-        )
-        try:
-            dataset = datasets.load_dataset(
-                builder,
-                data_files={"train": files},
-                split="train",
-                cache_dir=cache_dir,
-                num_proc=min(num_proc, len(files)),
-                **options,
-            )
-        except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
-            cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
-            detail = " ".join(f"{type(cause).__name__}: {cause}".split())
-            raise PrepareError(
-                f"datasets could not read --data-files {' '.join(data_files)} ({detail})"
-            ) from None
+    builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+    # datasets knows a local file by its path, size and time: its cache of the documents goes
+    # in a folder named by their content, so an input edited in place is read again
+    cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
+    try:
+        dataset = datasets.load_dataset(
+            builder, data_files={"train": files}, split="train", cache_dir=str(cache_dir),
+            num_proc=min(num_proc, len(files)), **options,
+        )  # fmt: skip
+    except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
+        cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
+        detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
+        what = f"--data-files {' '.join(data_files)}" if data_files else source_name(None, hub)
+        raise PrepareError(f"datasets could not read {what} ({detail})") from None
     check_texts(dataset, source_name(data_files, hub))
     return dataset
+
+
+def hub_files(hub):
+    """(local paths, sha256s) of `hub`'s files (its `files` glob at its revision), in order.
+
+    Each is downloaded into the hub's cache (huggingface_hub's) and checked against the sha256
+    the hub publishes for it (an LFS file's oid, which is also its ETag; a small file's git blob
+    id): a cached copy that fails the check is fetched again, and one that fails again is one
+    line naming the file. A hub that cannot be reached, a revision that is gone: one line too.
+    """
+    from huggingface_hub import HfApi
+
+    where = source_name(None, hub)
+    try:
+        # asked first: it fails at once, saying which, where a listing would retry and wait
+        HfApi().dataset_info(hub.repo, revision=hub.revision)
+        folder = hub.files.rsplit("/", 1)[0] if "/" in hub.files else ""
+        tree = HfApi().list_repo_tree(
+            hub.repo, path_in_repo=folder, revision=hub.revision, repo_type="dataset"
+        )
+        entries = sorted(
+            (e for e in tree if hasattr(e, "blob_id") and fnmatch.fnmatchcase(e.path, hub.files)),
+            key=lambda e: e.path,
+        )
+        if not entries:
+            raise PrepareError(f"{where} holds no file matching {hub.files}")
+        return [list(column) for column in zip(*(_checked_download(hub, e) for e in entries))]
+    except PrepareError:
+        raise
+    except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
+        detail = shortened(" ".join(f"{type(exc).__name__}: {exc}".split()))
+        raise PrepareError(
+            f"cannot load {where} from the Hugging Face hub ({detail}); to use local files "
+            f"instead, pass --data-files 'DIR/*.parquet'"
+        ) from None
+
+
+def _checked_download(hub, entry):
+    """(path, sha256) of one file of the hub, its bytes checked against what the hub publishes."""
+    from huggingface_hub import hf_hub_download
+
+    for force in (False, True):  # a cached copy may be the damaged one: fetch it again once
+        path = hf_hub_download(
+            hub.repo, entry.path, repo_type="dataset", revision=hub.revision, force_download=force
+        )
+        sha256, blob_id = sha256_file(path), _git_blob_id(path)
+        expected = entry.lfs.sha256 if entry.lfs else entry.blob_id
+        if expected in (sha256, blob_id):
+            return path, sha256
+    raise PrepareError(
+        f"{hub.repo}@{hub.revision[:12]}/{entry.path}: the bytes received have sha256 {sha256}, "
+        f"not the {expected} the hub publishes for the file (damaged on the way?); run again"
+    )
+
+
+def _git_blob_id(path):
+    """The git object id of a file (what the hub publishes for a file kept in git, not LFS)."""
+    digest = hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 MAX_JSON_DEPTH = 500  # deeper nesting is refused before pyarrow (which crashes on 20,000) reads it
@@ -149,29 +190,11 @@ def _check_json_depth(block, depth, path, first_line):
     return int(levels[-1]) if len(levels) else depth
 
 
-def hub_load_arguments(hub):
-    """What `datasets.load_dataset` is called with for `hub`, besides its split.
-
-    loader "parquet": the repo's parquet files, read by datasets' own parquet builder at the
-    pinned revision, nothing of a loading script involved (OpenWebText)
-    -> ("parquet", {"data_files": {"train": "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"}});
-    loader "card": ("HuggingFaceFW/fineweb-edu", {"name": "sample-10BT", "revision": "87f0..."}).
-    """
-    if hub.loader == "card":
-        return hub.repo, {"name": hub.config, "revision": hub.revision}
-    return "parquet", {"data_files": {hub.split: hub_files_url(hub)}}
-
-
-def hub_files_url(hub):
-    """The fsspec glob of the hub's files: "hf://datasets/Skylion007/openwebtext@79d9.../plain_text/*.parquet"."""
-    return f"hf://datasets/{hub.repo}@{hub.revision}/{hub.files}"
-
-
 def source_name(data_files, hub):
     """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
     if data_files:
         return " ".join(data_files)
-    config = f" ({hub.config})" if hub.loader == "card" else ""
+    config = f" ({hub.config})" if hub.config not in hub.files else ""
     return f"{hub.repo}@{hub.revision[:12]}{config}"
 
 

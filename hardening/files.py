@@ -42,12 +42,19 @@ def read_text(path):
     except OSError as exc:
         raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PrepareError(
             f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start : exc.start + 1]!r}; "
             f"convert the file to UTF-8 first"
         ) from None
+    return universal_newlines(text)
+
+
+def universal_newlines(text):
+    """nanoGPT's newlines: open(path, "r").read() reads "\r\n" and a lone "\r" as "\n" (Python's
+    universal newlines), so "a\r\nb\rc" -> "a\nb\nc". Every text input is read this way."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def sha256_file(path):
@@ -119,9 +126,7 @@ def atomic_path(path):
     train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
     """
     path = Path(path)
-    fd, name = tempfile.mkstemp(
-        prefix=f".{path.name}.{os.getpid()}.{TEMPORARY_TAG}", suffix=".tmp", dir=path.parent
-    )
+    fd, name = tempfile.mkstemp(prefix=_temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -132,6 +137,18 @@ def atomic_path(path):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+NAME_MAX = 255  # bytes in a file name, on every file system the project runs on
+
+
+def _temporary_prefix(name):
+    """atomic_path's prefix for `name`, its end cut so that the whole temporary name (with
+    mkstemp's 8 random characters and ".tmp") fits wherever `name` fits."""
+    tail = f".{os.getpid()}.{TEMPORARY_TAG}"
+    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")
+    cut = name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
+    return f".{cut}{tail}"
 
 
 def _umask():

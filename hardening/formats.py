@@ -5,6 +5,7 @@ llm.c's shards: a header of 256 little-endian int32 ([magic, version, number of 
 then the ids; build-nanogpt's: the ids saved by np.save (see prepare_common's section on shards).
 """
 
+import fnmatch
 from pathlib import Path
 
 import numpy as np
@@ -59,16 +60,91 @@ def read_shard(path, shard_format, dtype):
 
 
 def splits_record(out_dir, split_tokens, shards):
-    """meta.json's "splits": each .bin file's tokens and sha256, or each split's shard totals.
+    """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
+    was written beside it), or each split's shard totals. A shard set without a train shard is
+    refused: llm.c and modded-nanogpt would have nothing to train on.
 
     {"train": 9, "val": 1} -> {"train": {"file": "train.bin", "tokens": 9, "sha256": ...}, ...}
     """
     splits = {}
-    for name, count in (split_tokens or {}).items():
+    for name, count in (split_tokens or {}).items() if shards is None else ():
         sha256 = sha256_file(out_dir / f"{name}.bin")
         splits[name] = {"file": f"{name}.bin", "tokens": count, "sha256": sha256}
+        index = out_dir / f"{name}.docs.npy"
+        if index.is_file():
+            documents = len(np.load(index, mmap_mode="r"))
+            splits[name]["index"] = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}  # fmt: skip
+    if shards is not None and all(shard["split"] != "train" for shard in shards):
+        tokens = sum(shard["tokens"] for shard in shards)
+        raise PrepareError(
+            f"all {tokens:,} tokens fit in shard 0, which is val, so the shard set has no train "
+            f"shard for llm.c or modded-nanogpt to read; choose a --shard-size below {tokens:,}"
+        )
     for shard in shards or ():
         totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
         totals["tokens"] += shard["tokens"]
         totals["shards"] += 1
     return splits
+
+
+RECORD_NAME = "meta.json"
+
+
+def listed_files(meta):
+    """The file names a meta.json lists as the folder's own (itself included): what a commit may
+    replace or remove, and all `verify` accepts that a trainer would read. Only names of the
+    form each field has are taken ("train.bin", a shard of its format's suffix...), so a record
+    that names "prepare.py" as a shard gives it no hold on that file.
+
+    {"splits": {"train": {"file": "train.bin", ...}, ...}, "meta_pkl": null, ...}
+    -> {"meta.json", "train.bin", "val.bin"}
+    """
+    names = {RECORD_NAME}
+    if not isinstance(meta, dict):
+        return names
+    splits = meta.get("splits") if isinstance(meta.get("splits"), dict) else {}
+    for split, record in splits.items():
+        record = record if isinstance(record, dict) else {}
+        index = record.get("index") if isinstance(record.get("index"), dict) else {}
+        names |= {record.get("file")} & {f"{split}.bin"}
+        names |= {index.get("file")} & {f"{split}.docs.npy"}
+    suffix = SHARD_FORMATS.get(meta.get("format"))
+    shards = meta.get("shards") if isinstance(meta.get("shards"), list) else []
+    for shard in shards if suffix else ():
+        name = shard.get("file") if isinstance(shard, dict) else None
+        if is_plain_name(name) and name.endswith(suffix) and not name.startswith("."):
+            names.add(name)
+    if isinstance(meta.get("meta_pkl"), dict) and meta["meta_pkl"].get("file") == META_PKL:
+        names.add(META_PKL)
+    tokenizer = meta.get("tokenizer") if isinstance(meta.get("tokenizer"), dict) else {}
+    path = tokenizer.get("path")
+    if is_plain_name(path) and path.endswith(".json") and path != RECORD_NAME:
+        names.add(path)  # a tokenizer the run trained and wrote into the folder
+    return names
+
+
+def is_plain_name(value):
+    """A file name inside the folder: "train.bin" yes; "", ".", "..", "a/b", "/etc" no."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and "/" not in value
+        and "\\" not in value
+        and "\0" not in value
+    )
+
+
+def trainer_reads(name, shard_format=None):
+    """Whether a trainer pointed at the folder would read a file of this name: nanoGPT's
+    train.bin, val.bin and meta.pkl; llm.c's and modded-nanogpt's `*_train_*.bin` and
+    `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val" (its listdir filter),
+    in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
+    if name in ("train.bin", "val.bin", META_PKL):
+        return True
+    if (
+        not name.startswith(".")
+        and fnmatch.fnmatchcase(name, "*_train_*.bin")
+        or fnmatch.fnmatchcase(name, "*_val_*.bin")
+    ):
+        return True
+    return shard_format == "npy" and ("train" in name or "val" in name)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, tokenizer_file
 
-from hardening.commit import OUTPUT_NAMES, PAUSE_ENV, leftover_temporaries
+from hardening.commit import PAUSE_ENV, leftover_temporaries
 from prepare_common import output_folder, random_split
 
 # SIGKILL, SIGSTOP, process groups, file size limits: POSIX's faults (not on Windows)
@@ -68,6 +68,9 @@ def words_text(characters, seed):
 def write_text(path, characters, seed):
     path.write_text(words_text(characters, seed), encoding="utf-8")
     return path
+
+
+OUTPUT_NAMES = ("train.bin", "val.bin", "meta.pkl", "meta.json")  # what nanoGPT's lessons write
 
 
 def outputs(folder):

@@ -157,7 +157,7 @@ def test_sample_100bt_is_its_own_folder(fineweb_repo, tmp_path):
     repo = fineweb_repo
     with LocalHub(repo["repo"], dict(repo["commits"]), refs=repo["refs"]) as hub:
         env = hub.environment(tmp_path / "client")
-        result = prepare(tmp_path / "out", "--sample", "100BT", env=env)
+        result = prepare(tmp_path / "out", "--sample", "100BT", "--shard-size", 1000, env=env)
         assert hub.unknown == []
     assert f"{repo['repo']}@{repo['revision'][:12]} (sample-100BT): 100 documents" in result.stdout
 
@@ -274,7 +274,7 @@ DATATROVE_SCRIPT = REPO / "data" / "fineweb" / "prepare_datatrove.py"
     [
         pytest.param("llmc", SHARD_SIZE, 3, id="llmc"),
         pytest.param("npy", SHARD_SIZE, 3, id="npy"),
-        pytest.param("llmc", 100_000, 3, id="one shard, three tasks"),
+        pytest.param("llmc", 10_000, 3, id="two shards, three tasks"),
         pytest.param("llmc", 1_000, 2, id="twenty shards, two tasks"),
     ],
 )

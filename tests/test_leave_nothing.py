@@ -61,7 +61,7 @@ def test_a_block_that_fails_in_process_removes_the_folder_it_created(tmp_path):
 
 STRESS = """
 import os, sys, time
-from prepare_common import FolderBusy, folder_lock
+from hardening.commit import FolderBusy, folder_lock
 folder, me, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 held = 0
 for _ in range(rounds):

@@ -8,7 +8,7 @@ from conftest import run_python
 from hub_server import LocalHub, parquet_bytes
 
 # A lesson as a learner would add it: data/stories/prepare.py, importing prepare_common only.
-NEW_LESSON = '''
+NEW_LESSON = """
 import json
 from prepare_common import HubDataset, load_documents, run_main
 
@@ -22,7 +22,7 @@ def main():
 
 if __name__ == "__main__":
     run_main(main)
-'''
+"""
 
 
 def test_a_new_lesson_pins_its_own_repository_revision_config_and_split(tmp_path):

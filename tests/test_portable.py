@@ -2,7 +2,7 @@
 
 Each command runs twice in a fresh process, in the same folder on the same inputs: once as it
 is, once with tests/windows_like/sitecustomize.py started first in every Python process (the
-command's and its workers'): no fcntl (prepare_common then locks with msvcrt.locking, emulated
+command's and its workers'): no fcntl (the folder commit then locks with msvcrt.locking, emulated
 on this machine's POSIX locks), no signal.pthread_sigmask, no os.sched_getaffinity, and every
 process pool (multiprocessing, and the `multiprocess` of datasets and datatrove) starting its
 workers with spawn, as on macOS and Windows, not fork. The outputs and stdout must be the same
@@ -127,7 +127,7 @@ def test_the_windows_like_processes_lack_what_windows_lacks(tmp_path):
     """The wrapper does hide them; a second process sees the folder's lock through msvcrt."""
     check = """
 import multiprocessing, os, signal, subprocess, sys
-import prepare_common
+import hardening.commit
 try:
     import fcntl
 except ImportError:
@@ -136,13 +136,13 @@ else:
     sys.exit("fcntl is importable")
 assert not hasattr(signal, "pthread_sigmask") and not hasattr(os, "sched_getaffinity")
 assert multiprocessing.get_start_method() == "spawn"
-with prepare_common.folder_lock(sys.argv[1]):
+with hardening.commit.folder_lock(sys.argv[1]):
     other = subprocess.run(
-        [sys.executable, "-c", "import prepare_common, sys; print(prepare_common.lock_holder(sys.argv[1]))", sys.argv[1]],
+        [sys.executable, "-c", "import hardening.commit, sys; print(hardening.commit.lock_holder(sys.argv[1]))", sys.argv[1]],
         capture_output=True, text=True, check=True,
     )
     print(other.stdout, end="")
-print(prepare_common.lock_holder(sys.argv[1]))
+print(hardening.commit.lock_holder(sys.argv[1]))
 """
     paths = [str(WINDOWS_LIKE), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     result = subprocess.run(

@@ -1,5 +1,6 @@
 """data/shakespeare/prepare.py: nanoGPT's GPT-2 figures and bytes, the --tokenizer path, meta files, bad input."""
 
+import hashlib
 import json
 import pickle
 
@@ -23,8 +24,10 @@ VAL_SHA256 = "68a53422394c26a655ebe641f5c6f49888e8f4e45fe5d6f02abda63ba3ebd65b"
 def prepared(tmp_path_factory):
     """The default pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare")
-    stale = pickle.dumps({"vocab_size": 400})  # left by an earlier --tokenizer run
-    (out_dir / "meta.pkl").write_bytes(stale)
+    stale = pickle.dumps({"vocab_size": 400})  # left by an earlier --tokenizer run, whose
+    (out_dir / "meta.pkl").write_bytes(stale)  # meta.json lists it
+    record = {"meta_pkl": {"file": "meta.pkl", "sha256": hashlib.sha256(stale).hexdigest()}}
+    (out_dir / "meta.json").write_text(json.dumps(record), encoding="utf-8")
     result = run_python(SCRIPT, "--out-dir", out_dir, cwd=tmp_path_factory.mktemp("elsewhere"))
     assert result.returncode == 0, result.stderr
     return out_dir, result.stdout

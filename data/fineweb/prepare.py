@@ -94,7 +94,7 @@ def main():
 def fineweb(kind, sample):
     """FineWeb-Edu ("edu") or FineWeb ("classic"), sample "10BT" or "100BT", pinned."""
     repo, revision = REPOS[kind]
-    return HubDataset(repo, revision, f"sample-{sample}", f"sample/{sample}/*.parquet", loader="card")  # fmt: skip
+    return HubDataset(repo, revision, f"sample-{sample}", f"sample/{sample}/*.parquet")
 
 
 def arguments():

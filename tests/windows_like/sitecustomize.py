@@ -1,6 +1,6 @@
 """Started by every Python process of a test run (PYTHONPATH): this machine made to look like
 Windows or macOS where it matters to the lessons. fcntl, signal.pthread_sigmask and
-os.sched_getaffinity are gone; prepare_common finds a msvcrt whose `locking` is Windows's,
+os.sched_getaffinity are gone; the folder commit finds a msvcrt whose `locking` is Windows's,
 built on this machine's POSIX locks; new processes start with spawn, not fork."""
 
 import builtins
@@ -37,8 +37,8 @@ _import = builtins.__import__
 def _windows_import(name, globals=None, locals=None, fromlist=(), level=0):
     if name == "fcntl":
         raise ModuleNotFoundError("No module named 'fcntl'", name="fcntl")
-    # only prepare_common: other modules (subprocess) take msvcrt as a sign of Windows
-    if name == "msvcrt" and (globals or {}).get("__name__") == "prepare_common":
+    # only the folder commit: other modules (subprocess) take msvcrt as a sign of Windows
+    if name == "msvcrt" and (globals or {}).get("__name__") == "hardening.commit":
         return _msvcrt
     return _import(name, globals, locals, fromlist, level)
 
