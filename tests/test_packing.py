@@ -1,4 +1,5 @@
-"""hardening.packing: the figures of issue 27 against brute force over every window."""
+"""hardening.packing and hardening.batches: the figures of issue 27 against brute force, and
+document-aligned batches."""
 
 import sys
 
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hardening.batches import document_batch
 from hardening.packing import (
     PackingError,
     best_fit_tokens_kept,
@@ -214,3 +216,50 @@ def test_plot_lengths_without_matplotlib(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r'pip install -e "\.\[plot\]"'):
         plot_lengths([4, 1, 5], 3, tmp_path / "lengths.png")
     assert not (tmp_path / "lengths.png").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# document_batch
+
+
+@pytest.fixture
+def split(tmp_path):
+    """A train.bin whose token at position p is p (so a value tells where a row began), as the
+    np.memmap get_batch reads, and its document starts: documents of 5, 1, 12, 3, 7, 2 tokens."""
+    lengths = [5, 1, 12, 3, 7, 2]
+    np.arange(sum(lengths), dtype=np.uint16).tofile(tmp_path / "train.bin")
+    return np.memmap(tmp_path / "train.bin", dtype=np.uint16, mode="r"), starts_of(lengths)
+
+
+def test_document_batch_rows(split):
+    data, starts = split
+    x, y = document_batch(data, starts, 64, 4, np.random.default_rng(0))
+    assert x.dtype == y.dtype == np.int64
+    assert x.shape == y.shape == (64, 4)
+    # every row begins at a start with T + 1 = 5 tokens left, of 30: not 28
+    assert set(x[:, 0].tolist()) == {0, 5, 6, 18, 21}
+    assert (x == x[:, :1] + np.arange(4)).all()  # the stream: rows cross into the next document
+    assert (y == x + 1).all()  # y is x shifted by one token
+
+
+def test_document_batch_is_deterministic(split):
+    data, starts = split
+    first = document_batch(data, starts, 8, 4, np.random.default_rng(1337))
+    again = document_batch(data, starts, 8, 4, np.random.default_rng(1337))
+    assert all((a == b).all() for a, b in zip(first, again))
+
+
+def test_document_batch_last_possible_start():
+    """A start with exactly block_size + 1 tokens left is drawn; one token later is not."""
+    data = np.arange(10, dtype=np.uint16)
+    x, y = document_batch(data, starts_of([6, 4]), 20, 3, np.random.default_rng(0))
+    assert set(x[:, 0].tolist()) == {0, 6}
+    x, _ = document_batch(data, starts_of([7, 3]), 20, 3, np.random.default_rng(0))
+    assert set(x[:, 0].tolist()) == {0}
+
+
+@pytest.mark.parametrize("num_tokens", [4, 2])
+def test_document_batch_without_a_start(num_tokens):
+    data = np.arange(num_tokens, dtype=np.uint16)
+    with pytest.raises(PackingError, match="no document start has block_size"):
+        document_batch(data, starts_of([num_tokens]), 2, 4, np.random.default_rng(0))
