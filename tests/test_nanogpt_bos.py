@@ -119,5 +119,5 @@ def test_the_change_replaces_get_batchs_random_windows():
     (old_loader, new_loader), (old_rows, new_rows) = documented_replacements()
     assert new_loader.startswith(old_loader)  # the data folder line stays
     assert "torch.randint(len(data) - block_size" in old_rows
-    assert "document_batch(data, starts, batch_size, block_size, rng)" in new_rows
-    assert "np.load(os.path.join(data_dir, f'{split}.docs.npy'), mmap_mode='r')" in new_rows
+    assert "np.load(os.path.join(data_dir, f'{split}.docs.npy'))" in new_loader
+    assert "document_batch(data, doc_starts[split], batch_size, block_size, rng)" in new_rows
