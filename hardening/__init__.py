@@ -12,6 +12,7 @@ prepare_common.py states each contract in a few lines and imports the implementa
 - documents.py: document collections loaded with `datasets`, their edge cases refused
 - formats.py: the names and headers of the files a prepared folder holds, and their readers
 - audit.py, show.py: `verify` and `show`, the auditor of a prepared folder
+- packing.py: `packing`, what nanoGPT's get_batch draws from a split, and what BOS alignment keeps
 
 Layers: bpe < hardening < prepare_common < the lessons < engine < the commands. Nothing here
 imports prepare_common or a lesson, and importing a module runs nothing but definitions.

@@ -1,0 +1,178 @@
+"""How nanoGPT's random windows fall on a split's documents, and what document-aligned rows keep.
+
+A split is nanoGPT's: one stream of `num_tokens` ids in which every document ends with the EOT
+id, and `starts` (uint64, first 0) the offset of each document's first token, so document i is
+data[starts[i]:starts[i + 1]]. Only the offsets are read, never the tokens: every figure but the
+best-fit one is a few numpy passes over the documents, whatever the number of tokens.
+
+    (10 tokens, starts [0, 4, 5], block_size 3) -> documents of 4, 1 and 5 tokens; of the 7
+    windows get_batch draws, 4 start mid-document and 4 read on into the next document
+"""
+
+from bisect import bisect_right, insort
+
+import numpy as np
+
+PERCENTILES = (50, 90, 99)
+# nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
+# buffer_size=1000 documents, topped up tokenizer_batch_size=128 documents at a time
+BEST_FIT_BUFFER = 1000
+BEST_FIT_REFILL = 128
+
+
+class PackingError(ValueError):
+    """A split these figures cannot be computed for (too short for a window, malformed starts)."""
+
+
+def document_lengths(num_tokens, starts):
+    """Each document's length in tokens, its EOT included: (10, [0, 4, 5]) -> [4, 1, 5]."""
+    starts = np.asarray(starts)
+    if starts.ndim != 1 or len(starts) == 0 or starts[0] != 0:
+        raise PackingError("the document starts must be a 1-D array beginning with 0")
+    lengths = np.diff(starts.astype(np.int64), append=num_tokens)  # int64: uint64 - uint64 wraps
+    if lengths.min() < 1:
+        raise PackingError(
+            f"the document starts must increase and stay below the split's {num_tokens:,} tokens"
+        )
+    return lengths
+
+
+def check_windows(num_tokens, block_size):
+    """The number of windows get_batch draws from (torch.randint(len(data) - block_size)): 10, 3 -> 7."""
+    if block_size < 1:
+        raise PackingError(f"block_size must be at least 1, got {block_size}")
+    if num_tokens <= block_size:
+        raise PackingError(
+            f"the split holds {num_tokens:,} tokens: a window of block_size {block_size:,} and "
+            f"its target need at least {block_size + 1:,}"
+        )
+    return num_tokens - block_size
+
+
+def nearest_rank(lengths, percentiles=PERCENTILES):
+    """Nearest-rank percentiles, the p-th being the ceil(p/100 * n)-th smallest: [3, 1, 4], (50,) -> [3]."""
+    ranks = [-(-p * len(lengths) // 100) - 1 for p in percentiles]  # ceil in integers, 0-based
+    return np.partition(lengths, ranks)[ranks].tolist()  # O(n): no full sort
+
+
+def crossing_windows(starts, lengths, block_size, windows):
+    """How many windows data[i : i + T + 1], i < windows, hold a document start after i.
+
+    In document k, window i holds the next start p = starts[k + 1] when p <= i + T, so the windows
+    that cross are i in [max(starts[k], p - T), p); the last document has no next start.
+    ([0, 4, 5], [4, 1, 5], T 3, 7 windows) -> 4: i = 1 .. 4 (at 4 or 5); not 0, 5 or 6
+    """
+    ends = starts[:-1] + lengths[:-1]
+    first = np.maximum(starts[:-1], ends - block_size)
+    return int(np.clip(np.minimum(ends, windows) - first, 0, None).sum())
+
+
+def packing_report(num_tokens, starts, block_size):
+    """The figures of issue 27 for one split and block_size T, as a dict (see packing_lines).
+
+    (10, [0, 4, 5], 3) -> documents 3, tokens 10, p50 4, windows_starting_mid_document 4/7,
+    windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10, best_fit 8/10
+    """
+    windows = check_windows(num_tokens, block_size)
+    lengths = document_lengths(num_tokens, starts)
+    offsets = np.asarray(starts).astype(np.int64)  # uint64 - int would be float64
+    p50, p90, p99 = nearest_rank(lengths)
+    window_starts = int(np.searchsorted(offsets, windows))  # the document starts below `windows`
+    crossing = crossing_windows(offsets, lengths, block_size, windows)
+    return {
+        "documents": len(lengths),
+        "tokens": int(num_tokens),
+        "document_tokens": {"p50": p50, "p90": p90, "p99": p99, "max": int(lengths.max())},
+        "windows_starting_mid_document": (windows - window_starts) / windows,
+        "windows_crossing_a_document_start": crossing / windows,
+        "bos_aligned_tokens_kept": int(np.minimum(lengths, block_size + 1).sum()) / num_tokens,
+        "best_fit_tokens_kept": best_fit_tokens_kept(lengths, block_size),
+    }
+
+
+def best_fit_tokens_kept(lengths, block_size, buffer_size=BEST_FIT_BUFFER, refill=BEST_FIT_REFILL):
+    """The fraction of the tokens nanochat's BOS best-fit packing keeps, in one pass over the split.
+
+    nanochat fills rows of T + 1 tokens: into the space left it puts the longest buffered document
+    that fits whole; when none fits, the shortest one, cropped to the space (the rest of it is
+    lost). The buffer holds the next documents in order, topped up `refill` at a time whenever it
+    holds fewer than buffer_size. Only lengths matter, so the buffer is a sorted list of them. When the
+    split runs out, the last row stays part-filled (the next epoch would fill it): kept = the
+    tokens not cropped / all tokens. One Python step per document, unlike the other figures.
+    [4, 1, 5], T 3 -> rows [4], [1 + 3 of the 5]: 2 of 10 cropped, 0.8
+    """
+    capacity = block_size + 1
+    pending = lengths.tolist()  # Python ints: a bisect on numpy scalars is several times slower
+    buffer, taken, cropped, space = [], 0, 0, capacity
+    while True:
+        while len(buffer) < buffer_size and taken < len(pending):
+            for length in pending[taken : taken + refill]:
+                insort(buffer, length)
+            taken += refill
+        if not buffer:
+            return (sum(pending) - cropped) / sum(pending)
+        fits = bisect_right(buffer, space) - 1  # the longest length <= space
+        if fits >= 0:
+            space -= buffer.pop(fits)
+        else:
+            cropped += buffer.pop(0) - space
+            space = 0
+        space = space or capacity  # a full row: the next one starts
+
+
+def packing_lines(report, block_size):
+    """packing_report's figures as plain lines, read against block_size T.
+
+    {"documents": 3, "tokens": 10, ...}, 3 -> ["3 documents, 10 tokens; a document's length ...", ...]
+    """
+    lengths = report["document_tokens"]
+    window = block_size + 1
+    return [
+        f"{report['documents']:,} documents, {report['tokens']:,} tokens; a document's length in "
+        f"tokens (its EOT included): p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, "
+        f"p99 {lengths['p99']:,}, max {lengths['max']:,}",
+        f"block_size {block_size:,}: a window reads {window:,} tokens (x and its target y); "
+        f"{_longer_share(lengths, window)} of the documents are longer",
+        f"nanoGPT's get_batch: {report['windows_starting_mid_document']:.1%} of its windows start "
+        f"mid-document, and {report['windows_crossing_a_document_start']:.1%} read on from one "
+        f"document into the next (past its EOT)",
+        f"rows aligned to document starts: one per document, cut at {window:,} tokens (a shorter "
+        f"one padded), keep {report['bos_aligned_tokens_kept']:.1%} of the tokens; nanochat's "
+        f"best-fit packing (full rows of whole documents, the longest that fits first, one "
+        f"cropped to fill the row) keeps {report['best_fit_tokens_kept']:.1%}",
+    ]
+
+
+def _longer_share(lengths, window):
+    """What the percentiles tell of the documents longer than a window: "more than half", ..."""
+    if lengths["p50"] > window:
+        return "more than half"
+    if lengths["p90"] > window:
+        return "10% to 50%"
+    if lengths["p99"] > window:
+        return "1% to 10%"
+    return "under 1%" if lengths["max"] > window else "none"
+
+
+def plot_lengths(lengths, block_size, path):
+    """Draw the histogram of the documents' lengths (log scale) with T marked, into an image file.
+
+    ([4, 1, 5], 3, "lengths.png") -> lengths.png: three bars, a line at 3
+    """
+    try:
+        from matplotlib.figure import Figure  # no pyplot: no window, no global state
+    except ImportError:
+        raise ImportError(
+            'plot_lengths needs matplotlib: pip install -e ".[plot]" (or pip install matplotlib)'
+        ) from None
+    lengths = np.asarray(lengths)
+    figure = Figure(figsize=(6, 4))
+    ax = figure.subplots()
+    bins = np.geomspace(1, max(int(lengths.max()), block_size) + 1, 60)
+    ax.hist(lengths, bins=bins)
+    ax.axvline(block_size, color="red", label=f"block_size T = {block_size:,}")
+    ax.set_xscale("log")
+    ax.set_xlabel("document length in tokens (EOT included)")
+    ax.set_ylabel("documents")
+    ax.legend()
+    figure.savefig(path, dpi=120, bbox_inches="tight")
