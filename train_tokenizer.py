@@ -36,7 +36,7 @@ import warnings
 from pathlib import Path
 
 from bpe import Tokenizer, train_bpe_from_counts
-from bpe.checks import check_tiktoken_special_tokens, check_training_args
+from bpe.checks import check_tiktoken_special_tokens, check_training_args, shown
 from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
 from bpe.io import render_token
 from bpe.patterns import PATTERNS
@@ -137,7 +137,7 @@ def parse_sizes(text):
         return sorted({int(size) for size in text.split(",")})
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a list of sizes like 256,512,1024"
+            f"{shown(text)} is not a list of sizes like 256,512,1024"
         ) from None
 
 
@@ -146,7 +146,7 @@ def merge_count(text):
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative: give a number of merges, 0 or more")
     return value

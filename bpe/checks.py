@@ -1,27 +1,44 @@
 """The argument checks, in one place: special tokens, vocabulary size, pattern.
 
 Every trainer, the Tokenizer and train_tokenizer.py call these, so a mistake gets the same
-message wherever it is made, before any work is done.
+message wherever it is made, before any work is done. A value quoted in a message is `shown`:
+a merge of 10 MB makes an error line of a few hundred characters, not of 20 million.
 """
 
 import regex
 
 from .patterns import PATTERNS
 
+SHOWN_CHARS = 200  # a value quoted in an error message is cut to this many characters
+
+
+def shown(value, limit=SHOWN_CHARS):
+    """repr(value) for an error message, cut to `limit` characters, with the value's length.
+
+    "abc" -> "'abc'";  "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the repr's first 200.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, (str, bytes)):
+        unit = "bytes" if isinstance(value, bytes) else "characters"
+        return f"{text[:limit]}... ({len(value):,} {unit})"
+    return f"{text[:limit]}... ({len(text):,} characters in all)"
+
 
 def check_special_tokens(special_tokens):
     """("<|endoftext|>",) -> ["<|endoftext|>"]; a repeated or empty token, or a bare str, raise."""
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError(
-            f"special_tokens must be a list of strings, not the single string {special_tokens!r}"
+            f"special_tokens must be a list of strings, not the single string {shown(special_tokens)}"
         )
     tokens = list(special_tokens)
     for token in tokens:
         if not isinstance(token, str) or not token:
-            raise ValueError(f"special token {token!r} must be a non-empty string")
+            raise ValueError(f"special token {shown(token)} must be a non-empty string")
     repeated = sorted({token for token in tokens if tokens.count(token) > 1})
     if repeated:
-        raise ValueError(f"special tokens must be distinct; repeated: {repeated}")
+        raise ValueError(f"special tokens must be distinct; repeated: {shown(repeated)}")
     return tokens
 
 
@@ -30,7 +47,7 @@ def check_vocab_size(vocab_size, special_tokens):
     smallest = 256 + len(special_tokens)
     if not isinstance(vocab_size, int) or vocab_size < smallest:
         raise ValueError(
-            f"vocab_size {vocab_size!r} is too small: the 256 byte tokens and "
+            f"vocab_size {shown(vocab_size)} is too small: the 256 byte tokens and "
             f"{len(special_tokens)} special token(s) alone need {smallest}"
         )
     return vocab_size - smallest
@@ -45,9 +62,9 @@ def check_pattern(pattern):
         return PATTERNS[pattern]
     try:
         regex.compile(pattern)
-    except (regex.error, TypeError) as exc:
+    except (regex.error, TypeError, RecursionError) as exc:  # "(" * 10**6 nests too deeply
         raise ValueError(
-            f"pattern {pattern!r} is neither a name ({', '.join(PATTERNS)}) nor a valid regex: {exc}"
+            f"pattern {shown(pattern)} is neither a name ({', '.join(PATTERNS)}) nor a valid regex: {exc}"
         ) from None
     return pattern
 
@@ -72,7 +89,7 @@ def check_tiktoken_special_tokens(special_tokens):
         for long in special_tokens:
             if long != short and long.startswith(short):
                 raise ValueError(
-                    f"special token {short!r} is a prefix of {long!r}: tiktoken may match either "
+                    f"special token {shown(short)} is a prefix of {shown(long)}: tiktoken may match either "
                     f"where both fit, so its ids could differ from encode's; use special tokens "
                     f"none of which starts another"
                 )
@@ -93,6 +110,6 @@ def check_tiktoken_pattern(pattern):
         )
     except ValueError as exc:
         raise ValueError(
-            f"pattern {pattern!r} is a valid Python regex but tiktoken cannot compile it "
+            f"pattern {shown(pattern)} is a valid Python regex but tiktoken cannot compile it "
             f"({exc}); use a name ({', '.join(PATTERNS)}) or a regex without that construct"
         ) from None

@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checks import check_pattern, check_special_tokens
+from .checks import check_pattern, check_special_tokens, shown
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
 
@@ -290,7 +290,7 @@ def _parquet_pieces(path, text_column):
     names = metadata.schema.to_arrow_schema().names
     if text_column not in names:
         raise CorpusError(
-            f"{path} has no column {text_column!r} (its columns: {', '.join(names)}); "
+            f"{path} has no column {shown(text_column)} (its columns: {', '.join(names)}); "
             "name the text column with --text-column"
         )
     size = os.path.getsize(path)
@@ -475,7 +475,7 @@ def _json_line_text(line, path, offset, text_column):
         if line.count(key) > 1 and _repeated_key(line, text_column):
             where = f"line {_row_number(path, offset)}"
             raise CorpusError(
-                f"{path} {where}: the key {text_column!r} appears twice; which text is meant?"
+                f"{path} {where}: the key {shown(text_column)} appears twice; which text is meant?"
             )
         return _checked_text(text, path, offset)
     return _text_of(row, path, f"line {_row_number(path, offset)}", text_column)
@@ -507,13 +507,13 @@ def _text_of(row, path, where, text_column):
     """row[text_column], which must be a string; else an error naming the file and the row."""
     if not isinstance(row, dict) or text_column not in row:
         raise CorpusError(
-            f"{path} {where}: no {text_column!r} field; name the text field with --text-column"
+            f"{path} {where}: no {shown(text_column)} field; name the text field with --text-column"
         )
     text = row[text_column]
     if not isinstance(text, str):
         kind = "null" if text is None else type(text).__name__
         raise CorpusError(
-            f"{path} {where}: {text_column!r} is {kind}, not a string; fix or remove that row"
+            f"{path} {where}: {shown(text_column)} is {kind}, not a string; fix or remove that row"
         )
     return _checked_text(text, path, None, where)
 
@@ -554,7 +554,7 @@ def _parquet_texts(piece, text_column):
             if not isinstance(text, str):
                 kind = "null" if text is None else type(text).__name__
                 raise CorpusError(
-                    f"{piece.path} row {row}: {text_column!r} is {kind}, not a string; "
+                    f"{piece.path} row {row}: {shown(text_column)} is {kind}, not a string; "
                     "fix or remove that row"
                 )
             yield text

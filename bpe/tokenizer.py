@@ -22,6 +22,7 @@ from .checks import (
     check_special_tokens,
     check_tiktoken_pattern,
     check_tiktoken_special_tokens,
+    shown,
 )
 from .patterns import COVER_EVERY_TEXT, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
@@ -270,7 +271,7 @@ class Tokenizer:
 
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(
-            f"the pattern {self.pattern!r} matches no pretoken at position {offset + position:,} "
+            f"the pattern {shown(self.pattern)} matches no pretoken at position {offset + position:,} "
             f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
             f"matches every character, such as 'gpt2'"
         )
@@ -318,7 +319,7 @@ class Tokenizer:
             for token_id in ids:
                 if token_id not in self.vocab:
                     raise ValueError(
-                        f"token id {token_id!r} is not in this tokenizer's vocabulary "
+                        f"token id {shown(token_id)} is not in this tokenizer's vocabulary "
                         f"(ids 0..{self.vocab_size - 1})"
                     ) from None
             raise
@@ -430,24 +431,24 @@ def _ranks_from(vocab, merges):
         if token_id < 256:
             if len(token) != 1:
                 raise ValueError(
-                    f"vocab id {token_id} is {token!r}; ids 0..255 must be single bytes"
+                    f"vocab id {token_id} is {shown(token)}; ids 0..255 must be single bytes"
                 )
         else:
             a, b = merges[token_id - 256]
             if token != a + b:
                 raise ValueError(
-                    f"vocab id {token_id} is {token!r} but merge {token_id - 256} makes "
-                    f"{a!r} + {b!r} = {a + b!r}; merge i must make id 256 + i"
+                    f"vocab id {token_id} is {shown(token)} but merge {token_id - 256} makes "
+                    f"{shown(a)} + {shown(b)} = {shown(a + b)}; merge i must make id 256 + i"
                 )
             for half in (a, b):
                 if half not in ranks:
                     raise ValueError(
-                        f"merge {token_id - 256} ({a!r}, {b!r}) uses {half!r}, "
+                        f"merge {token_id - 256} ({shown(a)}, {shown(b)}) uses {shown(half)}, "
                         f"which is not a token made before it"
                     )
         if token in ranks:
             raise ValueError(
-                f"vocab ids {ranks[token]} and {token_id} are both {token!r}; "
+                f"vocab ids {ranks[token]} and {token_id} are both {shown(token)}; "
                 f"each token's bytes must appear once"
             )
         ranks[token] = token_id
@@ -483,26 +484,26 @@ def _special_ids(vocab, n_base, special_tokens):
     for text, token_id in special_tokens.items():
         if token_id in by_id:
             raise ValueError(
-                f"special tokens {by_id[token_id]!r} and {text!r} both have id {token_id}"
+                f"special tokens {shown(by_id[token_id])} and {shown(text)} both have id {token_id}"
             )
         if not isinstance(token_id, int) or token_id < n_base:
             raise ValueError(
-                f"special token {text!r} has id {token_id!r}, which collides with the "
+                f"special token {shown(text)} has id {shown(token_id)}, which collides with the "
                 f"{n_base} byte and merge ids; special ids start at {n_base}"
             )
         if token_id in extra and extra[token_id] != text.encode("utf-8"):
             raise ValueError(
-                f"special token {text!r} has id {token_id}, but vocab has {extra[token_id]!r} there"
+                f"special token {shown(text)} has id {token_id}, but vocab has {shown(extra[token_id])} there"
             )
         by_id[token_id] = text
     unclaimed = sorted(set(extra) - set(by_id))
     if unclaimed:
         raise ValueError(
-            f"vocab id {unclaimed[0]} ({extra[unclaimed[0]]!r}) is neither a merge nor a special "
+            f"vocab id {unclaimed[0]} ({shown(extra[unclaimed[0]])}) is neither a merge nor a special "
             f"token; list it in special_tokens"
         )
     if sorted(by_id) != list(range(n_base, n_base + len(by_id))):
         raise ValueError(
-            f"special token ids {sorted(by_id)} must follow the merges without gaps, from {n_base}"
+            f"special token ids {shown(sorted(by_id))} must follow the merges without gaps, from {n_base}"
         )
     return dict(sorted(special_tokens.items(), key=lambda item: item[1]))

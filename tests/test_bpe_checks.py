@@ -3,7 +3,7 @@
 import pytest
 
 from bpe import EOT, Tokenizer, simple, train_bpe, train_bpe_from_iterator
-from bpe.checks import check_pattern, check_tiktoken_pattern, check_training_args
+from bpe.checks import check_pattern, check_tiktoken_pattern, check_training_args, shown
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
 
 BAD_TRAINING_ARGS = [
@@ -80,3 +80,18 @@ def test_patterns_python_accepts_but_tiktoken_cannot_compile(pattern):
 def test_tiktoken_compiles_our_patterns_and_plain_ones():
     for pattern in (GPT2_PATTERN, GPT4_PATTERN, r"\S+|\s+", r"\w+|[^\w]"):
         check_tiktoken_pattern(pattern)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        pytest.param("abc", "'abc'", id="short-str"),
+        pytest.param("x" * 10**7, "'" + "x" * 199 + "... (10,000,000 characters)", id="long-str"),
+        pytest.param(b"\xff" * 100, repr(b"\xff" * 100)[:200] + "... (100 bytes)", id="long-bytes"),
+        pytest.param(
+            ["ab"] * 100, repr(["ab"] * 100)[:200] + "... (600 characters in all)", id="list"
+        ),
+    ],
+)
+def test_shown_cuts_a_long_value_and_gives_its_length(value, expected):
+    assert shown(value) == expected
