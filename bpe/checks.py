@@ -56,17 +56,44 @@ def check_vocab_size(vocab_size, special_tokens):
 def check_pattern(pattern):
     """A pattern name ("gpt2", "gpt4", "nanochat") or a regex string -> the regex string.
 
-    "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through).
+    "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through);
+    r"\\S+|\\s*" -> ValueError (it matches the empty string: see empty_match).
     """
     if pattern in PATTERNS:
         return PATTERNS[pattern]
     try:
-        regex.compile(pattern)
+        found = empty_match(regex.compile(pattern))  # a bytes pattern: a TypeError here
     except (regex.error, TypeError, RecursionError) as exc:  # "(" * 10**6 nests too deeply
         raise ValueError(
             f"pattern {shown(pattern)} is neither a name ({', '.join(PATTERNS)}) nor a valid regex: {exc}"
         ) from None
+    if found is not None:
+        text, position = found
+        raise ValueError(
+            f"pattern {shown(pattern)} matches the empty string (in {text!r}, at position "
+            f"{position}), and tiktoken's encoder fails on an empty pretoken; make each "
+            f"alternative match at least one character"
+        )
     return pattern
+
+
+# The rule for a pattern that can match the empty string: its match at some position of one of
+# these texts (none, each kind of character alone, and a mix of them) is empty.
+EMPTY_MATCH_PROBES = ("", "a", "1", " ", "\n", ".", "é", "a1 b\n\t.é")
+
+
+def empty_match(compiled):
+    """(text, position) of an empty match of a compiled pattern on EMPTY_MATCH_PROBES, or None.
+
+    r"a*" -> ("", 0);  r"\\b" -> ("a", 0);  r"\\S+|\\s+" -> None. A pattern whose empty match
+    needs another context (r"(?<=qq)") passes: the probes catch the usual ones, they prove nothing.
+    """
+    for text in EMPTY_MATCH_PROBES:
+        for position in range(len(text) + 1):
+            match = compiled.match(text, position)
+            if match is not None and match.end() == position:
+                return text, position
+    return None
 
 
 def check_training_args(vocab_size, special_tokens, pattern):
@@ -108,8 +135,22 @@ def check_tiktoken_pattern(pattern):
         tiktoken.Encoding(
             "pattern-check", pat_str=pattern, mergeable_ranks=single_bytes, special_tokens={}
         )
-    except ValueError as exc:
+    except BaseException as exc:
+        if not tiktoken_failed(exc):
+            raise
         raise ValueError(
             f"pattern {shown(pattern)} is a valid Python regex but tiktoken cannot compile it "
-            f"({exc}); use a name ({', '.join(PATTERNS)}) or a regex without that construct"
+            f"({one_line(exc)}); use a name ({', '.join(PATTERNS)}) or a regex without that construct"
         ) from None
+
+
+def tiktoken_failed(exc):
+    """Whether tiktoken's Rust code refused (ValueError) or panicked: pyo3 raises a panic as
+    PanicException, a BaseException that no `except Exception` catches (pyo3_runtime, the
+    module that holds it, cannot be imported, hence the name)."""
+    return isinstance(exc, ValueError) or type(exc).__name__ == "PanicException"
+
+
+def one_line(exc):
+    """An exception's message on one line: "Parsing error\\n  at 2" -> "Parsing error at 2"."""
+    return " ".join(str(exc).split())

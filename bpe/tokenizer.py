@@ -22,7 +22,9 @@ from .checks import (
     check_special_tokens,
     check_tiktoken_pattern,
     check_tiktoken_special_tokens,
+    one_line,
     shown,
+    tiktoken_failed,
 )
 from .patterns import COVER_EVERY_TEXT, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
@@ -341,18 +343,28 @@ class Tokenizer:
 
         Refused (ValueError) where the ids could differ: a pattern tiktoken cannot compile,
         and a special token that is a proper prefix of another ("<|a|>" and "<|a|>b"; see
-        checks.check_tiktoken_special_tokens).
+        checks.check_tiktoken_special_tokens); and, in one line naming the pattern, whatever
+        else tiktoken cannot build (its regex of special tokens, too large for a token of 3 MB).
         """
         import tiktoken
 
         check_tiktoken_special_tokens(self.special_tokens)
         check_tiktoken_pattern(self.pattern)
-        return tiktoken.Encoding(
-            name=name,
-            pat_str=self.pattern,
-            mergeable_ranks=dict(self._ranks),
-            special_tokens=dict(self.special_tokens),
-        )
+        try:
+            return tiktoken.Encoding(
+                name=name,
+                pat_str=self.pattern,
+                mergeable_ranks=dict(self._ranks),
+                special_tokens=dict(self.special_tokens),
+            )
+        except BaseException as exc:
+            if not tiktoken_failed(exc):
+                raise
+            raise ValueError(
+                f"tiktoken cannot build an encoding of this tokenizer (pattern "
+                f"{self.pattern_name or shown(self.pattern)}, {len(self.special_tokens):,} special "
+                f"token(s)): {one_line(exc)}"
+            ) from None
 
     def to_json(self):
         """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
