@@ -59,7 +59,12 @@ TOKENIZERS = (
 )  # without --out (git ignores it)
 
 
-def parse_args(argv=None):
+class UsageError(PrepareError):
+    """A bad option value, or options that do not go together: `main` reports it as argparse
+    reports a usage error, one line and exit code 2 (a bad file stays a PrepareError, code 1)."""
+
+
+def make_parser():
     parser = ArgumentParser(description="Train a byte-level BPE tokenizer.")
     parser.add_argument(
         "--input",
@@ -124,6 +129,11 @@ def parse_args(argv=None):
         work_dir_help="where the count tables and logs go (default: .datatrove-work next to --out)",
         workers_option=False,  # --workers above: processes here, or tasks running at once
     )
+    return parser
+
+
+def parse_args(argv=None, parser=None):
+    parser = parser or make_parser()
     args = parser.parse_args(argv)
     check_datatrove_arguments(parser, args, local_workers=os.cpu_count() or 1)
     if args.sweep and args.vocab_size is None:
@@ -153,22 +163,28 @@ def merge_count(text):
 
 
 def check_args(args):
-    """Every mistake we can see before training, as a PrepareError (nothing written yet)."""
+    """Every mistake we can see before training, as a PrepareError (nothing written yet): a bad
+    option value is a UsageError."""
     if args.eval and not Path(args.eval).is_file():
         raise PrepareError(f"{args.eval} does not exist or is not a file; check the path")
     if args.max_chars is not None and args.max_chars < 1:
-        raise PrepareError(f"--max-chars must be at least 1, got {args.max_chars}")
+        raise UsageError(f"--max-chars must be at least 1, got {args.max_chars}")
     if args.vocab_size is None:
-        raise PrepareError("give --vocab-size N (or --sweep SIZES)")
+        raise UsageError("give --vocab-size N (or --sweep SIZES)")
     if args.out is None and not args.sweep:
         args.out = str(default_out(args.input, args.vocab_size))
     if args.sweep and args.vocab_size != args.sweep[-1]:
-        raise PrepareError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
+        raise UsageError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
     if args.plot:
         check_plot(args.plot, args.sweep)
     check_tokenizer_args(args)
     if args.engine != "datatrove" and args.workers is not None and args.workers < 1:
-        raise PrepareError(f"--workers must be at least 1, got {args.workers}")
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    for option in ("trace", "sweep", "eval"):
+        if args.engine == "datatrove" and getattr(args, option):
+            raise UsageError(
+                f"--{option} needs the corpus in this process; leave out --engine datatrove"
+            )
     if args.out:
         check_out(Path(args.out))
         check_out_is_no_input(Path(args.out), args)
@@ -209,7 +225,7 @@ def check_tokenizer_args(args):
         # The tokenizer is used through its tiktoken export (here and by the pipelines).
         check_tiktoken_special_tokens(args.special_tokens)
     except ValueError as exc:
-        raise PrepareError(f"{exc} (see {option} and --special-tokens)") from None
+        raise UsageError(f"{exc} (from {option} and --special-tokens)") from None
 
 
 def check_out(out):
@@ -248,7 +264,7 @@ def check_out_is_no_input(out, args):
 def check_plot(path, sweep):
     """--plot needs --sweep, a folder to write into, and matplotlib (the optional extra `plot`)."""
     if not sweep:
-        raise PrepareError("--plot draws a --sweep: give --sweep SIZES too")
+        raise UsageError("--plot draws a --sweep: give --sweep SIZES too")
     if not Path(path).parent.is_dir():
         raise PrepareError(f"--plot {path}: the folder {Path(path).parent} does not exist")
     try:
@@ -356,8 +372,12 @@ def compression_of_counts(encoding, counts):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    check_args(args)
+    parser = make_parser()
+    args = parse_args(argv, parser)
+    try:
+        check_args(args)
+    except UsageError as exc:
+        parser.error(str(exc))  # one line, exit code 2
     if args.engine == "datatrove":
         return train_with_tasks(args)
     eval_text = read_text(args.eval) if args.eval else None
@@ -396,11 +416,6 @@ def train_with_tasks(args):
     from engine.executors import check_datatrove_installed
     from engine.training import train_with_datatrove
 
-    for option in ("trace", "sweep", "eval"):
-        if getattr(args, option):
-            raise PrepareError(
-                f"--{option} needs the corpus in this process; leave out --engine datatrove"
-            )
     check_datatrove_installed(args.executor)
     make_default_folder(args.out)
     out = Path(args.out).resolve()

@@ -96,21 +96,6 @@ def test_small_corpus_says_it_stopped_early(tmp_path):
             id="non-utf8",
         ),
         pytest.param(
-            ["--input", "good.txt", "--vocab-size", 256, "--special-tokens", EOT],
-            ["vocab_size 256 is too small", "257", "--vocab-size"],
-            id="vocab-too-small",
-        ),
-        pytest.param(
-            ["--input", "good.txt", "--vocab-size", 300, "--special-tokens", EOT, EOT],
-            ["special tokens must be distinct", "--special-tokens"],
-            id="duplicate-special",
-        ),
-        pytest.param(
-            ["--input", "good.txt", "--vocab-size", 300, "--special-tokens", "<|a|>", "<|a|>b"],
-            ["special token '<|a|>' is a prefix of '<|a|>b'", "--special-tokens"],
-            id="special-prefix-of-another",
-        ),
-        pytest.param(
             ["--input", "empty.txt", "--vocab-size", 300],
             ["empty.txt", "no text to train on"],
             id="empty",
@@ -124,6 +109,59 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, args, fragments):
     before = sorted(p.name for p in tmp_path.iterdir())
     assert_clean_failure(run_cli(*args, "--out", "tok.json", cwd=tmp_path), *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def assert_usage_error(result, *fragments):
+    """Exit code 2 and one line, `error: ... (see ...train_tokenizer.py --help)`, as argparse's."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert lines[0].endswith("train_tokenizer.py --help)"), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        pytest.param(["--vocab-size", 10], ["vocab_size 10 is too small"], id="vocab-size-10"),
+        pytest.param(
+            ["--vocab-size", 256, "--special-tokens", EOT],
+            ["vocab_size 256 is too small", "257", "--vocab-size"],
+            id="vocab-too-small",
+        ),
+        pytest.param([], ["give --vocab-size N"], id="no-vocab-size"),
+        pytest.param(
+            ["--vocab-size", 300, "--special-tokens", EOT, EOT],
+            ["special tokens must be distinct", "--special-tokens"],
+            id="duplicate-special",
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--special-tokens", "<|a|>", "<|a|>b"],
+            ["special token '<|a|>' is a prefix of '<|a|>b'", "--special-tokens"],
+            id="special-prefix-of-another",
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--max-chars", 0],
+            ["--max-chars must be at least 1"],
+            id="max-chars-0",
+        ),
+        pytest.param(["--vocab-size", 300, "--workers", 0], ["--workers must be"], id="workers-0"),
+        pytest.param(["--sweep", "300", "--vocab-size", 400], ["largest --sweep"], id="sweep"),
+        pytest.param(["--vocab-size", 300, "--plot", "a.png"], ["give --sweep"], id="plot"),
+        pytest.param(
+            ["--vocab-size", 300, "--engine", "datatrove", "--trace", 2],
+            ["--trace needs the corpus in this process"],
+            id="trace-with-tasks",
+        ),
+    ],
+)
+def test_a_bad_option_value_is_a_usage_error_and_writes_nothing(tmp_path, args, fragments):
+    """docs/guarantees.md: a bad option value is a usage error, exit code 2, as argparse's own."""
+    (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
+    result = run_cli("--input", "good.txt", *args, "--out", "tok.json", cwd=tmp_path)
+    assert_usage_error(result, *fragments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.txt"]
 
 
 def test_an_out_folder_that_does_not_exist_is_one_line(tmp_path):
@@ -200,12 +238,6 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
             ["--input", "d.jsonl"],
             ["d.jsonl line 2", "'text' is null"],
             id="null-text",
-        ),
-        pytest.param(
-            {"d.jsonl": '{"text": "a"}\n'},
-            ["--input", "d.jsonl", "--max-chars", 0],
-            ["--max-chars must be at least 1"],
-            id="max-chars-zero",
         ),
         pytest.param(
             {"d.jsonl": '{"text": "some words"}\n'},
