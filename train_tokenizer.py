@@ -36,7 +36,13 @@ import warnings
 from pathlib import Path
 
 from bpe import Tokenizer, train_bpe_from_counts
-from bpe.checks import check_tiktoken_special_tokens, check_training_args, shown
+from bpe.checks import (
+    check_tiktoken_special_tokens,
+    check_training_args,
+    check_vocab_size,
+    check_workers,
+    shown,
+)
 from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
 from bpe.io import render_token
 from bpe.patterns import PATTERNS
@@ -178,8 +184,11 @@ def check_args(args):
     if args.plot:
         check_plot(args.plot, args.sweep)
     check_tokenizer_args(args)
-    if args.engine != "datatrove" and args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.engine != "datatrove" or args.executor == "local":  # processes on this machine
+        try:
+            check_workers(args.workers, "--workers")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     for option in ("trace", "sweep", "eval"):
         if args.engine == "datatrove" and getattr(args, option):
             raise UsageError(
@@ -218,10 +227,11 @@ def make_default_folder(out):
 
 
 def check_tokenizer_args(args):
-    """The vocab size, special tokens and pattern, as bpe and tiktoken will take them."""
+    """The vocab sizes, special tokens and pattern, as bpe and tiktoken will take them."""
     sizes, option = (args.sweep, "--sweep") if args.sweep else ([args.vocab_size], "--vocab-size")
     try:
         check_training_args(sizes[0], args.special_tokens, args.pattern)
+        check_vocab_size(sizes[-1], args.special_tokens)  # the sizes are sorted
         # The tokenizer is used through its tiktoken export (here and by the pipelines).
         check_tiktoken_special_tokens(args.special_tokens)
     except ValueError as exc:
@@ -473,10 +483,11 @@ def show_sweep(args, vocab, merges, counts, eval_text):
         f"sweep: trained once, to vocab_size {len(vocab):,}. Training is greedy, so a smaller\n"
         f"vocabulary's merges are the first ones of a larger one's: each size is a prefix."
     )
-    print(*sweep_table(rows, names), *sweep_bars(rows, names), sep="\n")
+    if rows:
+        print(*sweep_table(rows, names), *sweep_bars(rows, names), sep="\n")
     if len(rows) < len(args.sweep):
         print(f"not reached (no pair left to merge): {args.sweep[len(rows) :]}")
-    if args.plot:
+    if args.plot and rows:
         plot_sweep(rows, names, args.plot)
         print(f"wrote {args.plot}")
 

@@ -42,6 +42,14 @@ def check_special_tokens(special_tokens):
     return tokens
 
 
+# The most ids a tokenizer may have: the trainer holds ids in int32 arrays (FlatPretokens) and
+# a pair of ids in one int64 (a << shift | b); tiktoken's ranks are 32-bit too.
+MAX_VOCAB_SIZE = 2**31 - 1
+# The most worker processes a trainer starts: each is a process of its own, and beyond the CPUs
+# more only cost memory (10**16 would try to start a process per line of the text).
+MAX_WORKERS = 1024
+
+
 def check_vocab_size(vocab_size, special_tokens):
     """The number of merges a vocab_size asks for: 259, no special tokens -> 3."""
     smallest = 256 + len(special_tokens)
@@ -50,7 +58,24 @@ def check_vocab_size(vocab_size, special_tokens):
             f"vocab_size {shown(vocab_size)} is too small: the 256 byte tokens and "
             f"{len(special_tokens)} special token(s) alone need {smallest}"
         )
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {shown(vocab_size)} is too large: token ids are 32-bit integers in the "
+            f"trainer's arrays and in tiktoken, so it can be at most {MAX_VOCAB_SIZE:,}"
+        )
     return vocab_size - smallest
+
+
+def check_workers(num_workers, name="num_workers"):
+    """None (one worker per CPU) or a whole number from 1 to MAX_WORKERS: 4 -> 4; 0 -> ValueError."""
+    if num_workers is None:
+        return None
+    if not isinstance(num_workers, int) or not 1 <= num_workers <= MAX_WORKERS:
+        raise ValueError(
+            f"{name} must be a whole number from 1 to {MAX_WORKERS:,} (each worker is a "
+            f"process), got {shown(num_workers)}"
+        )
+    return num_workers
 
 
 def check_pattern(pattern):

@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checks import check_pattern, check_special_tokens, shown
+from .checks import check_pattern, check_special_tokens, check_workers, shown
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
 
@@ -585,11 +585,11 @@ def count_corpus(
     max_chars: only the first documents, in file order, up to that many characters (cap_pieces).
     `progress("read", bytes done, bytes in all)` is called as pieces finish.
     """
+    num_workers = check_workers(num_workers) or os.cpu_count() or 1
     reading = Reading(
         check_pattern(pattern), tuple(check_special_tokens(special_tokens)), text_column
     )
     paths = expand_inputs(inputs)
-    num_workers = num_workers or os.cpu_count() or 1
     size = sum(os.path.getsize(path) for path in paths)
     piece_bytes = max(BLOCK_BYTES, min(PIECE_BYTES, size // (4 * num_workers) + 1))
     pieces = plan_pieces(paths, reading, piece_bytes)

@@ -13,6 +13,9 @@ BAD_TRAINING_ARGS = [
     ),
     pytest.param(100, [], "gpt2", ValueError, "alone need 256", id="vocab-below-256"),
     pytest.param(300.0, [], "gpt2", ValueError, "vocab_size 300.0 is too small", id="vocab-float"),
+    pytest.param(
+        10**16, [], "gpt2", ValueError, "at most 2,147,483,647", id="vocab-too-large-for-int32"
+    ),
     pytest.param(300, [EOT, EOT], "gpt2", ValueError, "must be distinct", id="repeated-special"),
     pytest.param(300, [""], "gpt2", ValueError, "must be a non-empty string", id="empty-special"),
     pytest.param(300, [7], "gpt2", ValueError, "must be a non-empty string", id="special-not-str"),
@@ -46,6 +49,18 @@ def test_bad_training_arguments(
     }[trainer]
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    "num_workers",
+    [pytest.param(0, id="zero"), pytest.param(10**16, id="10**16"), pytest.param(2.5, id="float")],
+)
+def test_a_number_of_workers_beyond_bounds_is_refused_before_any_work(tmp_path, num_workers):
+    """10**16 workers would start a process per line of the text."""
+    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
+        train_bpe(tmp_path / "missing.txt", 300, num_workers=num_workers)
+    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
+        train_bpe_from_iterator(["abc " * 200_000], 300, num_workers=num_workers)
 
 
 def test_good_training_arguments():

@@ -147,6 +147,20 @@ def assert_usage_error(result, *fragments):
             id="max-chars-0",
         ),
         pytest.param(["--vocab-size", 300, "--workers", 0], ["--workers must be"], id="workers-0"),
+        pytest.param(
+            ["--vocab-size", 10**16],
+            ["is too large", "at most 2,147,483,647"],
+            id="vocab-size-10**16",
+        ),
+        pytest.param(["--sweep", f"300,{10**16}"], ["is too large", "--sweep"], id="sweep-10**16"),
+        pytest.param(
+            ["--vocab-size", 300, "--workers", 10**16], ["from 1 to 1,024"], id="workers-10**16"
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--engine", "datatrove", "--workers", 5000],
+            ["from 1 to 1,024"],
+            id="datatrove-local-workers-5000",
+        ),
         pytest.param(["--sweep", "300", "--vocab-size", 400], ["largest --sweep"], id="sweep"),
         pytest.param(["--vocab-size", 300, "--plot", "a.png"], ["give --sweep"], id="plot"),
         pytest.param(
@@ -253,3 +267,11 @@ def test_bad_corpus_is_one_line_and_writes_nothing(tmp_path, files, args, fragme
     result = run_cli(*args, "--vocab-size", 300, "--out", "tok.json", cwd=tmp_path)
     assert_clean_failure(result, *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_sweep_whose_sizes_the_text_cannot_reach_says_so(tmp_path):
+    """A text of a few words has 14 merges: neither 300 nor 400 is reached (it crashed)."""
+    (tmp_path / "tiny.txt").write_text("hello world hello there\n", encoding="utf-8")
+    result = run_cli("--input", "tiny.txt", "--sweep", "300,400", "--out", "tok.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "not reached (no pair left to merge): [300, 400]" in result.stdout
