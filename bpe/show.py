@@ -220,7 +220,7 @@ class ArgumentParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def main(argv=None):
+def make_parser():
     parser = ArgumentParser(
         prog="python -m bpe show", description="Show how a text is cut into tokens."
     )
@@ -231,7 +231,11 @@ def main(argv=None):
     what.add_argument("text", nargs="?", help="the text to cut into tokens")
     what.add_argument("--file", metavar="PATH", help="show the tokens of this UTF-8 file")
     what.add_argument("--explain", metavar="WORD", help="show the merges that encode WORD")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = make_parser().parse_args(argv)
 
     text = read_text(args.file) if args.file else args.text if args.text else args.explain
     if not text:

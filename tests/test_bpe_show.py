@@ -177,3 +177,32 @@ def test_bad_input_is_a_show_error(tmp_path, args, fragment):
 
 def test_cli_bad_input_is_one_error_line():
     assert_clean_failure(run_show(""), "the text is empty")
+
+
+def run_bpe(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "bpe", *args], cwd=REPO, capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize("option", ["--help", "-h"])
+def test_python_m_bpe_help_prints_the_usage(option):
+    result = run_bpe(option)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.startswith("usage: python -m bpe show [-h] [--tokenizer FILE | --gpt2]")
+    assert "show  how a text is cut into tokens" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        pytest.param([], "give a command; usage: python -m bpe show [-h]", id="no-command"),
+        pytest.param(["shwo"], "'shwo' is not a command; the one command is show", id="other"),
+    ],
+)
+def test_python_m_bpe_without_its_command_is_a_usage_error_holding_the_usage(args, fragment):
+    result = run_bpe(*args)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    (line,) = result.stderr.splitlines()
+    assert fragment in line and "usage: python -m bpe show" in line, line
+    assert line.startswith("error: ") and line.endswith("(see python -m bpe show --help)"), line
