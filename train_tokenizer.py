@@ -37,13 +37,22 @@ from pathlib import Path
 
 from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import (
+    check_pattern,
     check_tiktoken_special_tokens,
     check_training_args,
     check_vocab_size,
     check_workers,
     shown,
 )
-from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
+from bpe.corpus import (
+    CorpusError,
+    Reading,
+    count_corpus,
+    expand_inputs,
+    file_kind,
+    leaves_out,
+    no_text_message,
+)
 from bpe.io import render_token
 from bpe.patterns import PATTERNS
 from bpe.show_training import (
@@ -324,7 +333,7 @@ def train(args):
             progress=bars,
         )
         if not counts:
-            raise PrepareError(f"{' '.join(args.input)}: no text to train on (empty input)")
+            raise PrepareError(no_text_message(args.input, emptied_by_max_chars(args)))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             vocab, merges = train_bpe_from_counts(
@@ -337,6 +346,14 @@ def train(args):
     for warning in caught:
         print(f"note: {warning.message}")
     return counts, vocab, merges
+
+
+def emptied_by_max_chars(args):
+    """--max-chars if it is what left no text (it left a document out), else None."""
+    if args.max_chars is None:
+        return None
+    reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
+    return args.max_chars if leaves_out(args.input, reading, args.max_chars) else None
 
 
 def render_short(token):

@@ -344,6 +344,25 @@ def _rows_in(piece):
     return sum(metadata.row_group(g).num_rows for g in range(piece.start, piece.end))
 
 
+def leaves_out(inputs, reading, max_chars):
+    """Whether capping the files at max_chars leaves out a document: one with more characters
+    than the budget has left (so it has text). ["d.jsonl"] of "some words", 3 -> True."""
+    pieces = plan_pieces(expand_inputs(inputs), reading)
+    return cap_pieces(pieces, reading, max_chars) != pieces
+
+
+def no_text_message(inputs, max_chars=None):
+    """The error for files that leave no text to train on: max_chars, the cap that left out
+    every document with text (leaves_out), if it is what emptied them; None if they are empty."""
+    names = " ".join(map(str, inputs))
+    if max_chars is None:
+        return f"{names}: no text to train on (empty input)"
+    return (
+        f"{names}: no text to train on within --max-chars {max_chars:,}: the first document "
+        f"with text is longer, and a document is taken whole or not at all; raise --max-chars"
+    )
+
+
 def _chars_within(piece, reading, budget):
     """-> (characters of the piece's documents that fit in budget, None if all fit, else
     where to stop: a byte offset, or for rows the index of the first row left out)."""

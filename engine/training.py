@@ -41,6 +41,7 @@ from bpe.corpus import (
     cap_pieces,
     count_piece,
     expand_inputs,
+    no_text_message,
     plan_pieces,
 )
 from engine.executors import (
@@ -135,7 +136,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
             )
         counts.update(load_json(read_small_file(work.table(rank)), work.table(rank)))
     if not counts:
-        raise PrepareError(f"{' '.join(job['inputs'])}: no text to train on (empty input)")
+        raise PrepareError(no_text_message(job["inputs"], job["emptied_by_max_chars"]))
     special_tokens = job["reading"]["special_tokens"]
     vocab, merges = train_bpe_from_counts(counts, job["vocab_size"], special_tokens)
     first_special = 256 + len(merges)
@@ -173,7 +174,7 @@ def train_with_datatrove(
     """
     if executor not in EXECUTORS:
         raise PrepareError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-    reading, paths, pieces = plan_counting(
+    reading, paths, pieces, left_out = plan_counting(
         inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes
     )
     work = CountWork(
@@ -189,6 +190,7 @@ def train_with_datatrove(
     work.claim(tasks)
     job = {
         "inputs": [str(path) for path in inputs],  # as given, for the error of an empty input
+        "emptied_by_max_chars": max_chars if left_out else None,  # that error's, too
         "reading": asdict(reading),
         "pieces": [asdict(piece) for piece in pieces],
         "tasks": tasks,
@@ -237,14 +239,15 @@ def run_count_and_learn(options, job, work, out, verbose):
 
 
 def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):
-    """(reading, input paths, pieces): what the count tasks read; a bad option is a PrepareError."""
+    """(reading, input paths, pieces, whether max_chars left a document out): what the count
+    tasks read; a bad option is a PrepareError."""
     try:
         _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
         reading = Reading(regex_pattern, tuple(special_tokens), text_column)
         paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
-        pieces = plan_pieces(paths, reading, piece_bytes)
+        pieces = capped = plan_pieces(paths, reading, piece_bytes)
         if max_chars is not None:  # the same documents as on one machine, read once here
-            pieces = cap_pieces(pieces, reading, max_chars)
+            capped = cap_pieces(pieces, reading, max_chars)
     except (CorpusError, ValueError) as exc:
         raise PrepareError(str(exc)) from None
-    return reading, paths, pieces
+    return reading, paths, capped, capped != pieces

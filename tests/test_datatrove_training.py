@@ -162,6 +162,12 @@ TEXT = b"hello world\n"
             "a.txt: no text to train on (empty input)",
             id="empty-input-found-by-the-learn-task",
         ),
+        pytest.param(
+            ["--engine", "datatrove", "--tasks", 2, "--max-chars", 1],
+            TEXT,
+            "a.txt: no text to train on within --max-chars 1",
+            id="max-chars-left-out-every-document",
+        ),
     ],
 )
 def test_command_line_refusals(tmp_path, options, content, message):

@@ -256,8 +256,20 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
         pytest.param(
             {"d.jsonl": '{"text": "some words"}\n'},
             ["--input", "d.jsonl", "--max-chars", 3],
-            ["d.jsonl", "no text to train on"],
+            ["d.jsonl", "no text to train on within --max-chars 3", "raise --max-chars"],
             id="max-chars-below-the-first-document",
+        ),
+        pytest.param(
+            {"a.txt": "hello world\n"},
+            ["--input", "a.txt", "--max-chars", 1],
+            ["a.txt: no text to train on within --max-chars 1"],
+            id="max-chars-1-on-a-text-file",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": ""}\n'},
+            ["--input", "d.jsonl", "--max-chars", 3],
+            ["d.jsonl: no text to train on (empty input)"],
+            id="max-chars-on-documents-with-no-text",
         ),
     ],
 )
