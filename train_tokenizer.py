@@ -180,8 +180,8 @@ def merge_count(text):
 def check_args(args):
     """Every mistake we can see before training, as a PrepareError (nothing written yet): a bad
     option value is a UsageError."""
-    if args.eval and not Path(args.eval).is_file():
-        raise PrepareError(f"{args.eval} does not exist or is not a file; check the path")
+    if args.eval:
+        check_eval(Path(args.eval))
     if args.max_chars is not None and args.max_chars < 1:
         raise UsageError(f"--max-chars must be at least 1, got {args.max_chars}")
     if args.vocab_size is None:
@@ -206,6 +206,16 @@ def check_args(args):
     if args.out:
         check_out(Path(args.out))
         check_out_is_no_input(Path(args.out), args)
+
+
+def check_eval(path):
+    """--eval must be a text file: a folder, or a path that is not there, is named as such."""
+    if path.is_dir():
+        raise PrepareError(f"--eval {path} is a folder; give a text file")
+    if not path.exists():
+        raise PrepareError(f"--eval {path} does not exist; check the path")
+    if not path.is_file():
+        raise PrepareError(f"--eval {path} is not a regular file (a device or a FIFO)")
 
 
 def default_out(inputs, vocab_size):

@@ -104,6 +104,10 @@ def expand_inputs(inputs):
         if not matches:
             raise CorpusError(f"{name} does not exist (nor matches any file); check the path")
         for path in matches:
+            if os.path.isdir(path):
+                raise CorpusError(
+                    f"{path} is a folder; give the files in it, or a glob such as {path}/*.txt"
+                )
             if not os.path.isfile(path):
                 raise CorpusError(f"{path} is not a file; give files or a glob of files")
             files.setdefault(path, None)

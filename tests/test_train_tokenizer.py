@@ -260,6 +260,30 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
             id="max-chars-below-the-first-document",
         ),
         pytest.param(
+            {"d/a.txt": "hello world\n"},
+            ["--input", "d"],
+            ["d is a folder", "d/*.txt"],
+            id="folder",
+        ),
+        pytest.param(
+            {"d/a.txt": "hello world\n", "d/sub/b.txt": "more\n"},
+            ["--input", "d/*"],
+            ["d/sub is a folder"],
+            id="a-glob-matching-a-folder",
+        ),
+        pytest.param(
+            {"a.txt": "hello world\n", "d/b.txt": "held out\n"},
+            ["--input", "a.txt", "--eval", "d"],
+            ["--eval d is a folder; give a text file"],
+            id="eval-folder",
+        ),
+        pytest.param(
+            {"a.txt": "hello world\n"},
+            ["--input", "a.txt", "--eval", "missing.txt"],
+            ["--eval missing.txt does not exist"],
+            id="eval-missing",
+        ),
+        pytest.param(
             {"a.txt": "hello world\n"},
             ["--input", "a.txt", "--max-chars", 1],
             ["a.txt: no text to train on within --max-chars 1"],
