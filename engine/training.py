@@ -7,7 +7,7 @@
 
 Two datatrove stages, the second depending on the first:
 
-1. count (N tasks): task r counts the pretokens of its slice of the input: every N-th piece,
+1. count (N tasks, at most one per piece): task r counts the pretokens of its slice of the input: every N-th piece,
    from piece r (the pieces of bpe/corpus.py: byte ranges of text and JSON lines files cut where
    the pretokens do not change, row groups of parquet files; with max_chars, cut to the first
    documents as on one machine), and writes its count table, counts/r.json. Text never leaves
@@ -177,6 +177,10 @@ def train_with_datatrove(
     reading, paths, pieces, left_out = plan_counting(
         inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes
     )
+    most = max(len(pieces), 1)  # task r counts pieces r, r + N, ...: beyond, a task has none
+    if tasks > most:  # each a process to start for nothing, and a table to add up
+        print(f"note: --tasks {tasks:,} capped at {most:,}, the input's pieces")
+        tasks = most
     work = CountWork(
         work_dir,
         {
