@@ -28,6 +28,7 @@ the count tasks already done (engine/training.py).
 """
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -65,7 +66,7 @@ from bpe.show_training import (
     trace_lines,
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
-from prepare_common import ArgumentParser, PrepareError, read_text, run_main
+from prepare_common import ArgumentParser, PrepareError, Terminated, read_text, run_main
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
@@ -415,8 +416,40 @@ def main(argv=None):
         check_args(args)
     except UsageError as exc:
         parser.error(str(exc))  # one line, exit code 2
-    if args.engine == "datatrove":
-        return train_with_tasks(args)
+    with says_if_written(args.out):
+        if args.engine == "datatrove":
+            train_with_tasks(args)
+        else:
+            train_here(args)
+
+
+@contextlib.contextmanager
+def says_if_written(out):
+    """Ctrl-C or SIGTERM in the block says whether `out` was written (run_main's own line speaks
+    of output folders, which this script has none of). The file is renamed into place whole, by
+    this process or by datatrove's learn task: a new file there is the whole new tokenizer."""
+    before = file_state(out) if out else None
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if not out:  # --sweep without --out writes no file
+            raise
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        when = "before" if file_state(out) == before else "after"
+        raise type(exc)(f"{what} {when} {out} was written") from None
+
+
+def file_state(path):
+    """What changes when a file is replaced by a rename: (device, inode, mtime); None if absent."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino, status.st_mtime_ns
+
+
+def train_here(args):
+    """--engine bpe: count with --workers processes here, learn, report, write --out."""
     eval_text = read_text(args.eval) if args.eval else None
 
     start = time.perf_counter()

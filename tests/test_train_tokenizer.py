@@ -1,6 +1,15 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
+import contextlib
+import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pyarrow
 import pyarrow.parquet
@@ -311,3 +320,72 @@ def test_a_sweep_whose_sizes_the_text_cannot_reach_says_so(tmp_path):
     result = run_cli("--input", "tiny.txt", "--sweep", "300,400", "--out", "tok.json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "not reached (no pair left to merge): [300, 400]" in result.stdout
+
+
+def full_pipe():
+    """(read end, write end) of a pipe already full: a process writing to it blocks at once."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write_end, b"." * 4096)
+    os.set_blocking(write_end, True)
+    return read_end, write_end
+
+
+def wait_until_blocked_writing(process, timeout=120):
+    """Until the process sleeps in a write to a pipe (Linux: /proc/PID/wchan names pipe_write)."""
+    deadline = time.monotonic() + timeout
+    while "pipe_write" not in Path(f"/proc/{process.pid}/wchan").read_text():
+        assert process.poll() is None, "it ended before it blocked"
+        assert time.monotonic() < deadline, "it never blocked writing"
+        time.sleep(0.05)
+
+
+def drain(read_end):
+    with os.fdopen(read_end, "rb") as pipe:
+        while pipe.read(1 << 16):
+            pass
+
+
+@pytest.mark.skipif(not Path("/proc/self/wchan").exists(), reason="needs Linux's /proc/PID/wchan")
+@pytest.mark.parametrize(
+    "engine, when",
+    [
+        pytest.param([], "before", id="bpe-stopped-at-its-first-line"),
+        pytest.param(
+            ["--engine", "datatrove", "--tasks", 1, "--workers", 1],
+            "after",
+            id="datatrove-stopped-after-the-learn-task-wrote-it",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("datatrove") is None, reason="needs datatrove"
+            ),
+        ),
+    ],
+)
+def test_ctrl_c_says_whether_the_tokenizer_file_was_written(tmp_path, engine, when):
+    """Its stdout a full pipe, the run stops at its first print: before writing the file on one
+    machine (the results come first), after the learn task wrote it with datatrove. Ctrl-C then
+    says which, not "before any output folder was changed"."""
+    (tmp_path / "a.txt").write_text("some ordinary text, and more of it\n" * 200, "utf-8")
+    read_end, write_end = full_pipe()
+    args = ["--input", "a.txt", "--vocab-size", 300, "--out", "tok.json", *engine]
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, *map(str, args)],
+        cwd=tmp_path,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+    )
+    os.close(write_end)
+    try:
+        wait_until_blocked_writing(process)
+        assert (tmp_path / "tok.json").exists() == (when == "after")
+        process.send_signal(signal.SIGINT)
+    finally:
+        threading.Thread(target=drain, args=(read_end,), daemon=True).start()
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == f"error: interrupted {when} tok.json was written", stderr
