@@ -30,7 +30,8 @@ def check_special_tokens(special_tokens):
     """("<|endoftext|>",) -> ["<|endoftext|>"]; a repeated or empty token, or a bare str, raise."""
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError(
-            f"special_tokens must be a list of strings, not the single string {shown(special_tokens)}"
+            f"special_tokens must be a list of strings, not the single string "
+            f"{shown(special_tokens)}"
         )
     tokens = list(special_tokens)
     for token in tokens:
@@ -67,7 +68,7 @@ def check_vocab_size(vocab_size, special_tokens):
 
 
 def check_workers(num_workers, name="num_workers"):
-    """None (one worker per CPU) or a whole number from 1 to MAX_WORKERS: 4 -> 4; 0 -> ValueError."""
+    """None (one worker per CPU) or a whole number from 1 to MAX_WORKERS: 4 -> 4; 0 raises."""
     if num_workers is None:
         return None
     if not isinstance(num_workers, int) or not 1 <= num_workers <= MAX_WORKERS:
@@ -90,7 +91,8 @@ def check_pattern(pattern):
         found = empty_match(regex.compile(pattern))  # a bytes pattern: a TypeError here
     except (regex.error, TypeError, RecursionError) as exc:  # "(" * 10**6 nests too deeply
         raise ValueError(
-            f"pattern {shown(pattern)} is neither a name ({', '.join(PATTERNS)}) nor a valid regex: {exc}"
+            f"pattern {shown(pattern)} is neither a name ({', '.join(PATTERNS)}) nor a valid "
+            f"regex: {exc}"
         ) from None
     if found is not None:
         text, position = found
@@ -141,9 +143,9 @@ def check_tiktoken_special_tokens(special_tokens):
         for long in special_tokens:
             if long != short and long.startswith(short):
                 raise ValueError(
-                    f"special token {shown(short)} is a prefix of {shown(long)}: tiktoken may match either "
-                    f"where both fit, so its ids could differ from encode's; use special tokens "
-                    f"none of which starts another"
+                    f"special token {shown(short)} is a prefix of {shown(long)}: tiktoken may "
+                    f"match either where both fit, so its ids could differ from encode's; use "
+                    f"special tokens none of which starts another"
                 )
 
 
@@ -165,7 +167,8 @@ def check_tiktoken_pattern(pattern):
             raise
         raise ValueError(
             f"pattern {shown(pattern)} is a valid Python regex but tiktoken cannot compile it "
-            f"({one_line(exc)}); use a name ({', '.join(PATTERNS)}) or a regex without that construct"
+            f"({one_line(exc)}); use a name ({', '.join(PATTERNS)}) or a regex without that "
+            f"construct"
         ) from None
 
 

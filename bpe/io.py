@@ -149,7 +149,8 @@ def tokenizer_from_json(path):
         vocab = {i: parse_token(char) for i, char in enumerate(single_bytes)}
     except KeyError as exc:
         raise TokenizerFileError(
-            f'{path}: "single_bytes" has {shown(exc.args[0])}, which is not in GPT-2\'s byte alphabet'
+            f'{path}: "single_bytes" has {shown(exc.args[0])}, which is not in GPT-2\'s byte '
+            "alphabet"
         ) from None
     if len(set(vocab.values())) != 256:
         raise TokenizerFileError(f'{path}: "single_bytes" repeats a byte; each must appear once')
@@ -231,7 +232,8 @@ def _parse_merges(path, merge_lines, vocab, first_line):
         token = pair[0] + pair[1]
         if token in known:
             raise TokenizerFileError(
-                f"{path}, {where} ({shown(line)}) makes the duplicate token {shown(render_token(token))}, "
+                f"{path}, {where} ({shown(line)}) makes the duplicate token "
+                f"{shown(render_token(token))}, "
                 f"which already has id {known[token]}"
             )
         known[token] = 256 + i
@@ -282,7 +284,8 @@ def read_hf(vocab_json, merges_txt):
         if by_id.get(token_id) != render_token(vocab[token_id]):
             raise TokenizerFileError(
                 f"{vocab_json}: id {token_id} should be {shown(render_token(vocab[token_id]))}, "
-                f"made by merge {token_id - 256} of {merges_txt}, but is {shown(by_id.get(token_id))}; "
+                f"made by merge {token_id - 256} of {merges_txt}, but is "
+                f"{shown(by_id.get(token_id))}; "
                 f"the two files do not belong together"
             )
     special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}

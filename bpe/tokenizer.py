@@ -273,7 +273,8 @@ class Tokenizer:
 
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(
-            f"the pattern {shown(self.pattern)} matches no pretoken at position {offset + position:,} "
+            f"the pattern {shown(self.pattern)} matches no pretoken at position "
+            f"{offset + position:,} "
             f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
             f"matches every character, such as 'gpt2'"
         )
@@ -505,17 +506,19 @@ def _special_ids(vocab, n_base, special_tokens):
             )
         if token_id in extra and extra[token_id] != text.encode("utf-8"):
             raise ValueError(
-                f"special token {shown(text)} has id {token_id}, but vocab has {shown(extra[token_id])} there"
+                f"special token {shown(text)} has id {token_id}, but vocab has "
+                f"{shown(extra[token_id])} there"
             )
         by_id[token_id] = text
     unclaimed = sorted(set(extra) - set(by_id))
     if unclaimed:
         raise ValueError(
-            f"vocab id {unclaimed[0]} ({shown(extra[unclaimed[0]])}) is neither a merge nor a special "
-            f"token; list it in special_tokens"
+            f"vocab id {unclaimed[0]} ({shown(extra[unclaimed[0]])}) is neither a merge nor a "
+            f"special token; list it in special_tokens"
         )
     if sorted(by_id) != list(range(n_base, n_base + len(by_id))):
         raise ValueError(
-            f"special token ids {shown(sorted(by_id))} must follow the merges without gaps, from {n_base}"
+            f"special token ids {shown(sorted(by_id))} must follow the merges without gaps, "
+            f"from {n_base}"
         )
     return dict(sorted(special_tokens.items(), key=lambda item: item[1]))

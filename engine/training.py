@@ -7,11 +7,11 @@
 
 Two datatrove stages, the second depending on the first:
 
-1. count (N tasks, at most one per piece): task r counts the pretokens of its slice of the input: every N-th piece,
-   from piece r (the pieces of bpe/corpus.py: byte ranges of text and JSON lines files cut where
-   the pretokens do not change, row groups of parquet files; with max_chars, cut to the first
-   documents as on one machine), and writes its count table, counts/r.json. Text never leaves
-   the task; only counts do.
+1. count (N tasks, at most one per piece): task r counts the pretokens of its slice of the
+   input: every N-th piece, from piece r (the pieces of bpe/corpus.py: byte ranges of text and
+   JSON lines files cut where the pretokens do not change, row groups of parquet files; with
+   max_chars, cut to the first documents as on one machine), and writes its count table,
+   counts/r.json. Text never leaves the task; only counts do.
 2. learn (1 task): adds the N tables up, learns the merges (train_bpe_from_counts) and writes the
    tokenizer file. It always runs again: a rerun rewrites a tokenizer file removed since.
 

@@ -168,7 +168,7 @@ def test_a_tokenizer_file_with_such_a_pattern_is_one_error_line(tmp_path, patter
 
 
 def test_what_tiktoken_cannot_build_is_one_line_naming_the_pattern(tmp_path):
-    """A special token of 3 MB: the pattern compiles, tiktoken's regex of special tokens does not."""
+    """A special token of 3 MB: the pattern compiles, tiktoken's regex of the specials does not."""
     (tmp_path / "in.txt").write_text("some text to encode\n" * 20, encoding="utf-8")
     tokenizer = hand_made_tokenizer([], [EOT, "<" + "x" * 3_000_000 + ">"])
     tokenizer.save(tmp_path / "tok.json")
