@@ -28,6 +28,7 @@ the count tasks already done (engine/training.py).
 """
 
 import argparse
+import contextlib
 import os
 import stat
 import sys
@@ -36,8 +37,23 @@ import warnings
 from pathlib import Path
 
 from bpe import Tokenizer, train_bpe_from_counts
-from bpe.checks import check_tiktoken_special_tokens, check_training_args
-from bpe.corpus import CorpusError, count_corpus, expand_inputs, file_kind
+from bpe.checks import (
+    check_pattern,
+    check_tiktoken_special_tokens,
+    check_training_args,
+    check_vocab_size,
+    check_workers,
+    shown,
+)
+from bpe.corpus import (
+    CorpusError,
+    Reading,
+    count_corpus,
+    expand_inputs,
+    file_kind,
+    leaves_out,
+    no_text_message,
+)
 from bpe.io import render_token
 from bpe.patterns import PATTERNS
 from bpe.show_training import (
@@ -50,6 +66,7 @@ from bpe.show_training import (
     trace_lines,
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
+from hardening.signals import Terminated
 from prepare_common import ArgumentParser, PrepareError, read_text, run_main
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
@@ -59,7 +76,12 @@ TOKENIZERS = (
 )  # without --out (git ignores it)
 
 
-def parse_args(argv=None):
+class UsageError(PrepareError):
+    """A bad option value, or options that do not go together: `main` reports it as argparse
+    reports a usage error, one line and exit code 2 (a bad file stays a PrepareError, code 1)."""
+
+
+def make_parser():
     parser = ArgumentParser(description="Train a byte-level BPE tokenizer.")
     parser.add_argument(
         "--input",
@@ -124,6 +146,11 @@ def parse_args(argv=None):
         work_dir_help="where the count tables and logs go (default: .datatrove-work next to --out)",
         workers_option=False,  # --workers above: processes here, or tasks running at once
     )
+    return parser
+
+
+def parse_args(argv=None, parser=None):
+    parser = parser or make_parser()
     args = parser.parse_args(argv)
     check_datatrove_arguments(parser, args, local_workers=os.cpu_count() or 1)
     if args.sweep and args.vocab_size is None:
@@ -137,7 +164,7 @@ def parse_sizes(text):
         return sorted({int(size) for size in text.split(",")})
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a list of sizes like 256,512,1024"
+            f"{shown(text)} is not a list of sizes like 256,512,1024"
         ) from None
 
 
@@ -146,32 +173,51 @@ def merge_count(text):
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} is negative: give a number of merges, 0 or more")
     return value
 
 
 def check_args(args):
-    """Every mistake we can see before training, as a PrepareError (nothing written yet)."""
-    if args.eval and not Path(args.eval).is_file():
-        raise PrepareError(f"{args.eval} does not exist or is not a file; check the path")
+    """Every mistake we can see before training, as a PrepareError (nothing written yet): a bad
+    option value is a UsageError."""
+    if args.eval:
+        check_eval(Path(args.eval))
     if args.max_chars is not None and args.max_chars < 1:
-        raise PrepareError(f"--max-chars must be at least 1, got {args.max_chars}")
+        raise UsageError(f"--max-chars must be at least 1, got {args.max_chars}")
     if args.vocab_size is None:
-        raise PrepareError("give --vocab-size N (or --sweep SIZES)")
+        raise UsageError("give --vocab-size N (or --sweep SIZES)")
     if args.out is None and not args.sweep:
         args.out = str(default_out(args.input, args.vocab_size))
     if args.sweep and args.vocab_size != args.sweep[-1]:
-        raise PrepareError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
+        raise UsageError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
     if args.plot:
         check_plot(args.plot, args.sweep)
     check_tokenizer_args(args)
-    if args.engine != "datatrove" and args.workers is not None and args.workers < 1:
-        raise PrepareError(f"--workers must be at least 1, got {args.workers}")
+    if args.engine != "datatrove" or args.executor == "local":  # processes on this machine
+        try:
+            check_workers(args.workers, "--workers")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    for option in ("trace", "sweep", "eval"):
+        if args.engine == "datatrove" and getattr(args, option):
+            raise UsageError(
+                f"--{option} needs the corpus in this process; leave out --engine datatrove"
+            )
     if args.out:
         check_out(Path(args.out))
         check_out_is_no_input(Path(args.out), args)
+
+
+def check_eval(path):
+    """--eval must be a text file: a folder, or a path that is not there, is named as such."""
+    if path.is_dir():
+        raise PrepareError(f"--eval {path} is a folder; give a text file")
+    if not path.exists():
+        raise PrepareError(f"--eval {path} does not exist; check the path")
+    if not path.is_file():
+        raise PrepareError(f"--eval {path} is not a regular file (a device or a FIFO)")
 
 
 def default_out(inputs, vocab_size):
@@ -202,14 +248,15 @@ def make_default_folder(out):
 
 
 def check_tokenizer_args(args):
-    """The vocab size, special tokens and pattern, as bpe and tiktoken will take them."""
+    """The vocab sizes, special tokens and pattern, as bpe and tiktoken will take them."""
     sizes, option = (args.sweep, "--sweep") if args.sweep else ([args.vocab_size], "--vocab-size")
     try:
         check_training_args(sizes[0], args.special_tokens, args.pattern)
+        check_vocab_size(sizes[-1], args.special_tokens)  # the sizes are sorted
         # The tokenizer is used through its tiktoken export (here and by the pipelines).
         check_tiktoken_special_tokens(args.special_tokens)
     except ValueError as exc:
-        raise PrepareError(f"{exc} (see {option} and --special-tokens)") from None
+        raise UsageError(f"{exc} (from {option} and --special-tokens)") from None
 
 
 def check_out(out):
@@ -248,7 +295,7 @@ def check_out_is_no_input(out, args):
 def check_plot(path, sweep):
     """--plot needs --sweep, a folder to write into, and matplotlib (the optional extra `plot`)."""
     if not sweep:
-        raise PrepareError("--plot draws a --sweep: give --sweep SIZES too")
+        raise UsageError("--plot draws a --sweep: give --sweep SIZES too")
     if not Path(path).parent.is_dir():
         raise PrepareError(f"--plot {path}: the folder {Path(path).parent} does not exist")
     try:
@@ -298,7 +345,7 @@ def train(args):
             progress=bars,
         )
         if not counts:
-            raise PrepareError(f"{' '.join(args.input)}: no text to train on (empty input)")
+            raise PrepareError(no_text_message(args.input, emptied_by_max_chars(args)))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             vocab, merges = train_bpe_from_counts(
@@ -311,6 +358,14 @@ def train(args):
     for warning in caught:
         print(f"note: {warning.message}")
     return counts, vocab, merges
+
+
+def emptied_by_max_chars(args):
+    """--max-chars if it is what left no text (it left a document out), else None."""
+    if args.max_chars is None:
+        return None
+    reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
+    return args.max_chars if leaves_out(args.input, reading, args.max_chars) else None
 
 
 def render_short(token):
@@ -356,10 +411,46 @@ def compression_of_counts(encoding, counts):
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    check_args(args)
-    if args.engine == "datatrove":
-        return train_with_tasks(args)
+    parser = make_parser()
+    args = parse_args(argv, parser)
+    try:
+        check_args(args)
+    except UsageError as exc:
+        parser.error(str(exc))  # one line, exit code 2
+    with says_if_written(args.out):
+        if args.engine == "datatrove":
+            train_with_tasks(args)
+        else:
+            train_here(args)
+
+
+@contextlib.contextmanager
+def says_if_written(out):
+    """Ctrl-C or SIGTERM in the block says whether `out` was written (run_main's own line speaks
+    of output folders, which this script has none of). The file is renamed into place whole, by
+    this process or by datatrove's learn task: a new file there is the whole new tokenizer."""
+    before = file_state(out) if out else None
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if not out:  # --sweep without --out writes no file
+            raise
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        when = "before" if file_state(out) == before else "after"
+        raise type(exc)(f"{what} {when} {out} was written") from None
+
+
+def file_state(path):
+    """What changes when a file is replaced by a rename: (device, inode, mtime); None if absent."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino, status.st_mtime_ns
+
+
+def train_here(args):
+    """--engine bpe: count with --workers processes here, learn, report, write --out."""
     eval_text = read_text(args.eval) if args.eval else None
 
     start = time.perf_counter()
@@ -396,11 +487,6 @@ def train_with_tasks(args):
     from engine.executors import check_datatrove_installed
     from engine.training import train_with_datatrove
 
-    for option in ("trace", "sweep", "eval"):
-        if getattr(args, option):
-            raise PrepareError(
-                f"--{option} needs the corpus in this process; leave out --engine datatrove"
-            )
     check_datatrove_installed(args.executor)
     make_default_folder(args.out)
     out = Path(args.out).resolve()
@@ -458,10 +544,11 @@ def show_sweep(args, vocab, merges, counts, eval_text):
         f"sweep: trained once, to vocab_size {len(vocab):,}. Training is greedy, so a smaller\n"
         f"vocabulary's merges are the first ones of a larger one's: each size is a prefix."
     )
-    print(*sweep_table(rows, names), *sweep_bars(rows, names), sep="\n")
+    if rows:
+        print(*sweep_table(rows, names), *sweep_bars(rows, names), sep="\n")
     if len(rows) < len(args.sweep):
         print(f"not reached (no pair left to merge): {args.sweep[len(rows) :]}")
-    if args.plot:
+    if args.plot and rows:
         plot_sweep(rows, names, args.plot)
         print(f"wrote {args.plot}")
 

@@ -1,21 +1,41 @@
 """`python -m bpe show ...`: see a tokenizer at work (bpe/show.py).
 
-A problem the user can fix is one `error: ...` line on stderr and exit code 1, no traceback.
+`python -m bpe --help` (or -h) prints the usage. A problem the user can fix is one `error: ...`
+line on stderr, no traceback: exit code 2 for a usage error (no command, or another one, whose
+line holds the usage), 1 for the rest.
 """
 
 import os
 import sys
 
-from .show import ShowError, main
+from .checks import shown
+from .show import ShowError, main, make_parser
+
+
+def usage():
+    """The usage of the one command, on one line: "usage: python -m bpe show [-h] ..."."""
+    return " ".join(make_parser().format_usage().split())
+
+
+def usage_error(given):
+    print(f"error: {given}; {usage()} (see python -m bpe show --help)", file=sys.stderr)
+    sys.exit(2)
+
 
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["show"]:
-        given = f"{sys.argv[1]!r} is not a command" if sys.argv[1:] else "give a command"
+    if sys.argv[1:2] in (["--help"], ["-h"]):
         print(
-            f"error: {given}; the one command is show (see python -m bpe show --help)",
-            file=sys.stderr,
+            usage(),
+            "",
+            "commands:",
+            "  show  how a text is cut into tokens (show --help: its options)",
+            sep="\n",
         )
-        sys.exit(2)
+        sys.exit(0)
+    if not sys.argv[1:]:
+        usage_error("give a command")
+    if sys.argv[1] != "show":
+        usage_error(f"{shown(sys.argv[1])} is not a command; the one command is show")
     sys.stdout.reconfigure(errors="backslashreplace")  # a stray surrogate must not crash a print
     try:
         main(sys.argv[2:])

@@ -1,28 +1,54 @@
 """The argument checks, in one place: special tokens, vocabulary size, pattern.
 
 Every trainer, the Tokenizer and train_tokenizer.py call these, so a mistake gets the same
-message wherever it is made, before any work is done.
+message wherever it is made, before any work is done. A value quoted in a message is `shown`:
+a merge of 10 MB makes an error line of a few hundred characters, not of 20 million.
 """
 
 import regex
 
 from .patterns import PATTERNS
 
+SHOWN_CHARS = 200  # a value quoted in an error message is cut to this many characters
+
+
+def shown(value, limit=SHOWN_CHARS):
+    """repr(value) for an error message, cut to `limit` characters, with the value's length.
+
+    "abc" -> "'abc'";  "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the repr's first 200.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, (str, bytes)):
+        unit = "bytes" if isinstance(value, bytes) else "characters"
+        return f"{text[:limit]}... ({len(value):,} {unit})"
+    return f"{text[:limit]}... ({len(text):,} characters in all)"
+
 
 def check_special_tokens(special_tokens):
     """("<|endoftext|>",) -> ["<|endoftext|>"]; a repeated or empty token, or a bare str, raise."""
     if isinstance(special_tokens, (str, bytes)):
         raise TypeError(
-            f"special_tokens must be a list of strings, not the single string {special_tokens!r}"
+            f"special_tokens must be a list of strings, not the single string "
+            f"{shown(special_tokens)}"
         )
     tokens = list(special_tokens)
     for token in tokens:
         if not isinstance(token, str) or not token:
-            raise ValueError(f"special token {token!r} must be a non-empty string")
+            raise ValueError(f"special token {shown(token)} must be a non-empty string")
     repeated = sorted({token for token in tokens if tokens.count(token) > 1})
     if repeated:
-        raise ValueError(f"special tokens must be distinct; repeated: {repeated}")
+        raise ValueError(f"special tokens must be distinct; repeated: {shown(repeated)}")
     return tokens
+
+
+# The most ids a tokenizer may have: the trainer holds ids in int32 arrays (FlatPretokens) and
+# a pair of ids in one int64 (a << shift | b); tiktoken's ranks are 32-bit too.
+MAX_VOCAB_SIZE = 2**31 - 1
+# The most worker processes a trainer starts: each is a process of its own, and beyond the CPUs
+# more only cost memory (10**16 would try to start a process per line of the text).
+MAX_WORKERS = 1024
 
 
 def check_vocab_size(vocab_size, special_tokens):
@@ -30,26 +56,71 @@ def check_vocab_size(vocab_size, special_tokens):
     smallest = 256 + len(special_tokens)
     if not isinstance(vocab_size, int) or vocab_size < smallest:
         raise ValueError(
-            f"vocab_size {vocab_size!r} is too small: the 256 byte tokens and "
+            f"vocab_size {shown(vocab_size)} is too small: the 256 byte tokens and "
             f"{len(special_tokens)} special token(s) alone need {smallest}"
         )
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size {shown(vocab_size)} is too large: token ids are 32-bit integers in the "
+            f"trainer's arrays and in tiktoken, so it can be at most {MAX_VOCAB_SIZE:,}"
+        )
     return vocab_size - smallest
+
+
+def check_workers(num_workers, name="num_workers"):
+    """None (one worker per CPU) or a whole number from 1 to MAX_WORKERS: 4 -> 4; 0 raises."""
+    if num_workers is None:
+        return None
+    if not isinstance(num_workers, int) or not 1 <= num_workers <= MAX_WORKERS:
+        raise ValueError(
+            f"{name} must be a whole number from 1 to {MAX_WORKERS:,} (each worker is a "
+            f"process), got {shown(num_workers)}"
+        )
+    return num_workers
 
 
 def check_pattern(pattern):
     """A pattern name ("gpt2", "gpt4", "nanochat") or a regex string -> the regex string.
 
-    "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through).
+    "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through);
+    r"\\S+|\\s*" -> ValueError (it matches the empty string: see empty_match).
     """
     if pattern in PATTERNS:
         return PATTERNS[pattern]
     try:
-        regex.compile(pattern)
-    except (regex.error, TypeError) as exc:
+        found = empty_match(regex.compile(pattern))  # a bytes pattern: a TypeError here
+    except (regex.error, TypeError, RecursionError) as exc:  # "(" * 10**6 nests too deeply
         raise ValueError(
-            f"pattern {pattern!r} is neither a name ({', '.join(PATTERNS)}) nor a valid regex: {exc}"
+            f"pattern {shown(pattern)} is neither a name ({', '.join(PATTERNS)}) nor a valid "
+            f"regex: {exc}"
         ) from None
+    if found is not None:
+        text, position = found
+        raise ValueError(
+            f"pattern {shown(pattern)} matches the empty string (in {text!r}, at position "
+            f"{position}), and tiktoken's encoder fails on an empty pretoken; make each "
+            f"alternative match at least one character"
+        )
     return pattern
+
+
+# The rule for a pattern that can match the empty string: its match at some position of one of
+# these texts (none, each kind of character alone, and a mix of them) is empty.
+EMPTY_MATCH_PROBES = ("", "a", "1", " ", "\n", ".", "é", "a1 b\n\t.é")
+
+
+def empty_match(compiled):
+    """(text, position) of an empty match of a compiled pattern on EMPTY_MATCH_PROBES, or None.
+
+    r"a*" -> ("", 0);  r"\\b" -> ("a", 0);  r"\\S+|\\s+" -> None. A pattern whose empty match
+    needs another context (r"(?<=qq)") passes: the probes catch the usual ones, they prove nothing.
+    """
+    for text in EMPTY_MATCH_PROBES:
+        for position in range(len(text) + 1):
+            match = compiled.match(text, position)
+            if match is not None and match.end() == position:
+                return text, position
+    return None
 
 
 def check_training_args(vocab_size, special_tokens, pattern):
@@ -72,9 +143,9 @@ def check_tiktoken_special_tokens(special_tokens):
         for long in special_tokens:
             if long != short and long.startswith(short):
                 raise ValueError(
-                    f"special token {short!r} is a prefix of {long!r}: tiktoken may match either "
-                    f"where both fit, so its ids could differ from encode's; use special tokens "
-                    f"none of which starts another"
+                    f"special token {shown(short)} is a prefix of {shown(long)}: tiktoken may "
+                    f"match either where both fit, so its ids could differ from encode's; use "
+                    f"special tokens none of which starts another"
                 )
 
 
@@ -91,8 +162,23 @@ def check_tiktoken_pattern(pattern):
         tiktoken.Encoding(
             "pattern-check", pat_str=pattern, mergeable_ranks=single_bytes, special_tokens={}
         )
-    except ValueError as exc:
+    except BaseException as exc:
+        if not tiktoken_failed(exc):
+            raise
         raise ValueError(
-            f"pattern {pattern!r} is a valid Python regex but tiktoken cannot compile it "
-            f"({exc}); use a name ({', '.join(PATTERNS)}) or a regex without that construct"
+            f"pattern {shown(pattern)} is a valid Python regex but tiktoken cannot compile it "
+            f"({one_line(exc)}); use a name ({', '.join(PATTERNS)}) or a regex without that "
+            f"construct"
         ) from None
+
+
+def tiktoken_failed(exc):
+    """Whether tiktoken's Rust code refused (ValueError) or panicked: pyo3 raises a panic as
+    PanicException, a BaseException that no `except Exception` catches (pyo3_runtime, the
+    module that holds it, cannot be imported, hence the name)."""
+    return isinstance(exc, ValueError) or type(exc).__name__ == "PanicException"
+
+
+def one_line(exc):
+    """An exception's message on one line: "Parsing error\\n  at 2" -> "Parsing error at 2"."""
+    return " ".join(str(exc).split())

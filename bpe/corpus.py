@@ -45,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checks import check_pattern, check_special_tokens
+from .checks import check_pattern, check_special_tokens, check_workers, shown
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
 
@@ -104,6 +104,10 @@ def expand_inputs(inputs):
         if not matches:
             raise CorpusError(f"{name} does not exist (nor matches any file); check the path")
         for path in matches:
+            if os.path.isdir(path):
+                raise CorpusError(
+                    f"{path} is a folder; give the files in it, or a glob such as {path}/*.txt"
+                )
             if not os.path.isfile(path):
                 raise CorpusError(f"{path} is not a file; give files or a glob of files")
             files.setdefault(path, None)
@@ -290,7 +294,7 @@ def _parquet_pieces(path, text_column):
     names = metadata.schema.to_arrow_schema().names
     if text_column not in names:
         raise CorpusError(
-            f"{path} has no column {text_column!r} (its columns: {', '.join(names)}); "
+            f"{path} has no column {shown(text_column)} (its columns: {', '.join(names)}); "
             "name the text column with --text-column"
         )
     size = os.path.getsize(path)
@@ -342,6 +346,25 @@ def _rows_in(piece):
         return len(_json_array_rows(piece.path))
     metadata = _parquet_file(piece.path).metadata
     return sum(metadata.row_group(g).num_rows for g in range(piece.start, piece.end))
+
+
+def leaves_out(inputs, reading, max_chars):
+    """Whether capping the files at max_chars leaves out a document: one with more characters
+    than the budget has left (so it has text). ["d.jsonl"] of "some words", 3 -> True."""
+    pieces = plan_pieces(expand_inputs(inputs), reading)
+    return cap_pieces(pieces, reading, max_chars) != pieces
+
+
+def no_text_message(inputs, max_chars=None):
+    """The error for files that leave no text to train on: max_chars, the cap that left out
+    every document with text (leaves_out), if it is what emptied them; None if they are empty."""
+    names = " ".join(map(str, inputs))
+    if max_chars is None:
+        return f"{names}: no text to train on (empty input)"
+    return (
+        f"{names}: no text to train on within --max-chars {max_chars:,}: the first document "
+        f"with text is longer, and a document is taken whole or not at all; raise --max-chars"
+    )
 
 
 def _chars_within(piece, reading, budget):
@@ -475,7 +498,7 @@ def _json_line_text(line, path, offset, text_column):
         if line.count(key) > 1 and _repeated_key(line, text_column):
             where = f"line {_row_number(path, offset)}"
             raise CorpusError(
-                f"{path} {where}: the key {text_column!r} appears twice; which text is meant?"
+                f"{path} {where}: the key {shown(text_column)} appears twice; which text is meant?"
             )
         return _checked_text(text, path, offset)
     return _text_of(row, path, f"line {_row_number(path, offset)}", text_column)
@@ -507,13 +530,13 @@ def _text_of(row, path, where, text_column):
     """row[text_column], which must be a string; else an error naming the file and the row."""
     if not isinstance(row, dict) or text_column not in row:
         raise CorpusError(
-            f"{path} {where}: no {text_column!r} field; name the text field with --text-column"
+            f"{path} {where}: no {shown(text_column)} field; name the text field with --text-column"
         )
     text = row[text_column]
     if not isinstance(text, str):
         kind = "null" if text is None else type(text).__name__
         raise CorpusError(
-            f"{path} {where}: {text_column!r} is {kind}, not a string; fix or remove that row"
+            f"{path} {where}: {shown(text_column)} is {kind}, not a string; fix or remove that row"
         )
     return _checked_text(text, path, None, where)
 
@@ -554,7 +577,7 @@ def _parquet_texts(piece, text_column):
             if not isinstance(text, str):
                 kind = "null" if text is None else type(text).__name__
                 raise CorpusError(
-                    f"{piece.path} row {row}: {text_column!r} is {kind}, not a string; "
+                    f"{piece.path} row {row}: {shown(text_column)} is {kind}, not a string; "
                     "fix or remove that row"
                 )
             yield text
@@ -585,11 +608,11 @@ def count_corpus(
     max_chars: only the first documents, in file order, up to that many characters (cap_pieces).
     `progress("read", bytes done, bytes in all)` is called as pieces finish.
     """
+    num_workers = check_workers(num_workers) or os.cpu_count() or 1
     reading = Reading(
         check_pattern(pattern), tuple(check_special_tokens(special_tokens)), text_column
     )
     paths = expand_inputs(inputs)
-    num_workers = num_workers or os.cpu_count() or 1
     size = sum(os.path.getsize(path) for path in paths)
     piece_bytes = max(BLOCK_BYTES, min(PIECE_BYTES, size // (4 * num_workers) + 1))
     pieces = plan_pieces(paths, reading, piece_bytes)

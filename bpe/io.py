@@ -36,6 +36,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .checks import shown
 from .patterns import PATTERNS
 
 FORMAT_NAME = "nanogpt-bpe-tokenizer"
@@ -134,7 +135,7 @@ def tokenizer_from_json(path):
         )
     if document.get("version") != FORMAT_VERSION:
         raise TokenizerFileError(
-            f"{path} has tokenizer format version {document.get('version')!r}, but this "
+            f"{path} has tokenizer format version {shown(document.get('version'))}, but this "
             f"code reads version {FORMAT_VERSION}; re-save it with a matching version of bpe"
         )
     missing = {"pattern", "special_tokens", "single_bytes", "merges"} - document.keys()
@@ -148,7 +149,8 @@ def tokenizer_from_json(path):
         vocab = {i: parse_token(char) for i, char in enumerate(single_bytes)}
     except KeyError as exc:
         raise TokenizerFileError(
-            f'{path}: "single_bytes" has {exc.args[0]!r}, which is not in GPT-2\'s byte alphabet'
+            f'{path}: "single_bytes" has {shown(exc.args[0])}, which is not in GPT-2\'s byte '
+            "alphabet"
         ) from None
     if len(set(vocab.values())) != 256:
         raise TokenizerFileError(f'{path}: "single_bytes" repeats a byte; each must appear once')
@@ -177,7 +179,7 @@ def _read_json(path):
         seen = {}
         for key, value in pairs:
             if key in seen:
-                raise TokenizerFileError(f"{path} has the key {key!r} twice")
+                raise TokenizerFileError(f"{path} has the key {shown(key)} twice")
             seen[key] = value
         return seen
 
@@ -212,23 +214,26 @@ def _parse_merges(path, merge_lines, vocab, first_line):
         where = f"merge {i}" if first_line is None else f"line {first_line + i}"
         parts = line.split(" ") if isinstance(line, str) else None
         if parts is None or len(parts) != 2 or not parts[0] or not parts[1]:
-            raise TokenizerFileError(f'{path}, {where}: expected two tokens "a b", got {line!r}')
+            raise TokenizerFileError(
+                f'{path}, {where}: expected two tokens "a b", got {shown(line)}'
+            )
         try:
             pair = parse_token(parts[0]), parse_token(parts[1])
         except KeyError as exc:
             raise TokenizerFileError(
-                f"{path}, {where}: {exc.args[0]!r} is not in GPT-2's byte alphabet"
+                f"{path}, {where}: {shown(exc.args[0])} is not in GPT-2's byte alphabet"
             ) from None
         for half, text in zip(pair, parts):
             if half not in known:
                 raise TokenizerFileError(
-                    f"{path}, {where} ({line!r}) refers to the unknown token {text!r}; "
+                    f"{path}, {where} ({shown(line)}) refers to the unknown token {shown(text)}; "
                     f"a merge may only use tokens made before it"
                 )
         token = pair[0] + pair[1]
         if token in known:
             raise TokenizerFileError(
-                f"{path}, {where} ({line!r}) makes the duplicate token {render_token(token)!r}, "
+                f"{path}, {where} ({shown(line)}) makes the duplicate token "
+                f"{shown(render_token(token))}, "
                 f"which already has id {known[token]}"
             )
         known[token] = 256 + i
@@ -278,8 +283,9 @@ def read_hf(vocab_json, merges_txt):
     for token_id in range(256, n_base):
         if by_id.get(token_id) != render_token(vocab[token_id]):
             raise TokenizerFileError(
-                f"{vocab_json}: id {token_id} should be {render_token(vocab[token_id])!r}, "
-                f"made by merge {token_id - 256} of {merges_txt}, but is {by_id.get(token_id)!r}; "
+                f"{vocab_json}: id {token_id} should be {shown(render_token(vocab[token_id]))}, "
+                f"made by merge {token_id - 256} of {merges_txt}, but is "
+                f"{shown(by_id.get(token_id))}; "
                 f"the two files do not belong together"
             )
     special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
@@ -325,7 +331,7 @@ def _hf_single_bytes(by_id, vocab_json):
     except KeyError as exc:
         raise TokenizerFileError(
             f"{vocab_json}: ids 0..255 must be the 256 single bytes, written in GPT-2's byte "
-            f"alphabet; {exc.args[0]!r} is missing or not in it"
+            f"alphabet; {shown(exc.args[0])} is missing or not in it"
         ) from None
     if (
         sorted(len(token) for token in vocab.values()) != [1] * 256

@@ -12,6 +12,7 @@ GPT-2 cuts it into the tokens <e4 bd> and <a0>.
 
 import argparse
 import difflib
+import hashlib
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import regex
 
+from .checks import one_line
 from .tokenizer import Tokenizer
 
 # Background colors cycled over the tokens (256-color codes, pale, with black text), and reset.
@@ -144,25 +146,41 @@ GPT2_FILES = {
 
 
 def gpt2_tokenizer():
-    """GPT-2's tokenizer from its own two files, through tiktoken's loader and cache.
+    """GPT-2's tokenizer from its own two files (gpt2_file)."""
+    with tempfile.TemporaryDirectory() as folder:
+        for name in GPT2_FILES:
+            Path(folder, name).write_bytes(gpt2_file(name))
+        return Tokenizer.from_gpt2_files(Path(folder, "encoder.json"), Path(folder, "vocab.bpe"))
 
-    tiktoken downloads them once (checksummed) into $TIKTOKEN_CACHE_DIR (default: a folder in
-    the system's temporary directory); offline, a cache that already holds them is enough.
+
+def gpt2_file(name):
+    """The bytes of GPT-2's `name`, checksummed, from where the project's scripts find them.
+
+    bpe imports nothing of the project, so the two variables prepare_common reads are read here:
+    1. the cache the prepare scripts fill, as tiktoken names its files: sha1(url) in
+       $TIKTOKEN_CACHE_DIR, else in $NANOGPT_DATA_CACHE/tiktoken (~/.cache/nanogpt-data/tiktoken);
+    2. else $NANOGPT_DATA_MIRROR/gpt2/NAME (a folder, or an http(s) base address; docs/offline.md);
+    3. else the origin. 2 and 3 go through tiktoken's loader, which keeps a copy in its own cache.
     """
     from tiktoken.load import read_file_cached
 
-    with tempfile.TemporaryDirectory() as folder:
-        for name, (url, sha256) in GPT2_FILES.items():
-            try:
-                data = read_file_cached(url, sha256)
-            except Exception as exc:  # requests' errors, a bad hash: tiktoken names no class
-                raise ShowError(
-                    f"tiktoken could not fetch GPT-2's {name} ({exc}); connect to the internet, "
-                    f"set TIKTOKEN_CACHE_DIR to a folder of tiktoken's cached copies, or give "
-                    f"--tokenizer FILE"
-                ) from None
-            Path(folder, name).write_bytes(data)
-        return Tokenizer.from_gpt2_files(Path(folder, "encoder.json"), Path(folder, "vocab.bpe"))
+    url, sha256 = GPT2_FILES[name]
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or Path(
+        os.environ.get("NANOGPT_DATA_CACHE") or Path.home() / ".cache" / "nanogpt-data", "tiktoken"
+    )
+    cached = Path(cache, hashlib.sha1(url.encode()).hexdigest())
+    if cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == sha256:
+        return cached.read_bytes()
+    mirror = os.environ.get("NANOGPT_DATA_MIRROR", "").strip()
+    source = f"{mirror.rstrip('/')}/gpt2/{name}" if mirror else url
+    try:
+        return read_file_cached(source, sha256)
+    except Exception as exc:  # requests' errors, a bad hash, a missing file: no one class
+        raise ShowError(
+            f"cannot fetch GPT-2's {name} from {source} ({one_line(exc)}); connect to the "
+            f"internet, set NANOGPT_DATA_MIRROR to a copy of it (docs/offline.md), or give "
+            f"--tokenizer FILE"
+        ) from None
 
 
 def load_tokenizer(path=None):
@@ -220,7 +238,7 @@ class ArgumentParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def main(argv=None):
+def make_parser():
     parser = ArgumentParser(
         prog="python -m bpe show", description="Show how a text is cut into tokens."
     )
@@ -231,7 +249,11 @@ def main(argv=None):
     what.add_argument("text", nargs="?", help="the text to cut into tokens")
     what.add_argument("--file", metavar="PATH", help="show the tokens of this UTF-8 file")
     what.add_argument("--explain", metavar="WORD", help="show the merges that encode WORD")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = make_parser().parse_args(argv)
 
     text = read_text(args.file) if args.file else args.text if args.text else args.explain
     if not text:

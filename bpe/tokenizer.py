@@ -22,6 +22,9 @@ from .checks import (
     check_special_tokens,
     check_tiktoken_pattern,
     check_tiktoken_special_tokens,
+    one_line,
+    shown,
+    tiktoken_failed,
 )
 from .patterns import COVER_EVERY_TEXT, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
@@ -270,7 +273,8 @@ class Tokenizer:
 
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(
-            f"the pattern {self.pattern!r} matches no pretoken at position {offset + position:,} "
+            f"the pattern {shown(self.pattern)} matches no pretoken at position "
+            f"{offset + position:,} "
             f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
             f"matches every character, such as 'gpt2'"
         )
@@ -318,7 +322,7 @@ class Tokenizer:
             for token_id in ids:
                 if token_id not in self.vocab:
                     raise ValueError(
-                        f"token id {token_id!r} is not in this tokenizer's vocabulary "
+                        f"token id {shown(token_id)} is not in this tokenizer's vocabulary "
                         f"(ids 0..{self.vocab_size - 1})"
                     ) from None
             raise
@@ -340,18 +344,28 @@ class Tokenizer:
 
         Refused (ValueError) where the ids could differ: a pattern tiktoken cannot compile,
         and a special token that is a proper prefix of another ("<|a|>" and "<|a|>b"; see
-        checks.check_tiktoken_special_tokens).
+        checks.check_tiktoken_special_tokens); and, in one line naming the pattern, whatever
+        else tiktoken cannot build (its regex of special tokens, too large for a token of 3 MB).
         """
         import tiktoken
 
         check_tiktoken_special_tokens(self.special_tokens)
         check_tiktoken_pattern(self.pattern)
-        return tiktoken.Encoding(
-            name=name,
-            pat_str=self.pattern,
-            mergeable_ranks=dict(self._ranks),
-            special_tokens=dict(self.special_tokens),
-        )
+        try:
+            return tiktoken.Encoding(
+                name=name,
+                pat_str=self.pattern,
+                mergeable_ranks=dict(self._ranks),
+                special_tokens=dict(self.special_tokens),
+            )
+        except BaseException as exc:
+            if not tiktoken_failed(exc):
+                raise
+            raise ValueError(
+                f"tiktoken cannot build an encoding of this tokenizer (pattern "
+                f"{self.pattern_name or shown(self.pattern)}, {len(self.special_tokens):,} special "
+                f"token(s)): {one_line(exc)}"
+            ) from None
 
     def to_json(self):
         """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
@@ -430,24 +444,24 @@ def _ranks_from(vocab, merges):
         if token_id < 256:
             if len(token) != 1:
                 raise ValueError(
-                    f"vocab id {token_id} is {token!r}; ids 0..255 must be single bytes"
+                    f"vocab id {token_id} is {shown(token)}; ids 0..255 must be single bytes"
                 )
         else:
             a, b = merges[token_id - 256]
             if token != a + b:
                 raise ValueError(
-                    f"vocab id {token_id} is {token!r} but merge {token_id - 256} makes "
-                    f"{a!r} + {b!r} = {a + b!r}; merge i must make id 256 + i"
+                    f"vocab id {token_id} is {shown(token)} but merge {token_id - 256} makes "
+                    f"{shown(a)} + {shown(b)} = {shown(a + b)}; merge i must make id 256 + i"
                 )
             for half in (a, b):
                 if half not in ranks:
                     raise ValueError(
-                        f"merge {token_id - 256} ({a!r}, {b!r}) uses {half!r}, "
+                        f"merge {token_id - 256} ({shown(a)}, {shown(b)}) uses {shown(half)}, "
                         f"which is not a token made before it"
                     )
         if token in ranks:
             raise ValueError(
-                f"vocab ids {ranks[token]} and {token_id} are both {token!r}; "
+                f"vocab ids {ranks[token]} and {token_id} are both {shown(token)}; "
                 f"each token's bytes must appear once"
             )
         ranks[token] = token_id
@@ -483,26 +497,28 @@ def _special_ids(vocab, n_base, special_tokens):
     for text, token_id in special_tokens.items():
         if token_id in by_id:
             raise ValueError(
-                f"special tokens {by_id[token_id]!r} and {text!r} both have id {token_id}"
+                f"special tokens {shown(by_id[token_id])} and {shown(text)} both have id {token_id}"
             )
         if not isinstance(token_id, int) or token_id < n_base:
             raise ValueError(
-                f"special token {text!r} has id {token_id!r}, which collides with the "
+                f"special token {shown(text)} has id {shown(token_id)}, which collides with the "
                 f"{n_base} byte and merge ids; special ids start at {n_base}"
             )
         if token_id in extra and extra[token_id] != text.encode("utf-8"):
             raise ValueError(
-                f"special token {text!r} has id {token_id}, but vocab has {extra[token_id]!r} there"
+                f"special token {shown(text)} has id {token_id}, but vocab has "
+                f"{shown(extra[token_id])} there"
             )
         by_id[token_id] = text
     unclaimed = sorted(set(extra) - set(by_id))
     if unclaimed:
         raise ValueError(
-            f"vocab id {unclaimed[0]} ({extra[unclaimed[0]]!r}) is neither a merge nor a special "
-            f"token; list it in special_tokens"
+            f"vocab id {unclaimed[0]} ({shown(extra[unclaimed[0]])}) is neither a merge nor a "
+            f"special token; list it in special_tokens"
         )
     if sorted(by_id) != list(range(n_base, n_base + len(by_id))):
         raise ValueError(
-            f"special token ids {sorted(by_id)} must follow the merges without gaps, from {n_base}"
+            f"special token ids {shown(sorted(by_id))} must follow the merges without gaps, "
+            f"from {n_base}"
         )
     return dict(sorted(special_tokens.items(), key=lambda item: item[1]))

@@ -31,7 +31,7 @@ from heapq import heapify, heappop, heappush
 
 import numpy as np
 
-from .checks import check_pattern, check_training_args
+from .checks import check_pattern, check_training_args, check_workers
 from .corpus import count_corpus, straddles_special
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
@@ -110,7 +110,7 @@ def count_pretokens_parallel(
     text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
 ):
     """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
-    num_workers = num_workers or os.cpu_count() or 1
+    num_workers = check_workers(num_workers) or os.cpu_count() or 1
     if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
         counts = count_pretokens(text, pattern, special_tokens)
         if progress:

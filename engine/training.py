@@ -7,11 +7,11 @@
 
 Two datatrove stages, the second depending on the first:
 
-1. count (N tasks): task r counts the pretokens of its slice of the input: every N-th piece,
-   from piece r (the pieces of bpe/corpus.py: byte ranges of text and JSON lines files cut where
-   the pretokens do not change, row groups of parquet files; with max_chars, cut to the first
-   documents as on one machine), and writes its count table, counts/r.json. Text never leaves
-   the task; only counts do.
+1. count (N tasks, at most one per piece): task r counts the pretokens of its slice of the
+   input: every N-th piece, from piece r (the pieces of bpe/corpus.py: byte ranges of text and
+   JSON lines files cut where the pretokens do not change, row groups of parquet files; with
+   max_chars, cut to the first documents as on one machine), and writes its count table,
+   counts/r.json. Text never leaves the task; only counts do.
 2. learn (1 task): adds the N tables up, learns the merges (train_bpe_from_counts) and writes the
    tokenizer file. It always runs again: a rerun rewrites a tokenizer file removed since.
 
@@ -41,6 +41,7 @@ from bpe.corpus import (
     cap_pieces,
     count_piece,
     expand_inputs,
+    no_text_message,
     plan_pieces,
 )
 from engine.executors import (
@@ -135,7 +136,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
             )
         counts.update(load_json(read_small_file(work.table(rank)), work.table(rank)))
     if not counts:
-        raise PrepareError(f"{' '.join(job['inputs'])}: no text to train on (empty input)")
+        raise PrepareError(no_text_message(job["inputs"], job["emptied_by_max_chars"]))
     special_tokens = job["reading"]["special_tokens"]
     vocab, merges = train_bpe_from_counts(counts, job["vocab_size"], special_tokens)
     first_special = 256 + len(merges)
@@ -173,9 +174,13 @@ def train_with_datatrove(
     """
     if executor not in EXECUTORS:
         raise PrepareError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-    reading, paths, pieces = plan_counting(
+    reading, paths, pieces, left_out = plan_counting(
         inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes
     )
+    most = max(len(pieces), 1)  # task r counts pieces r, r + N, ...: beyond, a task has none
+    if tasks > most:  # each a process to start for nothing, and a table to add up
+        print(f"note: --tasks {tasks:,} capped at {most:,}, the input's pieces")
+        tasks = most
     work = CountWork(
         work_dir,
         {
@@ -189,6 +194,7 @@ def train_with_datatrove(
     work.claim(tasks)
     job = {
         "inputs": [str(path) for path in inputs],  # as given, for the error of an empty input
+        "emptied_by_max_chars": max_chars if left_out else None,  # that error's, too
         "reading": asdict(reading),
         "pieces": [asdict(piece) for piece in pieces],
         "tasks": tasks,
@@ -237,14 +243,15 @@ def run_count_and_learn(options, job, work, out, verbose):
 
 
 def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):
-    """(reading, input paths, pieces): what the count tasks read; a bad option is a PrepareError."""
+    """(reading, input paths, pieces, whether max_chars left a document out): what the count
+    tasks read; a bad option is a PrepareError."""
     try:
         _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
         reading = Reading(regex_pattern, tuple(special_tokens), text_column)
         paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
-        pieces = plan_pieces(paths, reading, piece_bytes)
+        pieces = capped = plan_pieces(paths, reading, piece_bytes)
         if max_chars is not None:  # the same documents as on one machine, read once here
-            pieces = cap_pieces(pieces, reading, max_chars)
+            capped = cap_pieces(pieces, reading, max_chars)
     except (CorpusError, ValueError) as exc:
         raise PrepareError(str(exc)) from None
-    return reading, paths, pieces
+    return reading, paths, capped, capped != pieces

@@ -1,9 +1,10 @@
 """bpe/checks.py: every bad argument gets the same message from every entry point."""
 
 import pytest
+from conftest import REPO, assert_clean_failure, hand_made_tokenizer, run_python, tokenizer_file
 
 from bpe import EOT, Tokenizer, simple, train_bpe, train_bpe_from_iterator
-from bpe.checks import check_pattern, check_tiktoken_pattern, check_training_args
+from bpe.checks import check_pattern, check_tiktoken_pattern, check_training_args, shown
 from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
 
 BAD_TRAINING_ARGS = [
@@ -12,6 +13,9 @@ BAD_TRAINING_ARGS = [
     ),
     pytest.param(100, [], "gpt2", ValueError, "alone need 256", id="vocab-below-256"),
     pytest.param(300.0, [], "gpt2", ValueError, "vocab_size 300.0 is too small", id="vocab-float"),
+    pytest.param(
+        10**16, [], "gpt2", ValueError, "at most 2,147,483,647", id="vocab-too-large-for-int32"
+    ),
     pytest.param(300, [EOT, EOT], "gpt2", ValueError, "must be distinct", id="repeated-special"),
     pytest.param(300, [""], "gpt2", ValueError, "must be a non-empty string", id="empty-special"),
     pytest.param(300, [7], "gpt2", ValueError, "must be a non-empty string", id="special-not-str"),
@@ -47,6 +51,18 @@ def test_bad_training_arguments(
         call()
 
 
+@pytest.mark.parametrize(
+    "num_workers",
+    [pytest.param(0, id="zero"), pytest.param(10**16, id="10**16"), pytest.param(2.5, id="float")],
+)
+def test_a_number_of_workers_beyond_bounds_is_refused_before_any_work(tmp_path, num_workers):
+    """10**16 workers would start a process per line of the text."""
+    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
+        train_bpe(tmp_path / "missing.txt", 300, num_workers=num_workers)
+    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
+        train_bpe_from_iterator(["abc " * 200_000], 300, num_workers=num_workers)
+
+
 def test_good_training_arguments():
     assert check_training_args(300, (EOT,), "gpt2") == (43, [EOT], GPT2_PATTERN)
     assert check_training_args(256, [], r"\S+|\s+") == (0, [], r"\S+|\s+")
@@ -80,3 +96,86 @@ def test_patterns_python_accepts_but_tiktoken_cannot_compile(pattern):
 def test_tiktoken_compiles_our_patterns_and_plain_ones():
     for pattern in (GPT2_PATTERN, GPT4_PATTERN, r"\S+|\s+", r"\w+|[^\w]"):
         check_tiktoken_pattern(pattern)
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        pytest.param("abc", "'abc'", id="short-str"),
+        pytest.param("x" * 10**7, "'" + "x" * 199 + "... (10,000,000 characters)", id="long-str"),
+        pytest.param(b"\xff" * 100, repr(b"\xff" * 100)[:200] + "... (100 bytes)", id="long-bytes"),
+        pytest.param(
+            ["ab"] * 100, repr(["ab"] * 100)[:200] + "... (600 characters in all)", id="list"
+        ),
+    ],
+)
+def test_shown_cuts_a_long_value_and_gives_its_length(value, expected):
+    assert shown(value) == expected
+
+
+# ---------------------------------------------------------------- a pattern that matches nothing
+
+EMPTY_MATCHES = [
+    pytest.param("", id="empty"),
+    pytest.param("a*", id="star"),
+    pytest.param("x?", id="optional"),
+    pytest.param("(?:)", id="empty-group"),
+    pytest.param(r"\S+|\s*", id="an-alternative-may-be-empty"),
+    pytest.param(r"\b", id="word-boundary"),
+    pytest.param(r"\w+|\B", id="not-a-word-boundary"),
+    pytest.param("$", id="end"),
+    pytest.param("(?=a)", id="look-ahead"),
+    pytest.param("(?<=a)", id="look-behind"),
+]
+
+
+@pytest.mark.parametrize("pattern", EMPTY_MATCHES)
+def test_a_pattern_that_matches_the_empty_string_is_refused(pattern):
+    """tiktoken's encoder panics on an empty pretoken; bpe refuses the pattern before it runs."""
+    with pytest.raises(ValueError, match="matches the empty string"):
+        check_pattern(pattern)
+    with pytest.raises(ValueError, match="matches the empty string"):
+        train_bpe_from_iterator(["abc"], 300, pattern=pattern)
+    with pytest.raises(ValueError, match="matches the empty string"):
+        Tokenizer({b: bytes([b]) for b in range(256)}, [], pattern=pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        pytest.param(r"\S+|\s+", id="runs"),
+        pytest.param(r"\w+|[^\w]", id="words-and-one-character"),
+        pytest.param("a|(?=a)", id="empty-alternative-never-chosen"),
+        pytest.param(r"\p{L}+|\p{N}+|\s+|[^\s\p{L}\p{N}]+", id="classes"),
+    ],
+)
+def test_a_pattern_whose_matches_are_never_empty_is_taken(pattern):
+    assert check_pattern(pattern) == pattern
+
+
+@pytest.mark.parametrize("pattern", EMPTY_MATCHES[:6])
+def test_a_tokenizer_file_with_such_a_pattern_is_one_error_line(tmp_path, pattern):
+    """The file loads no more (it did, and encoding then raised tiktoken's PanicException, a
+    BaseException, with a traceback from Rust)."""
+    (tmp_path / "in.txt").write_text("some text to encode\n" * 20, encoding="utf-8")
+    tokenizer = tokenizer_file(tmp_path / "tok.json", pattern)
+    result = run_python(
+        REPO / "data" / "shakespeare" / "prepare.py",
+        *["--input", tmp_path / "in.txt", "--tokenizer", tokenizer, "--out-dir", tmp_path / "out"],
+    )
+    assert_clean_failure(result, "tok.json", "matches the empty string")
+    assert "PanicException" not in result.stderr
+
+
+def test_what_tiktoken_cannot_build_is_one_line_naming_the_pattern(tmp_path):
+    """A special token of 3 MB: the pattern compiles, tiktoken's regex of the specials does not."""
+    (tmp_path / "in.txt").write_text("some text to encode\n" * 20, encoding="utf-8")
+    tokenizer = hand_made_tokenizer([], [EOT, "<" + "x" * 3_000_000 + ">"])
+    tokenizer.save(tmp_path / "tok.json")
+    result = run_python(
+        REPO / "data" / "shakespeare" / "prepare.py",
+        *["--input", tmp_path / "in.txt", "--tokenizer", tmp_path / "tok.json"],
+        *["--out-dir", tmp_path / "out"],
+    )
+    assert_clean_failure(result, "tok.json", "tiktoken cannot build", "(pattern gpt2, 2 special")
+    assert len(result.stderr) < 1000

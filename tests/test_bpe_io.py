@@ -2,9 +2,10 @@
 
 import hashlib
 import json
+import re
 
 import pytest
-from conftest import hand_made_tokenizer
+from conftest import REPO, assert_clean_failure, hand_made_tokenizer, run_python
 
 from bpe import EOT, Tokenizer
 from bpe.io import (
@@ -196,3 +197,49 @@ def test_hf_pair_that_does_not_belong_together(trained, tmp_path):
         TokenizerFileError, match="id 256 should be .* the two files do not belong together"
     ):
         Tokenizer.load_hf(tmp_path)
+
+
+# ---------------------------------------------------------------- messages of a bounded length
+
+HUGE = 10**7  # a merge, a pattern or a key of 10 MB: quoted, it must not make the error line huge
+
+
+def duplicate_key_file(path):
+    key = json.dumps("k" * HUGE)
+    path.write_text(f'{{"format": "nanogpt-bpe-tokenizer", {key}: 1, {key}: 2}}', encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        pytest.param(
+            lambda d: d["merges"].append("a " + "b" * HUGE), "unknown token", id="unknown-token"
+        ),
+        pytest.param(
+            lambda d: d["merges"].append("x" * HUGE), "expected two tokens", id="no-space"
+        ),
+        pytest.param(
+            lambda d: d.update(pattern="*" + "x" * HUGE), "nor a valid regex", id="pattern"
+        ),
+        pytest.param(
+            lambda d: d.update(pattern="(" * HUGE), "maximum recursion depth", id="pattern-deep"
+        ),
+        pytest.param(lambda d: d.update(version="9" * HUGE), "format version", id="version"),
+        pytest.param(
+            lambda d: d["special_tokens"].update({"s" * HUGE: 258}), "both have id", id="special"
+        ),
+        pytest.param(duplicate_key_file, "twice", id="duplicate-key"),
+    ],
+)
+def test_a_huge_value_is_quoted_short_in_the_error_line(tmp_path, change, fragment):
+    """The error of `python -m bpe show --tokenizer FILE` quotes the 10 MB value by its start and
+    its length (checks.shown), in a line of a few hundred characters."""
+    path = tmp_path / "tok.json"
+    if change is duplicate_key_file:
+        change(path)
+    else:
+        path = write_json_file(tmp_path, change)
+    result = run_python("-m", "bpe", "show", "--tokenizer", path, "hi", cwd=REPO)
+    assert_clean_failure(result, fragment, str(path))
+    assert re.search(r"\.\.\. \(10,000,00\d characters\)", result.stderr), result.stderr[:1000]
+    assert len(result.stderr) < 1000, result.stderr[:1000]

@@ -1,15 +1,18 @@
 """python -m bpe show: tokens in color (a real pseudo-terminal) or |-separated, and --explain."""
 
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_clean_failure
 
 from bpe import Tokenizer
 from bpe.patterns import Pretokenizer
-from bpe.show import ShowError, explain, merge_steps, show_tokens, token_text
+from bpe.show import GPT2_FILES, ShowError, explain, merge_steps, show_tokens, token_text
 from bpe.show import main as show_main
 from bpe.train import train_bpe_from_iterator
 
@@ -177,3 +180,98 @@ def test_bad_input_is_a_show_error(tmp_path, args, fragment):
 
 def test_cli_bad_input_is_one_error_line():
     assert_clean_failure(run_show(""), "the text is empty")
+
+
+def run_bpe(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "bpe", *args], cwd=REPO, capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize("option", ["--help", "-h"])
+def test_python_m_bpe_help_prints_the_usage(option):
+    result = run_bpe(option)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.startswith("usage: python -m bpe show [-h] [--tokenizer FILE | --gpt2]")
+    assert "show  how a text is cut into tokens" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        pytest.param([], "give a command; usage: python -m bpe show [-h]", id="no-command"),
+        pytest.param(["shwo"], "'shwo' is not a command; the one command is show", id="other"),
+    ],
+)
+def test_python_m_bpe_without_its_command_is_a_usage_error_holding_the_usage(args, fragment):
+    result = run_bpe(*args)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    (line,) = result.stderr.splitlines()
+    assert fragment in line and "usage: python -m bpe show" in line, line
+    assert line.startswith("error: ") and line.endswith("(see python -m bpe show --help)"), line
+
+
+def offline_env(tmp_path, **variables):
+    """This environment without tiktoken's cache, with its temporary folder (tiktoken's default
+    cache) in tmp_path and every download refused at once (a proxy on a closed port)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("TIKTOKEN_CACHE_DIR", "NANOGPT_DATA_MIRROR")
+    }
+    (tmp_path / "tmp").mkdir()
+    closed = "http://127.0.0.1:9"
+    return {
+        **env,
+        "TMPDIR": str(tmp_path / "tmp"),
+        "HTTPS_PROXY": closed,
+        "HTTP_PROXY": closed,
+        **variables,
+    }
+
+
+def gpt2_mirror(folder, gpt2_files):
+    """A NANOGPT_DATA_MIRROR folder holding GPT-2's two files (docs/offline.md's layout)."""
+    (folder / "gpt2").mkdir(parents=True)
+    for path in gpt2_files:
+        shutil.copy(path, folder / "gpt2" / Path(path).name)
+    return folder
+
+
+def filled_cache(folder, gpt2_files):
+    """NANOGPT_DATA_CACHE as the prepare scripts leave it: tiktoken/<sha1 of the url>."""
+    (folder / "tiktoken").mkdir(parents=True)
+    for path in gpt2_files:
+        url = GPT2_FILES[Path(path).name][0]
+        shutil.copy(path, folder / "tiktoken" / hashlib.sha1(url.encode()).hexdigest())
+    return folder
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        pytest.param(
+            lambda t, files: {
+                "NANOGPT_DATA_MIRROR": str(gpt2_mirror(t / "mirror", files)),
+                "NANOGPT_DATA_CACHE": str(t / "empty-cache"),
+            },
+            id="mirror",
+        ),
+        pytest.param(
+            lambda t, files: {"NANOGPT_DATA_CACHE": str(filled_cache(t / "cache", files))},
+            id="the-cache-the-prepare-scripts-fill",
+        ),
+    ],
+)
+def test_gpt2_comes_from_the_mirror_or_the_cache_offline(tmp_path, gpt2_files, variables):
+    """Offline, python -m bpe show finds GPT-2's files where every script does."""
+    env = offline_env(tmp_path, **variables(tmp_path, gpt2_files))
+    result = run_show("the cat in the hat", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "ids: [1169, 3797, 287, 262, 6877]" in result.stdout
+
+
+def test_gpt2_neither_in_a_mirror_nor_in_a_cache_offline_is_one_line(tmp_path):
+    env = offline_env(tmp_path, NANOGPT_DATA_CACHE=str(tmp_path / "empty-cache"))
+    result = run_show("the cat", env=env)
+    assert_clean_failure(result, "cannot fetch GPT-2's encoder.json", "NANOGPT_DATA_MIRROR")

@@ -49,16 +49,18 @@ def test_slurm_executor_with_stand_in_sbatch(tmp_path, monkeypatch, paragraphs):
         f"{stand_in}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     )
     monkeypatch.setenv("FAKE_SLURM_STATE", str(tmp_path / "slurm"))
-    (tmp_path / "a.txt").write_text(EOT.join(paragraphs[:1500]), encoding="utf-8")
+    inputs = [tmp_path / "a.txt", tmp_path / "b.txt"]  # a piece each: one per task
+    (tmp_path / "a.txt").write_text(EOT.join(paragraphs[:800]), encoding="utf-8")
+    (tmp_path / "b.txt").write_text(EOT.join(paragraphs[800:1500]), encoding="utf-8")
     one = run_python(
         REPO / "train_tokenizer.py",
-        *["--input", tmp_path / "a.txt", "--vocab-size", 500, "--special-tokens", EOT],
+        *["--input", *inputs, "--vocab-size", 500, "--special-tokens", EOT],
         *["--out", tmp_path / "one.json"],
     )
     assert one.returncode == 0, one.stderr
     tasks = run_python(
         REPO / "train_tokenizer.py",
-        *["--input", tmp_path / "a.txt", "--vocab-size", 500, "--special-tokens", EOT],
+        *["--input", *inputs, "--vocab-size", 500, "--special-tokens", EOT],
         *["--out", tmp_path / "tasks.json", "--engine", "datatrove", "--executor", "slurm"],
         *["--slurm-partition", "test", "--tasks", 2, "--work-dir", tmp_path / "work"],
     )
@@ -80,8 +82,9 @@ def train_tokenizer(*args):
 
 def test_command_line_resumes_and_keeps_other_runs_apart(tmp_path, paragraphs):
     """--engine datatrove with --max-chars: the one-machine file; a rerun after a removed output
-    and a lost count table recounts that table only; other inputs count in their own folder."""
-    for name, part in (("a.txt", paragraphs[:800]), ("b.txt", paragraphs[800:1600])):
+    and a lost count table recounts that table only; other inputs count in their own folder.
+    --max-chars keeps all of a.txt and the start of b.txt: a piece each, one per task."""
+    for name, part in (("a.txt", paragraphs[:300]), ("b.txt", paragraphs[300:1100])):
         (tmp_path / name).write_text(EOT.join(part), encoding="utf-8")
     common = ["--vocab-size", 600, "--special-tokens", EOT, "--max-chars", 60_000]
     inputs = ["--input", tmp_path / "a.txt", tmp_path / "b.txt"]
@@ -114,6 +117,20 @@ def test_command_line_resumes_and_keeps_other_runs_apart(tmp_path, paragraphs):
     run_json.write_text(run_json.read_text().replace('"tasks": 2', '"tasks": 3'))
     refused = train_tokenizer(*inputs, *common, *engine, "--out", tmp_path / "tasks.json")
     assert_clean_failure(refused, str(folder), "another run", logs_before=True)
+
+
+def test_tasks_are_capped_at_the_pieces_of_the_input(tmp_path, paragraphs):
+    """--tasks 40 on a text of one piece: one count task, not 40 (39 with nothing to count)."""
+    (tmp_path / "a.txt").write_text(EOT.join(paragraphs[:300]), encoding="utf-8")
+    common = ["--input", tmp_path / "a.txt", "--vocab-size", 400, "--special-tokens", EOT]
+    one = train_tokenizer(*common, "--out", tmp_path / "one.json")
+    assert one.returncode == 0, one.stderr
+    engine = ["--engine", "datatrove", "--tasks", 40, "--workers", 1]
+    tasks = train_tokenizer(*common, *engine, "--out", tmp_path / "tasks.json")
+    assert tasks.returncode == 0, tasks.stderr
+    assert "note: --tasks 40 capped at 1, the input's pieces" in tasks.stdout.splitlines()
+    assert len(list((tmp_path / ".datatrove-work").glob("counts-*/counts/*.json"))) == 1
+    assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 
 
 def test_ray_executor(tmp_path, paragraphs):
@@ -161,6 +178,12 @@ TEXT = b"hello world\n"
             b"",
             "a.txt: no text to train on (empty input)",
             id="empty-input-found-by-the-learn-task",
+        ),
+        pytest.param(
+            ["--engine", "datatrove", "--tasks", 2, "--max-chars", 1],
+            TEXT,
+            "a.txt: no text to train on within --max-chars 1",
+            id="max-chars-left-out-every-document",
         ),
     ],
 )

@@ -424,7 +424,7 @@ HOSTILE = [
     pytest.param(OWT, lambda t: ["--data-files", docs(t), "--cache-dir", a_file(t)], {}, 1, ["a-file", "--cache-dir"], id="owt-cache-dir-is-a-file"),
     pytest.param(OWT, lambda t: ["--data-files", docs(t), "--out-dir", folder_with_directory(t, "val.bin")], {}, 1, ["val.bin is a folder"], id="owt-val-bin-is-a-folder"),
     pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", fifo(t), "--vocab-size", "300", "--out", t / "tok.json"], {}, 1, ["fifo.txt", "not a file"], id="train-tokenizer-input-fifo"),
-    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "-5", "--out", t / "tok.json"], {}, 1, ["--vocab-size"], id="train-tokenizer-negative-vocab"),
+    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "-5", "--out", t / "tok.json"], {}, 2, ["--vocab-size"], id="train-tokenizer-negative-vocab"),
     pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "300", "--out", folder_with_directory(t, "x") / "x"], {}, 1, ["is a folder"], id="train-tokenizer-out-is-a-folder"),
 ]  # fmt: skip
 

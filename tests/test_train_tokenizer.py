@@ -1,6 +1,15 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
+import contextlib
+import importlib.util
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pyarrow
 import pyarrow.parquet
@@ -96,21 +105,6 @@ def test_small_corpus_says_it_stopped_early(tmp_path):
             id="non-utf8",
         ),
         pytest.param(
-            ["--input", "good.txt", "--vocab-size", 256, "--special-tokens", EOT],
-            ["vocab_size 256 is too small", "257", "--vocab-size"],
-            id="vocab-too-small",
-        ),
-        pytest.param(
-            ["--input", "good.txt", "--vocab-size", 300, "--special-tokens", EOT, EOT],
-            ["special tokens must be distinct", "--special-tokens"],
-            id="duplicate-special",
-        ),
-        pytest.param(
-            ["--input", "good.txt", "--vocab-size", 300, "--special-tokens", "<|a|>", "<|a|>b"],
-            ["special token '<|a|>' is a prefix of '<|a|>b'", "--special-tokens"],
-            id="special-prefix-of-another",
-        ),
-        pytest.param(
             ["--input", "empty.txt", "--vocab-size", 300],
             ["empty.txt", "no text to train on"],
             id="empty",
@@ -124,6 +118,73 @@ def test_errors_are_one_line_and_write_nothing(tmp_path, args, fragments):
     before = sorted(p.name for p in tmp_path.iterdir())
     assert_clean_failure(run_cli(*args, "--out", "tok.json", cwd=tmp_path), *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def assert_usage_error(result, *fragments):
+    """Exit code 2 and one line, `error: ... (see ...train_tokenizer.py --help)`, as argparse's."""
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert lines[0].endswith("train_tokenizer.py --help)"), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        pytest.param(["--vocab-size", 10], ["vocab_size 10 is too small"], id="vocab-size-10"),
+        pytest.param(
+            ["--vocab-size", 256, "--special-tokens", EOT],
+            ["vocab_size 256 is too small", "257", "--vocab-size"],
+            id="vocab-too-small",
+        ),
+        pytest.param([], ["give --vocab-size N"], id="no-vocab-size"),
+        pytest.param(
+            ["--vocab-size", 300, "--special-tokens", EOT, EOT],
+            ["special tokens must be distinct", "--special-tokens"],
+            id="duplicate-special",
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--special-tokens", "<|a|>", "<|a|>b"],
+            ["special token '<|a|>' is a prefix of '<|a|>b'", "--special-tokens"],
+            id="special-prefix-of-another",
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--max-chars", 0],
+            ["--max-chars must be at least 1"],
+            id="max-chars-0",
+        ),
+        pytest.param(["--vocab-size", 300, "--workers", 0], ["--workers must be"], id="workers-0"),
+        pytest.param(
+            ["--vocab-size", 10**16],
+            ["is too large", "at most 2,147,483,647"],
+            id="vocab-size-10**16",
+        ),
+        pytest.param(["--sweep", f"300,{10**16}"], ["is too large", "--sweep"], id="sweep-10**16"),
+        pytest.param(
+            ["--vocab-size", 300, "--workers", 10**16], ["from 1 to 1,024"], id="workers-10**16"
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--engine", "datatrove", "--workers", 5000],
+            ["from 1 to 1,024"],
+            id="datatrove-local-workers-5000",
+        ),
+        pytest.param(["--sweep", "300", "--vocab-size", 400], ["largest --sweep"], id="sweep"),
+        pytest.param(["--vocab-size", 300, "--plot", "a.png"], ["give --sweep"], id="plot"),
+        pytest.param(
+            ["--vocab-size", 300, "--engine", "datatrove", "--trace", 2],
+            ["--trace needs the corpus in this process"],
+            id="trace-with-tasks",
+        ),
+    ],
+)
+def test_a_bad_option_value_is_a_usage_error_and_writes_nothing(tmp_path, args, fragments):
+    """docs/guarantees.md: a bad option value is a usage error, exit code 2, as argparse's own."""
+    (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
+    result = run_cli("--input", "good.txt", *args, "--out", "tok.json", cwd=tmp_path)
+    assert_usage_error(result, *fragments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.txt"]
 
 
 def test_an_out_folder_that_does_not_exist_is_one_line(tmp_path):
@@ -202,16 +263,46 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
             id="null-text",
         ),
         pytest.param(
-            {"d.jsonl": '{"text": "a"}\n'},
-            ["--input", "d.jsonl", "--max-chars", 0],
-            ["--max-chars must be at least 1"],
-            id="max-chars-zero",
-        ),
-        pytest.param(
             {"d.jsonl": '{"text": "some words"}\n'},
             ["--input", "d.jsonl", "--max-chars", 3],
-            ["d.jsonl", "no text to train on"],
+            ["d.jsonl", "no text to train on within --max-chars 3", "raise --max-chars"],
             id="max-chars-below-the-first-document",
+        ),
+        pytest.param(
+            {"d/a.txt": "hello world\n"},
+            ["--input", "d"],
+            ["d is a folder", "d/*.txt"],
+            id="folder",
+        ),
+        pytest.param(
+            {"d/a.txt": "hello world\n", "d/sub/b.txt": "more\n"},
+            ["--input", "d/*"],
+            ["d/sub is a folder"],
+            id="a-glob-matching-a-folder",
+        ),
+        pytest.param(
+            {"a.txt": "hello world\n", "d/b.txt": "held out\n"},
+            ["--input", "a.txt", "--eval", "d"],
+            ["--eval d is a folder; give a text file"],
+            id="eval-folder",
+        ),
+        pytest.param(
+            {"a.txt": "hello world\n"},
+            ["--input", "a.txt", "--eval", "missing.txt"],
+            ["--eval missing.txt does not exist"],
+            id="eval-missing",
+        ),
+        pytest.param(
+            {"a.txt": "hello world\n"},
+            ["--input", "a.txt", "--max-chars", 1],
+            ["a.txt: no text to train on within --max-chars 1"],
+            id="max-chars-1-on-a-text-file",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": ""}\n'},
+            ["--input", "d.jsonl", "--max-chars", 3],
+            ["d.jsonl: no text to train on (empty input)"],
+            id="max-chars-on-documents-with-no-text",
         ),
     ],
 )
@@ -221,3 +312,80 @@ def test_bad_corpus_is_one_line_and_writes_nothing(tmp_path, files, args, fragme
     result = run_cli(*args, "--vocab-size", 300, "--out", "tok.json", cwd=tmp_path)
     assert_clean_failure(result, *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_sweep_whose_sizes_the_text_cannot_reach_says_so(tmp_path):
+    """A text of a few words has 14 merges: neither 300 nor 400 is reached (it crashed)."""
+    (tmp_path / "tiny.txt").write_text("hello world hello there\n", encoding="utf-8")
+    result = run_cli("--input", "tiny.txt", "--sweep", "300,400", "--out", "tok.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "not reached (no pair left to merge): [300, 400]" in result.stdout
+
+
+def full_pipe():
+    """(read end, write end) of a pipe already full: a process writing to it blocks at once."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write_end, b"." * 4096)
+    os.set_blocking(write_end, True)
+    return read_end, write_end
+
+
+def wait_until_blocked_writing(process, timeout=120):
+    """Until the process sleeps in a write to a pipe (Linux: /proc/PID/wchan names pipe_write)."""
+    deadline = time.monotonic() + timeout
+    while "pipe_write" not in Path(f"/proc/{process.pid}/wchan").read_text():
+        assert process.poll() is None, "it ended before it blocked"
+        assert time.monotonic() < deadline, "it never blocked writing"
+        time.sleep(0.05)
+
+
+def drain(read_end):
+    with os.fdopen(read_end, "rb") as pipe:
+        while pipe.read(1 << 16):
+            pass
+
+
+@pytest.mark.skipif(not Path("/proc/self/wchan").exists(), reason="needs Linux's /proc/PID/wchan")
+@pytest.mark.parametrize(
+    "engine, when",
+    [
+        pytest.param([], "before", id="bpe-stopped-at-its-first-line"),
+        pytest.param(
+            ["--engine", "datatrove", "--tasks", 1, "--workers", 1],
+            "after",
+            id="datatrove-stopped-after-the-learn-task-wrote-it",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("datatrove") is None, reason="needs datatrove"
+            ),
+        ),
+    ],
+)
+def test_ctrl_c_says_whether_the_tokenizer_file_was_written(tmp_path, engine, when):
+    """Its stdout a full pipe, the run stops at its first print: before writing the file on one
+    machine (the results come first), after the learn task wrote it with datatrove. Ctrl-C then
+    says which, not "before any output folder was changed"."""
+    (tmp_path / "a.txt").write_text("some ordinary text, and more of it\n" * 200, "utf-8")
+    read_end, write_end = full_pipe()
+    args = ["--input", "a.txt", "--vocab-size", 300, "--out", "tok.json", *engine]
+    process = subprocess.Popen(
+        [sys.executable, SCRIPT, *map(str, args)],
+        cwd=tmp_path,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+    )
+    os.close(write_end)
+    try:
+        wait_until_blocked_writing(process)
+        assert (tmp_path / "tok.json").exists() == (when == "after")
+        process.send_signal(signal.SIGINT)
+    finally:
+        threading.Thread(target=drain, args=(read_end,), daemon=True).start()
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == f"error: interrupted {when} tok.json was written", stderr
