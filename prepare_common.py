@@ -36,7 +36,7 @@ from hardening.documents import id_batches, ids_cache_options, split_sizes
 from hardening.errors import PrepareError
 from hardening.files import atomic_path, data_cache, check_utf8_names, read_text, sha256_file
 from hardening.formats import LLMC_HEADER_INTS, LLMC_MAGIC_VERSION, META_FORMAT_VERSION, META_PKL
-from hardening.formats import SHARD_FORMATS, splits_record
+from hardening.formats import SHARD_FORMATS, splits_record, text_source
 from hardening.http import MIRROR_ENV, download_blocks
 from hardening.tokenizers import check_covered, check_documents_covered, check_dtype_holds
 from hardening.tokenizers import encode_document, encoding_sha256
@@ -223,15 +223,28 @@ def write_memmap(path, batches, num_tokens, dtype, desc):
     with atomic_path(path) as tmp:
         np.memmap(tmp, dtype=dtype, mode="w+", shape=(num_tokens,)).flush()  # the file, full size
         idx = 0
-        for arr_batch in tqdm(batches, desc=desc):
+        bar = tqdm(total=num_tokens, unit="tok", unit_scale=True, desc=desc)
+        for arr_batch in batches:
             arr = np.memmap(tmp, dtype, "r+", offset=idx * dtype.itemsize, shape=arr_batch.shape)
             arr[:] = arr_batch
             arr.flush()
             del arr  # closes the file: the commit renames it
             idx += len(arr_batch)
+            bar.update(len(arr_batch))
+        bar.close()
         if idx != num_tokens:
             raise PrepareError(f"{path}: wrote {idx:,} tokens, expected {num_tokens:,}")
     return idx
+
+
+def write_document_starts(path, lengths):
+    """A split's document index beside its .bin file: where each document starts, as uint64 token
+    offsets (np.save), the first 0: lengths [3, 2, 4] -> [0, 3, 5]. nanoGPT's get_batch never
+    reads it; `document_batch` and `python prepare_common.py packing` do."""
+    starts = np.zeros(len(lengths), np.uint64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, starts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,19 +383,6 @@ def write_meta(out_dir, *, script, tokenizer, dtype, source, split, options, spl
     return meta
 
 
-def text_source(input_path, out_dir, characters, url=None):
-    """meta.json's "source" for one text file: its path (relative when it sits in `out_dir`, so
-    the folder can move), sha256, size, and origin (`url`, None for a local --input)."""
-    input_path = Path(input_path).resolve()
-    inside = input_path.parent == Path(out_dir).resolve()
-    return {
-        "path": input_path.name if inside else str(input_path),
-        "sha256": sha256_file(input_path),
-        "characters": characters,
-        "url": url,
-    }
-
-
 def write_pickle(path, obj):
     """Pickle `obj` to `path`, atomically (nanoGPT's meta.pkl)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
@@ -454,6 +454,21 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     name = where if callable(where) else lambda i: f"{where} {indices[i]}"
     check_documents_covered(texts, ids, encoding, tokenizer, name)
     return {"ids": ids, "len": [len(doc) for doc in ids]}
+
+
+def document_batch(data, starts, batch_size, block_size, rng):
+    """nanoGPT's get_batch with every row beginning at a document start drawn by `rng` (a numpy
+    Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
+    tokens of the stream, on into the next document where its own is shorter; y is x one token
+    on. Starts with fewer than block_size + 1 tokens left are never drawn (docs/bos_batches.md).
+    ([5, 6, 0, 7, 0, 8, 9, 0], [0, 3, 5], 2, 2, default_rng(0)) -> x [[8, 9], [7, 0]], y [[9, 0], [0, 8]]
+    """
+    last = np.searchsorted(starts, len(data) - block_size)  # starts[:last] have T + 1 tokens left
+    if last == 0:
+        raise PrepareError(f"no document start has block_size + 1 = {block_size + 1:,} tokens after it in a split of {len(data):,}")  # fmt: skip
+    ix = starts[rng.integers(last, size=batch_size)].astype(np.int64)
+    rows = np.stack([data[i : i + block_size + 1] for i in ix]).astype(np.int64)
+    return np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, 1:])
 
 
 # ---------------------------------------------------------------------------------------------

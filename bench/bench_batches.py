@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hardening.batches import document_batch
-from hardening.packing import packing_lines, packing_report
+from hardening.packing import best_fit_tokens_kept, document_lengths, packing_lines, packing_report
+from prepare_common import document_batch
 
 EOT, VOCAB_SIZE = 50256, 50257  # GPT-2's
 BATCH_SIZE, BLOCK_SIZE = 12, 1024  # nanoGPT's train.py defaults
@@ -91,7 +91,8 @@ def main():
         start = time.perf_counter()
         report = packing_report(args.tokens, starts, BLOCK_SIZE)
         print(f"packing_report: {time.perf_counter() - start:.2f} s")
-        print(*packing_lines(report, BLOCK_SIZE), sep="\n")
+        best_fit = best_fit_tokens_kept(document_lengths(args.tokens, starts), BLOCK_SIZE)
+        print(*packing_lines(report, BLOCK_SIZE, best_fit), sep="\n")
 
 
 if __name__ == "__main__":

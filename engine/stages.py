@@ -28,6 +28,7 @@ from prepare_common import (
     split_record,
     tokenize_documents,
     write_bpe_meta_pkl,
+    write_document_starts,
     write_meta,
     write_shards,
 )
@@ -351,6 +352,9 @@ class CommitStage(Stage):
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
                     raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
+                # the document index from the plan's lengths: no pass over the tokens
+                lengths = np.load(self.work.plan_file(name, "tokens"))
+                write_document_starts(out / f"{name}.docs.npy", lengths)
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
             write_meta(
                 out,

@@ -72,6 +72,7 @@ def _audit(folder, gpt2_encoding, quiet=False):
         problems += _audit_shards(folder, meta, dtype, vocab_size, quiet)
     for name in SPLIT_NAMES if "shards" not in meta else ():
         problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
+        problems += _audit_index(folder, meta["splits"][name], dtype, meta["tokenizer"])
     problems += _audit_source(folder, meta.get("source") or {})
     decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"], gpt2_encoding)
     problems += tokenizer_problems
@@ -227,6 +228,11 @@ SHARD_FIELDS = (
 )
 
 
+INDEX_FIELDS = (
+    ("file", is_plain_name, "a file name in the folder"),
+    ("documents", lambda v: _is_int(v) and v >= 0, "a count of documents"),
+    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+)
 SPLIT_FIELDS = (
     ("file", is_plain_name, "a file name in the folder"),
     ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"),
@@ -252,6 +258,47 @@ def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
     if highest >= vocab_size:
         problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
     return problems
+
+
+def _audit_index(folder, split, dtype, tokenizer):
+    """A split's document index (SPLIT.docs.npy), if meta.json lists one: its sha256, and
+    the starts it holds: uint64, 0 first, strictly increasing, below the split's token count, and
+    on the boundary rule: every document ends with the end-of-text id (nanoGPT's) or every one
+    begins with it (llm.c's)."""
+    record = split.get("index")
+    if record is None:
+        return []
+    path = folder / f"{Path(split['file']).stem}.docs.npy"
+    problem = _fields_problem(record, "index", INDEX_FIELDS) if isinstance(record, dict) else "is not a JSON object"  # fmt: skip
+    if problem or record["file"] != path.name:
+        return [f"{folder / 'meta.json'}: the index of {split['file']} {problem or 'is not ' + path.name}"]  # fmt: skip
+    if not path.is_file():
+        return [f"{path} is missing" if not os.path.lexists(path) else f"{path} is not a file"]
+    if sha256_file(path) != record["sha256"]:
+        return [f"{path} does not match the sha256 recorded in meta.json"]
+    try:
+        starts = np.load(path, mmap_mode="r")
+    except (ValueError, EOFError) as exc:
+        return [f"{path} is not a .npy file numpy can read ({exc})"]
+    data = np.memmap(folder / split["file"], dtype=dtype, mode="r")
+    problem = _starts_problem(starts, record["documents"], data, tokenizer.get("eot_id"))
+    return [f"{path}: {problem}"] if problem else []
+
+
+def _starts_problem(starts, documents, data, eot_id):
+    """What is wrong with a document index of `data`, as a phrase, or None."""
+    if starts.dtype != np.uint64 or starts.ndim != 1 or len(starts) != documents:
+        return f"holds {starts.dtype} of shape {starts.shape}, not the {documents:,} uint64 document starts meta.json records"  # fmt: skip
+    if documents == 0 or starts[0] != 0:
+        return "the first document must start at token 0"
+    if documents > 1 and not (np.diff(starts.astype(np.int64)) > 0).all():
+        return "the document starts do not strictly increase"
+    if int(starts[-1]) >= len(data):
+        return f"a document starts at token {int(starts[-1]):,}, past the split's {len(data):,} tokens"  # fmt: skip
+    ends = np.append(starts[1:].astype(np.int64) - 1, len(data) - 1)
+    if eot_id is None or (data[ends] == eot_id).all() or (data[starts] == eot_id).all():
+        return None
+    return f"not every document ends with the end-of-text id {eot_id} (nor begins with it, llm.c's rule)"  # fmt: skip
 
 
 def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):

@@ -87,6 +87,19 @@ def splits_record(out_dir, split_tokens, shards):
     return splits
 
 
+def text_source(input_path, out_dir, characters, url=None):
+    """meta.json's "source" for one text file: its path (relative when it sits in `out_dir`, so
+    the folder can move), sha256, size, and origin (`url`, None for a local --input)."""
+    input_path = Path(input_path).resolve()
+    inside = input_path.parent == Path(out_dir).resolve()
+    return {
+        "path": input_path.name if inside else str(input_path),
+        "sha256": sha256_file(input_path),
+        "characters": characters,
+        "url": url,
+    }
+
+
 RECORD_NAME = "meta.json"
 
 

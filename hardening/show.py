@@ -1,15 +1,26 @@
-"""`show`: one block of a prepared folder as nanoGPT's get_batch reads it, x and y side by side;
-and the command `python prepare_common.py verify|show FOLDER` (prepare_common's main calls it)."""
+"""`show`: one block of a prepared folder as nanoGPT's get_batch reads it, x and y side by side,
+each document start marked; `packing`: what get_batch draws from a split, and what BOS alignment
+would keep; and the command `python prepare_common.py verify|show|packing FOLDER` (prepare_common's
+main calls it)."""
 
+import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from .audit import open_split, verify
-from .cli import ArgumentParser, random_seed
+from .cli import ArgumentParser, positive_int, random_seed
 from .errors import PrepareError
 from .files import sha256_file
+from .packing import (
+    best_fit_tokens_kept,
+    document_lengths,
+    packing_lines,
+    packing_report,
+    plot_lengths,
+)
 
 
 def random_offset(num_tokens, block_size, seed):
@@ -86,8 +97,37 @@ def block_lines(folder, gpt2_encoding, split="train", block_size=8, offset=0):
         f"y = data[{offset + 1}:{end + 1}] = {y}",
         f"{'t':>5}  {'x[t]':<{width}}  y[t]",
     ]
-    lines += [f"{t:>5}  {a:<{width}}  {b}" for t, (a, b) in enumerate(cells)]
+    starts = set(document_starts(meta, folder, split, offset, end))
+    lines += [
+        _marked(f"{t:>5}  {a:<{width}}  {b}", offset + t in starts)
+        for t, (a, b) in enumerate(cells)
+    ]
+    if starts:
+        lines.append("a document starts at the marked x[t]: the EOT before it ends the one before, and the model reads across it")  # fmt: skip
     return lines
+
+
+MARK = "  <- a document starts"  # without colour (NO_COLOR, or not a terminal)
+
+
+def _marked(line, starts_here):
+    """The row of a document's first token: in bold cyan on a terminal, else with MARK."""
+    if not starts_here:
+        return line
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        return f"\033[1;36m{line}\033[0m"
+    return line + MARK
+
+
+def document_starts(meta, folder, split, low, high):
+    """The document starts of `split` in low..high-1, from its index (SPLIT.docs.npy) if
+    meta.json lists one: [] for a folder without (a character lesson's, a shard folder)."""
+    record = meta["splits"].get(split) if "shards" not in meta else None
+    if not isinstance(record, dict) or "index" not in record:
+        return []
+    starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
+    first, last = np.searchsorted(starts, [low, high])
+    return [int(i) for i in starts[first:last]]
 
 
 def show(folder, gpt2_encoding, split="train", block_size=8, offset=0, seed=None):
@@ -105,6 +145,31 @@ def show(folder, gpt2_encoding, split="train", block_size=8, offset=0, seed=None
     print(*block_lines(folder, gpt2_encoding, split, block_size, offset), sep="\n")
 
 
+def packing(folder, gpt2_encoding, split, block_size, as_json=False, plot=None):
+    """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index
+    (hardening/packing.py): a few plain lines, or one JSON object; plot: the lengths' histogram."""
+    problems = verify(folder, gpt2_encoding, quiet=True)
+    if problems:
+        raise PrepareError(problems[0])
+    meta, _ = open_split(folder, split)
+    record = meta["splits"].get(split, {}) if "shards" not in meta else {}
+    if "index" not in record:
+        raise PrepareError(
+            f"{Path(folder) / 'meta.json'} lists no document index for {split!r} (a "
+            f"{split}.docs.npy, which the document lessons write beside {split}.bin); run the "
+            f"folder's prepare.py again"
+        )
+    starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
+    report = packing_report(record["tokens"], starts, block_size)
+    if plot is not None:
+        plot_lengths(document_lengths(record["tokens"], starts), block_size, plot)
+    if as_json:
+        print(json.dumps(report))
+        return
+    best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
+    print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
+
+
 def main(argv, gpt2_encoding):
     parser = ArgumentParser(description="Check a prepared data folder, or see what nanoGPT reads.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -119,7 +184,17 @@ def main(argv, gpt2_encoding):
     where.add_argument(
         "--seed", type=random_seed, help="draw the offset at random, as get_batch does"
     )
+    pack = commands.add_parser("packing", help="what get_batch draws, and what BOS alignment keeps")
+    pack.add_argument("folder", help="a folder a document lesson prepared, e.g. data/openwebtext")
+    pack.add_argument("--block-size", type=positive_int, required=True, metavar="T")
+    pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
+    pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
+    pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked")
     args = parser.parse_args(argv)
+    if args.command == "packing":
+        return packing(
+            args.folder, gpt2_encoding, args.split, args.block_size, args.json, args.plot
+        )
     if args.command == "show":
         return show(args.folder, gpt2_encoding, args.split, args.block_size, args.offset, args.seed)
     problems = verify(args.folder, gpt2_encoding)

@@ -9,7 +9,7 @@ from conftest import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardening.documents import expand_data_files, hub_load_arguments
+from hardening.documents import expand_data_files
 from hardening.tokenizers import encode_document
 from prepare_common import (
     PrepareError,
@@ -164,18 +164,6 @@ def test_random_split_pins_numpys_stream_for_nanogpts_seed():
     assert val[:6].tolist() == [4327249, 4286500, 2184614, 4793011, 1709068, 2210533]
     assert random_split(10, 0.2, seed=2357)[1].tolist() == [8, 3]
     assert random_split(10, 0.2, seed=2357)[0].tolist() == [0, 9, 5, 6, 2, 7, 4, 1]
-
-
-def test_hub_loader_arguments():
-    builder, kwargs = hub_load_arguments(OPENWEBTEXT)
-    assert builder == "parquet"  # datasets' own builder: the repo's old loading script is never run
-    assert kwargs == {
-        "data_files": {
-            "train": "hf://datasets/Skylion007/openwebtext@"
-            "79d93d786212f7344586290adb811d4ae6a1762c/plain_text/*.parquet"
-        }
-    }
-    assert OPENWEBTEXT.revision in kwargs["data_files"]["train"]  # the lesson's pin, one place
 
 
 def test_data_files_order_is_sorted_per_pattern(tmp_path):

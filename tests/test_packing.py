@@ -1,4 +1,4 @@
-"""hardening.packing and hardening.batches: the figures of issue 27 against brute force, and
+"""hardening.packing and prepare_common.document_batch: the figures of issue 27 against brute force, and
 document-aligned batches."""
 
 import sys
@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardening.batches import document_batch
 from hardening.packing import (
     PackingError,
     best_fit_tokens_kept,
@@ -16,6 +15,7 @@ from hardening.packing import (
     packing_report,
     plot_lengths,
 )
+from prepare_common import PrepareError, document_batch
 
 
 def starts_of(lengths):
@@ -48,7 +48,6 @@ def brute_force(lengths, block_size):
         )
         / len(windows),
         "bos_aligned_tokens_kept": sum(min(length, T + 1) for length in lengths) / N,
-        "best_fit_tokens_kept": nanochat_best_fit(lengths, T),
     }
 
 
@@ -107,6 +106,8 @@ def assert_equal_reports(actual, expected):
 )
 def test_report_equals_brute_force(lengths):
     assert_equal_reports(report_of(lengths, 8), brute_force(lengths, 8))
+    best_fit = best_fit_tokens_kept(np.array(lengths), 8)
+    assert best_fit == pytest.approx(nanochat_best_fit(lengths, 8), rel=1e-12)
 
 
 def test_report_by_hand():
@@ -118,22 +119,22 @@ def test_report_by_hand():
         "windows_starting_mid_document": 4 / 7,
         "windows_crossing_a_document_start": 4 / 7,
         "bos_aligned_tokens_kept": 9 / 10,
-        "best_fit_tokens_kept": 8 / 10,  # rows [4], [1 + 3 of the 5]
     }
+    assert best_fit_tokens_kept(np.array([4, 1, 5]), 3) == 8 / 10  # rows [4], [1 + 3 of the 5]
 
 
 def test_one_document_longer_than_a_window():
     report = report_of([100], 9)
     assert report["windows_starting_mid_document"] == 90 / 91  # only i = 0 is a start
     assert report["windows_crossing_a_document_start"] == 0
-    assert report["bos_aligned_tokens_kept"] == report["best_fit_tokens_kept"] == 10 / 100
+    assert report["bos_aligned_tokens_kept"] == best_fit_tokens_kept(np.array([100]), 9) == 10 / 100
 
 
 @pytest.mark.parametrize("lengths, block_size", [([8], 8), ([1], 1), ([3, 2], 9)])
 def test_too_few_tokens_for_a_window(lengths, block_size):
     with pytest.raises(PackingError, match=r"need at least \d+") as caught:
         report_of(lengths, block_size)
-    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value, PrepareError)  # one line from any command
 
 
 @pytest.mark.parametrize("starts", [[], [1, 4], [0, 4, 4], [0, 5, 4], [0, 10], [[0, 4]]], ids=repr)
@@ -182,7 +183,7 @@ def test_uint64_starts_of_a_large_split():
 
 
 def test_packing_lines():
-    lines = packing_lines(report_of([4, 1, 5], 3), 3)
+    lines = packing_lines(report_of([4, 1, 5], 3), 3, best_fit=0.8)
     assert lines == [
         "3 documents, 10 tokens; a document's length in tokens (its EOT included): "
         "p50 4, p90 5, p99 5, max 5",
@@ -201,7 +202,7 @@ def test_packing_lines():
     [([5, 5, 5], "more than half"), ([1] * 99 + [5], "under 1%"), ([4, 4], "none")],
 )
 def test_packing_lines_share_of_long_documents(lengths, share):
-    assert f"{share} of the documents are longer" in packing_lines(report_of(lengths, 3), 3)[1]
+    assert f"{share} of the documents are longer" in packing_lines(report_of(lengths, 3), 3, 0.5)[1]
 
 
 def test_plot_lengths(tmp_path):
@@ -213,7 +214,7 @@ def test_plot_lengths(tmp_path):
 def test_plot_lengths_without_matplotlib(tmp_path, monkeypatch):
     for name in ("matplotlib", "matplotlib.figure"):
         monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError
-    with pytest.raises(ImportError, match=r'pip install -e "\.\[plot\]"'):
+    with pytest.raises(PrepareError, match=r'pip install -e "\.\[plot\]"'):
         plot_lengths([4, 1, 5], 3, tmp_path / "lengths.png")
     assert not (tmp_path / "lengths.png").exists()
 
@@ -261,5 +262,5 @@ def test_document_batch_last_possible_start():
 @pytest.mark.parametrize("num_tokens", [4, 2])
 def test_document_batch_without_a_start(num_tokens):
     data = np.arange(num_tokens, dtype=np.uint16)
-    with pytest.raises(PackingError, match="no document start has block_size"):
+    with pytest.raises(PrepareError, match="no document start has block_size"):
         document_batch(data, starts_of([num_tokens]), 2, 4, np.random.default_rng(0))

@@ -32,6 +32,7 @@ from prepare_common import (
     tokenize_documents,
     tokens_per_shard,
     write_bpe_meta_pkl,
+    write_document_starts,
     write_memmap,
     write_meta,
     write_shards,
@@ -70,14 +71,17 @@ def main():
                 **ids_cache_options(dset, tokenizer, dtype, tokenize_documents),
             )  # fmt: skip
 
-        # 5. concatenate all the ids of each split into one large file we can use for training
+        # 5. concatenate all the ids of each split into one large file we can use for training,
+        #    and beside it where each document starts in it (train.docs.npy: what the model sees)
         split_tokens = {}
         for split, dset in tokenized.items():
-            split_tokens[split] = int(dset.with_format("arrow")["len"].to_numpy().sum())
+            lengths = dset.with_format("arrow")["len"].to_numpy()
+            split_tokens[split] = int(lengths.sum())
             print(f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, {split_tokens[split]:,} tokens")  # fmt: skip
             if args.format == "bin":
                 desc = f"writing {args.out_dir / f'{split}.bin'}"
                 write_memmap(out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc)  # fmt: skip
+                write_document_starts(out / f"{split}.docs.npy", lengths)
         shards = None if args.format == "bin" else []  # --format llmc: llm.c's shards, val first
         for split in ("val", "train") if shards is not None else ():
             names = llmc_names("openwebtext", split, first_index=len(shards))
