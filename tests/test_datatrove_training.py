@@ -133,8 +133,9 @@ def test_tasks_are_capped_at_the_pieces_of_the_input(tmp_path, paragraphs):
     assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 
 
+@pytest.mark.ray
 def test_ray_executor(tmp_path, paragraphs):
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
     (tmp_path / "a.txt").write_text(EOT.join(paragraphs[:600]), encoding="utf-8")
     common = ["--input", tmp_path / "a.txt", "--vocab-size", 400, "--special-tokens", EOT]
     one = train_tokenizer(*common, "--out", tmp_path / "one.json")

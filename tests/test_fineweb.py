@@ -328,7 +328,7 @@ def test_datatrove_from_the_hub_equals_data_files_run(fineweb_repo, data_files_r
     assert meta["source"]["revision"] == repo["revision"] and meta["source"]["documents"] == 400
 
 
-@pytest.mark.parametrize("executor", ["slurm", "ray"])
+@pytest.mark.parametrize("executor", ["slurm", pytest.param("ray", marks=pytest.mark.ray)])
 def test_datatrove_on_a_cluster_writes_the_same_shards(
     executor, fineweb_repo, data_files_run, tmp_path
 ):
@@ -344,7 +344,7 @@ def test_datatrove_on_a_cluster_writes_the_same_shards(
         }
         options += ["--slurm-partition", "test"]
     else:
-        pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]')")
+        pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
         options += ["--workers", 2]
     out = tmp_path / "out"
     result = run_python(

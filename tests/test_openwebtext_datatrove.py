@@ -340,8 +340,9 @@ def test_sigkill_in_the_commit_leaves_an_incomplete_folder_and_a_rerun_completes
     assert not (out / "meta.pkl").exists() and leftover_temporaries(out) == []
 
 
+@pytest.mark.ray
 def test_ray_executor(jsonl, jsonl_reference, tmp_path):
-    pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]')")
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
     out = datatrove(
         tmp_path / "out",
         jsonl,
