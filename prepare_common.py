@@ -352,21 +352,21 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 # 6. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
 
 
-def write_meta(out_dir, *, script, tokenizer, dtype, source, split, options, split_tokens=None, shards=None, shard_format=None):  # fmt: skip
+def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_tokens=None, shards=None, shard_format=None):  # fmt: skip
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
     split_tokens: {"train": 1003854, "val": 111540}, or shards (write_shards' list) and their
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
     """
-    out_dir = Path(out_dir)
-    meta_pkl = out_dir / META_PKL
+    out = Path(out)
+    meta_pkl = out / META_PKL
     meta = {
         "format_version": META_FORMAT_VERSION,
         "created_by": script,
-        "tokenizer": folder_tokenizer(tokenizer, out_dir),  # its path relative, if in the folder
+        "tokenizer": folder_tokenizer(tokenizer, out),  # its path relative, if in the folder
         "dtype": np.dtype(dtype).name,
-        "splits": splits_record(out_dir, split_tokens, shards),
+        "splits": splits_record(out, split_tokens, shards),
         "meta_pkl": {"file": META_PKL, "sha256": sha256_file(meta_pkl)}
         if meta_pkl.is_file()
         else None,  # fmt: skip
@@ -378,7 +378,7 @@ def write_meta(out_dir, *, script, tokenizer, dtype, source, split, options, spl
         meta["format"], meta["shards"] = shard_format, shards
     check_utf8_names(meta)  # a file name that is not UTF-8 cannot be recorded: one line
     data = (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    with atomic_path(out_dir / RECORD_NAME) as tmp:
+    with atomic_path(out / RECORD_NAME) as tmp:
         tmp.write_bytes(data)
     return meta
 
@@ -389,7 +389,7 @@ def write_pickle(path, obj):
         pickle.dump(obj, f)
 
 
-def write_bpe_meta_pkl(out_dir, tokenizer, encoding):
+def write_bpe_meta_pkl(out, tokenizer, encoding):
     """nanoGPT's meta.pkl for a BPE pipeline; return whether one was written. A trained tokenizer
     -> {"vocab_size", "tokenizer", "stoi", "itos"}: train.py sizes the model from vocab_size, and
     sample.py can run (`nanogpt_sample_maps`). GPT-2 -> none: nanoGPT keeps its GPT-2 defaults.
@@ -398,7 +398,7 @@ def write_bpe_meta_pkl(out_dir, tokenizer, encoding):
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
     meta = {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer, "stoi": stoi, "itos": itos}  # fmt: skip
-    write_pickle(Path(out_dir) / META_PKL, meta)
+    write_pickle(Path(out) / META_PKL, meta)
     return True
 
 

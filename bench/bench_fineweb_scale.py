@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_openwebtext_scale import CORPUS, ROOT, timed  # noqa: E402
+from bench_openwebtext_scale import CORPUS, FLOOR_TEMPLATE, ROOT, timed  # noqa: E402
 
 from prepare_common import ArgumentParser  # noqa: E402
 
@@ -50,42 +50,15 @@ NUM_FILES, ROW_GROUP, CORES = 4, 1_000, 2
 SAMPLE_DOCUMENTS, SAMPLE_TOKENS = 9_672_101, 10_000_000_000  # FineWeb-Edu sample-10BT (about)
 SAMPLE_PARQUET = 28_518_193_415  # bytes of its 14 parquet files (docs/fineweb.md)
 
-FLOOR = r"""
-import json, sys, time, multiprocessing as mp
-import pyarrow.parquet as pq
-from prepare_common import gpt2_encoding
-call, files = sys.argv[1], sys.argv[2:]
-encoding = gpt2_encoding()
-if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what prepare_common.tokenize calls
-    encode = lambda text: encoding.encode_to_numpy(text, disallowed_special=())
-else:
-    encode = encoding.encode_ordinary
-def work(half, barrier, results):
-    # each worker reads its own half of the texts (documents half, half + 2, ...) before the clock
-    texts, seen = [], 0
+FLOOR = FLOOR_TEMPLATE.replace(
+    "READ_TEXTS",
+    """    texts, seen = [], 0
     for path in files:
         column = pq.read_table(path, columns=["text"])["text"]
         texts += column.to_pylist()[(half - seen) % 2 :: 2]
         seen += len(column)
-        del column
-    encode("warm up")
-    barrier.wait()  # both halves are in memory: the clock starts
-    cpu = time.process_time()
-    tokens = sum(len(encode(text)) + 1 for text in texts)
-    results.put((tokens, time.process_time() - cpu))
-context = mp.get_context("fork")
-barrier, results = context.Barrier(3), context.SimpleQueue()
-workers = [context.Process(target=work, args=(half, barrier, results)) for half in (0, 1)]
-for worker in workers:
-    worker.start()
-barrier.wait()
-start = time.perf_counter()
-tokens, cpu = map(sum, zip(results.get(), results.get()))
-seconds = time.perf_counter() - start
-for worker in workers:
-    worker.join()
-print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens}))
-"""
+        del column""",
+).replace("import json, sys", "import pyarrow.parquet as pq\nimport json, sys")
 
 
 def fineweb_edu_documents(text, num_documents, seed=0):

@@ -18,7 +18,7 @@ machine shifts single timings; medians are printed):
 - datatrove: prepare.py --engine datatrove --tasks 2 --workers 2 (local executor; a fresh work
   directory);
 - floor: tiktoken alone, `encode_to_numpy` (encode_ordinary's ids as one array, the call
-  `prepare_common.tokenize` makes) on the same texts already in memory, every other document in
+  `prepare_common.tokenize_documents` makes) on the same texts already in memory, every other document in
   each of 2 processes (each reads its half before the clock starts): the time no pipeline on
   these 2 cores can beat;
 - ordinary: the same with `encode_ordinary` (a Python list of ids), the issue's first floor. It must count the tokens
@@ -55,20 +55,20 @@ OPENWEBTEXT_DOCUMENTS, OPENWEBTEXT_TOKENS = (
     9_040_017_095,
 )  # nanoGPT: 9,035,582,198 + 4,434,897
 
-FLOOR = r"""
+# tiktoken alone on 2 cores; READ_TEXTS is how a worker reads its half of the texts (documents
+# half, half + 2, ...): no text goes through a pipe, and no page of a parent's texts is copied
+# on write while the clock runs (bench_fineweb_scale.py reads parquet files instead)
+FLOOR_TEMPLATE = r"""
 import json, sys, time, multiprocessing as mp
 from prepare_common import gpt2_encoding
 call, files = sys.argv[1], sys.argv[2:]
 encoding = gpt2_encoding()
-if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what prepare_common.tokenize calls
+if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what tokenize_documents calls
     encode = lambda text: encoding.encode_to_numpy(text, disallowed_special=())
 else:
     encode = encoding.encode_ordinary
 def work(half, barrier, results):
-    # each worker reads its own half of the texts (documents half, half + 2, ...): no text goes
-    # through a pipe, and no page of a parent's texts is copied on write while the clock runs
-    lines = (line for path in files for line in open(path, encoding="utf-8"))
-    texts = [json.loads(line)["text"] for i, line in enumerate(lines) if i % 2 == half]
+READ_TEXTS
     encode("warm up")
     barrier.wait()  # both halves are in memory: the clock starts
     cpu = time.process_time()
@@ -87,6 +87,10 @@ for worker in workers:
     worker.join()
 print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens}))
 """
+JSONL_TEXTS = """
+    lines = (line for path in files for line in open(path, encoding="utf-8"))
+    texts = [json.loads(line)["text"] for i, line in enumerate(lines) if i % 2 == half]"""
+FLOOR = FLOOR_TEMPLATE.replace("READ_TEXTS", JSONL_TEXTS.strip("\n"))
 
 PLAN = r"""
 import json, resource, sys, time

@@ -59,7 +59,7 @@ def read_shard(path, shard_format, dtype):
     return np.memmap(path, dtype=dtype.newbyteorder("<"), mode="r", offset=LLMC_HEADER_INTS * 4)
 
 
-def splits_record(out_dir, split_tokens, shards):
+def splits_record(out, split_tokens, shards):
     """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
     was written beside it), or each split's shard totals. A shard set without a train shard is
     refused: llm.c and modded-nanogpt would have nothing to train on.
@@ -68,9 +68,9 @@ def splits_record(out_dir, split_tokens, shards):
     """
     splits = {}
     for name, count in (split_tokens or {}).items() if shards is None else ():
-        sha256 = sha256_file(out_dir / f"{name}.bin")
+        sha256 = sha256_file(out / f"{name}.bin")
         splits[name] = {"file": f"{name}.bin", "tokens": count, "sha256": sha256}
-        index = out_dir / f"{name}.docs.npy"
+        index = out / f"{name}.docs.npy"
         if index.is_file():
             documents = len(np.load(index, mmap_mode="r"))
             splits[name]["index"] = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}  # fmt: skip

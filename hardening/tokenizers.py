@@ -122,16 +122,16 @@ def load_trained(path, option="--tokenizer"):
         )
     try:
         with reading(path):  # anything else it raises names the file too (run_main)
-            tokenizer = Tokenizer.load(path)
+            bpe_tokenizer = Tokenizer.load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
         raise PrepareError(
             f"{path} is not a tokenizer file written by train_tokenizer.py ({exc})"
         ) from None
     try:
-        encoding = tokenizer.to_tiktoken()
+        encoding = bpe_tokenizer.to_tiktoken()
     except ValueError as exc:  # a pattern tiktoken's regex engine cannot compile
         raise PrepareError(f"{path}: tiktoken cannot use this tokenizer ({exc})") from None
-    return tokenizer, encoding
+    return bpe_tokenizer, encoding
 
 
 def trained_tokenizer(tokenizer_path, need_eot=False):
@@ -142,8 +142,8 @@ def trained_tokenizer(tokenizer_path, need_eot=False):
     from bpe import EOT
 
     path = Path(tokenizer_path)
-    tokenizer, encoding = load_trained(path)
-    if need_eot and EOT not in tokenizer.special_tokens:
+    bpe_tokenizer, encoding = load_trained(path)
+    if need_eot and EOT not in bpe_tokenizer.special_tokens:
         raise PrepareError(
             f"--tokenizer {path} has no {EOT} special token; train one with "
             f"train_tokenizer.py --special-tokens '{EOT}'"
@@ -152,8 +152,8 @@ def trained_tokenizer(tokenizer_path, need_eot=False):
         "kind": "bpe",
         "name": path.stem,
         "path": str(path.resolve()),
-        "vocab_size": tokenizer.vocab_size,
-        "eot_id": tokenizer.special_tokens.get(EOT),
+        "vocab_size": bpe_tokenizer.vocab_size,
+        "eot_id": bpe_tokenizer.special_tokens.get(EOT),
         "sha256": sha256_file(path),
         "encoding_sha256": encoding_sha256(encoding),
     }

@@ -8,7 +8,15 @@ import gzip
 import hashlib
 
 import pytest
-from conftest import TINY_SHAKESPEARE, names_in, send, write_files
+from conftest import (
+    REPO,
+    TINY_SHAKESPEARE,
+    assert_clean_failure,
+    names_in,
+    run_python,
+    send,
+    write_files,
+)
 
 from hardening import http
 from prepare_common import MIRROR_ENV, PrepareError, RemoteFile, fetch, save_verified
@@ -327,3 +335,14 @@ def test_fetch_from_http_mirror_with_wrong_bytes(server, dest_dir, monkeypatch):
     with pytest.raises(PrepareError, match="sha256"):
         fetch(REMOTE, dest_dir / "file.txt")
     assert names_in(dest_dir) == []
+
+
+def test_a_host_that_does_not_resolve_fails_at_once_in_a_short_line(tmp_path):
+    """No network: no retry can help, so the first failure is the one line, pointing offline."""
+    result = run_python(
+        REPO / "data" / "shakespeare_char" / "prepare.py", "--out-dir", tmp_path / "out",
+        env={MIRROR_ENV: "http://no-such-host.invalid/mirror"},
+    )  # fmt: skip
+    assert_clean_failure(result, "does not resolve", "docs/offline.md")
+    assert "attempts" not in result.stderr and len(result.stderr) < 300, result.stderr
+    assert not (tmp_path / "out").exists()
