@@ -466,9 +466,18 @@ def _count_lines_or_text(piece, reading, counter):
             start += len(line) + 1
 
 
+def universal_newlines(text):
+    """nanoGPT's newlines: its open(path, "r").read() reads "\r\n" and a lone "\r" as "\n"
+    (Python's universal newlines): "a\r\nb\rc" -> "a\nb\nc". Every text file is read this way,
+    by the trainer and by the lessons. A block of a text file never ends between "\r" and "\n"
+    (no cut follows a whitespace character: see Cutter), so blocks are translated one by one."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def _decode(data, path, offset):
+    """A block of a text file as text, its newlines as nanoGPT reads them."""
     try:
-        return data.decode("utf-8")
+        return universal_newlines(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise CorpusError(
             f"{path} is not valid UTF-8: byte offset {offset + exc.start:,} is "

@@ -16,6 +16,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from bpe.corpus import universal_newlines  # nanoGPT's newlines, one rule for every text
+
 from .errors import PrepareError
 
 # In the name of every temporary file of atomic_path: only such a file is a leftover of ours.
@@ -49,12 +51,6 @@ def read_text(path):
             f"convert the file to UTF-8 first"
         ) from None
     return universal_newlines(text)
-
-
-def universal_newlines(text):
-    """nanoGPT's newlines: open(path, "r").read() reads "\r\n" and a lone "\r" as "\n" (Python's
-    universal newlines), so "a\r\nb\rc" -> "a\nb\nc". Every text input is read this way."""
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def sha256_file(path):

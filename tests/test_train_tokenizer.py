@@ -389,3 +389,18 @@ def test_ctrl_c_says_whether_the_tokenizer_file_was_written(tmp_path, engine, wh
         _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert stderr.splitlines()[-1] == f"error: interrupted {when} tok.json was written", stderr
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "cr-only"])
+def test_newlines_are_read_as_nanogpt_reads_them(newline, shakespeare, tmp_path):
+    """open(path, "r").read(): "\\r\\n" and a lone "\\r" are "\\n", so the same tokenizer file."""
+    text = shakespeare[:100_000]
+    (tmp_path / "lf.txt").write_bytes(text.encode())
+    (tmp_path / "other.txt").write_bytes(text.replace("\n", newline).encode())
+    for name in ("lf", "other"):
+        result = run_python(
+            SCRIPT, "--input", tmp_path / f"{name}.txt", "--vocab-size", 300,
+            "--out", tmp_path / f"{name}.json",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "other.json").read_bytes() == (tmp_path / "lf.json").read_bytes()
