@@ -2,8 +2,9 @@
 
 Read it top to bottom after data/shakespeare_char/prepare.py, one section a job: 1. downloads
 checked against a pinned sha256; 2. the tokenizer (GPT-2's or a trained one); 3. the dtype of
-the ids and nanoGPT's .bin files; 4. llm.c's shards; 5. the folder commit; 6. meta.json and
-meta.pkl; 7. documents: nanoGPT's split, each document's ids; 8. verify and show.
+the ids, nanoGPT's .bin files and where their documents start; 4. llm.c's shards; 5. the folder
+commit; 6. meta.json and meta.pkl; 7. documents: nanoGPT's split, each document's ids, rows
+that begin at a document start; 8. verify, show and packing.
 
 What keeps these safe without being the lesson is imported from hardening/, its contract said
 where it is used: one-line errors, strict and bounded readers, the commit's lock and signals,
@@ -11,6 +12,7 @@ the `datasets` loader's edge cases, the auditor. It is also a command, for any p
 
     python prepare_common.py verify data/shakespeare_char
     python prepare_common.py show data/shakespeare_char --split val --block-size 8
+    python prepare_common.py packing data/openwebtext --block-size 1024
 """
 
 import hashlib
@@ -482,7 +484,7 @@ def verify(folder, quiet=False):
 
 
 def main(argv=None):
-    """python prepare_common.py verify|show FOLDER [--split S --block-size N --offset I]"""
+    """python prepare_common.py verify|show|packing FOLDER (each answers --help)"""
     show.main(argv, gpt2_encoding)
 
 
