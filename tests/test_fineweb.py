@@ -10,7 +10,7 @@
   shows a shard's x/y block; bad input is one `error:` line;
 - --shuffle SEED: the documents of the shards are those of the unshuffled run, in the order of
   np.random.default_rng(SEED).permutation(n), the bytes llm.c's script writes from them in that
-  order; a rerun writes the same bytes; another seed, another order.
+  order; a rerun, and prepare_datatrove.py, write the same bytes; another seed, another order.
 """
 
 import hashlib
@@ -439,3 +439,27 @@ def test_another_seed_gives_another_order(fineweb_repo, data_files_run, shuffle_
     assert documents == [unshuffled[i] for i in np.random.default_rng(8).permutation(400)]
     assert documents != documents_in(shuffle_run[0])
     assert json.loads((out / "meta.json").read_text())["split"]["shuffle_seed"] == 8
+
+
+def test_datatrove_shuffle_writes_the_same_shards(
+    fineweb_repo, data_files_run, shuffle_run, tmp_path
+):
+    """prepare_datatrove.py --shuffle 7: the shards and meta.json's records of prepare.py's; then
+    the same folder without --shuffle: the unshuffled shards (the runs share no plan)."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    out = tmp_path / "out"
+    for seed, reference in ((["--shuffle", 7], shuffle_run[0]), ([], data_files_run[0])):
+        result = run_python(
+            DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
+            "--shard-size", SHARD_SIZE, *seed, "--tasks", 3, "--workers", 2, "--out-dir", out,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert shard_files(out) == shard_files(reference)
+        for name in shard_files(reference):
+            assert (out / name).read_bytes() == (reference / name).read_bytes(), (seed, name)
+        meta = json.loads((out / "meta.json").read_text())
+        expected = json.loads((reference / "meta.json").read_text())
+        assert [meta[k] for k in ("split", "splits", "shards")] == [
+            expected[k] for k in ("split", "splits", "shards")
+        ]
+    assert len(list((out / ".datatrove-work").glob("*/split-*"))) == 2
