@@ -150,8 +150,8 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         "numpy": np.__version__,  # the permutation depends on numpy's generator stream
         "out_dir": str(out_dir),
     }
-    if job["shuffle"] is not None:  # a shuffled run's plan is its own (unshuffled names unchanged)
-        split_config["shuffle"] = job["shuffle"]
+    if not nanogpt_split:  # data/fineweb: the write tasks cut the shards, in the plan's order
+        split_config.update(shuffle=job["shuffle"], shard_size=args.shard_size, format=args.format)
     work = Work(
         Path(args.work_dir or out_dir / ".datatrove-work").resolve(), tokens_config, split_config
     )

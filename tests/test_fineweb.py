@@ -463,3 +463,26 @@ def test_datatrove_shuffle_writes_the_same_shards(
             expected[k] for k in ("split", "splits", "shards")
         ]
     assert len(list((out / ".datatrove-work").glob("*/split-*"))) == 2
+
+
+def test_datatrove_rerun_with_other_shards_in_the_same_folder(
+    fineweb_repo, gpt2_encoding, tmp_path
+):
+    """Another --shard-size or --format is another split work directory: the write tasks of
+    the first run are not taken for this one's."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    out, documents = tmp_path / "out", fineweb_repo["documents"]
+    for shard_size, shard_format in ((SHARD_SIZE, "llmc"), (12_000, "llmc"), (12_000, "npy")):
+        result = run_python(
+            DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
+            "--shard-size", shard_size, "--format", shard_format, "--tasks", 2, "--out-dir", out,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        ref = tmp_path / f"ref-{shard_size}-{shard_format}"
+        ref.mkdir()
+        write = write_llmc_shards if shard_format == "llmc" else write_npy_shards
+        options = {"type": "edu"} if shard_format == "llmc" else {}
+        expected = write(documents, gpt2_encoding, ref, shard_size, **options)
+        assert shard_files(out, expected[0].suffix) == sorted(p.name for p in expected)
+        for path in expected:
+            assert (out / path.name).read_bytes() == path.read_bytes(), path.name
