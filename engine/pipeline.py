@@ -72,7 +72,8 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     executors, for the `lesson`, what its cluster script asks beyond its options: {"script",
     "hub" (its pinned HubDataset), "prefix" (of shard names), "split": "nanoGPT" (OpenWebText's
     random split: train.bin and val.bin, or llm.c shards) or "llm.c" (FineWeb's: the documents
-    in order cut into shards), "split_rule" (meta.json's words for it)}."""
+    in order, or args.shuffle's permutation, cut into shards), "split_rule" (meta.json's words
+    for it)}."""
     check_datatrove_installed(args.executor)
     if args.executor == "ray":
         join_ray_cluster()
@@ -121,6 +122,7 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         "dtype": dtype.name,
         "val_fraction": args.val_fraction if nanogpt_split else None,
         "seed": args.seed if nanogpt_split else None,
+        "shuffle": None if nanogpt_split else args.shuffle,  # data/fineweb's --shuffle SEED
         "format": args.format,
         "shard_size": args.shard_size,
         "out_dir": str(out_dir),
@@ -148,6 +150,8 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         "numpy": np.__version__,  # the permutation depends on numpy's generator stream
         "out_dir": str(out_dir),
     }
+    if not nanogpt_split:  # data/fineweb: the write tasks cut the shards, in the plan's order
+        split_config.update(shuffle=job["shuffle"], shard_size=args.shard_size, format=args.format)
     work = Work(
         Path(args.work_dir or out_dir / ".datatrove-work").resolve(), tokens_config, split_config
     )

@@ -168,6 +168,8 @@ def make_plan(index, summaries, job, work):
     check_each_document_once(index, summaries, job, work)
     if job["val_fraction"] is None:  # llm.c's rule (data/fineweb): every document, in order
         splits = {"all": np.arange(num_documents)}
+        if job.get("shuffle") is not None:  # --shuffle SEED: the permutation prepare.py applies
+            splits["all"] = np.random.default_rng(job["shuffle"]).permutation(num_documents)
     else:
         train, val = random_split(num_documents, job["val_fraction"], job["seed"])
         splits = {"train": train, "val": val}
@@ -398,13 +400,15 @@ def commit_llmc_rule(job, work, plan, source, tokenizer, dtype, out_dir):
             f"the shards in {parts} are not the {len(expected):,} of the plan; delete the work "
             f"directory and run again"
         )
+    split = {"rule": job["split_rule"], "shard_size": job["shard_size"]}
+    if job.get("shuffle") is not None:  # as prepare.py records it; numpy: the plan's, that drew it
+        split.update(shuffle_seed=job["shuffle"], numpy=plan["numpy"])
     with output_folder(out_dir) as out:
         for shard in shards:
             link_or_copy(parts / shard["file"], out / shard["file"])
         write_meta(
             out, script=job["script"], tokenizer=tokenizer, dtype=dtype, shards=shards,
-            shard_format=job["format"], source=source, options=job["options"],
-            split={"rule": job["split_rule"], "shard_size": job["shard_size"]},
+            shard_format=job["format"], source=source, options=job["options"], split=split,
         )  # fmt: skip
     # what data/fineweb/prepare.py prints
     print(f"{job['source']}: {plan['documents']:,} document{'s' * (plan['documents'] != 1)}")

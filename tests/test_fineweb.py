@@ -7,7 +7,10 @@
 - from the local hub (tests/hub_server.py) with no --data-files: the same bytes as the
   --data-files run on the same parquet files, every request at the pinned revision;
 - `prepare_common.py verify` audits the shard folder and finds what is wrong with it, `show`
-  shows a shard's x/y block; bad input is one `error:` line.
+  shows a shard's x/y block; bad input is one `error:` line;
+- --shuffle SEED: the documents of the shards are those of the unshuffled run, in the order of
+  np.random.default_rng(SEED).permutation(n), the bytes llm.c's script writes from them in that
+  order; a rerun, and prepare_datatrove.py, write the same bytes; another seed, another order.
 """
 
 import hashlib
@@ -16,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from buildnanogpt_fineweb import write_npy_shards
 from conftest import REPO, assert_clean_failure, files_in, lesson, run_python
@@ -356,3 +360,129 @@ def test_datatrove_on_a_cluster_writes_the_same_shards(
     assert shard_files(out) == shard_files(reference)
     for name in shard_files(reference):
         assert (out / name).read_bytes() == (reference / name).read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# --shuffle SEED: the same documents in the order of np.random.default_rng(SEED).permutation(n)
+
+
+def documents_in(folder):
+    """The documents of a folder's llm.c shards, in order: the stream (shard 0 first) cut before
+    each end of text, each document its ids after it (llm.c's rule: [EOT] + ids)."""
+    names = sorted(shard_files(folder), key=lambda name: name[-10:])  # by index: val_000000 first
+    stream = np.concatenate([load_data_shard(folder / name) for name in names])
+    starts = np.flatnonzero(stream == 50256)
+    assert starts[0] == 0
+    return [tuple(d[1:].tolist()) for d in np.split(stream, starts[1:])]
+
+
+@pytest.fixture(scope="module")
+def shuffle_run(fineweb_repo, tmp_path_factory):
+    """prepare.py --shuffle 7 on the reference run's files."""
+    out = tmp_path_factory.mktemp("shuffle-run") / "out"
+    result = prepare(
+        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
+        "--shuffle", 7, env={"HF_DATASETS_CACHE": str(out.parent / "cache")},
+    )  # fmt: skip
+    return out, result
+
+
+def test_shuffle_puts_the_documents_in_the_permutations_order(
+    fineweb_repo, data_files_run, shuffle_run, gpt2_encoding, tmp_path
+):
+    """The same multiset of documents, in the order of permutation(400), cut by llm.c's rule:
+    the bytes llm.c's script writes from the documents in that order (val: shard 0 of it)."""
+    out, result = shuffle_run
+    unshuffled, documents = documents_in(data_files_run[0]), documents_in(out)
+    permutation = np.random.default_rng(7).permutation(400)
+    assert documents == [unshuffled[i] for i in permutation]
+    assert sorted(documents) == sorted(unshuffled) and documents != unshuffled
+    texts = [fineweb_repo["documents"][i] for i in permutation]
+    expected = write_llmc_shards(texts, gpt2_encoding, tmp_path, SHARD_SIZE, type="edu")
+    assert shard_files(out) == sorted(p.name for p in expected)
+    for path in expected:
+        assert (out / path.name).read_bytes() == path.read_bytes(), path.name
+    meta = json.loads((out / "meta.json").read_text())
+    rules = lesson("fineweb")
+    assert meta["split"] == {
+        "rule": rules["SHUFFLED_RULE"],
+        "shard_size": SHARD_SIZE,
+        "shuffle_seed": 7,
+        "numpy": np.__version__,
+    }
+    assert "permutation(n)" in meta["split"]["rule"] and "400 documents" in result.stdout
+    reference = json.loads((data_files_run[0] / "meta.json").read_text())
+    assert reference["split"] == {"rule": rules["SPLIT_RULE"], "shard_size": SHARD_SIZE}
+    assert run_python(COMMON, "verify", out).returncode == 0
+
+
+def test_a_shuffled_rerun_writes_the_same_bytes(fineweb_repo, shuffle_run, tmp_path):
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(shuffle_run[0], out)
+    before = files_in(out)
+    prepare(
+        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
+        "--shuffle", 7, env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    assert files_in(out) == before
+
+
+def test_another_seed_gives_another_order(fineweb_repo, data_files_run, shuffle_run, tmp_path):
+    out = tmp_path / "out"
+    prepare(
+        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
+        "--shuffle", 8, env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )  # fmt: skip
+    unshuffled, documents = documents_in(data_files_run[0]), documents_in(out)
+    assert documents == [unshuffled[i] for i in np.random.default_rng(8).permutation(400)]
+    assert documents != documents_in(shuffle_run[0])
+    assert json.loads((out / "meta.json").read_text())["split"]["shuffle_seed"] == 8
+
+
+def test_datatrove_shuffle_writes_the_same_shards(
+    fineweb_repo, data_files_run, shuffle_run, tmp_path
+):
+    """prepare_datatrove.py --shuffle 7: the shards and meta.json's records of prepare.py's; then
+    the same folder without --shuffle: the unshuffled shards (the runs share no plan)."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    out = tmp_path / "out"
+    for seed, reference in ((["--shuffle", 7], shuffle_run[0]), ([], data_files_run[0])):
+        result = run_python(
+            DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
+            "--shard-size", SHARD_SIZE, *seed, "--tasks", 3, "--workers", 2, "--out-dir", out,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert shard_files(out) == shard_files(reference)
+        for name in shard_files(reference):
+            assert (out / name).read_bytes() == (reference / name).read_bytes(), (seed, name)
+        meta = json.loads((out / "meta.json").read_text())
+        expected = json.loads((reference / "meta.json").read_text())
+        assert [meta[k] for k in ("split", "splits", "shards")] == [
+            expected[k] for k in ("split", "splits", "shards")
+        ]
+    assert len(list((out / ".datatrove-work").glob("*/split-*"))) == 2
+
+
+def test_datatrove_rerun_with_other_shards_in_the_same_folder(
+    fineweb_repo, gpt2_encoding, tmp_path
+):
+    """Another --shard-size or --format is another split work directory: the write tasks of
+    the first run are not taken for this one's."""
+    pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
+    out, documents = tmp_path / "out", fineweb_repo["documents"]
+    for shard_size, shard_format in ((SHARD_SIZE, "llmc"), (12_000, "llmc"), (12_000, "npy")):
+        result = run_python(
+            DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
+            "--shard-size", shard_size, "--format", shard_format, "--tasks", 2, "--out-dir", out,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        ref = tmp_path / f"ref-{shard_size}-{shard_format}"
+        ref.mkdir()
+        write = write_llmc_shards if shard_format == "llmc" else write_npy_shards
+        options = {"type": "edu"} if shard_format == "llmc" else {}
+        expected = write(documents, gpt2_encoding, ref, shard_size, **options)
+        assert shard_files(out, expected[0].suffix) == sorted(p.name for p in expected)
+        for path in expected:
+            assert (out / path.name).read_bytes() == path.read_bytes(), path.name

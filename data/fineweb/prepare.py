@@ -3,16 +3,18 @@ Prepare FineWeb-Edu (or FineWeb) as llm.c, modded-nanogpt and build-nanogpt read
 document is <|endoftext|> followed by its GPT-2 ids; the documents, in order, fill shards of
 100M tokens (a document may straddle two); shard 0 is val, the others train. Byte for byte what
 llm.c's dev/data/fineweb.py (--format llmc: a 256-int32 header, then uint16 ids) and
-build-nanogpt's fineweb.py (--format npy: np.save) write from the same documents.
-Unlike theirs: the hub's files at a pinned revision (or --data-files), a --tokenizer of
-train_tokenizer.py (uint32 shards past 65,536 ids), a folder that changes as one transaction.
-prepare_datatrove.py beside it: the same shards from datatrove's tasks (a cluster).
+build-nanogpt's fineweb.py (--format npy: np.save) write from the same documents. Unlike theirs:
+the hub's files at a pinned revision (or --data-files), a --tokenizer of train_tokenizer.py
+(uint32 shards past 65,536 ids), --shuffle SEED (the documents in a seeded order), a folder that
+changes as one transaction. prepare_datatrove.py: these shards from datatrove's tasks (a cluster).
 
     python data/fineweb/prepare.py --data-files 'my_docs/*.parquet' --shard-size 1000000
 """
 
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
+
+import numpy as np
 
 from prepare_common import (
     LLMC_READS,
@@ -27,6 +29,7 @@ from prepare_common import (
     load_documents,
     output_folder,
     positive_int,
+    random_seed,
     run_main,
     source_name,
     source_record,
@@ -47,6 +50,7 @@ PREFIXES = {  # the shards' names: llm.c's, and build-nanogpt's (which knows Fin
     "npy": {"edu": "edufineweb", "classic": "fineweb"},
 }
 SPLIT_RULE = "llm.c's: the documents in order, cut every shard_size tokens; shard 0 is val"
+SHUFFLED_RULE = SPLIT_RULE.replace("in order", "in the order of np.random.default_rng(shuffle_seed).permutation(n)")  # fmt: skip
 
 
 def main():
@@ -77,15 +81,17 @@ def main():
         print(f"{num_tokens:,} tokens: {count:,} shard{'s' * (count != 1)}")
 
         # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
-        names = llmc_names(PREFIXES[args.format][args.type])
-        ids = id_batches(tokenized)
+        split = {"rule": SPLIT_RULE, "shard_size": args.shard_size}
+        if args.shuffle is not None:  # the hub's order gives a periodic loss (docs/fineweb.md)
+            tokenized = tokenized.select(np.random.default_rng(args.shuffle).permutation(len(dataset)))  # fmt: skip
+            split.update(rule=SHUFFLED_RULE, shuffle_seed=args.shuffle, numpy=np.__version__)
+        names, ids = llmc_names(PREFIXES[args.format][args.type]), id_batches(tokenized)
         shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
 
         # 5. the metadata, written last: meta.json lists every shard, its tokens and sha256
         write_meta(
-            out, script="data/fineweb/prepare.py", tokenizer=tokenizer, dtype=dtype,
-            shards=shards, shard_format=args.format, source=source_record(args.data_files, len(dataset), hub),
-            split={"rule": SPLIT_RULE, "shard_size": args.shard_size},
+            out, script="data/fineweb/prepare.py", tokenizer=tokenizer, dtype=dtype, shards=shards,
+            shard_format=args.format, source=source_record(args.data_files, len(dataset), hub), split=split,
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
@@ -107,6 +113,7 @@ def arguments():
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
     add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (llm.c's: 10**8)")  # fmt: skip
     add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
+    add("--shuffle", type=random_seed, metavar="SEED", help="shuffle the documents (the same order for the same seed) before cutting the shards: in the hub's order, FineWeb-Edu's training loss goes up and down periodically (default: in order)")  # fmt: skip
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
     add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")

@@ -5,7 +5,7 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
 (engine/stages.py), with llm.c's rule in place of a split:
 
 1. tokenize (--tasks tasks): each task encodes its slice of the input files
-2. plan (1 task): the documents in order, and where each one's ids are
+2. plan (1 task): the documents in order (or --shuffle's permutation), and where each one's ids are
 3. write (--tasks tasks): task r writes its share of the shards (each one a contiguous range of
    the stream, the end of text before each document)
 4. commit (1 task): links the shards into the folder (a copy across file systems); meta.json
@@ -14,7 +14,7 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
     python data/fineweb/prepare_datatrove.py --data-files 'my_docs/*.parquet' --tasks 4
 """
 
-from prepare import PREFIXES, SPLIT_RULE, arguments, fineweb  # the lesson beside this script
+from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # the lesson beside it
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.pipeline import prepare_with_datatrove
@@ -36,7 +36,7 @@ def main():
         "hub": fineweb(args.type, args.sample),
         "prefix": PREFIXES[args.format][args.type],
         "split": "llm.c",
-        "split_rule": SPLIT_RULE,
+        "split_rule": SPLIT_RULE if args.shuffle is None else SHUFFLED_RULE,
     }
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
 
