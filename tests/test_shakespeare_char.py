@@ -182,7 +182,10 @@ def test_strict_vocab_from_train_drops_unseen_val_characters(tmp_path):
     assert np.fromfile(out_dir / "val.bin", dtype=np.uint16).tolist() == [1]  # "b"
 
 
-PREVIOUS = {"out/train.bin": b"previous"}  # an earlier output, which must survive untouched
+PREVIOUS = {  # an earlier output, listed by its meta.json: it must survive untouched
+    "out/train.bin": b"previous",
+    "out/meta.json": '{"splits": {"train": {"file": "train.bin"}}}',
+}
 
 
 @pytest.mark.parametrize(
