@@ -43,11 +43,11 @@ class ArchiveError(ValueError):
 
 
 def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
-    """Yield (name, bytes) of each member of the .tar.gz at `path`, in the archive's order.
+    """Yield (name, data) of each member of the .tar.gz at `path`, in the archive's order.
 
     `pattern`, a glob ("data[0-9][0-9].json"), must match each member's name; see the module
-    docstring for every check. progress: a tqdm bar of the archive's (compressed) bytes read,
-    shown after a second (a quick run prints none)."""
+    docstring for every check. data: a bytearray of the member's bytes. progress: a tqdm bar
+    of the archive's (compressed) bytes read, shown after a second (a quick run prints none)."""
     path = Path(path)
     seen, reading = set(), None
     bar = _bar(path) if progress else None
@@ -62,9 +62,7 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
                         raise ArchiveError(f"{path}: {name} is in the archive twice")
                     seen.add(name)
                     reading = name
-                    data = tar.extractfile(member).read()
-                    if len(data) != member.size:
-                        raise EOFError(f"{len(data):,} of its {member.size:,} bytes")
+                    data = _read_member(tar.extractfile(member), member.size)
                     reading = None
                     if bar is not None:
                         bar.update(raw.tell() - bar.n)
@@ -80,6 +78,20 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
     finally:
         if bar is not None:
             bar.close()
+
+
+def _read_member(file, size, block=1 << 20):
+    """A member's bytes, read a block at a time into one buffer of its size: tarfile's own
+    read() of a whole member joins and slices its stream buffer, a few copies of the member."""
+    data = bytearray(size)
+    view, done = memoryview(data), 0
+    while done < size:
+        chunk = file.read(min(block, size - done))
+        if not chunk:
+            raise EOFError(f"{done:,} of its {size:,} bytes")
+        view[done : done + len(chunk)] = chunk
+        done += len(chunk)
+    return data
 
 
 def checked_name(member, pattern, max_bytes=MAX_MEMBER_BYTES):

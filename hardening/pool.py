@@ -16,6 +16,7 @@ parent is interrupted, and terminated when an item fails, whose exception is rai
 """
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -63,9 +64,11 @@ def _start_pool(processes, shared):
     block = hasattr(signal, "pthread_sigmask")
     if block:
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    gc.freeze()  # forked workers: the collector leaves the parent's objects (and pages) alone
     try:
         return multiprocessing.Pool(processes, initializer=_start, initargs=(os.getpid(), shared))
     finally:
+        gc.unfreeze()
         if block:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 

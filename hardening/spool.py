@@ -41,7 +41,7 @@ class Spool:
             raise ValueError(f"{self.path.name}: key {key!r} added twice")
         ids = np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<"))
         self.places.append((key, self.file.tell(), len(ids)))
-        self.file.write(ids.tobytes())
+        self.file.write(memoryview(ids).cast("B"))  # no copy
         self.total += len(ids)
 
     def keys(self):
