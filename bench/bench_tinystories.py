@@ -12,8 +12,8 @@ fields beside it) is prepared, each command a fresh process on the same archive:
 - llm.c's rule with its pool, in our words: a ProcessPoolExecutor over the split's files, its
   results gathered by as_completed (so its order, and bytes, hold only by luck).
 
-For each: wall seconds, CPU seconds (user + system, the workers included: os.wait4), the peak
-RSS of its largest process, and the peak PSS of the whole process tree (sampled from /proc every
+For each: wall seconds, CPU seconds (user + system, the workers included), the peak RSS of its
+largest process (both from /usr/bin/time), and the peak PSS of the whole process tree (sampled from /proc every
 50 ms: workers share the parent's pages, PSS counts them once), and whether its two files are
 the oracle's bytes. Then the memory-flatness check: ours on --flat-members archives of members
 of the same size each; the peaks must stay within 10% of each other (memory holds a few members,
@@ -153,9 +153,15 @@ def tree_pss(root):
 
 
 def measure(command):
-    """Run `command`; -> (wall s, CPU s, peak RSS of its largest process, peak tree PSS)."""
+    """Run `command`; -> (wall s, CPU s, peak RSS of its largest process, peak tree PSS).
+
+    Under /usr/bin/time, which forks the command from its own small process: a child forked from
+    this one (vfork included) would start with this process's peak RSS as its own (Linux keeps
+    the largest across exec), and our generated archives weigh ~100 MB here."""
+    report = Path(tempfile.mkstemp(suffix=".time")[1])
+    timed = ["/usr/bin/time", "-f", "%U %S %M", "-o", str(report), *command]
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(timed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak, done = [0], threading.Event()
 
     def sample():
@@ -165,14 +171,15 @@ def measure(command):
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    _, status, usage = os.wait4(process.pid, 0)
+    stderr = process.communicate()[1].decode(errors="replace")
     wall = time.perf_counter() - start
     done.set()
     sampler.join()
-    stderr = process.stderr.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) != 0:
+    if process.returncode != 0:
         sys.exit(f"{command[1]} failed:\n{stderr[-3000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, peak[0]
+    user, system, max_rss_kb = report.read_text().split()[-3:]
+    report.unlink()
+    return wall, float(user) + float(system), int(max_rss_kb) * 1024, peak[0]
 
 
 def outputs(folder):
