@@ -611,7 +611,11 @@ def test_ctrl_c_ends_the_run_and_its_workers(big_archive, tmp_path):
     )
     while not process.stdout.readline().startswith("tokenizer:"):  # the workers start next
         assert process.poll() is None, process.stderr.read()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while len(session_left(process.pid)) < 3:  # the run and its two workers, at work
+        assert process.poll() is None and time.monotonic() < deadline, "no workers seen"
+        time.sleep(0.01)
+    time.sleep(0.1)
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C reaches the whole group, workers too
     stderr = process.communicate(timeout=60)[1]
     assert process.returncode == 130, stderr
