@@ -159,14 +159,15 @@ def story_vocab_size(text):
 def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
     """A byte-level BPE of exactly vocab_size tokens, `end_of_text` the last id, learned from
     the stories of `files` (an iterable of lists of stories, one list per file), each story
-    stripped (as llm.c encodes it) and pretokenized alone -> a bpe.Tokenizer.
+    stripped (as llm.c encodes it) and pretokenized alone -> a bpe.Tokenizer. A lone surrogate
+    is trained on as tiktoken encodes it, as U+FFFD.
 
     Each file's stories go to the trainer joined by `end_of_text`, at which it cuts them (a
     story holding that text literally is cut there too: a few pretokens fewer, nothing else).
     Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
     from bpe import Tokenizer, train_bpe_from_iterator
 
-    texts = (end_of_text.join(story.strip() for story in stories) for stories in files)
+    texts = (_encodable(end_of_text.join(s.strip() for s in stories)) for stories in files)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the short-fall warning: refused below instead
         vocab, merges = train_bpe_from_iterator(
@@ -178,6 +179,16 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
             f"(they give {len(vocab):,}); ask for fewer"
         )
     return Tokenizer(vocab, merges, special_tokens={end_of_text: vocab_size - 1})
+
+
+def _encodable(text):
+    """`text`, its lone surrogates (a JSON "\\ud800" makes one) replaced by U+FFFD as tiktoken's
+    encode_ordinary replaces them before it encodes: UTF-8 has no bytes for them to train on."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _sha256(path):

@@ -192,6 +192,9 @@ def test_a_rerun_in_another_format_replaces_the_set(corpus, oracle, tmp_path):
     prepare(archive, tmp_path / "out", "--format", "llmc")
     assert outputs(tmp_path / "out") == oracle  # train.bin and val.bin are gone
     assert run_python(COMMON, "verify", tmp_path / "out").returncode == 0
+    shown = run_python(COMMON, "show", tmp_path / "out")  # the first train file's block
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("train: ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,6 +303,22 @@ def test_whitespace_non_ascii_and_a_file_of_one_story(gpt2_encoding, tmp_path):
     tokens = split_tokens(tmp_path / "unpacked", gpt2_encoding)
     assert tokens["val"].count(50256) == 3  # the whitespace story is <|endoftext|> alone
     assert tokens["train"][:5] == [50256, *gpt2_encoding.encode_ordinary("only one story here")]
+
+
+@pytest.mark.parametrize("args", [["--format", "llmc"], ["--vocab-size", "260"]])
+def test_a_lone_surrogate_is_encoded_as_tiktoken_repairs_it(args, gpt2_encoding, tmp_path):
+    """JSON's "\\ud83d" alone is a lone surrogate in Python: tiktoken's encode_ordinary, and so
+    llm.c, encode it as U+FFFD; so do we, and the trainer learns it as that."""
+    files = {
+        n: b'[{"story": "a \\ud83d b"}, {"story": "ok"}]' for n in ("data00.json", "data01.json")
+    }
+    archive = write_archive(tmp_path / "a.tar.gz", files)
+    prepare(archive, tmp_path / "out", *args)
+    assert run_python(COMMON, "verify", tmp_path / "out").returncode == 0
+    if args[0] == "--format":
+        unpacked(tmp_path / "unpacked", files)
+        expected = write_llmc_tinystories(tmp_path / "unpacked", gpt2_encoding, tmp_path / "llmc")
+        assert outputs(tmp_path / "out") == {p.name: p.read_bytes() for p in expected}
 
 
 def test_a_literal_end_of_text_in_a_story_is_plain_text(gpt2_encoding, tmp_path):
@@ -454,6 +473,15 @@ def test_a_hostile_archive_is_one_error_line(archive, fragments, tmp_path):
     assert_clean_failure(result, *fragments)
     assert files_in(tmp_path) == before  # no output folder, no x.json anywhere under tmp_path
     assert not Path("/abs.json").exists()
+
+
+def test_too_little_text_for_the_vocabulary_is_refused(tmp_path):
+    archive = write_archive(tmp_path / "a.tar.gz", {"data00.json": GOOD, "data01.json": GOOD})
+    result = run_python(
+        SCRIPT, "--archive", archive, "--vocab-size", "5000", "--out-dir", tmp_path / "o"
+    )
+    assert_clean_failure(result, "too few pairs for a vocabulary of 5,000 tokens")
+    assert not (tmp_path / "o").exists()
 
 
 def test_an_empty_split_is_refused(tmp_path):
