@@ -17,6 +17,7 @@ objects whose "story" is the text (with the real files' other fields beside it).
 import gzip
 import json
 import os
+import pickle
 import random
 import shutil
 import signal
@@ -213,9 +214,7 @@ def test_vocab_size_trains_a_bpe_on_the_train_stories(corpus, tmp_path):
     check = run_python(COMMON, "verify", out)
     assert check.returncode == 0, check.stderr
     assert run_python(COMMON, "show", out).returncode == 0
-    from prepare_common import read_plain_pickle
-
-    assert read_plain_pickle(out / "meta.pkl")["vocab_size"] == 512
+    assert pickle.loads((out / "meta.pkl").read_bytes())["vocab_size"] == 512  # our own file
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
     assert meta["tokenizer"]["path"] == "tinystories-512.json"  # relative: the folder can move
     tokenizer = Tokenizer.load(out / "tinystories-512.json")
