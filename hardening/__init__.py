@@ -12,6 +12,10 @@ prepare_common.py states each contract in a few lines and imports the implementa
 - documents.py: document collections loaded with `datasets`, their edge cases refused
 - formats.py: the names and headers of the files a prepared folder holds, and their readers
 - audit.py, show.py: `verify` and `show`, the auditor of a prepared folder
+- archive.py: the JSON files of a .tar.gz read in place, every member checked (TinyStories)
+- spool.py, pool.py: arrays written in order whatever order they come in; a pool whose results
+  come back in order, a few items read ahead (memory flat in the input's size)
+- stories.py: TinyStories' splits, and a vocabulary trained on its stories
 - packing.py: `packing`, what nanoGPT's get_batch draws from a split, and what BOS alignment keeps
 
 Layers: bpe < hardening < prepare_common < the lessons < engine < the commands. Nothing here

@@ -1,0 +1,130 @@
+"""
+Prepare TinyStories as llm.c's dev/data/tinystories.py does: the JSON files by name, data00.json
+val, the rest train; each file's stories shuffled by random.Random(1337 + its index in its split),
+stripped, each written as <|endoftext|> then its ids: llm.c's TinyStories_{val,train}.bin byte for
+byte (--format llmc: a 256-int32 header, uint16 ids), or nanoGPT's val.bin, train.bin (the same
+ids). Unlike llm.c's: a pinned, checked download, the archive read as a stream (never unpacked),
+the same bytes at any --num-proc; --vocab-size N trains a BPE on the train stories first.
+
+    python data/tinystories/prepare.py [--archive FILE] [--format bin|llmc] [--vocab-size N]
+"""
+
+import random
+from argparse import RawDescriptionHelpFormatter
+from pathlib import Path
+
+import numpy as np
+
+from bpe import EOT
+from hardening.archive import archive_errors_as, archive_file, json_members, json_stories
+from hardening.pool import ordered_map
+from hardening.stories import SplitFiles, story_vocab_size, train_story_bpe
+from prepare_common import (
+    ArgumentParser,
+    PrepareError,
+    RemoteFile,
+    bpe_encoding,
+    default_num_proc,
+    dtype_for_vocab,
+    fetch,
+    llmc_header,
+    output_folder,
+    positive_int,
+    run_main,
+    shard_dtype,
+    text_source,
+    tokenize_documents,
+    write_bpe_meta_pkl,
+    write_meta,
+)
+
+# pinned (the hub's revision f54c09fd2331, the sha256), though neither can be checked from here
+ARCHIVE = RemoteFile(
+    url="https://huggingface.co/datasets/roneneldan/TinyStories/resolve/f54c09fd23315a6f9c86f9dc80f725de7d8f9c64/TinyStories_all_data.tar.gz",
+    sha256="26cf7605aca15bc4ea6fa637256400d9d01317b28ed296172b2d1dd160cd7699",  # 1,608,001,638 bytes
+    mirror_path="tinystories/TinyStories_all_data.tar.gz",
+)
+MEMBER = "data[0-9][0-9].json"  # the archive's files: data00.json ... data49.json
+VAL = "data00.json"  # llm.c's val split: the first file by name
+
+
+def main():
+    args = parse_args()
+    with output_folder(args.out_dir) as out, archive_errors_as(PrepareError):  # one-line errors
+        # 1. the archive: a local copy, or the pinned one (downloaded once, checksummed)
+        url, dest = None if args.archive else ARCHIVE.url, args.out_dir / Path(ARCHIVE.url).name
+        archive = archive_file(args.archive) if args.archive else fetch(ARCHIVE, dest)
+        source = text_source(archive, args.out_dir, characters=None, url=url)  # path, sha256, url
+        pinned = "pinned" if source["sha256"] == ARCHIVE.sha256 else "NOT pinned: prepared anyway"
+        print(f"{archive}: sha256 {source['sha256'][:12]} ({pinned})")
+
+        # 2. the tokenizer: GPT-2's, --tokenizer, or a BPE learned now from the train stories
+        path = out / f"tinystories-{args.vocab_size}.json" if args.vocab_size else args.tokenizer
+        if args.vocab_size:  # saved in the folder, committed with it
+            train = (json_stories(n, d) for n, d in json_members(archive, MEMBER) if n != VAL)
+            train_story_bpe(train, args.vocab_size, EOT, args.num_proc).save(path)
+        encoding, tokenizer = bpe_encoding(path, need_eot=True)
+        if args.vocab_size:
+            tokenizer["path"] = path.name  # relative to the folder, which it moves with
+        print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
+
+        # 3. tokenize each JSON file as it comes out of the archive, --num-proc files at a time
+        llmc = args.format == "llmc"
+        dtype = (shard_dtype if llmc else dtype_for_vocab)(tokenizer["vocab_size"])
+        gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared, on val
+        with SplitFiles(out, dtype, llmc_header if llmc else None) as splits:
+            members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
+            shared = (encoding, tokenizer, dtype, gpt2)
+            for name, ids, counts in ordered_map(process, members, args.num_proc, shared):
+                splits.add("val" if name == VAL else "train", name, ids, counts)
+
+            # 4. each split's files written in the order of their names, as llm.c sorts them
+            print(*splits.summary(tokenizer["name"]), sep="\n")
+            record = splits.finish(archive)  # data00.json, data01.json, ...: none missing
+
+        # 5. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
+        write_bpe_meta_pkl(out, tokenizer, encoding)
+        write_meta(
+            out,
+            script="data/tinystories/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            **record,  # the files, their tokens and sha256
+            source=source,
+            split={"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")},
+            options={"format": args.format, "vocab_size": args.vocab_size},
+        )
+    print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), meta.json to {args.out_dir}")
+
+
+def process(name, data, encoding, tokenizer, dtype, gpt2):
+    """llm.c's process_shard: one file's stories shuffled, stripped, each <|endoftext|> first."""
+    stories = [story.strip() for story in json_stories(name, data)]  # each item's "story"
+    random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)  # 1337 + index in split
+    where = f"{name}, shuffled story"
+    ids = tokenize_documents(stories, range(len(stories)), encoding, tokenizer, dtype, where)["ids"]
+    ids = np.roll(np.concatenate(ids), 1) if ids else np.empty(0, dtype)  # each eot moves first
+    counts = {"stories": len(stories), "characters": sum(map(len, stories))}
+    if gpt2 is not None and name == VAL:
+        counts["gpt2"] = sum(len(gpt2.encode_ordinary(story)) + 1 for story in stories)
+    return name, ids, counts
+
+
+def parse_args():
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--archive", type=Path, help="a local TinyStories_all_data.tar.gz (default: download it)")
+    add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's (default) or llm.c's")
+    add("--num-proc", type=positive_int, default=default_num_proc(), help="worker processes")
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside this script")
+    tokens = parser.add_mutually_exclusive_group()
+    tokens.add_argument("--vocab-size", type=story_vocab_size, metavar="N", help="train a BPE")
+    tokens.add_argument("--tokenizer", type=Path, help="from train_tokenizer.py (default: GPT-2)")
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    run_main(main)
+
+# not run here (a 1.6 GB download); llm.c's docstring says, with GPT-2, val: 19,043,638 tokens
+# (TinyStories_val.bin: 38,088,300 bytes), train: 925,653,391 (1,851,307,806 bytes); bin: -1,024

@@ -1,0 +1,201 @@
+"""JSON files read straight out of a .tar.gz, one member at a time, never unpacked to disk.
+
+TinyStories' TinyStories_all_data.tar.gz holds data00.json ... data49.json at its top: llm.c's
+dev/data/tinystories.py unpacks it with `tar -xzf` into a folder and globs `*.json` there (not
+below), and finds 50. Here the archive is read front to back once, as a stream, so memory holds
+one member whatever the archive's size, and nothing of it ever reaches the disk:
+
+- gzip.GzipFile under tarfile's streaming mode ("r|", what "r|gz" does, plus the check
+  "r|gz" leaves out): at the end of the stream the gzip trailer's CRC and length are checked,
+  so an archive cut anywhere, even between two members, is an error, not a shorter corpus;
+- each member is checked on its header, before a byte of it is read: a regular file at the
+  archive's top whose name matches the glob `pattern` (an optional leading "./" dropped; the top
+  folder "./" itself is passed over), no larger than `max_bytes` (what a gzip bomb would have to
+  claim). An absolute name, a name with "..", a symbolic or hard link, a device, a FIFO, a
+  folder, a file in a folder, any other name, or the same name twice is an ArchiveError naming
+  the member;
+- a member cut short, or a damaged gzip stream, is an ArchiveError naming the member being read.
+
+`json_stories` then reads one member's bytes as a JSON list of objects and keeps only each
+object's "story" string (the rest of each object is dropped as it is parsed).
+
+    for name, data in json_members("TinyStories_all_data.tar.gz", "data[0-9][0-9].json"):
+        stories = json_stories(name, data)  # ["Once upon a time...", ...]
+
+Errors are ArchiveError, a ValueError: this package never imports prepare_common; a lesson turns
+them into its one-line PrepareError.
+"""
+
+import contextlib
+import fnmatch
+import gzip
+import json
+import tarfile
+import zlib
+from pathlib import Path, PurePosixPath
+
+MAX_MEMBER_BYTES = 1 << 30  # 1 GiB: TinyStories' 50 members come from 1.6 GB of gzip in all
+MAX_TRAILING_BYTES = 1 << 24  # after the archive's end: tar's zero padding, not another corpus
+
+
+class ArchiveError(ValueError):
+    """The archive, or one of its members, is not what it should be: one line, naming it."""
+
+
+def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
+    """Yield (name, data) of each member of the .tar.gz at `path`, in the archive's order.
+
+    `pattern`, a glob ("data[0-9][0-9].json"), must match each member's name; see the module
+    docstring for every check. data: a bytearray of the member's bytes. progress: a tqdm bar
+    of the archive's (compressed) bytes read, shown after a second (a quick run prints none)."""
+    path = Path(path)
+    seen, reading = set(), None
+    bar = _bar(path) if progress else None
+    try:
+        with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+            with tarfile.open(fileobj=stream, mode="r|") as tar:
+                for member in tar:
+                    name = checked_name(member, pattern, max_bytes)
+                    if name is None:  # the top folder, "./"
+                        continue
+                    if name in seen:
+                        raise ArchiveError(f"{path}: {name} is in the archive twice")
+                    seen.add(name)
+                    reading = name
+                    data = _read_member(tar.extractfile(member), member.size)
+                    reading = None
+                    if bar is not None:
+                        bar.update(raw.tell() - bar.n)
+                    yield name, data
+            reading = "the end of the archive"
+            if len(stream.read(MAX_TRAILING_BYTES + 1)) > MAX_TRAILING_BYTES:
+                raise ArchiveError(f"{path}: more than {MAX_TRAILING_BYTES:,} bytes after its end")
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        where = f" in {reading}" if reading else ""
+        raise ArchiveError(
+            f"{path}: not a whole .tar.gz, cut short or damaged{where} ({exc})"
+        ) from None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _read_member(file, size, block=1 << 20):
+    """A member's bytes, read a block at a time into one buffer of its size: tarfile's own
+    read() of a whole member joins and slices its stream buffer, a few copies of the member."""
+    data = bytearray(size)
+    view, done = memoryview(data), 0
+    while done < size:
+        chunk = file.read(min(block, size - done))
+        if not chunk:
+            raise EOFError(f"{done:,} of its {size:,} bytes")
+        view[done : done + len(chunk)] = chunk
+        done += len(chunk)
+    return data
+
+
+def checked_name(member, pattern, max_bytes=MAX_MEMBER_BYTES):
+    """The member's name ("./data07.json" -> "data07.json"), None for the top folder itself, or
+    an ArchiveError saying why the member is refused (checked in this order: the name's safety,
+    the kind of entry, the name, the size)."""
+    name = member.name
+    where = f"archive member {name!r}"
+    if name.startswith("/") or PurePosixPath(name).is_absolute():
+        raise ArchiveError(
+            f"{where} is an absolute path; refused (an archive names its files inside it)"
+        )
+    if ".." in PurePosixPath(name).parts:
+        raise ArchiveError(f"{where} has a '..' that leads out of the archive's folder; refused")
+    if member.issym() or member.islnk():
+        kind = "a symbolic" if member.issym() else "a hard"
+        raise ArchiveError(f"{where} is {kind} link (to {member.linkname!r}); refused")
+    if member.ischr() or member.isblk() or member.isfifo():
+        raise ArchiveError(f"{where} is a device or a FIFO, not a file; refused")
+    bare = name[2:] if name.startswith("./") else name
+    if member.isdir():
+        if bare.strip("/") in ("", "."):
+            return None
+        raise ArchiveError(f"{where} is a folder; the JSON files should be at the archive's top")
+    if not member.isreg():
+        raise ArchiveError(f"{where} is not a regular file; refused")
+    if "/" in bare:
+        raise ArchiveError(f"{where} is in a folder; the JSON files should be at the archive's top")
+    if not fnmatch.fnmatchcase(bare, pattern):
+        raise ArchiveError(f"{where} is not a file named like {pattern}; refused")
+    if member.size > max_bytes:
+        raise ArchiveError(
+            f"{where} has {member.size:,} bytes, more than the {max_bytes:,} a member may have"
+        )
+    return bare
+
+
+class _Field:
+    """An object of a member's list as it is parsed: only the value of its field is kept."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+JSON_KINDS = {dict: "an object", _Field: "an object", str: "a string", bool: "a boolean"}
+
+
+def json_stories(name, data, field="story"):
+    """A member's bytes, a JSON list of objects, -> the list of each object's `field` string.
+
+    b'[{"story": "Once...", "summary": "..."}]' -> ["Once..."]. Every object is replaced by its
+    field's value as soon as it is parsed (`object_hook`), so the rest of it (TinyStories' own
+    summaries, prompts and word lists) never sits in memory. The bytes must be UTF-8 (as llm.c's
+    open() reads them on Linux); anything else, a JSON that is not a list, or an item without a
+    string `field`, is an ArchiveError naming the member (and the item).
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ArchiveError(f"{name} is not UTF-8 (byte {exc.start:,}): not a JSON file") from None
+    try:
+        items = json.loads(text, object_hook=lambda obj: _Field(obj.get(field)))
+    except json.JSONDecodeError as exc:
+        raise ArchiveError(f"{name} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ArchiveError(f"{name} is nested too deeply to be read as JSON") from None
+    if not isinstance(items, list):
+        kind = JSON_KINDS.get(type(items), "a number" if items is not None else "null")
+        raise ArchiveError(f"{name} holds {kind}, not a JSON list of stories")
+    stories = []
+    for i, item in enumerate(items):
+        if not isinstance(item, _Field) or not isinstance(item.value, str):
+            raise ArchiveError(f'{name}: item {i:,} is not an object with a string "{field}"')
+        stories.append(item.value)
+    return stories
+
+
+def _bar(path):
+    from tqdm import tqdm
+
+    return tqdm(
+        total=path.stat().st_size, unit="B", unit_scale=True, desc=path.name, delay=1, leave=False
+    )
+
+
+@contextlib.contextmanager
+def archive_errors_as(error_class):
+    """Raise an ArchiveError of the block as `error_class` (a lesson's PrepareError, which it
+    prints as its one `error:` line), with the same message."""
+    try:
+        yield
+    except ArchiveError as exc:
+        raise error_class(str(exc)) from None
+
+
+def archive_file(path):
+    """`path` as a Path if it is a regular file (a FIFO would block whoever reads it, a folder
+    cannot be one), else an ArchiveError saying what it is."""
+    path = Path(path)
+    if not path.exists():
+        raise ArchiveError(f"--archive {path} does not exist; check the path")
+    if not path.is_file():
+        kind = "a folder" if path.is_dir() else "a pipe or a device"
+        raise ArchiveError(f"--archive {path} is {kind}, not a .tar.gz file")
+    return path

@@ -1,0 +1,94 @@
+"""A process pool over a stream, in order, reading only a few items ahead.
+
+    for result in ordered_map(process, members(), processes=4, shared=(encoding,)):
+        ...  # process(*item, encoding) for each item of members(), in the stream's order
+
+multiprocessing's Pool.imap reads its whole input as fast as it can, so over a stream of big
+items (the JSON files of an archive) memory would grow with the stream. ordered_map reads an
+item only when at most `processes` are in flight: memory holds about 2 * processes + 1 items
+(those being worked on, one queued, and their results), whatever the stream's length. The results come in
+the stream's order, whatever order the workers finish in, so the output is the same at any
+number of processes. With processes=1 the items are processed here, one by one, no pool.
+
+`shared` goes to every worker once (not with every item): a tokenizer, say. The workers ignore
+Ctrl-C (the parent stops them) and exit if the parent dies; they are killed at once when the
+parent is interrupted, and terminated when an item fails, whose exception is raised here.
+"""
+
+import contextlib
+import gc
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+
+_SHARED = ()  # in a worker: the pool's `shared` arguments
+
+
+def ordered_map(function, items, processes, shared=()):
+    """function(*item, *shared) for each item of the iterable `items`, yielded in order."""
+    if processes < 2:
+        for item in items:
+            yield function(*item, *shared)
+        return
+    pool = _start_pool(processes, shared)
+    pending, ended = deque(), False
+    try:
+        for item in items:
+            pending.append(pool.apply_async(_call, (function, item)))
+            if len(pending) > processes:  # one more queued: no worker waits for the next read
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+        pool.close()
+        pool.join()
+        ended = True
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one: end the workers at once
+        _kill_workers(pool)
+        ended = True  # Pool.terminate could now wait forever for a half-sent result
+        raise
+    finally:
+        if not ended:  # an item failed, or the consumer stopped early
+            pool.terminate()
+
+
+def _call(function, item):
+    return function(*item, *_SHARED)
+
+
+def _start_pool(processes, shared):
+    """A pool whose workers leave Ctrl-C to this process (SIGINT is blocked while they are
+    made, then ignored in them) and exit if it goes."""
+    block = hasattr(signal, "pthread_sigmask")
+    if block:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    gc.freeze()  # forked workers: the collector leaves the parent's objects (and pages) alone
+    try:
+        return multiprocessing.Pool(processes, initializer=_start, initargs=(os.getpid(), shared))
+    finally:
+        gc.unfreeze()
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _start(parent, shared):
+    global _SHARED
+    _SHARED = shared
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+
+
+def _exit_when_orphaned(parent, every=0.2):
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def _kill_workers(pool):
+    for worker in list(getattr(pool, "_pool", ())):
+        with contextlib.suppress(Exception):
+            worker.kill()

@@ -1,0 +1,93 @@
+"""One output file written from arrays that arrive in any order, each under a key.
+
+A streamed .tar.gz gives its members in the archive's order, but llm.c writes them in the order
+of their sorted names. A Spool takes each member's ids as they come and writes the file in key
+order, with memory holding one array (and a copy buffer) whatever the file's size:
+
+    spool = Spool(out / "train.bin", np.uint16, header_bytes=1024)
+    spool.add(2, ids_of_data02)        # appended to a temporary file beside the output,
+    spool.add(1, ids_of_data01)        # its place recorded: (key, offset, count)
+    spool.finish(lambda total: header(total))  # -> the output: header, then key 1, key 2, ...
+
+If the arrays came in key order (an archive stored sorted), the temporary file already is the
+output: its header is written into the room left at its start and it is renamed, no copy. If
+not, the output is copied from it range by range in key order (COPY_BYTES at a time), and the
+temporary file removed: one more pass over the bytes and, for a moment, twice the disk.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+COPY_BYTES = 1 << 24  # 16 MB per read while the output is copied out in key order
+
+
+class Spool:
+    def __init__(self, path, dtype, header_bytes=0):
+        self.path = Path(path)
+        self.dtype = np.dtype(dtype)
+        self.header_bytes = header_bytes
+        self.places = []  # (key, byte offset, count), in arrival order
+        self.total = 0  # ids added
+        # hidden and pid-tagged like the project's temporaries: never taken for an output
+        self.spool_path = self.path.with_name(f".{self.path.name}.{os.getpid()}.spool.tmp")
+        self.file = open(self.spool_path, "xb")  # noqa: SIM115 (open until finish)
+        self.file.write(bytes(header_bytes))
+
+    def add(self, key, ids):
+        """Append `ids` (cast to the dtype, little-endian) under `key`; a key comes once."""
+        if any(key == k for k, _, _ in self.places):
+            raise ValueError(f"{self.path.name}: key {key!r} added twice")
+        ids = np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<"))
+        self.places.append((key, self.file.tell(), len(ids)))
+        self.file.write(memoryview(ids).cast("B"))  # no copy
+        self.total += len(ids)
+
+    def keys(self):
+        """The keys added, in arrival order."""
+        return [key for key, _, _ in self.places]
+
+    def finish(self, header=None):
+        """Write the output: header(total ids) (exactly header_bytes long), then every array
+        in key order; return its path. The temporary file is gone after, whatever happens."""
+        head = b"" if header is None else header(self.total)
+        if len(head) != self.header_bytes:
+            raise ValueError(
+                f"{self.path.name}: a header of {len(head)} bytes, room for {self.header_bytes}"
+            )
+        try:
+            ordered = sorted(self.places, key=lambda place: place[0])
+            if ordered == self.places:  # arrived in key order: the spool is the output
+                self.file.seek(0)
+                self.file.write(head)
+                self.file.close()
+                os.replace(self.spool_path, self.path)
+                return self.path
+            self.file.close()
+            with open(self.spool_path, "rb") as source, open(self.path, "xb") as out:
+                out.write(head)
+                for _, offset, count in ordered:
+                    source.seek(offset)
+                    left = count * self.dtype.itemsize
+                    while left:
+                        block = source.read(min(left, COPY_BYTES))
+                        if not block:
+                            raise OSError(f"{self.spool_path} is shorter than what was written")
+                        out.write(block)
+                        left -= len(block)
+            return self.path
+        finally:
+            self.discard()
+
+    def discard(self):
+        """Close and remove the temporary file (the output, if written, stays)."""
+        self.file.close()
+        if self.spool_path.exists():
+            self.spool_path.unlink()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.discard()

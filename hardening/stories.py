@@ -1,0 +1,199 @@
+"""What data/tinystories/prepare.py leans on past the archive: its two output files, written in
+the order of the JSON files' names whatever the archive's order, the figures it prints, its
+--vocab-size check, and a BPE trained on stories.
+
+    with SplitFiles(out, np.uint16, llmc_header) as splits:  # llm.c's files (None: nanoGPT's)
+        splits.add("train", "data02.json", ids, {"stories": 1000, "characters": 900_000})
+        splits.add("val", "data00.json", ids, {...})  # any order: each split is a Spool
+        splits.add("train", "data01.json", ids, {...})
+        print(*splits.summary("gpt2"), sep="\\n")
+        record = splits.finish(archive)  # TinyStories_train.bin: data01.json's ids, data02.json's
+        write_meta(out, ..., **record)
+"""
+
+import argparse
+import hashlib
+import warnings
+from collections import Counter
+
+import numpy as np
+
+from .archive import ArchiveError
+from .spool import Spool
+
+SPLITS = ("val", "train")  # llm.c writes val first
+
+
+class SplitFiles:
+    """One output file per split, each the ids of its members in the order of their names.
+
+    llmc_header: None for nanoGPT's raw val.bin and train.bin; llm.c's header function
+    (prepare_common.llmc_header: (number of ids, dtype) -> 256 int32) for llm.c's
+    TinyStories_val.bin and TinyStories_train.bin, which start with it. The figures of each
+    split are added up from what `add` is given (stories, characters, and the tokens of any
+    tokenizer compared) and printed by `summary`.
+    """
+
+    HEADER_BYTES = 1024  # llm.c's header: 256 int32
+    BASIC = ("files", "stories", "characters")  # the other figures count tokens
+
+    def __init__(self, out, dtype, llmc_header=None):
+        self.dtype, self.llmc_header = np.dtype(dtype), llmc_header
+        self.files = {
+            split: f"TinyStories_{split}.bin" if llmc_header else f"{split}.bin" for split in SPLITS
+        }
+        room = self.HEADER_BYTES if llmc_header else 0
+        self.spools = {}
+        try:
+            for split, name in self.files.items():
+                self.spools[split] = Spool(out / name, dtype, header_bytes=room)
+        except BaseException:
+            self.discard()
+            raise
+        self.figures = {split: Counter() for split in SPLITS}
+
+    def add(self, split, name, ids, counts):
+        """The ids of member `name` (its key in the split), and its figures."""
+        self.spools[split].add(name, ids)
+        self.figures[split].update({"files": 1, **counts})
+
+    def names(self):
+        """Every member added, sorted by name."""
+        return sorted(name for spool in self.spools.values() for name in spool.keys())  # noqa: SIM118
+
+    def tokens(self, split):
+        return self.spools[split].total
+
+    def totals(self, figure):
+        """{split: that figure}: totals("stories") -> {"val": 21990, "train": ...}."""
+        return {split: self.figures[split][figure] for split in SPLITS}
+
+    def check(self, archive):
+        """TinyStories' files, sorted, must be data00.json (val), data01.json, ... (train), none
+        missing: a file's index within its split, which seeds its shuffle, is then its number
+        (minus 1 in train); and neither split may be empty. Else an ArchiveError."""
+        names = self.names()
+        if len(names) < 2 or names != [f"data{i:02d}.json" for i in range(len(names))]:
+            raise ArchiveError(
+                f"{archive} holds {', '.join(names) or 'no JSON file'}; expected data00.json "
+                f"(val), data01.json and so on (train), none missing"
+            )
+        empty = [split for split in SPLITS if not self.tokens(split)]
+        if empty:
+            raise ArchiveError(
+                f"{archive}: {' and '.join(empty)} holds no story; nanoGPT reads both"
+            )
+
+    def summary(self, tokenizer_name):
+        """Lines of figures: each split's files, stories and tokens, then tokens per story and
+        characters per token for the tokenizer and any other counted ("gpt2" in `add`'s
+        counts). The end-of-text tokens count per story, not per character."""
+        lines = []
+        for split, figures in self.figures.items():
+            stories, characters = figures["stories"], figures["characters"]
+            tokens = self.tokens(split)
+            lines.append(
+                f"{split}: {figures['files']:,} file(s), {stories:,} stories, "
+                f"{characters:,} characters, {tokens:,} tokens"
+            )
+            others = [(k, n) for k, n in figures.items() if k not in self.BASIC]
+            for name, n in [(tokenizer_name, tokens), *others]:
+                if stories and n > stories:
+                    lines.append(
+                        f"  {name}: {n / stories:,.1f} tokens per story, "
+                        f"{characters / (n - stories):.2f} characters per token"
+                    )
+        return lines
+
+    def finish(self, archive):
+        """`check` the members, then write each split's file (the temporaries go) -> what
+        prepare_common.write_meta records of them: {"shards": [{"file", "split", "tokens",
+        "sha256"}, ...], "shard_format": "llmc"} for llm.c's files, {"split_tokens": {"val": n,
+        "train": n}} for nanoGPT's."""
+        self.check(archive)
+        shards = []
+        for split, spool in self.spools.items():
+            path = spool.finish(self._header_bytes)
+            shards.append(
+                {"file": path.name, "split": split, "tokens": spool.total, "sha256": _sha256(path)}
+            )
+        if self.llmc_header:
+            return {"shards": shards, "shard_format": "llmc"}
+        return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
+
+    def _header_bytes(self, total):
+        if self.llmc_header is None:
+            return b""
+        head = np.asarray(self.llmc_header(total, self.dtype), dtype="<i4").tobytes()
+        if len(head) != self.HEADER_BYTES:
+            raise ValueError(f"a header of {len(head)} bytes, not {self.HEADER_BYTES}")
+        return head
+
+    def discard(self):
+        for spool in self.spools.values():
+            spool.discard()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.discard()
+
+
+def story_vocab_size(text):
+    """--vocab-size: a whole number with room for the 256 bytes and <|endoftext|> (bpe's check)."""
+    from bpe import EOT
+    from bpe.checks import check_training_args
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    try:
+        check_training_args(value, [EOT], "gpt2")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
+    """A byte-level BPE of exactly vocab_size tokens, `end_of_text` the last id, learned from
+    the stories of `files` (an iterable of lists of stories, one list per file), each story
+    stripped (as llm.c encodes it) and pretokenized alone -> a bpe.Tokenizer. A lone surrogate
+    is trained on as tiktoken encodes it, as U+FFFD.
+
+    Each file's stories go to the trainer joined by `end_of_text`, at which it cuts them (a
+    story holding that text literally is cut there too: a few pretokens fewer, nothing else).
+    Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
+    from bpe import Tokenizer, train_bpe_from_iterator
+
+    texts = (_encodable(end_of_text.join(s.strip() for s in stories)) for stories in files)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the short-fall warning: refused below instead
+        vocab, merges = train_bpe_from_iterator(
+            texts, vocab_size, [end_of_text], num_workers=num_workers
+        )
+    if len(vocab) != vocab_size:
+        raise ArchiveError(
+            f"the train stories hold too few pairs for a vocabulary of {vocab_size:,} tokens "
+            f"(they give {len(vocab):,}); ask for fewer"
+        )
+    return Tokenizer(vocab, merges, special_tokens={end_of_text: vocab_size - 1})
+
+
+def _encodable(text):
+    """`text`, its lone surrogates (a JSON "\\ud800" makes one) replaced by U+FFFD as tiktoken's
+    encode_ordinary replaces them before it encodes: UTF-8 has no bytes for them to train on."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
