@@ -43,6 +43,10 @@ from hardening.http import MIRROR_ENV, download_blocks
 from hardening.tokenizers import check_covered, check_documents_covered, check_dtype_holds
 from hardening.tokenizers import encode_document, encoding_sha256
 from hardening.tokenizers import nanogpt_sample_maps, trained_tokenizer
+from hardening.archive import archive_file, json_members, json_stories  # TinyStories' archive
+from hardening.pool import ordered_map
+from hardening.stories import SplitFiles, story_vocab_size, train_story_bpe
+from bpe import EOT
 # isort: on
 
 # ---------------------------------------------------------------------------------------------
@@ -399,6 +403,7 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
     if tokenizer["kind"] != "bpe":
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
+    tokenizer = folder_tokenizer(tokenizer, out)  # as meta.json records it
     meta = {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer, "stoi": stoi, "itos": itos}  # fmt: skip
     write_pickle(Path(out) / META_PKL, meta)
     return True

@@ -355,7 +355,11 @@ def atomic_write_text(path, text):
     # A pid-tagged, unpredictable name beside the target, created exclusively (mkstemp: O_EXCL, no
     # link followed), so a link planted at a guessed name is never written through; then given
     # the permissions a plain open would (mkstemp's are private, 0600).
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=folder)
+    # Its start cut so that the whole name (8 random characters, ".tmp") fits where `path` fits.
+    tail = f".{os.getpid()}."
+    room = 255 - 1 - len(tail) - 8 - len(".tmp")  # 255: the bytes of a file name, everywhere
+    start = path.name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
+    fd, name = tempfile.mkstemp(prefix=f".{start}{tail}", suffix=".tmp", dir=folder)
     temp = Path(name)
     try:
         mask = os.umask(0)

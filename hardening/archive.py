@@ -22,11 +22,9 @@ object's "story" string (the rest of each object is dropped as it is parsed).
     for name, data in json_members("TinyStories_all_data.tar.gz", "data[0-9][0-9].json"):
         stories = json_stories(name, data)  # ["Once upon a time...", ...]
 
-Errors are ArchiveError, a ValueError: this package never imports prepare_common; a lesson turns
-them into its one-line PrepareError.
+Errors are ArchiveError, a PrepareError: one `error:` line from any command.
 """
 
-import contextlib
 import fnmatch
 import gzip
 import json
@@ -34,11 +32,13 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
+from .errors import PrepareError
+
 MAX_MEMBER_BYTES = 1 << 30  # 1 GiB: TinyStories' 50 members come from 1.6 GB of gzip in all
 MAX_TRAILING_BYTES = 1 << 24  # after the archive's end: tar's zero padding, not another corpus
 
 
-class ArchiveError(ValueError):
+class ArchiveError(PrepareError):
     """The archive, or one of its members, is not what it should be: one line, naming it."""
 
 
@@ -177,16 +177,6 @@ def _bar(path):
     return tqdm(
         total=path.stat().st_size, unit="B", unit_scale=True, desc=path.name, delay=1, leave=False
     )
-
-
-@contextlib.contextmanager
-def archive_errors_as(error_class):
-    """Raise an ArchiveError of the block as `error_class` (a lesson's PrepareError, which it
-    prints as its one `error:` line), with the same message."""
-    try:
-        yield
-    except ArchiveError as exc:
-        raise error_class(str(exc)) from None
 
 
 def archive_file(path):

@@ -50,6 +50,7 @@ message says truthfully what was left.
 
 import contextlib
 import errno
+import filecmp
 import json
 import os
 import re
@@ -107,11 +108,10 @@ def output_folder(out_dir):
     """
     with folder_lock(out_dir) as folder:
         _remove_leftovers(folder)
-        readable = [name for name in os.listdir(folder) if trainer_reads(name)]
-        _refuse_strangers(folder, readable, "a trainer would read it with this run's outputs")
+        _refuse_strangers(folder, os.listdir(folder), READ_BY_A_TRAINER)
         staging = folder / f".prepare.{os.getpid()}.tmp"
-        _create_staging(staging)
         try:
+            _create_staging(staging)  # inside the cleanup: a half-made one is removed too
             with sigterm_raises_terminated():
                 yield staging
                 _commit(staging, folder)
@@ -348,6 +348,10 @@ def _describe_holder(fd):
 
 
 def _remove_leftovers(folder):
+    if os.path.lexists(folder / RECORD_NAME) and os.path.isfile(folder / JOURNAL_NAME):
+        os.unlink(
+            folder / JOURNAL_NAME
+        )  # a commit's, cut short before or after meta.json: done with
     names = leftover_temporaries(folder)
     for name in names:
         path = folder / name
@@ -389,15 +393,19 @@ def _commit(staging, folder):
                 f"{target} is a folder where the output {name} goes; move it away and run again "
                 f"(nothing in {folder} was changed)"
             )
-    _refuse_strangers(folder, staged)
+    _refuse_strangers(folder, staged, staging=staging)
+    shard_format = _staged_format(staging)  # build-nanogpt's .npy shards: its own name rule
+    _refuse_strangers(
+        folder, set(os.listdir(folder)) - set(staged), READ_BY_A_TRAINER, shard_format
+    )
     for name in staged:
         _fsync_path(staging / name)
     data_files = [name for name in staged if name != RECORD_NAME]
+    _write_journal(folder, owned | set(staged))  # a failure here changed nothing yet
     _pause_if_asked("staged")
     with signals_held():
         try:
             UNCOMMITTED.append(folder)
-            _write_journal(folder, owned | set(staged))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / RECORD_NAME)
             _fsync_path(folder)
@@ -441,17 +449,34 @@ def owned_files(folder):
     return owned | {RECORD_NAME}
 
 
-def _refuse_strangers(folder, names, fate="this run's output of that name would replace it"):
+READ_BY_A_TRAINER = "a trainer would read it with this run's outputs"
+
+
+def _refuse_strangers(folder, names, fate=None, shard_format=None, staging=None):
     """Refuse to go on with a file in the folder that no record of it lists: someone else's file,
-    which this run's outputs would replace, or which a trainer would read along with them."""
+    which this run's output would replace (unless the output holds the same bytes: a tokenizer
+    the run copied into staging from the folder), or which a trainer would read beside them
+    (`fate` READ_BY_A_TRAINER: only those names, formats.trainer_reads, of the shard format)."""
     owned = owned_files(folder)
     for name in sorted(names):
         path = folder / name  # a folder in an output's way is the commit's to name
-        if name not in owned and os.path.lexists(path) and not os.path.isdir(path):
-            raise PrepareError(
-                f"{path} is not listed by a meta.json of this folder, and {fate}; move "
-                f"it away (or choose another --out-dir) and run again"
-            )
+        if name in owned or not os.path.lexists(path) or os.path.isdir(path):
+            continue
+        if fate is READ_BY_A_TRAINER and not trainer_reads(name, shard_format):
+            continue
+        if staging is not None and filecmp.cmp(path, staging / name, shallow=False):
+            continue
+        raise PrepareError(
+            f"{path} is not listed by a meta.json of this folder, and "
+            f"{fate or 'an output of this run would replace it'}; move it away (or choose "
+            f"another --out-dir) and run again"
+        )
+
+
+def _staged_format(staging):
+    """The shard format the staged meta.json names ("llmc", "npy"), or None."""
+    record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
+    return record.get("format") if isinstance(record, dict) else None
 
 
 def _write_journal(folder, names):

@@ -154,10 +154,7 @@ def trainer_reads(name, shard_format=None):
     in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
     if name in ("train.bin", "val.bin", META_PKL):
         return True
-    if (
-        not name.startswith(".")
-        and fnmatch.fnmatchcase(name, "*_train_*.bin")
-        or fnmatch.fnmatchcase(name, "*_val_*.bin")
-    ):
+    globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
+    if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
         return True
     return shard_format == "npy" and ("train" in name or "val" in name)

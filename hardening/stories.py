@@ -12,13 +12,13 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 """
 
 import argparse
-import hashlib
 import warnings
 from collections import Counter
 
 import numpy as np
 
 from .archive import ArchiveError
+from .files import sha256_file
 from .spool import Spool
 
 SPLITS = ("val", "train")  # llm.c writes val first
@@ -51,10 +51,13 @@ class SplitFiles:
             self.discard()
             raise
         self.figures = {split: Counter() for split in SPLITS}
+        self.lengths = {split: {} for split in SPLITS}  # {member name: its stories' lengths}
 
-    def add(self, split, name, ids, counts):
-        """The ids of member `name` (its key in the split), and its figures."""
+    def add(self, split, name, ids, lengths, counts):
+        """The ids of member `name` (its key in the split), its stories' lengths in tokens (for
+        the document index of nanoGPT's files), and its figures."""
         self.spools[split].add(name, ids)
+        self.lengths[split][name] = np.asarray(lengths, dtype=np.int64)
         self.figures[split].update({"files": 1, **counts})
 
     def names(self):
@@ -105,18 +108,27 @@ class SplitFiles:
                     )
         return lines
 
-    def finish(self, archive):
+    def finish(self, archive, write_document_starts):
         """`check` the members, then write each split's file (the temporaries go) -> what
         prepare_common.write_meta records of them: {"shards": [{"file", "split", "tokens",
         "sha256"}, ...], "shard_format": "llmc"} for llm.c's files, {"split_tokens": {"val": n,
-        "train": n}} for nanoGPT's."""
+        "train": n}} for nanoGPT's, each with its document index (SPLIT.docs.npy), written by
+        `write_document_starts(path, lengths)` from the stories' lengths in the files' order."""
         self.check(archive)
         shards = []
         for split, spool in self.spools.items():
             path = spool.finish(self._header_bytes)
             shards.append(
-                {"file": path.name, "split": split, "tokens": spool.total, "sha256": _sha256(path)}
+                {
+                    "file": path.name,
+                    "split": split,
+                    "tokens": spool.total,
+                    "sha256": sha256_file(path),
+                }  # fmt: skip
             )
+            if not self.llmc_header:
+                lengths = [self.lengths[split][name] for name in sorted(self.lengths[split])]
+                write_document_starts(path.with_suffix(".docs.npy"), np.concatenate(lengths))
         if self.llmc_header:
             return {"shards": shards, "shard_format": "llmc"}
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
@@ -189,11 +201,3 @@ def _encodable(text):
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -6,7 +6,7 @@ byte (--format llmc: a 256-int32 header, uint16 ids), or nanoGPT's val.bin, trai
 ids). Unlike llm.c's: a pinned, checked download, the archive read as a stream (never unpacked),
 the same bytes at any --num-proc; --vocab-size N trains a BPE on the train stories first.
 
-    python data/tinystories/prepare.py [--archive FILE] [--format bin|llmc] [--vocab-size N]
+    python data/tinystories/prepare.py --archive TinyStories_all_data.tar.gz --vocab-size 2048
 """
 
 import random
@@ -15,26 +15,30 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe import EOT
-from hardening.archive import archive_errors_as, archive_file, json_members, json_stories
-from hardening.pool import ordered_map
-from hardening.stories import SplitFiles, story_vocab_size, train_story_bpe
 from prepare_common import (
+    EOT,
+    LLMC_READS,
     ArgumentParser,
-    PrepareError,
     RemoteFile,
+    SplitFiles,
+    archive_file,
     bpe_encoding,
     default_num_proc,
     dtype_for_vocab,
     fetch,
+    json_members,
+    json_stories,
     llmc_header,
+    ordered_map,
     output_folder,
     positive_int,
     run_main,
-    shard_dtype,
+    story_vocab_size,
     text_source,
     tokenize_documents,
+    train_story_bpe,
     write_bpe_meta_pkl,
+    write_document_starts,
     write_meta,
 )
 
@@ -50,7 +54,7 @@ VAL = "data00.json"  # llm.c's val split: the first file by name
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out, archive_errors_as(PrepareError):  # one-line errors
+    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
         # 1. the archive: a local copy, or the pinned one (downloaded once, checksummed)
         url, dest = None if args.archive else ARCHIVE.url, args.out_dir / Path(ARCHIVE.url).name
         archive = archive_file(args.archive) if args.archive else fetch(ARCHIVE, dest)
@@ -63,37 +67,31 @@ def main():
         if args.vocab_size:  # saved in the folder, committed with it
             train = (json_stories(n, d) for n, d in json_members(archive, MEMBER) if n != VAL)
             train_story_bpe(train, args.vocab_size, EOT, args.num_proc).save(path)
-        encoding, tokenizer = bpe_encoding(path, need_eot=True)
-        if args.vocab_size:
-            tokenizer["path"] = path.name  # relative to the folder, which it moves with
+        encoding, tokenizer = bpe_encoding(path, need_eot=True)  # recorded relative to the folder
         print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
 
         # 3. tokenize each JSON file as it comes out of the archive, --num-proc files at a time
         llmc = args.format == "llmc"
-        dtype = (shard_dtype if llmc else dtype_for_vocab)(tokenizer["vocab_size"])
+        dtype = dtype_for_vocab(tokenizer["vocab_size"], *[LLMC_READS] * llmc)
         gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared, on val
         with SplitFiles(out, dtype, llmc_header if llmc else None) as splits:
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
             shared = (encoding, tokenizer, dtype, gpt2)
-            for name, ids, counts in ordered_map(process, members, args.num_proc, shared):
-                splits.add("val" if name == VAL else "train", name, ids, counts)
+            for name, ids, lengths, counts in ordered_map(process, members, args.num_proc, shared):
+                splits.add("val" if name == VAL else "train", name, ids, lengths, counts)
 
             # 4. each split's files written in the order of their names, as llm.c sorts them
             print(*splits.summary(tokenizer["name"]), sep="\n")
-            record = splits.finish(archive)  # data00.json, data01.json, ...: none missing
+            record = splits.finish(archive, write_document_starts)  # and bin's document index
 
         # 5. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
         write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out,
-            script="data/tinystories/prepare.py",
-            tokenizer=tokenizer,
-            dtype=dtype,
-            **record,  # the files, their tokens and sha256
-            source=source,
+            out, script="data/tinystories/prepare.py", tokenizer=tokenizer, dtype=dtype,
+            **record, source=source,  # the files, their tokens and sha256; the archive's
             split={"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")},
             options={"format": args.format, "vocab_size": args.vocab_size},
-        )
+        )  # fmt: skip
     print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), meta.json to {args.out_dir}")
 
 
@@ -102,12 +100,12 @@ def process(name, data, encoding, tokenizer, dtype, gpt2):
     stories = [story.strip() for story in json_stories(name, data)]  # each item's "story"
     random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)  # 1337 + index in split
     where = f"{name}, shuffled story"
-    ids = tokenize_documents(stories, range(len(stories)), encoding, tokenizer, dtype, where)["ids"]
-    ids = np.roll(np.concatenate(ids), 1) if ids else np.empty(0, dtype)  # each eot moves first
+    out = tokenize_documents(stories, range(len(stories)), encoding, tokenizer, dtype, where, eot_first=True)  # fmt: skip
+    ids = np.concatenate(out["ids"]) if stories else np.empty(0, dtype)
     counts = {"stories": len(stories), "characters": sum(map(len, stories))}
     if gpt2 is not None and name == VAL:
         counts["gpt2"] = sum(len(gpt2.encode_ordinary(story)) + 1 for story in stories)
-    return name, ids, counts
+    return name, ids, out["len"], counts
 
 
 def parse_args():
