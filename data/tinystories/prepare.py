@@ -18,6 +18,7 @@ import numpy as np
 from prepare_common import (
     EOT,
     LLMC_READS,
+    NANOGPT_READS,
     ArgumentParser,
     RemoteFile,
     SplitFiles,
@@ -72,7 +73,7 @@ def main():
 
         # 3. tokenize each JSON file as it comes out of the archive, --num-proc files at a time
         llmc = args.format == "llmc"
-        dtype = dtype_for_vocab(tokenizer["vocab_size"], *[LLMC_READS] * llmc)
+        dtype = dtype_for_vocab(tokenizer["vocab_size"], LLMC_READS if llmc else NANOGPT_READS)
         gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared, on val
         with SplitFiles(out, dtype, llmc_header if llmc else None) as splits:
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
