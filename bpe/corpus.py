@@ -33,6 +33,7 @@ newline) is read as one block: the only case where a block grows past BLOCK_BYTE
 """
 
 import contextlib
+import gc
 import glob
 import json
 import multiprocessing
@@ -635,7 +636,7 @@ def count_corpus(
         results = map(_count_job, jobs)
         pool = None
     else:
-        pool = _start_pool(min(num_workers, len(jobs)))
+        pool = start_pool(min(num_workers, len(jobs)))
         results = pool.imap(_count_job, jobs)
     try:
         for piece, piece_counts in zip(pieces, results):
@@ -645,7 +646,7 @@ def count_corpus(
                 progress("read", done, total)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one: end the workers at once
         if pool is not None:
-            _end_workers(pool)
+            end_workers(pool)
             pool = None
         raise
     finally:
@@ -654,8 +655,9 @@ def count_corpus(
     return counts
 
 
-def _start_pool(processes):
-    """A pool whose workers leave Ctrl-C to this process and exit if it goes.
+def start_pool(processes, setup=None, setup_args=()):
+    """A pool whose workers leave Ctrl-C to this process and exit if it goes; each runs
+    setup(*setup_args) first, if given.
 
     Ctrl-C reaches every process of the terminal's group: a worker that raised
     KeyboardInterrupt while sending its count table would leave the pool waiting forever for the
@@ -665,18 +667,23 @@ def _start_pool(processes):
     block = hasattr(signal, "pthread_sigmask")
     if block:
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    gc.freeze()  # forked workers: the collector leaves the parent's objects (and pages) alone
     try:
-        return multiprocessing.Pool(processes, initializer=_worker_start, initargs=(os.getpid(),))
+        initargs = (os.getpid(), setup, setup_args)
+        return multiprocessing.Pool(processes, initializer=_worker_start, initargs=initargs)
     finally:
+        gc.unfreeze()
         if block:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _worker_start(parent):
+def _worker_start(parent, setup, setup_args):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    if setup is not None:
+        setup(*setup_args)
 
 
 def _exit_when_orphaned(parent, every=0.2):
@@ -686,7 +693,7 @@ def _exit_when_orphaned(parent, every=0.2):
     os._exit(1)
 
 
-def _end_workers(pool):
+def end_workers(pool):
     """Kill the pool's workers without waiting on the pool: Pool.terminate would wait forever
     for a result a killed worker was half-way through sending."""
     for worker in list(getattr(pool, "_pool", ())):

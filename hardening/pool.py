@@ -15,14 +15,9 @@ Ctrl-C (the parent stops them) and exit if the parent dies; they are killed at o
 parent is interrupted, and terminated when an item fails, whose exception is raised here.
 """
 
-import contextlib
-import gc
-import multiprocessing
-import os
-import signal
-import threading
-import time
 from collections import deque
+
+from bpe.corpus import end_workers, start_pool
 
 _SHARED = ()  # in a worker: the pool's `shared` arguments
 
@@ -33,7 +28,7 @@ def ordered_map(function, items, processes, shared=()):
         for item in items:
             yield function(*item, *shared)
         return
-    pool = _start_pool(processes, shared)
+    pool = start_pool(processes, _keep, (shared,))  # bpe's: Ctrl-C left to us, orphans exit
     pending, ended = deque(), False
     try:
         for item in items:
@@ -46,7 +41,7 @@ def ordered_map(function, items, processes, shared=()):
         pool.join()
         ended = True
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one: end the workers at once
-        _kill_workers(pool)
+        end_workers(pool)
         ended = True  # Pool.terminate could now wait forever for a half-sent result
         raise
     finally:
@@ -58,37 +53,6 @@ def _call(function, item):
     return function(*item, *_SHARED)
 
 
-def _start_pool(processes, shared):
-    """A pool whose workers leave Ctrl-C to this process (SIGINT is blocked while they are
-    made, then ignored in them) and exit if it goes."""
-    block = hasattr(signal, "pthread_sigmask")
-    if block:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    gc.freeze()  # forked workers: the collector leaves the parent's objects (and pages) alone
-    try:
-        return multiprocessing.Pool(processes, initializer=_start, initargs=(os.getpid(), shared))
-    finally:
-        gc.unfreeze()
-        if block:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def _start(parent, shared):
+def _keep(shared):
     global _SHARED
     _SHARED = shared
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
-
-
-def _exit_when_orphaned(parent, every=0.2):
-    while os.getppid() == parent:
-        time.sleep(every)
-    os._exit(1)
-
-
-def _kill_workers(pool):
-    for worker in list(getattr(pool, "_pool", ())):
-        with contextlib.suppress(Exception):
-            worker.kill()

@@ -4,7 +4,8 @@ fixtures, found by pytest.
 Helpers: REPO (the repo's folder); run_python (a script in a fresh process, as a user runs it);
 assert_clean_failure (exit 1, one `error:` line, no traceback); assert_refused (a bad-input case:
 lay out files, run, a clean failure, the folder untouched); names_in, files_in, write_files,
-write_jsonl (folders and files of a case); send (an answer of the HTTP server);
+write_jsonl (folders and files of a case); send (an answer of the HTTP server); run, start,
+finish, assert_one_line, assert_ok (a command in a session of its own, and what it left running);
 hand_made_tokenizer (a bpe.Tokenizer from merges written by hand).
 
 Fixtures: shakespeare_path, shakespeare (Tiny Shakespeare), paragraphs and corpus (documents made
@@ -17,14 +18,18 @@ inputs come through the project's own `fetch`, so with NANOGPT_DATA_MIRROR set (
 test touches the network.
 """
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -386,3 +391,119 @@ def tokenizer_file(path, pattern):
         encoding="utf-8",
     )
     return path
+
+
+# ---------------------------------------------------------------------------------------------
+# running a command as a user does, and finding what it left running
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+    left: list  # [(pid, command line)] of the processes of its session still alive after it
+
+
+def run(*command, timeout=120, env=None, preexec_fn=None, cwd=None):
+    """`python COMMAND...` in a session of its own (its pid is the group's); a hang fails.
+
+    `command` holds paths, strings or bytes (a non-UTF-8 argument). Output goes to files, not
+    pipes, so that a process left behind holding them cannot block the test.
+    """
+    process = start(*command, env=env, preexec_fn=preexec_fn, cwd=cwd)
+    return finish(process, timeout)
+
+
+def start(*command, env=None, preexec_fn=None, cwd=None):
+    def child():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as from a terminal
+        if preexec_fn:
+            preexec_fn()
+
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (closed by read)
+    process = subprocess.Popen(
+        [sys.executable, *(a if isinstance(a, bytes) else str(a) for a in command)],
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=err,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        start_new_session=True,
+        preexec_fn=child,
+    )
+    process.files = out, err
+    return process
+
+
+def finish(process, timeout):
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        kill_session(process.pid)
+        process.wait()
+        pytest.fail(f"still running after {timeout} s (a hang): {read(process.files[1])[-2000:]}")
+    left = session_processes(process.pid, grace=3)
+    kill_session(process.pid)
+    return Run(process.returncode, read(process.files[0]), read(process.files[1]), left)
+
+
+def read(file):
+    file.seek(0)
+    text = file.read().decode(errors="replace")
+    file.close()
+    return text
+
+
+def session_processes(session, grace=0.0):
+    """[(pid, command)] of the live processes of `session` (from /proc), after up to `grace` s."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat_line = Path(f"/proc/{entry}/stat").read_text()
+                command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            fields = stat_line.rsplit(")", 1)[1].split()  # state ppid pgrp session ...
+            if int(fields[3]) == session and fields[0] != "Z":
+                found.append((int(entry), command.replace(b"\0", b" ").decode(errors="replace")))
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
+
+
+def kill_session(session):
+    for pid, _ in session_processes(session):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def assert_one_line(result, *fragments, code=1, alone=True, absent=(), limit=None):
+    """Exit `code` (or one of a tuple), one `error:` line (the last; `alone`: the only line)
+    holding each fragment and none of `absent`, at most `limit` characters long; no traceback,
+    no process left behind. Returns the line."""
+    codes = code if isinstance(code, tuple) else (code,)
+    assert result.returncode in codes, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    lines = result.stderr.rstrip("\n").split("\n")
+    assert lines[-1].startswith("error: "), result.stderr[-3000:]
+    assert sum(line.startswith("error: ") for line in lines) == 1, result.stderr[-3000:]
+    if alone:
+        assert len(lines) == 1, result.stderr[-3000:]
+    for fragment in fragments:
+        assert str(fragment) in lines[-1], lines[-1]
+    for fragment in absent:
+        assert fragment not in lines[-1], lines[-1]
+    if limit is not None:
+        assert len(lines[-1]) < limit, f"{len(lines[-1]):,} characters: {lines[-1][:300]}"
+    assert result.left == [], result.left
+    return lines[-1]
+
+
+def assert_ok(result):
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.left == [], result.left

@@ -17,7 +17,6 @@ Every failing run must be one `error:` line (exit 1, no traceback) naming the fi
 process behind and leave the folder's previous complete set as it was; a hang fails by timeout.
 """
 
-import contextlib
 import hashlib
 import json
 import os
@@ -27,18 +26,24 @@ import resource
 import shutil
 import signal
 import stat
-import subprocess
-import sys
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, tokenizer_file, write_jsonl
+from conftest import (
+    REPO,
+    assert_ok,
+    assert_one_line,
+    finish,
+    run,
+    session_processes,
+    start,
+    tokenizer_file,
+    write_jsonl,
+)
 
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
@@ -62,118 +67,6 @@ needs_datatrove = pytest.mark.skipif(
 def owt_datatrove(*args):
     """The OpenWebText datatrove path's command."""
     return [OWT_DATATROVE, *args]
-
-
-# ---------------------------------------------------------------------------------------------
-# running a command as a user does, and finding what it left running
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-    left: list  # [(pid, command line)] of the processes of its session still alive after it
-
-
-def run(*command, timeout=60, env=None, preexec_fn=None, cwd=None):
-    """`python COMMAND...` in a session of its own (its pid is the group's); a hang fails.
-
-    `command` holds paths, strings or bytes (a non-UTF-8 argument). Output goes to files, not
-    pipes, so that a process left behind holding them cannot block the test.
-    """
-    process = start(*command, env=env, preexec_fn=preexec_fn, cwd=cwd)
-    return finish(process, timeout)
-
-
-def start(*command, env=None, preexec_fn=None, cwd=None):
-    def child():
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as from a terminal
-        if preexec_fn:
-            preexec_fn()
-
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (closed by read)
-    process = subprocess.Popen(
-        [sys.executable, *(a if isinstance(a, bytes) else str(a) for a in command)],
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=err,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-        start_new_session=True,
-        preexec_fn=child,
-    )
-    process.files = out, err
-    return process
-
-
-def finish(process, timeout):
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        kill_session(process.pid)
-        process.wait()
-        pytest.fail(f"still running after {timeout} s (a hang): {read(process.files[1])[-2000:]}")
-    left = session_processes(process.pid, grace=3)
-    kill_session(process.pid)
-    return Run(process.returncode, read(process.files[0]), read(process.files[1]), left)
-
-
-def read(file):
-    file.seek(0)
-    text = file.read().decode(errors="replace")
-    file.close()
-    return text
-
-
-def session_processes(session, grace=0.0):
-    """[(pid, command)] of the live processes of `session` (from /proc), after up to `grace` s."""
-    deadline = time.monotonic() + grace
-    while True:
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                stat_line = Path(f"/proc/{entry}/stat").read_text()
-                command = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            fields = stat_line.rsplit(")", 1)[1].split()  # state ppid pgrp session ...
-            if int(fields[3]) == session and fields[0] != "Z":
-                found.append((int(entry), command.replace(b"\0", b" ").decode(errors="replace")))
-        if not found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.05)
-
-
-def kill_session(session):
-    for pid, _ in session_processes(session):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def assert_one_line(result, *fragments, code=1, alone=True, absent=()):
-    """Exit `code` (or one of a tuple), one `error:` line (the last; `alone`: the only line) holding each fragment,
-    no traceback, no process left behind."""
-    codes = code if isinstance(code, tuple) else (code,)
-    assert result.returncode in codes, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    lines = result.stderr.rstrip("\n").split("\n")
-    assert lines[-1].startswith("error: "), result.stderr[-3000:]
-    assert sum(line.startswith("error: ") for line in lines) == 1, result.stderr[-3000:]
-    if alone:
-        assert len(lines) == 1, result.stderr[-3000:]
-    for fragment in fragments:
-        assert str(fragment) in lines[-1], lines[-1]
-    for fragment in absent:
-        assert fragment not in lines[-1], lines[-1]
-    assert result.left == [], result.left
-
-
-def assert_ok(result):
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.left == [], result.left
 
 
 def tree(folder):

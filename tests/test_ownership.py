@@ -18,22 +18,17 @@ A failing run is one `error:` line (exit 1, no traceback) naming the file, and l
 file as it was; a run that succeeds leaves a folder that `verify` passes.
 """
 
-import contextlib
 import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, write_jsonl
+from conftest import REPO, assert_ok, assert_one_line, run, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -52,96 +47,6 @@ SHARD_SIZE = 3_000  # 300 paragraphs of Tiny Shakespeare are 12,695 tokens: 5 sh
 needs_datatrove = pytest.mark.skipif(
     __import__("importlib").util.find_spec("datatrove") is None, reason="needs datatrove"
 )
-
-
-# ---------------------------------------------------------------------------------------------
-# running a command as a user does
-
-
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-    left: list  # [(pid, command line)] of its session's processes still alive after it
-
-
-def run(*command, cwd=None, env=None, timeout=120):
-    """`python COMMAND...` in a session of its own, this checkout's code first on the path; a
-    hang fails. Output goes to files, so a process left behind holding them cannot block us."""
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
-    process = subprocess.Popen(
-        [sys.executable, *map(str, command)],
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=err,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-        start_new_session=True,
-    )
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        kill_session(process.pid)
-        process.wait()
-        pytest.fail(f"still running after {timeout} s: {read(err)[-2000:]}")
-    left = session_processes(process.pid, grace=3)
-    kill_session(process.pid)
-    return Run(process.returncode, read(out), read(err), left)
-
-
-def read(file):
-    file.seek(0)
-    text = file.read().decode(errors="replace")
-    file.close()
-    return text
-
-
-def session_processes(session, grace=0.0):
-    """[(pid, command)] of the live processes of `session` (from /proc), after up to `grace` s."""
-    deadline = time.monotonic() + grace
-    while True:
-        found = []
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-                command = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(fields[3]) == session and fields[0] != "Z":
-                found.append((int(entry), command.replace(b"\0", b" ").decode(errors="replace")))
-        if not found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.05)
-
-
-def kill_session(session):
-    for pid, _ in session_processes(session):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def assert_one_line(result, *fragments, alone=True, limit=None):
-    """Exit 1, one `error:` line (the last; `alone`: the only line on stderr) holding each
-    fragment, no traceback, no process left behind; `limit`: the line's most characters."""
-    assert result.returncode == 1, result.stderr[-3000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    lines = result.stderr.rstrip("\n").split("\n")
-    assert lines[-1].startswith("error: "), result.stderr[-3000:]
-    assert sum(line.startswith("error: ") for line in lines) == 1, result.stderr[-3000:]
-    if alone:
-        assert len(lines) == 1, result.stderr[-3000:]
-    for fragment in fragments:
-        assert str(fragment) in lines[-1], lines[-1][:3000]
-    if limit is not None:
-        assert len(lines[-1]) < limit, f"{len(lines[-1]):,} characters: {lines[-1][:300]}"
-    assert result.left == [], result.left
-    return lines[-1]
-
-
-def assert_ok(result):
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.left == [], result.left
 
 
 def assert_verifies(folder):
