@@ -68,7 +68,7 @@ def load_documents(hub, data_files, num_proc, cache_dir):
 
 
 def hub_files(hub):
-    """(local paths, sha256s) of `hub`'s files (its `files` glob at its revision), in order.
+    """(local paths, content hashes) of `hub`'s files (its `files` glob at its revision), in order.
 
     Each is downloaded into the hub's cache (huggingface_hub's) and checked against the sha256
     the hub publishes for it (an LFS file's oid, which is also its ETag; a small file's git blob
@@ -103,19 +103,20 @@ def hub_files(hub):
 
 
 def _checked_download(hub, entry):
-    """(path, sha256) of one file of the hub, its bytes checked against what the hub publishes."""
+    """(path, content hash) of one file of the hub, its bytes checked against what the hub
+    publishes: an LFS file's sha256, a file kept in git its blob id (one read of the file)."""
     from huggingface_hub import hf_hub_download
 
+    expected, kind = (entry.lfs.sha256, "sha256") if entry.lfs else (entry.blob_id, "git blob id")
     for force in (False, True):  # a cached copy may be the damaged one: fetch it again once
         path = hf_hub_download(
             hub.repo, entry.path, repo_type="dataset", revision=hub.revision, force_download=force
         )
-        sha256, blob_id = sha256_file(path), _git_blob_id(path)
-        expected = entry.lfs.sha256 if entry.lfs else entry.blob_id
-        if expected in (sha256, blob_id):
-            return path, sha256
+        found = sha256_file(path) if entry.lfs else _git_blob_id(path)
+        if found == expected:
+            return path, found
     raise PrepareError(
-        f"{hub.repo}@{hub.revision[:12]}/{entry.path}: the bytes received have sha256 {sha256}, "
+        f"{hub.repo}@{hub.revision[:12]}/{entry.path}: the bytes received have {kind} {found}, "
         f"not the {expected} the hub publishes for the file (damaged on the way?); run again"
     )
 

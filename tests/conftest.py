@@ -344,12 +344,13 @@ def openwebtext_hub(openwebtext_repo, tmp_path):
         yield OpenWebTextHub(**vars(owt), hub=hub, env=hub.environment(tmp_path / "hub-client"))
 
 
-def mounted_tmpfs(mount_point, size):
-    """A real tmpfs of `size` ("1m", "64k") mounted at `mount_point` for the test, as a fixture's
-    generator; the test skips where mounting is not permitted (not root)."""
+@contextlib.contextmanager
+def mounted_tmpfs(mount_point, options):
+    """A real tmpfs mounted at `mount_point` for the block, with mount `options` ("size=1m",
+    "size=1m,nr_inodes=4"); the test skips where mounting is not permitted (not root)."""
     mount_point.mkdir()
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)],
         capture_output=True,
         text=True,
     )
@@ -364,13 +365,15 @@ def mounted_tmpfs(mount_point, size):
 @pytest.fixture
 def tmpfs(tmp_path):
     """A real 1 MB tmpfs: a disk that fills up."""
-    yield from mounted_tmpfs(tmp_path / "tmpfs", "1m")
+    with mounted_tmpfs(tmp_path / "tmpfs", "size=1m") as mount:
+        yield mount
 
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A real 64 KB tmpfs: a disk that fills up at once."""
-    yield from mounted_tmpfs(tmp_path / "tmpfs", "64k")
+    with mounted_tmpfs(tmp_path / "tmpfs", "size=64k") as mount:
+        yield mount
 
 
 def tokenizer_file(path, pattern):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, run, write_jsonl
+from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -355,17 +355,6 @@ def small_text(tmp_path):
     return path
 
 
-def mount_tmpfs(mount_point, options):
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-
-
 def test_inodes_running_out_leave_nothing_behind(tmp_path, small_text):
     """A tmpfs of N inodes, for every N from "the output folder cannot be made" to "enough":
     each failing run is one line, leaves no .prepare.*.tmp, and removes the folder it created
@@ -373,12 +362,9 @@ def test_inodes_running_out_leave_nothing_behind(tmp_path, small_text):
     outcomes = {}
     for inodes in range(2, 11):
         mount = tmp_path / f"inodes-{inodes}"
-        mount_tmpfs(mount, f"size=1m,nr_inodes={inodes}")
-        try:
+        with mounted_tmpfs(mount, f"size=1m,nr_inodes={inodes}"):
             result = run(CHAR, "--input", small_text, "--out-dir", mount / "out")
             left = sorted(str(p.relative_to(mount)) for p in mount.rglob("*"))
-        finally:
-            subprocess.run(["umount", "-l", str(mount)], check=True)
         outcomes[inodes] = result.returncode
         if result.returncode == 0:
             assert result.left == []
@@ -397,16 +383,13 @@ def test_inodes_running_out_in_a_rerun_keep_the_previous_set(tmp_path, small_tex
     outcomes = {}
     for inodes in range(10, 15):
         mount = tmp_path / f"inodes-{inodes}"
-        mount_tmpfs(mount, f"size=1m,nr_inodes={inodes}")
         out = mount / "out"
-        try:
+        with mounted_tmpfs(mount, f"size=1m,nr_inodes={inodes}"):
             assert_ok(run(CHAR, "--input", small_text, "--out-dir", out))
             first = tree(out)
             result = run(CHAR, "--input", other, "--out-dir", out)
             after = tree(out)
             verified = run(COMMON, "verify", out)
-        finally:
-            subprocess.run(["umount", "-l", str(mount)], check=True)
         outcomes[inodes] = result.returncode
         if result.returncode == 0:
             assert result.left == []
