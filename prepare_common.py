@@ -1,14 +1,15 @@
 """What the data/*/prepare.py lessons share: the helpers between "the text" and "train.bin".
 
-Read it top to bottom after data/shakespeare_char/prepare.py, one section a job: 1. downloads
-checked against a pinned sha256; 2. the tokenizer (GPT-2's or a trained one); 3. the dtype of
-the ids, nanoGPT's .bin files and where their documents start; 4. llm.c's shards; 5. the folder
-commit; 6. meta.json and meta.pkl; 7. documents: nanoGPT's split, each document's ids, rows
-that begin at a document start; 8. verify, show and packing.
+Read it top to bottom after data/shakespeare_char/prepare.py, one section a job: 1. the
+tokenizer (GPT-2's or a trained one) and a document's ids; 2. the dtype of the ids, nanoGPT's
+.bin files and where their documents start; 3. llm.c's shards; 4. the folder commit; 5. meta.json
+and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split, rows that begin at a
+document start; 7. the commands over a prepared folder.
 
-What keeps these safe without being the lesson is imported from hardening/, its contract said
-where it is used: one-line errors, strict and bounded readers, the commit's lock and signals,
-the `datasets` loader's edge cases, the auditor. It is also a command, for any prepared folder:
+What keeps the lessons safe without being the lesson is the `safety` package, which they import
+from directly: one-line errors (PrepareError, run_main), the argument parser, checked downloads
+(RemoteFile, fetch), strict readers (read_text) and the folder commit (output_folder). The
+commands that inspect a prepared folder are the `inspection` package, run from here:
 
     python prepare_common.py verify data/shakespeare_char
     python prepare_common.py show data/shakespeare_char --split val --block-size 8
@@ -19,7 +20,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import pickle
 import sys
 from collections import namedtuple
@@ -27,106 +27,16 @@ from pathlib import Path
 
 import numpy as np
 
-# The hardening each helper below stands on, and what a lesson takes through this file:
-# isort: off
-from hardening import audit, show
-from hardening.cli import ArgumentParser, run_main  # a failure: one `error:` line, no traceback
-from hardening.cli import default_num_proc, fraction, positive_int, random_seed, tokens_per_shard
-from hardening.commit import RECORD_NAME, folder_lock, folder_tokenizer, output_folder
-from hardening.documents import HubDataset, load_documents, source_name, source_record
-from hardening.documents import id_batches, ids_cache_options, split_sizes
-from hardening.errors import PrepareError
-from hardening.files import atomic_path, data_cache, check_utf8_names, read_text, sha256_file
-from hardening.formats import LLMC_HEADER_INTS, LLMC_MAGIC_VERSION, META_FORMAT_VERSION, META_PKL
-from hardening.formats import SHARD_FORMATS, splits_record, text_source
-from hardening.http import MIRROR_ENV, download_blocks
-from hardening.tokenizers import check_covered, check_documents_covered, check_dtype_holds
-from hardening.tokenizers import encode_document, encoding_sha256
-from hardening.tokenizers import nanogpt_sample_maps, trained_tokenizer
-from hardening.archive import archive_file, json_members, json_stories  # TinyStories' archive
-from hardening.pool import ordered_map
-from hardening.stories import SplitFiles, story_vocab_size, train_story_bpe
-from bpe import EOT
-# isort: on
+from formats.shards import LLMC_HEADER_INTS, LLMC_MAGIC_VERSION, META_FORMAT_VERSION
+from safety import PrepareError, run_main
+from safety.commit import folder_tokenizer
+from safety.errors import shortened
+from safety.files import atomic_path, check_utf8_names, sha256_file
+from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
+from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 
 # ---------------------------------------------------------------------------------------------
-# 1. downloads: known remote files, downloaded once and checked against a pinned sha256
-#
-# The classic failure this prevents is an HTML error page saved as input.txt: whatever server
-# answered, the bytes are renamed into place only if their sha256 is the pinned one. A lesson
-# pins its own files; GPT-2's are here. mirror_path: where the bytes sit in NANOGPT_DATA_MIRROR.
-RemoteFile = namedtuple("RemoteFile", ["url", "sha256", "mirror_path"])
-
-GPT2_VOCAB_BPE = RemoteFile(
-    url="https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
-    sha256="1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
-    mirror_path="gpt2/vocab.bpe",
-)
-GPT2_ENCODER_JSON = RemoteFile(
-    url="https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
-    sha256="196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
-    mirror_path="gpt2/encoder.json",
-)
-
-
-def fetch(remote, dest):
-    """Put `remote`'s bytes at `dest`, checked against its pinned sha256; return `dest`. A `dest`
-    with the right hash is reused, one with a wrong hash refused, never overwritten. With
-    NANOGPT_DATA_MIRROR set (a folder or an http(s) URL), the bytes come from the mirror."""
-    dest = Path(dest)
-    if dest.exists():
-        if not dest.is_file():
-            raise PrepareError(f"{dest} exists and is not a file; move it away and run again")
-        found = sha256_file(dest)
-        if found != remote.sha256:
-            raise PrepareError(
-                f"{dest} exists but its sha256 is {found}, not the expected {remote.sha256}; "
-                f"delete it to download it again"
-            )
-        return dest
-    if not dest.parent.is_dir():
-        raise PrepareError(f"cannot download to {dest}: {dest.parent} is not a folder")
-    mirror = os.environ.get(MIRROR_ENV, "").strip()
-    if not mirror or mirror.startswith(("http://", "https://")):
-        url = f"{mirror.rstrip('/')}/{remote.mirror_path}" if mirror else remote.url
-        # retried if the connection drops or the server says 5xx (hardening/http.py)
-        return download_blocks(url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total))  # fmt: skip
-    source = Path(mirror) / remote.mirror_path
-    if not source.is_file():
-        layout = "laid out as the origin's files are (such as gpt2/vocab.bpe)"
-        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder {layout}")  # fmt: skip
-    with open(source, "rb") as f:
-        blocks = iter(lambda: f.read(1 << 20), b"")
-        return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)
-
-
-def save_verified(blocks, expected_sha256, dest, source, total_bytes):
-    """Write byte blocks to `dest` via a temp name, if their sha256 matches; `total_bytes` is the
-    size the source announced (None if unknown): fewer bytes is an error."""
-    digest = hashlib.sha256()
-    received = 0
-    with atomic_path(dest) as tmp:  # the final name appears only if every check below passes
-        with open(tmp, "wb") as f:
-            for block in blocks:
-                f.write(block)
-                digest.update(block)
-                received += len(block)
-        if total_bytes is not None and received != total_bytes:
-            raise PrepareError(
-                f"{source} was cut short: received {received:,} of {total_bytes:,} bytes; "
-                f"nothing was saved, run again"
-            )
-        found = digest.hexdigest()
-        if found != expected_sha256:
-            raise PrepareError(
-                f"{source} sent {received:,} bytes with sha256 {found}, not the expected "
-                f"{expected_sha256} (an error page or a changed file?); nothing was saved to {dest}"
-            )
-    return Path(dest)
-
-
-# ---------------------------------------------------------------------------------------------
-# 2. tokenizers: the tiktoken Encoding a BPE lesson encodes with, GPT-2's or a trained one
+# 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids
 
 
 def bpe_encoding(tokenizer_path=None, need_eot=False):
@@ -136,6 +46,8 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
     "eot_id": 50256, ...}); a path -> a file of train_tokenizer.py ({"kind": "bpe", ...}), loaded
     with `bpe.Tokenizer.load`; need_eot: one without <|endoftext|> is an error.
     """
+    from formats.tokenizers import encoding_sha256, gpt2_encoding, trained_tokenizer
+
     if tokenizer_path is not None:
         return trained_tokenizer(tokenizer_path, need_eot)
     encoding = gpt2_encoding()
@@ -144,22 +56,53 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
     return encoding, record
 
 
-def gpt2_encoding():
-    """`tiktoken.get_encoding("gpt2")`, with its two files fetched by `fetch` first: tiktoken
-    looks in $TIKTOKEN_CACHE_DIR for a file named sha1(url) of each; we put checked copies there
-    (so a mirror works offline, and a failed download is our one line, not tiktoken's traceback).
-    """
-    import tiktoken
+def encode_document(text, encoding, eot_id, dtype, eot_first=False):
+    """One document's ids and the end-of-text id, as a `dtype` array: "Hi" -> [17250, 50256]
+    (nanoGPT's rule); eot_first -> [50256, 17250] (llm.c's: the token delimits documents).
 
-    tiktoken_cache = data_cache("tiktoken", "TIKTOKEN_CACHE_DIR")  # that variable, or ours
-    for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
-        fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
-    return tiktoken.get_encoding("gpt2")
+    np.array(encoding.encode_ordinary(text) + [eot_id], dtype) (nanoGPT's `process`) without a
+    Python int per token: encode_to_numpy with no special token allowed or refused is
+    encode_ordinary (a literal "<|endoftext|>" stays text); a lone surrogate, which its Rust
+    side refuses, goes through encode_ordinary, which repairs it. The cast is unchecked:
+    `tokenize_documents` checks the tokenizer's largest id once.
+    """
+    try:
+        encoded = encoding.encode_to_numpy(text, disallowed_special=())
+    except UnicodeEncodeError:  # lone surrogates: encode_ordinary repairs them as tiktoken does
+        encoded = encoding.encode_ordinary(text)
+    ids = np.empty(len(encoded) + 1, dtype)
+    if eot_first:
+        ids[0], ids[1:] = eot_id, encoded
+    else:
+        ids[:-1], ids[-1] = encoded, eot_id
+    return ids
+
+
+def nanogpt_sample_maps(encoding):
+    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
+    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
+
+    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
+    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
+    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
+    """
+    itos = {}
+    for token_id in range(encoding.n_vocab):
+        try:
+            token = encoding.decode_single_token_bytes(token_id)
+        except KeyError:  # a gap in a tiktoken vocabulary
+            continue
+        itos[token_id] = token.decode("utf-8", errors="replace")
+    stoi = {
+        text: token_id
+        for token_id, text in sorted(itos.items(), reverse=True)
+        if len(text) == 1 and text != "\ufffd"
+    }
+    return stoi, itos
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. bin files: raw token ids, one dtype, no header (what nanoGPT's get_batch memory-maps)
+# 2. bin files: raw token ids, one dtype, no header (what nanoGPT's get_batch memory-maps)
 
 NANOGPT_READS = (  # dtype_for_vocab's warning for .bin files
     "the .bin files are uint32; stock nanoGPT train.py reads uint16: change np.uint16 to "
@@ -254,7 +197,7 @@ def write_document_starts(path, lengths):
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. shards: the files of llm.c, modded-nanogpt and build-nanogpt (data/fineweb, --format llmc)
+# 3. shards: the files of llm.c, modded-nanogpt and build-nanogpt (data/fineweb, --format llmc)
 #
 # Past one .bin file per split, the token stream is cut into shards of `shard_size` tokens
 # (llm.c's default: 100M). An llm.c shard (llm.c, modded-nanogpt) is a header, then the tokens:
@@ -274,7 +217,6 @@ LLMC_READS = (  # dtype_for_vocab's warning for shards
     "the shards are llm.c's uint32 variant (magic 20240801, version 7: read by llm.c's "
     "train_llama3.py); modded-nanogpt, llm.c's train_gpt2 and build-nanogpt read uint16 only"
 )
-DEFAULT_SHARD_SIZE = 10**8  # tokens per shard: llm.c's --shard_size, build-nanogpt's int(1e8)
 
 
 def llmc_header(num_tokens, dtype):
@@ -342,7 +284,7 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 
 
 # ---------------------------------------------------------------------------------------------
-# 5. the folder commit: a prepared folder changes as one transaction, like a git commit
+# 4. the folder commit: a prepared folder changes as one transaction, like a git commit
 #
 #     with output_folder(out_dir) as out:    # out_dir locked; `out`: an empty staging folder
 #         write_bin(out / "train.bin", ...)  # every output is written into `out`,
@@ -351,11 +293,11 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 #
 # An error or an interrupt in the block leaves the old set as it was; a crash leaves the old
 # set, the new one, or a folder without meta.json that `verify` calls incomplete. The folder
-# owns exactly what its meta.json lists (hardening/commit.py: the steps, and the lock).
+# owns exactly what its meta.json lists (safety/commit.py: the steps, and the lock).
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
+# 5. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
 
 
 def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_tokens=None, shards=None, shard_format=None):  # fmt: skip
@@ -389,6 +331,47 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     return meta
 
 
+def splits_record(out, split_tokens, shards):
+    """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
+    was written beside it), or each split's shard totals. A shard set without a train shard is
+    refused: llm.c and modded-nanogpt would have nothing to train on.
+
+    {"train": 9, "val": 1} -> {"train": {"file": "train.bin", "tokens": 9, "sha256": ...}, ...}
+    """
+    splits = {}
+    for name, count in (split_tokens or {}).items() if shards is None else ():
+        sha256 = sha256_file(out / f"{name}.bin")
+        splits[name] = {"file": f"{name}.bin", "tokens": count, "sha256": sha256}
+        index = out / f"{name}.docs.npy"
+        if index.is_file():
+            documents = len(np.load(index, mmap_mode="r"))
+            splits[name]["index"] = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}  # fmt: skip
+    if shards is not None and all(shard["split"] != "train" for shard in shards):
+        tokens = sum(shard["tokens"] for shard in shards)
+        raise PrepareError(
+            f"all {tokens:,} tokens fit in shard 0, which is val, so the shard set has no train "
+            f"shard for llm.c or modded-nanogpt to read; choose a --shard-size below {tokens:,}"
+        )
+    for shard in shards or ():
+        totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
+        totals["tokens"] += shard["tokens"]
+        totals["shards"] += 1
+    return splits
+
+
+def text_source(input_path, out_dir, characters, url=None):
+    """meta.json's "source" for one text file: its path (relative when it sits in `out_dir`, so
+    the folder can move), sha256, size, and origin (`url`, None for a local --input)."""
+    input_path = Path(input_path).resolve()
+    inside = input_path.parent == Path(out_dir).resolve()
+    return {
+        "path": input_path.name if inside else str(input_path),
+        "sha256": sha256_file(input_path),
+        "characters": characters,
+        "url": url,
+    }
+
+
 def write_pickle(path, obj):
     """Pickle `obj` to `path`, atomically (nanoGPT's meta.pkl)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
@@ -410,10 +393,117 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
 
 
 # ---------------------------------------------------------------------------------------------
-# 7. documents: nanoGPT's random split of documents, and each document's ids
+# 6. documents: a pinned dataset of the hub, nanoGPT's random split, and each document's ids
 #
 # A document lesson pins its dataset (a HubDataset) and loads it with `load_documents`, which
-# refuses in one line what `datasets` would stumble on (hardening/documents.py).
+# refuses in one line what `datasets` would stumble on (safety/inputs.py).
+
+
+# A dataset on the hub, pinned: its repository and revision, its config (the card's name for
+# it), the files it holds (a glob of parquet files, read with datasets' own parquet builder: no
+# loading script runs) and the split they are.
+HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
+
+
+def load_documents(hub, data_files, num_proc, cache_dir):
+    """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
+
+    data_files None -> `hub`'s files at its revision, downloaded and each checked against the
+    sha256 the hub publishes (`hub_files`); else the files the patterns name (see
+    `expand_data_files`). Every failure is a PrepareError saying what to do.
+    """
+    import datasets
+
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
+    if data_files is None:
+        files, hashes = hub_files(hub, source_name(None, hub))
+        content = hashlib.sha256("".join(hashes).encode()).hexdigest()
+    else:
+        files = expand_data_files(data_files)
+        content = inputs_sha256(files)
+    builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+    # datasets knows a local file by its path, size and time: its cache of the documents goes
+    # in a folder named by their content, so an input edited in place is read again
+    cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
+    try:
+        dataset = datasets.load_dataset(
+            builder, data_files={"train": files}, split="train", cache_dir=str(cache_dir),
+            num_proc=min(num_proc, len(files)), **options,
+        )  # fmt: skip
+    except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
+        cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
+        detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
+        what = f"--data-files {' '.join(data_files)}" if data_files else source_name(None, hub)
+        raise PrepareError(f"datasets could not read {what} ({detail})") from None
+    check_texts(dataset, source_name(data_files, hub))
+    return dataset
+
+
+def source_name(data_files, hub):
+    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
+    if data_files:
+        return " ".join(data_files)
+    config = f" ({hub.config})" if hub.config not in hub.files else ""
+    return f"{hub.repo}@{hub.revision[:12]}{config}"
+
+
+def source_record(data_files, num_documents, hub):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
+    if data_files:
+        return {"files": data_files, "documents": num_documents}
+    return {
+        "repo": hub.repo,
+        "revision": hub.revision,
+        "config": hub.config,
+        "documents": num_documents,
+    }
+
+
+def id_batches(tokenized, documents_per_batch=10_000):
+    """A tokenized dataset's ids in order, a batch of documents at a time, each one flat array.
+
+    The same ids as np.concatenate(tokenized["ids"]), read through Arrow without a Python
+    object per document: memory holds one batch whatever the dataset's size.
+    """
+    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
+        yield batch["ids"].combine_chunks().flatten().to_numpy()
+
+
+def ids_cache_options(documents, tokenizer, dtype, function, eot_first=False):
+    """`features` and `new_fingerprint` for documents.map(function, ...).
+
+    features: the ids are stored as `dtype` (uint16: 4x less disk than datasets' default int64).
+    new_fingerprint: the cache key, made from what decides the result (the input split, the
+    function, the tokenizer's sha256 and end-of-text id and where it goes, the dtype); datasets'
+    own would pickle the whole vocabulary (~1 s per split).
+    """
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    features = datasets.Features(
+        {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
+    )
+    key = [documents._fingerprint, function, tokenizer["sha256"], tokenizer["eot_id"], eot_first]
+    key.append(dtype.name)
+    return {"features": features, "new_fingerprint": Hasher.hash(key)}
+
+
+def split_sizes(num_documents, val_fraction):
+    """(train, val) document counts of datasets' train_test_split(test_size=val_fraction).
+
+    10,000 documents, 0.0005 -> (9995, 5): val gets ceil(fraction * n), train the rest.
+    A fraction outside (0, 1), or one that leaves a side empty, is an error.
+    """
+    num_val = math.ceil(val_fraction * num_documents)
+    num_train = num_documents - num_val
+    if not 0 < val_fraction < 1 or num_train <= 0:
+        empty = "val" if val_fraction <= 0 else "train"
+        raise PrepareError(
+            f"--val-fraction {val_fraction} of {num_documents:,} documents leaves {empty} empty; "
+            f"choose a fraction that leaves at least one document on each side"
+        )
+    return num_train, num_val
 
 
 SPLIT_RULE = (
@@ -455,6 +545,8 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     numpy array; eot_first: llm.c's rule, the end-of-text id first). Refused, naming the document
     (`where` and its number, or where(i)): a trained tokenizer's pattern that leaves text out.
     """
+    from formats.tokenizers import check_documents_covered, check_dtype_holds
+
     eot_id = tokenizer["eot_id"]
     check_dtype_holds(encoding, eot_id, dtype)  # before anything is encoded: no id wraps around
     ids = [encode_document(text, encoding, eot_id, dtype, eot_first) for text in texts]
@@ -479,18 +571,14 @@ def document_batch(data, starts, batch_size, block_size, rng):
 
 
 # ---------------------------------------------------------------------------------------------
-# 8. verify and show: the auditor (hardening/audit.py, hardening/show.py), for any folder
-
-
-def verify(folder, quiet=False):
-    """The problems of a prepared folder, one line each ([]: complete and consistent): every file
-    meta.json lists recomputed against it (size, sha256, largest id), the tokenizer rebuilt."""
-    return audit.verify(folder, gpt2_encoding, quiet)
+# 7. the commands over a prepared folder (the inspection package, loaded when one runs)
 
 
 def main(argv=None):
     """python prepare_common.py verify|show|packing FOLDER (each answers --help)"""
-    show.main(argv, gpt2_encoding)
+    from inspection import main as inspect_folder
+
+    inspect_folder(argv)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,8 @@ from bpe.show_training import (
     trace_lines,
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
-from hardening.signals import Terminated
-from prepare_common import ArgumentParser, PrepareError, read_text, run_main
+from safety import ArgumentParser, PrepareError, read_text, run_main
+from safety.signals import Terminated
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hardening.packing import best_fit_tokens_kept, document_lengths, packing_lines, packing_report
+from inspection.packing import best_fit_tokens_kept, document_lengths, packing_lines, packing_report
 from prepare_common import document_batch
 
 EOT, VOCAB_SIZE = 50256, 50257  # GPT-2's

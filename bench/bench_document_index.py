@@ -31,9 +31,10 @@ from bench_openwebtext_scale import (  # noqa: E402
     timed,
 )
 
-from hardening.audit import _starts_problem  # noqa: E402
-from hardening.files import sha256_file  # noqa: E402
-from prepare_common import ArgumentParser, write_document_starts  # noqa: E402
+from inspection.verify import _starts_problem  # noqa: E402
+from prepare_common import write_document_starts
+from safety import ArgumentParser  # noqa: E402
+from safety.files import sha256_file  # noqa: E402
 
 
 def index_seconds(lengths, folder, data=None, eot_id=50256):

@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 from bpe import Tokenizer
-from prepare_common import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, ArgumentParser, fetch, gpt2_encoding
+from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, gpt2_encoding
+from safety import ArgumentParser, fetch
 
 TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
 

@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_openwebtext_scale import CORPUS, FLOOR_TEMPLATE, ROOT, timed  # noqa: E402
 
-from prepare_common import ArgumentParser  # noqa: E402
+from safety import ArgumentParser  # noqa: E402
 
 SCRIPTS = {
     "datasets": ROOT / "data" / "fineweb" / "prepare.py",
@@ -66,7 +66,7 @@ def fineweb_edu_documents(text, num_documents, seed=0):
     import numpy as np
 
     sys.path.insert(0, str(ROOT))
-    from prepare_common import gpt2_encoding
+    from formats.tokenizers import gpt2_encoding
 
     sample = "".join(text[i : i + (1 << 16)] for i in range(0, len(text), len(text) // 32))
     chars_per_token = len(sample) / len(gpt2_encoding().encode_ordinary(sample))

@@ -41,14 +41,15 @@ NUM_DOCUMENTS, NUM_FILES, NUM_PROC, VAL_FRACTION = 20_000, 4, 2, 0.06
 WRITER_PROBE = r"""
 import sys, numpy as np, datasets
 from functools import partial
-from prepare_common import gpt2_encoding, tokenize
+from prepare_common import tokenize_documents
+from formats.tokenizers import gpt2_encoding
 writer, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]
 datasets.disable_progress_bars()
 enc = gpt2_encoding()
 docs = datasets.load_dataset("json", data_files=files, split="train")
 if writer == "ours":
     features = datasets.Features({"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")})
-    dset = docs.map(partial(tokenize, encoding=enc, eot_id=50256, dtype=np.dtype("uint16")), input_columns="text",
+    dset = docs.map(partial(tokenize_documents, encoding=enc, tokenizer={"kind": "tiktoken", "eot_id": 50256}, dtype=np.dtype("uint16"), where="document"), input_columns="text", with_indices=True,
                     batched=True, remove_columns=["text"], features=features, num_proc=2)
 else:
     def process(example):

@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prepare_common import ArgumentParser
+from safety import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
@@ -60,7 +60,7 @@ OPENWEBTEXT_DOCUMENTS, OPENWEBTEXT_TOKENS = (
 # on write while the clock runs (bench_fineweb_scale.py reads parquet files instead)
 FLOOR_TEMPLATE = r"""
 import json, sys, time, multiprocessing as mp
-from prepare_common import gpt2_encoding
+from formats.tokenizers import gpt2_encoding
 call, files = sys.argv[1], sys.argv[2:]
 encoding = gpt2_encoding()
 if call == "encode_to_numpy":  # encode_ordinary's ids as one array: what tokenize_documents calls
@@ -141,7 +141,7 @@ def openwebtext_documents(text, num_documents):
     so the documents hold about nanoGPT's 1,128 tokens each on average.
     """
     sys.path.insert(0, str(ROOT))
-    from prepare_common import gpt2_encoding
+    from formats.tokenizers import gpt2_encoding
 
     sample = "".join(text[i : i + (1 << 16)] for i in range(0, len(text), len(text) // 32))
     chars_per_token = len(sample) / len(gpt2_encoding().encode_ordinary(sample))

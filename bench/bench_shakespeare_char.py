@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prepare_common import ArgumentParser, fetch
+from safety import ArgumentParser, fetch
 
 TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prepare_common import ArgumentParser
+from safety import ArgumentParser
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "data" / "tinystories" / "prepare.py"
@@ -54,11 +54,11 @@ WORDS = VOCABULARY.split()
 ORACLE = """
 import subprocess, sys
 sys.path.insert(0, sys.argv[4])
-import prepare_common
+import formats.tokenizers
 from llmc_tinystories import write_llmc_tinystories
 archive, unpacked, out = sys.argv[1:4]
 subprocess.run(["tar", "-xzf", archive, "-C", unpacked], check=True)  # llm.c's os.system(tar -xzf)
-write_llmc_tinystories(unpacked, prepare_common.gpt2_encoding(), out)
+write_llmc_tinystories(unpacked, formats.tokenizers.gpt2_encoding(), out)
 """
 
 LLMC_POOL = """
@@ -66,11 +66,11 @@ import subprocess, sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
-import prepare_common
+import formats.tokenizers
 from llmc_tinystories import shard_tokens, split_files, write_datafile
 archive, unpacked, out = sys.argv[1:4]
 subprocess.run(["tar", "-xzf", archive, "-C", unpacked], check=True)
-encoding = prepare_common.gpt2_encoding()
+encoding = formats.tokenizers.gpt2_encoding()
 if __name__ == "__main__":
     for split, files in zip(("val", "train"), split_files(unpacked)):
         tokens = []

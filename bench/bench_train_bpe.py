@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from bpe import EOT, train_bpe
-from prepare_common import ArgumentParser, fetch
+from safety import ArgumentParser, fetch
 
 TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
 

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prepare_common import ArgumentParser
+from safety import ArgumentParser
 
 EOT = "<|endoftext|>"
 REPO = Path(__file__).resolve().parents[1]

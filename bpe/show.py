@@ -22,6 +22,7 @@ from pathlib import Path
 import regex
 
 from .checks import one_line
+from .gpt2 import GPT2_FILES
 from .tokenizer import Tokenizer
 
 # Background colors cycled over the tokens (256-color codes, pale, with black text), and reset.
@@ -132,19 +133,6 @@ class ShowError(Exception):
     it as one `error: ...` line, without a traceback."""
 
 
-# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
-GPT2_FILES = {
-    "encoder.json": (
-        "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
-        "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
-    ),
-    "vocab.bpe": (
-        "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
-        "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
-    ),
-}
-
-
 def gpt2_tokenizer():
     """GPT-2's tokenizer from its own two files (gpt2_file)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -213,7 +201,7 @@ def read_text(path):
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line usage errors and "did you mean" for a misspelled option, as the
-    project's other commands (hardening.cli.ArgumentParser; bpe imports nothing of the project).
+    project's other commands (safety.cli.ArgumentParser; bpe imports nothing of the project).
 
     No abbreviations, and an unknown --option is refused before anything else is parsed:
     `--tokenzier x.json hi` is an error naming --tokenizer, never the text "x.json".

@@ -1,8 +1,7 @@
 """The engine's wing: the same outputs as the lessons, from many tasks, on one machine or a cluster.
 
-It may import the lessons' helpers (prepare_common), the hardening behind them and bpe; they
-never import it. Read in
-this order:
+It may import the lessons' helpers (prepare_common), the safety package behind them and bpe;
+they never import it. Read in this order:
 
 - readers.py: the input files, their lengths and the pieces each task reads
 - executors.py: the work directory, datatrove's local, Slurm and Ray executors, the options

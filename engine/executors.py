@@ -13,8 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-from hardening.errors import PrepareError
-from hardening.files import atomic_path, load_json, read_small_file, sha256_file
+from safety.errors import PrepareError
+from safety.files import atomic_path, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")

@@ -42,8 +42,8 @@ from engine.executors import (
 )
 from engine.readers import file_identity, file_lengths, input_files, most_tasks, task_slices
 from engine.stages import STAGES
-from hardening.commit import folder_lock
-from hardening.documents import source_name, source_record
+from prepare_common import source_name, source_record
+from safety.commit import folder_lock
 
 
 def make_executor(args, work, job):

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hardening.documents import BUILDERS, expand_data_files, hub_files
-from hardening.errors import PrepareError
-from hardening.files import sha256_file, universal_newlines
+from prepare_common import source_name
+from safety.errors import PrepareError
+from safety.files import sha256_file, universal_newlines
+from safety.inputs import BUILDERS, expand_data_files, hub_files
 
 JSON_WHITESPACE = b" \t\r\n"
 
@@ -244,6 +245,6 @@ def input_files(data_files, hub):
     downloaded first, each checked against the sha256 the hub publishes (`hub_files`): on a
     cluster, into a hub cache (HF_HOME) that the nodes share, as they share the work directory."""
     if data_files is None:
-        return hub_files(hub)[0], "parquet"
+        return hub_files(hub, source_name(None, hub))[0], "parquet"
     files = expand_data_files(data_files)
     return [str(Path(path).resolve()) for path in files], BUILDERS[Path(files[0]).suffix.lower()][0]

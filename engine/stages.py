@@ -16,10 +16,6 @@ from datatrove.pipeline.base import PipelineStep
 
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
-from hardening.commit import output_folder
-from hardening.errors import PrepareError
-from hardening.files import atomic_path, sha256_file
-from hardening.formats import SHARD_FORMATS
 from prepare_common import (
     bpe_encoding,
     check_ids,
@@ -32,6 +28,10 @@ from prepare_common import (
     write_meta,
     write_shards,
 )
+from safety.commit import output_folder
+from safety.errors import PrepareError
+from safety.files import atomic_path, sha256_file
+from safety.record import SHARD_FORMATS
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
 TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16

@@ -55,8 +55,8 @@ from engine.executors import (
     task_bars,
 )
 from engine.readers import file_identity
-from hardening.errors import PrepareError
-from hardening.files import atomic_path, load_json, read_small_file, sha256_file
+from safety.errors import PrepareError
+from safety.files import atomic_path, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 

@@ -40,8 +40,9 @@ import pytest
 import requests
 from hub_server import LocalHub, openwebtext_files
 
-import prepare_common
-from prepare_common import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, fetch
+import formats.tokenizers
+from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
+from safety import fetch
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +106,7 @@ def names_in(folder):
 def files_in(folder):
     """Every file under `folder` and its bytes, and every folder: {Path("out/train.bin"): b"...",
     Path("out"): None, ...}. A failed run leaves it as it was: no output, no lock file, and no
-    folder it created (see prepare_common's folder_lock)."""
+    folder it created (see safety.commit's folder_lock)."""
     return {
         p.relative_to(folder): p.read_bytes() if p.is_file() else None
         for p in Path(folder).rglob("*")
@@ -179,7 +180,7 @@ def shakespeare(shakespeare_path):
 def gpt2_encoding():
     """tiktoken's GPT-2 Encoding (50,257 ids), its files fetched through the project's `fetch`."""
     require_downloads()
-    return prepare_common.gpt2_encoding()
+    return formats.tokenizers.gpt2_encoding()
 
 
 @pytest.fixture(scope="session")

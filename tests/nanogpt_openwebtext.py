@@ -3,7 +3,7 @@
 The code is nanoGPT's, changed only where it must be to run here: the documents come from local
 files (nanoGPT's `load_dataset("openwebtext")` needs the hub and a loading script that datasets
 >= 4 refuses), the .bin files go to --out-dir, and GPT-2's files come through
-prepare_common.gpt2_encoding (the same encoding, offline). Everything else is as in nanoGPT: Python
+formats.tokenizers.gpt2_encoding (the same encoding, offline). Everything else is as in nanoGPT: Python
 lists of ids (int64 in the datasets cache) and the fixed 1,024-shard writing loop, which crashes
 on a split with fewer documents than shards.
 
@@ -18,7 +18,7 @@ import numpy as np
 from datasets import load_dataset
 from tqdm import tqdm
 
-from prepare_common import gpt2_encoding
+from formats.tokenizers import gpt2_encoding
 
 BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".txt": "text"}
 

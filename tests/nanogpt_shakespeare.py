@@ -1,7 +1,7 @@
 """nanoGPT's data/shakespeare/prepare.py, as the oracle for tests (not product code). The code is
 nanoGPT's, changed only where it must be to run here: the folder it reads input.txt from and
 writes to is its first argument, input.txt must already be there, and GPT-2's files come through
-prepare_common.gpt2_encoding (the same encoding as tiktoken.get_encoding("gpt2"), offline).
+formats.tokenizers.gpt2_encoding (the same encoding as tiktoken.get_encoding("gpt2"), offline).
 
     python tests/nanogpt_shakespeare.py DIR
 """
@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from prepare_common import gpt2_encoding
+from formats.tokenizers import gpt2_encoding
 
 folder = sys.argv[1]  # nanoGPT: os.path.dirname(__file__)
 

@@ -9,7 +9,8 @@ from conftest import names_in
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prepare_common import PrepareError, check_ids, dtype_for_vocab, write_bin
+from prepare_common import check_ids, dtype_for_vocab, write_bin
+from safety import PrepareError
 
 # ---------------------------------------------------------------------------------------------
 # dtype_for_vocab

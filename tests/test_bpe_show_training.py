@@ -12,7 +12,7 @@ from bpe.patterns import GPT2_PATTERN
 from bpe.show_training import plot_sweep, prefix_encodings, trace_lines
 from bpe.simple import count_pretokens
 from bpe.train import train_bpe_from_iterator
-from prepare_common import PrepareError
+from safety import PrepareError
 from train_tokenizer import compression
 
 SCRIPT = REPO / "train_tokenizer.py"

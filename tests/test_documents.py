@@ -9,16 +9,16 @@ from conftest import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardening.documents import expand_data_files
-from hardening.tokenizers import encode_document
 from prepare_common import (
-    PrepareError,
+    encode_document,
     ids_cache_options,
     load_documents,
     random_split,
     split_sizes,
     tokenize_documents,
 )
+from safety import PrepareError
+from safety.inputs import expand_data_files
 
 GPT2_EOT = 50256
 GPT2_RECORD = {"kind": "tiktoken", "sha256": "gpt2", "eot_id": GPT2_EOT}  # what the checks read

@@ -18,8 +18,9 @@ from conftest import (
     write_files,
 )
 
-from hardening import http
-from prepare_common import MIRROR_ENV, PrepareError, RemoteFile, fetch, save_verified
+from safety import PrepareError, RemoteFile, fetch
+from safety import downloads as http
+from safety.downloads import MIRROR_ENV, save_verified
 
 FAST = dict(retries=3, backoff=0.01)  # the real retry loop, with waits of 10, 20, 40 ms
 
@@ -89,7 +90,7 @@ def shakespeare_bytes(shakespeare_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# download(): fetch's path to an http(s) URL, its retries (hardening/http.py)
+# download(): fetch's path to an http(s) URL, its retries (safety/downloads.py)
 
 
 def download(url, expected_sha256, dest, retries=3, backoff=1.0):

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, tokenizer_file
 
-from hardening.commit import PAUSE_ENV, leftover_temporaries
-from prepare_common import output_folder, random_split
+from prepare_common import random_split
+from safety import output_folder
+from safety.commit import PAUSE_ENV, leftover_temporaries
 
 # SIGKILL, SIGSTOP, process groups, file size limits: POSIX's faults (not on Windows)
 resource = pytest.importorskip("resource", reason="these faults are POSIX's (not on Windows)")

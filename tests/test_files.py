@@ -3,7 +3,8 @@
 import pytest
 from conftest import names_in, write_files
 
-from prepare_common import PrepareError, atomic_path, read_text
+from safety import PrepareError, read_text
+from safety.files import atomic_path
 
 # ---------------------------------------------------------------------------------------------
 # atomic_path

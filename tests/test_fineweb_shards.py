@@ -14,8 +14,9 @@ from buildnanogpt_fineweb import write_npy_shards
 from llmc_fineweb import ReferenceCrash, llmc_check_shard, llmc_python_load, write_llmc_shards
 from modded_nanogpt_loader import load_data_shard
 
-from hardening.formats import read_shard
-from prepare_common import PrepareError, llmc_names, write_shards
+from formats.shards import read_shard
+from prepare_common import llmc_names, write_shards
+from safety import PrepareError
 
 
 def doc(n):

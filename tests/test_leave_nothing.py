@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO, assert_clean_failure, names_in, run_python
 
 import train_tokenizer
-from hardening.commit import LOCK_NAME
-from prepare_common import PrepareError, folder_lock
+from safety import PrepareError
+from safety.commit import LOCK_NAME, folder_lock
 
 SCRIPT = REPO / "data" / "shakespeare_char" / "prepare.py"
 
@@ -61,7 +61,7 @@ def test_a_block_that_fails_in_process_removes_the_folder_it_created(tmp_path):
 
 STRESS = """
 import os, sys, time
-from hardening.commit import FolderBusy, folder_lock
+from safety.commit import FolderBusy, folder_lock
 folder, me, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 held = 0
 for _ in range(rounds):

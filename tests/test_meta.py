@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, names_in, run_python
 
-from hardening.commit import STAGING_MARKER
-from prepare_common import META_FORMAT_VERSION, sha256_file, verify, write_bin, write_meta
+from formats.shards import META_FORMAT_VERSION
+from inspection import verify
+from prepare_common import write_bin, write_meta
+from safety.commit import STAGING_MARKER
+from safety.files import sha256_file
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -16,7 +16,8 @@ import pytest
 from conftest import REPO, assert_refused, run_python, write_jsonl
 
 from bpe import EOT, Tokenizer
-from prepare_common import sha256_file, verify
+from inspection import verify
+from safety.files import sha256_file
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

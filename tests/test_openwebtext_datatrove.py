@@ -24,8 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import executors, readers
-from hardening.commit import PAUSE_ENV, leftover_temporaries
-from prepare_common import PrepareError, verify
+from inspection import verify
+from safety import PrepareError
+from safety.commit import PAUSE_ENV, leftover_temporaries
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -1,4 +1,4 @@
-"""hardening.packing and prepare_common.document_batch: the figures of issue 27 against brute force, and
+"""inspection.packing and prepare_common.document_batch: the figures of issue 27 against brute force, and
 document-aligned batches."""
 
 import sys
@@ -8,14 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hardening.packing import (
+from inspection.packing import (
     PackingError,
     best_fit_tokens_kept,
     packing_lines,
     packing_report,
     plot_lengths,
 )
-from prepare_common import PrepareError, document_batch
+from prepare_common import document_batch
+from safety import PrepareError
 
 
 def starts_of(lengths):

@@ -127,7 +127,7 @@ def test_the_windows_like_processes_lack_what_windows_lacks(tmp_path):
     """The wrapper does hide them; a second process sees the folder's lock through msvcrt."""
     check = """
 import multiprocessing, os, signal, subprocess, sys
-import hardening.commit
+import safety.commit
 try:
     import fcntl
 except ImportError:
@@ -136,13 +136,13 @@ else:
     sys.exit("fcntl is importable")
 assert not hasattr(signal, "pthread_sigmask") and not hasattr(os, "sched_getaffinity")
 assert multiprocessing.get_start_method() == "spawn"
-with hardening.commit.folder_lock(sys.argv[1]):
+with safety.commit.folder_lock(sys.argv[1]):
     other = subprocess.run(
-        [sys.executable, "-c", "import hardening.commit, sys; print(hardening.commit.lock_holder(sys.argv[1]))", sys.argv[1]],
+        [sys.executable, "-c", "import safety.commit, sys; print(safety.commit.lock_holder(sys.argv[1]))", sys.argv[1]],
         capture_output=True, text=True, check=True,
     )
     print(other.stdout, end="")
-print(hardening.commit.lock_holder(sys.argv[1]))
+print(safety.commit.lock_holder(sys.argv[1]))
 """
     paths = [str(WINDOWS_LIKE), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     result = subprocess.run(
@@ -165,7 +165,7 @@ def test_ctrl_c_during_the_renames_is_held_back(tmp_path, windows_like):
     block it, and Python then runs the handler in the main thread at once."""
     import signal
 
-    from hardening.commit import PAUSE_ENV
+    from safety.commit import PAUSE_ENV
 
     (tmp_path / "abba.txt").write_text("ABBA" * 10, encoding="utf-8")
     paths = [str(WINDOWS_LIKE)] if windows_like else []

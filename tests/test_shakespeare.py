@@ -9,7 +9,8 @@ import pytest
 from conftest import REPO, TINY_SHAKESPEARE, assert_refused, run_python
 
 from bpe import EOT, Tokenizer
-from prepare_common import sha256_file, verify
+from inspection import verify
+from safety.files import sha256_file
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -18,7 +18,8 @@ from conftest import (
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from prepare_common import MIRROR_ENV, sha256_file
+from safety.downloads import MIRROR_ENV
+from safety.files import sha256_file
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -6,8 +6,8 @@ from conftest import REPO, assert_clean_failure, run_python
 
 import prepare_common
 from bpe import Tokenizer, train_bpe_from_iterator
-from hardening.show import block_lines
-from prepare_common import PrepareError, gpt2_encoding
+from inspection.show import block_lines
+from safety import PrepareError
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -70,7 +70,7 @@ def test_abba_shift_by_one(abba):
 
 
 def test_gpt2_tokens_decoded_one_by_one(gpt2_folder):
-    assert block_lines(gpt2_folder, gpt2_encoding, "train", block_size=5, offset=0) == [
+    assert block_lines(gpt2_folder, "train", block_size=5, offset=0) == [
         "train: 502 tokens; at position t the model has read x[0..t] and must predict y[t]",
         "x = data[0:5] = [5962, 22307, 25, 198, 8421]",
         "y = data[1:6] = [22307, 25, 198, 8421, 356]",
@@ -84,7 +84,7 @@ def test_gpt2_tokens_decoded_one_by_one(gpt2_folder):
 
 
 def test_trained_bpe_tokens_decoded_one_by_one(book_folder):
-    assert block_lines(book_folder, gpt2_encoding, "train", block_size=5, offset=16) == [
+    assert block_lines(book_folder, "train", block_size=5, offset=16) == [
         "train: 32 tokens; at position t the model has read x[0..t] and must predict y[t]",
         "x = data[16:21] = [114, 10, 257, 259, 10]",
         "y = data[17:22] = [10, 257, 259, 10, 119]",

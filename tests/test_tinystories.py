@@ -11,7 +11,7 @@ objects whose "story" is the text (with the real files' other fields beside it).
 - the edge cases of the stories themselves: only whitespace, non-ASCII, a file of one story;
 - hostile archives (a member escaping the folder, links, a FIFO or a device, a truncated .gz, a
   JSON that is not a list, ...): each one `error:` line, nothing written anywhere;
-- the pieces under it (hardening/): the spool that reorders, the pool that reads ahead a little.
+- the pieces under it (safety/): the spool that reorders, the pool that reads ahead a little.
 """
 
 import gzip
@@ -34,10 +34,14 @@ from conftest import REPO, assert_clean_failure, files_in, run_python, tokenizer
 from llmc_tinystories import split_tokens, write_llmc_tinystories
 
 from bpe import EOT, Tokenizer
-from hardening.archive import ArchiveError, json_members, json_stories
-from hardening.pool import ordered_map
-from hardening.spool import Spool
-from hardening.stories import train_story_bpe
+from bpe.parallel import ordered_map
+from safety.spool import Spool
+
+sys.path.insert(
+    0, str(REPO / "data" / "tinystories")
+)  # the lesson's own modules, as it imports them
+from archive import ArchiveError, json_members, json_stories  # noqa: E402
+from stories import train_story_bpe  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

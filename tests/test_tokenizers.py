@@ -1,4 +1,4 @@
-"""prepare_common.py, tokenizers: GPT-2's files and tiktoken's encoding, offline through the mirror set by
+"""formats/tokenizers.py: GPT-2's files and tiktoken's encoding, offline through the mirror set by
 CI (never set here), and the trained tokenizers a --tokenizer option names."""
 
 import hashlib
@@ -9,18 +9,13 @@ import sys
 import pytest
 from conftest import REPO, names_in, write_files
 
-import prepare_common as tokenizers
 from bpe import EOT, Tokenizer
-from hardening import tokenizers as coverage
-from hardening.files import CACHE_ENV
-from prepare_common import (
-    GPT2_ENCODER_JSON,
-    GPT2_VOCAB_BPE,
-    MIRROR_ENV,
-    PrepareError,
-    bpe_encoding,
-    sha256_file,
-)
+from formats import tokenizers as coverage
+from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
+from prepare_common import bpe_encoding
+from safety import PrepareError
+from safety.downloads import MIRROR_ENV
+from safety.files import CACHE_ENV, sha256_file
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -35,7 +30,7 @@ def fresh_caches(tmp_path, monkeypatch):
 
 
 def test_gpt2_encoding_offline_through_the_mirror(fresh_caches):
-    encoding = tokenizers.gpt2_encoding()
+    encoding = coverage.gpt2_encoding()
     assert encoding.encode("hello world") == [31373, 995]
     assert encoding.n_vocab == 50257
     # tiktoken keeps encodings per process, so check the files it would read are where it looks
@@ -62,7 +57,9 @@ def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
     ):
         env[proxy] = "http://127.0.0.1:9"  # nothing listens there
     env["NO_PROXY"] = env["no_proxy"] = ""
-    code = "from prepare_common import gpt2_encoding; print(gpt2_encoding().encode('hello world'))"
+    code = (
+        "from formats.tokenizers import gpt2_encoding; print(gpt2_encoding().encode('hello world'))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,
@@ -85,7 +82,7 @@ def test_gpt2_encoding_failure_is_our_one_line_error_not_tiktokens(
     """tiktoken's files come through `fetch`, so a bad source is a PrepareError, and nothing is cached."""
     monkeypatch.setenv(MIRROR_ENV, server.base + "/mirror")  # serves 404 for everything
     with pytest.raises(PrepareError) as error:
-        tokenizers.gpt2_encoding()
+        coverage.gpt2_encoding()
     assert f"{server.base}/mirror/gpt2/vocab.bpe" in str(error.value) and "404" in str(error.value)
     assert server.hits["/mirror/gpt2/vocab.bpe"] == 1  # a 4xx is not retried
     assert names_in(fresh_caches / "tiktoken") == []

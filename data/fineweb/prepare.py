@@ -18,25 +18,27 @@ import numpy as np
 
 from prepare_common import (
     LLMC_READS,
-    ArgumentParser,
     HubDataset,
     bpe_encoding,
-    default_num_proc,
     dtype_for_vocab,
     id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
+    source_name,
+    source_record,
+    tokenize_documents,
+    write_meta,
+    write_shards,
+)
+from safety import (
+    ArgumentParser,
+    default_num_proc,
     output_folder,
     positive_int,
     random_seed,
     run_main,
-    source_name,
-    source_record,
-    tokenize_documents,
     tokens_per_shard,
-    write_meta,
-    write_shards,
 )
 
 # The revisions public projects pin for the samples (not checked against the hub from here:

@@ -18,7 +18,8 @@ from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # t
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.pipeline import prepare_with_datatrove
-from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab, run_main
+from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab
+from safety import run_main
 
 
 def main():

@@ -11,31 +11,33 @@ from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 from prepare_common import (
-    ArgumentParser,
     HubDataset,
     bpe_encoding,
-    default_num_proc,
     dtype_for_vocab,
-    fraction,
     id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
-    output_folder,
-    positive_int,
-    random_seed,
     random_split,
-    run_main,
     source_name,
     source_record,
     split_record,
     tokenize_documents,
-    tokens_per_shard,
     write_bpe_meta_pkl,
     write_document_starts,
     write_memmap,
     write_meta,
     write_shards,
+)
+from safety import (
+    ArgumentParser,
+    default_num_proc,
+    fraction,
+    output_folder,
+    positive_int,
+    random_seed,
+    run_main,
+    tokens_per_shard,
 )
 
 # the hub's parquet files at a pinned revision (80 files, 8,013,769 documents): change it here

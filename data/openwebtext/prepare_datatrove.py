@@ -17,7 +17,8 @@ from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.pipeline import prepare_with_datatrove
-from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab, run_main
+from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab
+from safety import run_main
 
 LESSON = {"script": "data/openwebtext/prepare.py", "hub": OPENWEBTEXT, "prefix": "openwebtext", "split": "nanoGPT", "split_rule": SPLIT_RULE}  # fmt: skip
 

@@ -14,21 +14,23 @@ gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from formats.tokenizers import check_covered
 from prepare_common import (
-    ArgumentParser,
-    PrepareError,
-    RemoteFile,
     bpe_encoding,
-    check_covered,
     dtype_for_vocab,
-    fetch,
-    output_folder,
-    read_text,
-    run_main,
     text_source,
     write_bin,
     write_bpe_meta_pkl,
     write_meta,
+)
+from safety import (
+    ArgumentParser,
+    PrepareError,
+    RemoteFile,
+    fetch,
+    output_folder,
+    read_text,
+    run_main,
 )
 
 TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256

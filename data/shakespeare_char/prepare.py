@@ -12,19 +12,15 @@ import hashlib
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
-from prepare_common import (
+from prepare_common import dtype_for_vocab, text_source, write_bin, write_meta, write_pickle
+from safety import (
     ArgumentParser,
     PrepareError,
     RemoteFile,
-    dtype_for_vocab,
     fetch,
     output_folder,
     read_text,
     run_main,
-    text_source,
-    write_bin,
-    write_meta,
-    write_pickle,
 )
 
 TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256

@@ -14,33 +14,31 @@ from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
+from archive import archive_file, json_members, json_stories
+from stories import SplitFiles, story_vocab_size, train_story_bpe
 
+from bpe import EOT
+from bpe.parallel import ordered_map
 from prepare_common import (
-    EOT,
     LLMC_READS,
     NANOGPT_READS,
-    ArgumentParser,
-    RemoteFile,
-    SplitFiles,
-    archive_file,
     bpe_encoding,
-    default_num_proc,
     dtype_for_vocab,
-    fetch,
-    json_members,
-    json_stories,
     llmc_header,
-    ordered_map,
-    output_folder,
-    positive_int,
-    run_main,
-    story_vocab_size,
     text_source,
     tokenize_documents,
-    train_story_bpe,
     write_bpe_meta_pkl,
     write_document_starts,
     write_meta,
+)
+from safety import (
+    ArgumentParser,
+    RemoteFile,
+    default_num_proc,
+    fetch,
+    output_folder,
+    positive_int,
+    run_main,
 )
 
 # pinned (the hub's revision f54c09fd2331, the sha256), though neither can be checked from here

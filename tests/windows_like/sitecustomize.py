@@ -38,7 +38,7 @@ def _windows_import(name, globals=None, locals=None, fromlist=(), level=0):
     if name == "fcntl":
         raise ModuleNotFoundError("No module named 'fcntl'", name="fcntl")
     # only the folder commit: other modules (subprocess) take msvcrt as a sign of Windows
-    if name == "msvcrt" and (globals or {}).get("__name__") == "hardening.commit":
+    if name == "msvcrt" and (globals or {}).get("__name__") == "safety.commit":
         return _msvcrt
     return _import(name, globals, locals, fromlist, level)
 

@@ -1,26 +1,17 @@
 """`show`: one block of a prepared folder as nanoGPT's get_batch reads it, x and y side by side,
-each document start marked; `packing`: what get_batch draws from a split, and what BOS alignment
-would keep; and the command `python prepare_common.py verify|show|packing FOLDER` (prepare_common's
-main calls it)."""
+each document start marked."""
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from .audit import open_split, verify
-from .cli import ArgumentParser, positive_int, random_seed
-from .errors import PrepareError
-from .files import sha256_file
-from .packing import (
-    best_fit_tokens_kept,
-    document_lengths,
-    packing_lines,
-    packing_report,
-    plot_lengths,
-)
+from formats.tokenizers import gpt2_encoding
+from safety.errors import PrepareError
+from safety.files import sha256_file
+
+from .verify import open_split, verify
 
 
 def random_offset(num_tokens, block_size, seed):
@@ -28,7 +19,7 @@ def random_offset(num_tokens, block_size, seed):
     return int(np.random.default_rng(seed).integers(max(num_tokens - block_size, 1)))
 
 
-def token_bytes_for(tokenizer, folder, gpt2_encoding):
+def token_bytes_for(tokenizer, folder):
     """id -> the bytes of that one token, for the tokenizer meta.json records."""
     kind = tokenizer.get("kind")
     if kind == "char":
@@ -52,7 +43,7 @@ def token_bytes_for(tokenizer, folder, gpt2_encoding):
     raise PrepareError(f"{Path(folder) / 'meta.json'}: cannot show tokenizer {tokenizer!r}")
 
 
-def block_lines(folder, gpt2_encoding, split="train", block_size=8, offset=0):
+def block_lines(folder, split="train", block_size=8, offset=0):
     """One block as printed lines: x and y side by side, each token with its id and text.
 
     The lecture's "ABBA" (ten times) prepared by shakespeare_char, block_size 3 ->
@@ -83,7 +74,7 @@ def block_lines(folder, gpt2_encoding, split="train", block_size=8, offset=0):
         )
     from bpe.show import token_text
 
-    token_bytes = token_bytes_for(meta["tokenizer"], folder, gpt2_encoding)
+    token_bytes = token_bytes_for(meta["tokenizer"], folder)
 
     def cell(token_id):
         return f"{token_id:>{len(str(max(x + y)))}} '{token_text(token_bytes(token_id))}'"
@@ -130,76 +121,14 @@ def document_starts(meta, folder, split, low, high):
     return [int(i) for i in starts[first:last]]
 
 
-def show(folder, gpt2_encoding, split="train", block_size=8, offset=0, seed=None):
+def show(folder, split="train", block_size=8, offset=0, seed=None):
     """Print one block of `folder`'s `split` (at `offset`, or at get_batch's random offset for `seed`)."""
     if block_size < 1:
         raise PrepareError(f"--block-size must be at least 1, got {block_size}")
-    problems = verify(
-        folder, gpt2_encoding, quiet=True
-    )  # what verify checks, nanoGPT's reads depend on too
+    problems = verify(folder, quiet=True)  # what verify checks, nanoGPT's reads depend on too
     if problems:
         raise PrepareError(problems[0])
     if seed is not None:
         _, data = open_split(folder, split)
         offset = random_offset(len(data), block_size, seed)
-    print(*block_lines(folder, gpt2_encoding, split, block_size, offset), sep="\n")
-
-
-def packing(folder, gpt2_encoding, split, block_size, as_json=False, plot=None):
-    """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index
-    (hardening/packing.py): a few plain lines, or one JSON object; plot: the lengths' histogram."""
-    problems = verify(folder, gpt2_encoding, quiet=True)
-    if problems:
-        raise PrepareError(problems[0])
-    meta, _ = open_split(folder, split)
-    record = meta["splits"].get(split, {}) if "shards" not in meta else {}
-    if "index" not in record:
-        raise PrepareError(
-            f"{Path(folder) / 'meta.json'} lists no document index for {split!r} (a "
-            f"{split}.docs.npy, which the document lessons write beside {split}.bin); run the "
-            f"folder's prepare.py again"
-        )
-    starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
-    report = packing_report(record["tokens"], starts, block_size)
-    if plot is not None:
-        plot_lengths(document_lengths(record["tokens"], starts), block_size, plot)
-    if as_json:
-        print(json.dumps(report))
-        return
-    best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
-    print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
-
-
-def main(argv, gpt2_encoding):
-    parser = ArgumentParser(description="Check a prepared data folder, or see what nanoGPT reads.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    check = commands.add_parser("verify", help="check .bin sizes, hashes and ids against meta.json")
-    check.add_argument("folder", help="e.g. data/shakespeare_char")
-    look = commands.add_parser("show", help="one block (x, y) as nanoGPT's get_batch reads it")
-    look.add_argument("folder", help="a prepared folder, e.g. data/shakespeare_char")
-    look.add_argument("--split", default="train", help="train (default) or val, or a shard's file")
-    look.add_argument("--block-size", type=int, default=8, metavar="N", help="default: 8")
-    where = look.add_mutually_exclusive_group()
-    where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
-    where.add_argument(
-        "--seed", type=random_seed, help="draw the offset at random, as get_batch does"
-    )
-    pack = commands.add_parser("packing", help="what get_batch draws, and what BOS alignment keeps")
-    pack.add_argument("folder", help="a folder a document lesson prepared, e.g. data/openwebtext")
-    pack.add_argument("--block-size", type=positive_int, required=True, metavar="T")
-    pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
-    pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
-    pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked")
-    args = parser.parse_args(argv)
-    if args.command == "packing":
-        return packing(
-            args.folder, gpt2_encoding, args.split, args.block_size, args.json, args.plot
-        )
-    if args.command == "show":
-        return show(args.folder, gpt2_encoding, args.split, args.block_size, args.offset, args.seed)
-    problems = verify(args.folder, gpt2_encoding)
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    if problems:
-        sys.exit(1)
-    print(f"{args.folder}: OK")
+    print(*block_lines(folder, split, block_size, offset), sep="\n")

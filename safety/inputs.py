@@ -1,17 +1,16 @@
-"""Document collections loaded with `datasets`: a pinned dataset of the hub, or local files.
+"""A lesson's inputs checked before `datasets` reads them: hub files and local files.
 
-A lesson names its dataset (`HubDataset`: repository, revision, config, files, split) and
-`load_documents` loads it, or the user's --data-files, as a Dataset with a `text` column of
-strings in a stable order. What can go wrong is refused in one line naming the input: a
-revision that is gone, a corrupt parquet file, a missing `text` column, JSON nested deeply
-enough to crash pyarrow, files of mixed kinds, only empty files.
+prepare_common's `load_documents` loads a pinned dataset of the hub (`hub_files`: each file
+checked against the hash the hub publishes) or the user's --data-files (`expand_data_files`:
+files of one known kind, not all empty). What can go wrong is refused in one line naming the
+input: a revision that is gone, a corrupt parquet file, a missing `text` column (`check_texts`),
+JSON nested deeply enough to crash pyarrow (`inputs_sha256`), files of mixed kinds, only empty
+files.
 """
 
 import fnmatch
 import hashlib
-import math
 import os
-from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +18,6 @@ import numpy as np
 from .errors import PrepareError, shortened
 from .files import sha256_file
 
-# A dataset on the hub, pinned: its repository and revision, its config (the card's name for
-# it), the files it holds (a glob of parquet files, read with datasets' own parquet builder: no
-# loading script runs) and the split they are.
-HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 # Which datasets builder reads which local files; .txt files are one document each.
 BUILDERS = {
     ".parquet": ("parquet", {}),
@@ -32,42 +27,7 @@ BUILDERS = {
 }
 
 
-def load_documents(hub, data_files, num_proc, cache_dir):
-    """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
-
-    data_files None -> `hub`'s files at its revision, downloaded and each checked against the
-    sha256 the hub publishes (`hub_files`); else the files the patterns name (see
-    `expand_data_files`). Every failure is a PrepareError saying what to do.
-    """
-    import datasets
-
-    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
-        raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
-    if data_files is None:
-        files, hashes = hub_files(hub)
-        content = hashlib.sha256("".join(hashes).encode()).hexdigest()
-    else:
-        files = expand_data_files(data_files)
-        content = inputs_sha256(files)
-    builder, options = BUILDERS[Path(files[0]).suffix.lower()]
-    # datasets knows a local file by its path, size and time: its cache of the documents goes
-    # in a folder named by their content, so an input edited in place is read again
-    cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
-    try:
-        dataset = datasets.load_dataset(
-            builder, data_files={"train": files}, split="train", cache_dir=str(cache_dir),
-            num_proc=min(num_proc, len(files)), **options,
-        )  # fmt: skip
-    except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
-        cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
-        detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
-        what = f"--data-files {' '.join(data_files)}" if data_files else source_name(None, hub)
-        raise PrepareError(f"datasets could not read {what} ({detail})") from None
-    check_texts(dataset, source_name(data_files, hub))
-    return dataset
-
-
-def hub_files(hub):
+def hub_files(hub, where):
     """(local paths, content hashes) of `hub`'s files (its `files` glob at its revision), in order.
 
     Each is downloaded into the hub's cache (huggingface_hub's) and checked against the sha256
@@ -77,7 +37,6 @@ def hub_files(hub):
     """
     from huggingface_hub import HfApi
 
-    where = source_name(None, hub)
     try:
         # asked first: it fails at once, saying which, where a listing would retry and wait
         HfApi().dataset_info(hub.repo, revision=hub.revision)
@@ -191,26 +150,6 @@ def _check_json_depth(block, depth, path, first_line):
     return int(levels[-1]) if len(levels) else depth
 
 
-def source_name(data_files, hub):
-    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
-    if data_files:
-        return " ".join(data_files)
-    config = f" ({hub.config})" if hub.config not in hub.files else ""
-    return f"{hub.repo}@{hub.revision[:12]}{config}"
-
-
-def source_record(data_files, num_documents, hub):
-    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
-    if data_files:
-        return {"files": data_files, "documents": num_documents}
-    return {
-        "repo": hub.repo,
-        "revision": hub.revision,
-        "config": hub.config,
-        "documents": num_documents,
-    }
-
-
 def expand_data_files(patterns):
     """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt, a/1.txt, a/2.txt.
 
@@ -280,49 +219,3 @@ def check_texts(dataset, source):
             f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
             f"'text' (the first at row {first:,}); fix or drop those rows"
         )
-
-
-def id_batches(tokenized, documents_per_batch=10_000):
-    """A tokenized dataset's ids in order, a batch of documents at a time, each one flat array.
-
-    The same ids as np.concatenate(tokenized["ids"]), read through Arrow without a Python
-    object per document: memory holds one batch whatever the dataset's size.
-    """
-    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
-        yield batch["ids"].combine_chunks().flatten().to_numpy()
-
-
-def ids_cache_options(documents, tokenizer, dtype, function, eot_first=False):
-    """`features` and `new_fingerprint` for documents.map(function, ...).
-
-    features: the ids are stored as `dtype` (uint16: 4x less disk than datasets' default int64).
-    new_fingerprint: the cache key, made from what decides the result (the input split, the
-    function, the tokenizer's sha256 and end-of-text id and where it goes, the dtype); datasets'
-    own would pickle the whole vocabulary (~1 s per split).
-    """
-    import datasets
-    from datasets.fingerprint import Hasher
-
-    features = datasets.Features(
-        {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
-    )
-    key = [documents._fingerprint, function, tokenizer["sha256"], tokenizer["eot_id"], eot_first]
-    key.append(dtype.name)
-    return {"features": features, "new_fingerprint": Hasher.hash(key)}
-
-
-def split_sizes(num_documents, val_fraction):
-    """(train, val) document counts of datasets' train_test_split(test_size=val_fraction).
-
-    10,000 documents, 0.0005 -> (9995, 5): val gets ceil(fraction * n), train the rest.
-    A fraction outside (0, 1), or one that leaves a side empty, is an error.
-    """
-    num_val = math.ceil(val_fraction * num_documents)
-    num_train = num_documents - num_val
-    if not 0 < val_fraction < 1 or num_train <= 0:
-        empty = "val" if val_fraction <= 0 else "train"
-        raise PrepareError(
-            f"--val-fraction {val_fraction} of {num_documents:,} documents leaves {empty} empty; "
-            f"choose a fraction that leaves at least one document on each side"
-        )
-    return num_train, num_val

@@ -9,11 +9,15 @@ best-fit one is a few numpy passes over the documents, whatever the number of to
     windows get_batch draws, 4 start mid-document and 4 read on into the next document
 """
 
+import json
 from bisect import bisect_right, insort
+from pathlib import Path
 
 import numpy as np
 
-from .errors import PrepareError
+from safety.errors import PrepareError
+
+from .verify import open_split, verify
 
 PERCENTILES = (50, 90, 99)
 # nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
@@ -178,3 +182,28 @@ def plot_lengths(lengths, block_size, path):
     ax.set_ylabel("documents")
     ax.legend()
     figure.savefig(path, dpi=120, bbox_inches="tight")
+
+
+def packing(folder, split, block_size, as_json=False, plot=None):
+    """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index
+    : a few plain lines, or one JSON object; plot: the lengths' histogram."""
+    problems = verify(folder, quiet=True)
+    if problems:
+        raise PrepareError(problems[0])
+    meta, _ = open_split(folder, split)
+    record = meta["splits"].get(split, {}) if "shards" not in meta else {}
+    if "index" not in record:
+        raise PrepareError(
+            f"{Path(folder) / 'meta.json'} lists no document index for {split!r} (a "
+            f"{split}.docs.npy, which the document lessons write beside {split}.bin); run the "
+            f"folder's prepare.py again"
+        )
+    starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
+    report = packing_report(record["tokens"], starts, block_size)
+    if plot is not None:
+        plot_lengths(document_lengths(record["tokens"], starts), block_size, plot)
+    if as_json:
+        print(json.dumps(report))
+        return
+    best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
+    print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")

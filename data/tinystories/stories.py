@@ -16,10 +16,10 @@ import warnings
 from collections import Counter
 
 import numpy as np
+from archive import ArchiveError
 
-from .archive import ArchiveError
-from .files import sha256_file
-from .spool import Spool
+from safety.files import sha256_file
+from safety.spool import Spool
 
 SPLITS = ("val", "train")  # llm.c writes val first
 

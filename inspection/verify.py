@@ -3,7 +3,6 @@
 What a folder holds is what its meta.json lists: each split's file (or each shard) by size,
 sha256 and largest id; the source by sha256 when it sits in the folder; the tokenizer rebuilt
 from its recorded definition; meta.pkl read as plain data, never run. Every problem is one line.
-The GPT-2 encoding is handed in (`gpt2_encoding`: prepare_common's, which fetches its files).
 """
 
 import hashlib
@@ -14,26 +13,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .commit import JOURNAL_NAME, leftover_temporaries, lock_holder
-from .errors import PrepareError, reading
-from .files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
-from .formats import (
-    BIN_DTYPES,
-    META_FORMAT_VERSION,
-    META_PKL,
-    SHARD_FORMATS,
-    SPLIT_NAMES,
-    is_plain_name,
-    listed_files,
-    read_shard,
-    trainer_reads,
-)
-from .tokenizers import encoding_sha256, load_trained
+from formats.shards import BIN_DTYPES, META_FORMAT_VERSION, SPLIT_NAMES, read_shard
+from formats.tokenizers import encoding_sha256, gpt2_encoding, load_trained
+from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
+from safety.errors import PrepareError, reading
+from safety.files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
+from safety.record import META_PKL, SHARD_FORMATS, is_plain_name, listed_files, trainer_reads
 
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
 
 
-def verify(folder, gpt2_encoding, quiet=False):
+def verify(folder, quiet=False):
     """Audit a prepared folder against its meta.json; return the problems, one line each.
 
     [] means the folder is complete and consistent. Recomputed, not trusted: each split's size,
@@ -45,14 +35,14 @@ def verify(folder, gpt2_encoding, quiet=False):
     """
     try:
         with reading(folder):  # an exception no check foresaw still names the folder (run_main)
-            return _audit(Path(folder), gpt2_encoding, quiet)
+            return _audit(Path(folder), quiet)
     except PrepareError as exc:
         return [str(exc)]
     except OSError as exc:  # an unreadable file: still one line, never a traceback
         return [f"cannot read {exc.filename or folder}: {exc.strerror or exc}"]
 
 
-def _audit(folder, gpt2_encoding, quiet=False):
+def _audit(folder, quiet=False):
     holder = lock_holder(folder)
     if holder is not None:
         return [f"{folder} is being written by a run right now ({holder}); verify it after"]
@@ -74,7 +64,7 @@ def _audit(folder, gpt2_encoding, quiet=False):
         problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
         problems += _audit_index(folder, meta["splits"][name], dtype, meta["tokenizer"])
     problems += _audit_source(folder, meta.get("source") or {})
-    decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"], gpt2_encoding)
+    decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"])
     problems += tokenizer_problems
     problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
     problems += _unlisted_files(folder, meta, leftovers)
@@ -89,7 +79,7 @@ def read_meta_json(folder, leftovers=()):
     """(meta, []) for a well-formed meta.json, or (None, [the first problem with it]).
 
     Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
-    a run was interrupted in while it replaced the files (see hardening/commit.py).
+    a run was interrupted in while it replaced the files (see safety/commit.py).
     """
     if not folder.is_dir():
         what = "a file" if folder.exists() else "missing"
@@ -392,7 +382,7 @@ def _audit_source(folder, source):
     return []
 
 
-def _audit_tokenizer(folder, tokenizer, gpt2_encoding):
+def _audit_tokenizer(folder, tokenizer):
     """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, its sha256 checked."""
     where = f"{folder / 'meta.json'}: tokenizer"
     kind, vocab_size = tokenizer["kind"], tokenizer["vocab_size"]

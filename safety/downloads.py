@@ -1,14 +1,24 @@
-"""A download that retries what may pass (a dropped connection, a 5xx) and nothing else.
+"""Downloads checked against a pinned sha256, with retries of what may pass and nothing else.
 
-`download_blocks(url, save)` streams the body of `url` into `save(blocks, total_bytes)`, whose
-result it returns; prepare_common's `save_verified` checks the bytes against their sha256.
-A name that does not resolve (no network) fails at once: retrying cannot help.
+    TINY_SHAKESPEARE = RemoteFile(url, sha256, mirror_path="tinyshakespeare/input.txt")
+    fetch(TINY_SHAKESPEARE, out_dir / "input.txt")  # downloaded once, checked, reused after
+
+The classic failure this prevents is an HTML error page saved as input.txt: whatever server
+answered, the bytes are renamed into place only if their sha256 is the pinned one.
+`download_blocks` retries a dropped connection or a 5xx, never a 4xx; a name that does not
+resolve (no network) fails at once: retrying cannot help. With NANOGPT_DATA_MIRROR set (a folder
+or an http(s) URL), the bytes come from the mirror, laid out as `mirror_path` says.
 """
 
+import hashlib
+import os
 import socket
 import time
+from collections import namedtuple
+from pathlib import Path
 
 from .errors import PrepareError
+from .files import atomic_path, sha256_file
 
 MIRROR_ENV = "NANOGPT_DATA_MIRROR"
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds
@@ -106,3 +116,63 @@ def _last_failure(url, exc, response, retries):
         f"cannot download {url} after {retries + 1} attempts ({reason}); check your network, "
         f"or set {MIRROR_ENV} to a folder holding a copy (see {OFFLINE_HELP})"
     )
+
+
+# A remote file, pinned: its URL, its sha256, and where its bytes sit in NANOGPT_DATA_MIRROR.
+RemoteFile = namedtuple("RemoteFile", ["url", "sha256", "mirror_path"])
+
+
+def fetch(remote, dest):
+    """Put `remote`'s bytes at `dest`, checked against its pinned sha256; return `dest`. A `dest`
+    with the right hash is reused, one with a wrong hash refused, never overwritten. With
+    NANOGPT_DATA_MIRROR set (a folder or an http(s) URL), the bytes come from the mirror."""
+    dest = Path(dest)
+    if dest.exists():
+        if not dest.is_file():
+            raise PrepareError(f"{dest} exists and is not a file; move it away and run again")
+        found = sha256_file(dest)
+        if found != remote.sha256:
+            raise PrepareError(
+                f"{dest} exists but its sha256 is {found}, not the expected {remote.sha256}; "
+                f"delete it to download it again"
+            )
+        return dest
+    if not dest.parent.is_dir():
+        raise PrepareError(f"cannot download to {dest}: {dest.parent} is not a folder")
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    if not mirror or mirror.startswith(("http://", "https://")):
+        url = f"{mirror.rstrip('/')}/{remote.mirror_path}" if mirror else remote.url
+        # retried if the connection drops or the server says 5xx
+        return download_blocks(url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total))  # fmt: skip
+    source = Path(mirror) / remote.mirror_path
+    if not source.is_file():
+        layout = "laid out as the origin's files are (such as gpt2/vocab.bpe)"
+        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder {layout}")  # fmt: skip
+    with open(source, "rb") as f:
+        blocks = iter(lambda: f.read(1 << 20), b"")
+        return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)
+
+
+def save_verified(blocks, expected_sha256, dest, source, total_bytes):
+    """Write byte blocks to `dest` via a temp name, if their sha256 matches; `total_bytes` is the
+    size the source announced (None if unknown): fewer bytes is an error."""
+    digest = hashlib.sha256()
+    received = 0
+    with atomic_path(dest) as tmp:  # the final name appears only if every check below passes
+        with open(tmp, "wb") as f:
+            for block in blocks:
+                f.write(block)
+                digest.update(block)
+                received += len(block)
+        if total_bytes is not None and received != total_bytes:
+            raise PrepareError(
+                f"{source} was cut short: received {received:,} of {total_bytes:,} bytes; "
+                f"nothing was saved, run again"
+            )
+        found = digest.hexdigest()
+        if found != expected_sha256:
+            raise PrepareError(
+                f"{source} sent {received:,} bytes with sha256 {found}, not the expected "
+                f"{expected_sha256} (an error page or a changed file?); nothing was saved to {dest}"
+            )
+    return Path(dest)

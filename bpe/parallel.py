@@ -15,9 +15,14 @@ Ctrl-C (the parent stops them) and exit if the parent dies; they are killed at o
 parent is interrupted, and terminated when an item fails, whose exception is raised here.
 """
 
+import contextlib
+import gc
+import multiprocessing
+import os
+import signal
+import threading
+import time
 from collections import deque
-
-from bpe.corpus import end_workers, start_pool
 
 _SHARED = ()  # in a worker: the pool's `shared` arguments
 
@@ -56,3 +61,49 @@ def _call(function, item):
 def _keep(shared):
     global _SHARED
     _SHARED = shared
+
+
+def start_pool(processes, setup=None, setup_args=()):
+    """A pool whose workers leave Ctrl-C to this process and exit if it goes; each runs
+    setup(*setup_args) first, if given.
+
+    Ctrl-C reaches every process of the terminal's group: a worker that raised
+    KeyboardInterrupt while sending its count table would leave the pool waiting forever for the
+    rest of it. SIGINT is blocked while the workers are forked (they start with it blocked, then
+    ignore it), so none can be caught in between.
+    """
+    block = hasattr(signal, "pthread_sigmask")
+    if block:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    gc.freeze()  # forked workers: the collector leaves the parent's objects (and pages) alone
+    try:
+        initargs = (os.getpid(), setup, setup_args)
+        return multiprocessing.Pool(processes, initializer=_worker_start, initargs=initargs)
+    finally:
+        gc.unfreeze()
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _worker_start(parent, setup, setup_args):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    if setup is not None:
+        setup(*setup_args)
+
+
+def _exit_when_orphaned(parent, every=0.2):
+    """A worker whose parent has gone (killed, or ended without a word) exits."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def end_workers(pool):
+    """Kill the pool's workers without waiting on the pool: Pool.terminate would wait forever
+    for a result a killed worker was half-way through sending."""
+    for worker in list(getattr(pool, "_pool", ())):
+        with contextlib.suppress(Exception):
+            worker.kill()

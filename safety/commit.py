@@ -62,7 +62,7 @@ from pathlib import Path
 
 from .errors import PrepareError
 from .files import TEMPORARY_TAG, atomic_path, load_json, read_small_file
-from .formats import RECORD_NAME, is_plain_name, listed_files, trainer_reads
+from .record import RECORD_NAME, is_plain_name, listed_files, trainer_reads
 from .signals import Terminated, signals_held, sigterm_raises_terminated
 
 PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above

@@ -1,5 +1,6 @@
-"""What a BPE lesson's tokenizer is known by, and the check that it loses no text.
+"""The tokenizer a prepared folder records: how it is loaded, known by, and checked.
 
+- `gpt2_encoding`: tiktoken's "gpt2", its two files fetched and checked first
 - `encoding_sha256`: the fingerprint of a tiktoken Encoding's definition (meta.json records it)
 - `load_trained`: a train_tokenizer.py file as (bpe.Tokenizer, tiktoken Encoding), or one line
 - `check_covered`: a trained tokenizer's own pattern may leave characters out; refuse such ids
@@ -8,12 +9,32 @@
 import contextlib
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
 
-from .errors import PrepareError, reading
-from .files import sha256_file
+from bpe.gpt2 import GPT2_FILES
+from safety.downloads import RemoteFile, fetch
+from safety.errors import PrepareError, reading
+from safety.files import data_cache, sha256_file
+
+GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], mirror_path="gpt2/encoder.json")
+GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], mirror_path="gpt2/vocab.bpe")
+
+
+def gpt2_encoding():
+    """`tiktoken.get_encoding("gpt2")`, with its two files fetched by `fetch` first: tiktoken
+    looks in $TIKTOKEN_CACHE_DIR for a file named sha1(url) of each; we put checked copies there
+    (so a mirror works offline, and a failed download is our one line, not tiktoken's traceback).
+    """
+    import tiktoken
+
+    tiktoken_cache = data_cache("tiktoken", "TIKTOKEN_CACHE_DIR")  # that variable, or ours
+    for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
+        fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
+    return tiktoken.get_encoding("gpt2")
 
 
 def encoding_sha256(encoding):
@@ -157,48 +178,3 @@ def trained_tokenizer(tokenizer_path, need_eot=False):
         "sha256": sha256_file(path),
         "encoding_sha256": encoding_sha256(encoding),
     }
-
-
-def nanogpt_sample_maps(encoding):
-    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
-    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
-
-    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
-    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
-    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
-    """
-    itos = {}
-    for token_id in range(encoding.n_vocab):
-        try:
-            token = encoding.decode_single_token_bytes(token_id)
-        except KeyError:  # a gap in a tiktoken vocabulary
-            continue
-        itos[token_id] = token.decode("utf-8", errors="replace")
-    stoi = {
-        text: token_id
-        for token_id, text in sorted(itos.items(), reverse=True)
-        if len(text) == 1 and text != "\ufffd"
-    }
-    return stoi, itos
-
-
-def encode_document(text, encoding, eot_id, dtype, eot_first=False):
-    """One document's ids and the end-of-text id, as a `dtype` array: "Hi" -> [17250, 50256]
-    (nanoGPT's rule); eot_first -> [50256, 17250] (llm.c's: the token delimits documents).
-
-    np.array(encoding.encode_ordinary(text) + [eot_id], dtype) (nanoGPT's `process`) without a
-    Python int per token: encode_to_numpy with no special token allowed or refused is
-    encode_ordinary (a literal "<|endoftext|>" stays text); a lone surrogate, which its Rust
-    side refuses, goes through encode_ordinary, which repairs it. The cast is unchecked:
-    `tokenize_documents` checks the tokenizer's largest id once.
-    """
-    try:
-        encoded = encoding.encode_to_numpy(text, disallowed_special=())
-    except UnicodeEncodeError:  # lone surrogates: encode_ordinary repairs them as tiktoken does
-        encoded = encoding.encode_ordinary(text)
-    ids = np.empty(len(encoded) + 1, dtype)
-    if eot_first:
-        ids[0], ids[1:] = eot_id, encoded
-    else:
-        ids[:-1], ids[-1] = encoded, eot_id
-    return ids

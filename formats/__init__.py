@@ -1,0 +1,9 @@
+"""What a prepared folder holds, as its readers expect it, below both its writers and inspectors.
+
+- shards.py: the token files' dtypes and headers (nanoGPT's .bin, llm.c's shards, .npy) and a
+  shard read back with every check a trainer's reader makes
+- tokenizers.py: the tokenizer a folder records: GPT-2's fetched and checked, a trained one
+  loaded, their fingerprint, and the check that a pattern loses no text
+
+prepare_common.py writes these files; the inspection commands read them.
+"""

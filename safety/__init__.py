@@ -1,0 +1,48 @@
+"""The safety machinery under every lesson: what keeps a run safe, not what it teaches.
+
+A lesson imports its contracts from here:
+
+    from safety import ArgumentParser, PrepareError, RemoteFile, fetch, output_folder, run_main
+
+- errors.py: PrepareError, and naming the file an unexpected exception was reading
+- signals.py: Ctrl-C and SIGTERM as exceptions, held back while a commit renames its files
+- cli.py: run_main (one `error:` line, never a traceback) and the argument parser
+- files.py: strict and bounded readers, atomic writes, a pickle read without running it
+- downloads.py: a remote file pinned by its sha256, fetched with retries of what may pass
+- inputs.py: a lesson's inputs checked before `datasets` reads them (hub files, local files)
+- record.py: the names a folder's meta.json lists, and which of them a trainer reads
+- commit.py: the folder commit (lock, staging, replace, meta.json last)
+- spool.py: arrays written in order, whatever order they come in
+
+Layers: bpe < safety < formats < inspection < prepare_common < the lessons < engine. Nothing
+here imports a layer above it, and importing a module runs nothing but definitions.
+"""
+
+from .cli import (
+    ArgumentParser,
+    default_num_proc,
+    fraction,
+    positive_int,
+    random_seed,
+    run_main,
+    tokens_per_shard,
+)
+from .commit import output_folder
+from .downloads import RemoteFile, fetch
+from .errors import PrepareError
+from .files import read_text
+
+__all__ = [
+    "ArgumentParser",
+    "PrepareError",
+    "RemoteFile",
+    "default_num_proc",
+    "fetch",
+    "fraction",
+    "output_folder",
+    "positive_int",
+    "random_seed",
+    "read_text",
+    "run_main",
+    "tokens_per_shard",
+]
