@@ -102,12 +102,20 @@ def expand_inputs(inputs):
         for path in matches:
             if os.path.isdir(path):
                 raise CorpusError(
-                    f"{path} is a folder; give the files in it, or a glob such as {path}/*.txt"
+                    f"{path} is a folder; give the files in it, or a glob such as {folder_glob(path)}"
                 )
             if not os.path.isfile(path):
                 raise CorpusError(f"{path} is not a file; give files or a glob of files")
             files.setdefault(path, None)
     return list(files)
+
+
+def folder_glob(folder):
+    """A glob of the files a folder holds, for a hint: "corpus/" holding a.jsonl, b.jsonl ->
+    "corpus/*.jsonl" (its most common suffix; "*.txt" for a folder of none)."""
+    suffixes = [Path(name).suffix for name in os.listdir(folder) if Path(name).suffix]
+    suffix = max(sorted(set(suffixes)), key=suffixes.count) if suffixes else ".txt"
+    return os.path.join(folder.rstrip("/\\") or folder, f"*{suffix}")
 
 
 def file_kind(path):

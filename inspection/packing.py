@@ -74,7 +74,7 @@ def crossing_windows(starts, lengths, block_size, windows):
 
 
 def packing_report(num_tokens, starts, block_size):
-    """The figures of issue 27 for one split and block_size T, as a dict (see packing_lines).
+    """The packing figures for one split and block_size T, as a dict (see packing_lines).
 
     (10, [0, 4, 5], 3) -> documents 3, tokens 10, p50 4, windows_starting_mid_document 4/7,
     windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10 (and best_fit_tokens_kept,
@@ -185,8 +185,8 @@ def plot_lengths(lengths, block_size, path):
 
 
 def packing(folder, split, block_size, as_json=False, plot=None):
-    """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index
-    : a few plain lines, or one JSON object; plot: the lengths' histogram."""
+    """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index:
+    a few plain lines, or one JSON object; plot: the lengths' histogram."""
     problems = verify(folder, quiet=True)
     if problems:
         raise PrepareError(problems[0])
@@ -195,8 +195,8 @@ def packing(folder, split, block_size, as_json=False, plot=None):
     if "index" not in record:
         raise PrepareError(
             f"{Path(folder) / 'meta.json'} lists no document index for {split!r} (a "
-            f"{split}.docs.npy, which the document lessons write beside {split}.bin); run the "
-            f"folder's prepare.py again"
+            f"{split}.docs.npy): only the document lessons (openwebtext, tinystories) write one "
+            f"beside their .bin files; a character folder has no documents, a shard folder no index"
         )
     starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
     report = packing_report(record["tokens"], starts, block_size)

@@ -127,11 +127,25 @@ def respelled(parser, args):
     return respelled
 
 
+# What one command calls an option another calls otherwise: the text lessons read one file
+# (--input), the document lessons files (--data-files); train_tokenizer.py writes one file (--out).
+SAME_OPTION = {
+    "--input": "--data-files",
+    "--data-files": "--input",
+    "--out": "--out-dir",
+    "--out-dir": "--out",
+    "--output": "--out-dir",
+}
+
+
 def unknown_option(name, known):
-    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?" """
+    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?";
+    "--input" where the command takes --data-files -> "...; did you mean --data-files?" """
     long_options = sorted(option for option in known if option.startswith("--"))
     close = difflib.get_close_matches(name.replace("_", "-"), long_options, n=1, cutoff=0.6)
-    return f"unrecognized option {name}" + (f"; did you mean {close[0]}?" if close else "")
+    same = [SAME_OPTION[name]] if SAME_OPTION.get(name) in known else []
+    hint = close or same
+    return f"unrecognized option {name}" + (f"; did you mean {hint[0]}?" if hint else "")
 
 
 def fraction(text):

@@ -119,7 +119,10 @@ def _last_failure(url, exc, response, retries):
 
 
 # A remote file, pinned: its URL, its sha256, and where its bytes sit in NANOGPT_DATA_MIRROR.
-RemoteFile = namedtuple("RemoteFile", ["url", "sha256", "mirror_path"])
+# local_option: the lesson's option that takes a copy the user already has (such as --archive).
+RemoteFile = namedtuple(
+    "RemoteFile", ["url", "sha256", "mirror_path", "local_option"], defaults=[None]
+)
 
 
 def fetch(remote, dest):
@@ -146,8 +149,11 @@ def fetch(remote, dest):
         return download_blocks(url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total))  # fmt: skip
     source = Path(mirror) / remote.mirror_path
     if not source.is_file():
-        layout = "laid out as the origin's files are (such as gpt2/vocab.bpe)"
-        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder {layout}")  # fmt: skip
+        layout = "laid out as docs/offline.md lists"
+        copy = (
+            f", or pass a copy you have with {remote.local_option}" if remote.local_option else ""
+        )
+        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder {layout}{copy}")  # fmt: skip
     with open(source, "rb") as f:
         blocks = iter(lambda: f.read(1 << 20), b"")
         return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)

@@ -24,11 +24,9 @@ from prepare_common import (
     NANOGPT_READS,
     bpe_encoding,
     dtype_for_vocab,
-    llmc_header,
     text_source,
     tokenize_documents,
     write_bpe_meta_pkl,
-    write_document_starts,
     write_meta,
 )
 from safety import (
@@ -46,6 +44,7 @@ ARCHIVE = RemoteFile(
     url="https://huggingface.co/datasets/roneneldan/TinyStories/resolve/f54c09fd23315a6f9c86f9dc80f725de7d8f9c64/TinyStories_all_data.tar.gz",
     sha256="26cf7605aca15bc4ea6fa637256400d9d01317b28ed296172b2d1dd160cd7699",  # 1,608,001,638 bytes
     mirror_path="tinystories/TinyStories_all_data.tar.gz",
+    local_option="--archive",
 )
 MEMBER = "data[0-9][0-9].json"  # the archive's files: data00.json ... data49.json
 VAL = "data00.json"  # llm.c's val split: the first file by name
@@ -73,7 +72,7 @@ def main():
         llmc = args.format == "llmc"
         dtype = dtype_for_vocab(tokenizer["vocab_size"], LLMC_READS if llmc else NANOGPT_READS)
         gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared, on val
-        with SplitFiles(out, dtype, llmc_header if llmc else None) as splits:
+        with SplitFiles(out, dtype, llmc) as splits:
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
             shared = (encoding, tokenizer, dtype, gpt2)
             for name, ids, lengths, counts in ordered_map(process, members, args.num_proc, shared):
@@ -81,17 +80,19 @@ def main():
 
             # 4. each split's files written in the order of their names, as llm.c sorts them
             print(*splits.summary(tokenizer["name"]), sep="\n")
-            record = splits.finish(archive, write_document_starts)  # and bin's document index
+            record = splits.finish(archive)  # and each .bin's document index
 
         # 5. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
-        write_bpe_meta_pkl(out, tokenizer, encoding)
+        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
             out, script="data/tinystories/prepare.py", tokenizer=tokenizer, dtype=dtype,
             **record, source=source,  # the files, their tokens and sha256; the archive's
             split={"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")},
             options={"format": args.format, "vocab_size": args.vocab_size},
         )  # fmt: skip
-    print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), meta.json to {args.out_dir}")
+    extras = [f"{name}.docs.npy" for name in ("val", "train") if not llmc]
+    extras += ["meta.pkl"] * wrote_pkl + ([path.name] if args.vocab_size else []) + ["meta.json"]
+    print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")  # fmt: skip
 
 
 def process(name, data, encoding, tokenizer, dtype, gpt2):

@@ -2,7 +2,7 @@
 the order of the JSON files' names whatever the archive's order, the figures it prints, its
 --vocab-size check, and a BPE trained on stories.
 
-    with SplitFiles(out, np.uint16, llmc_header) as splits:  # llm.c's files (None: nanoGPT's)
+    with SplitFiles(out, np.uint16, llmc=True) as splits:  # llm.c's files (False: nanoGPT's)
         splits.add("train", "data02.json", ids, {"stories": 1000, "characters": 900_000})
         splits.add("val", "data00.json", ids, {...})  # any order: each split is a Spool
         splits.add("train", "data01.json", ids, {...})
@@ -18,6 +18,7 @@ from collections import Counter
 import numpy as np
 from archive import ArchiveError
 
+from prepare_common import llmc_header, write_document_starts
 from safety.files import sha256_file
 from safety.spool import Spool
 
@@ -27,9 +28,8 @@ SPLITS = ("val", "train")  # llm.c writes val first
 class SplitFiles:
     """One output file per split, each the ids of its members in the order of their names.
 
-    llmc_header: None for nanoGPT's raw val.bin and train.bin; llm.c's header function
-    (prepare_common.llmc_header: (number of ids, dtype) -> 256 int32) for llm.c's
-    TinyStories_val.bin and TinyStories_train.bin, which start with it. The figures of each
+    llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
+    and TinyStories_train.bin, which start with its header (prepare_common.llmc_header). The figures of each
     split are added up from what `add` is given (stories, characters, and the tokens of any
     tokenizer compared) and printed by `summary`.
     """
@@ -37,12 +37,12 @@ class SplitFiles:
     HEADER_BYTES = 1024  # llm.c's header: 256 int32
     BASIC = ("files", "stories", "characters")  # the other figures count tokens
 
-    def __init__(self, out, dtype, llmc_header=None):
-        self.dtype, self.llmc_header = np.dtype(dtype), llmc_header
+    def __init__(self, out, dtype, llmc=False):
+        self.dtype, self.llmc = np.dtype(dtype), llmc
         self.files = {
-            split: f"TinyStories_{split}.bin" if llmc_header else f"{split}.bin" for split in SPLITS
+            split: f"TinyStories_{split}.bin" if llmc else f"{split}.bin" for split in SPLITS
         }
-        room = self.HEADER_BYTES if llmc_header else 0
+        room = self.HEADER_BYTES if llmc else 0
         self.spools = {}
         try:
             for split, name in self.files.items():
@@ -108,12 +108,12 @@ class SplitFiles:
                     )
         return lines
 
-    def finish(self, archive, write_document_starts):
+    def finish(self, archive):
         """`check` the members, then write each split's file (the temporaries go) -> what
         prepare_common.write_meta records of them: {"shards": [{"file", "split", "tokens",
         "sha256"}, ...], "shard_format": "llmc"} for llm.c's files, {"split_tokens": {"val": n,
-        "train": n}} for nanoGPT's, each with its document index (SPLIT.docs.npy), written by
-        `write_document_starts(path, lengths)` from the stories' lengths in the files' order."""
+        "train": n}} for nanoGPT's, each with its document index (SPLIT.docs.npy), from the
+        stories' lengths in the files' order."""
         self.check(archive)
         shards = []
         for split, spool in self.spools.items():
@@ -126,17 +126,17 @@ class SplitFiles:
                     "sha256": sha256_file(path),
                 }  # fmt: skip
             )
-            if not self.llmc_header:
+            if not self.llmc:
                 lengths = [self.lengths[split][name] for name in sorted(self.lengths[split])]
                 write_document_starts(path.with_suffix(".docs.npy"), np.concatenate(lengths))
-        if self.llmc_header:
+        if self.llmc:
             return {"shards": shards, "shard_format": "llmc"}
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
 
     def _header_bytes(self, total):
-        if self.llmc_header is None:
+        if not self.llmc:
             return b""
-        head = np.asarray(self.llmc_header(total, self.dtype), dtype="<i4").tobytes()
+        head = np.asarray(llmc_header(total, self.dtype), dtype="<i4").tobytes()
         if len(head) != self.HEADER_BYTES:
             raise ValueError(f"a header of {len(head)} bytes, not {self.HEADER_BYTES}")
         return head
