@@ -47,6 +47,18 @@ from safety import fetch
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own tmp_path_factory is made
+def pytest_configure(config):
+    """The suite writes only under pytest's temporary folders: HOME is one of them, so every
+    cache a library keeps there (datasets', the hub's, Ray's, matplotlib's, our downloads'
+    ~/.cache/nanogpt-data unless NANOGPT_DATA_CACHE names another) starts empty and stays there.
+    Set before the test files are collected: `datasets` reads its cache folder at import."""
+    home = config._tmp_path_factory.mktemp("home", numbered=False)
+    os.environ["HOME"] = os.environ["USERPROFILE"] = str(home)
+    for variable in ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "XDG_CACHE_HOME"):
+        os.environ.pop(variable, None)  # each defaults to a folder under HOME
+
+
 @functools.cache
 def lesson(name):
     """The names a lesson defines (its pins, its options), its file run as a module, not as a
