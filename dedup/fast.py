@@ -100,15 +100,18 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
     signatures = np.full((len(begins) - 1, num_hashes), MASK, U64)
     nonempty = np.flatnonzero(np.diff(begins) > 0)
     firsts = begins[nonempty]  # where each nonempty document's hashes begin in `flat`
+    permuted = np.empty((ROWS_PER_STEP, num_hashes), U64)
     for lo in range(0, len(flat), ROWS_PER_STEP):
         hi = min(lo + ROWS_PER_STEP, len(flat))
-        permuted = flat[lo:hi, None] * a + b
+        rows = permuted[: hi - lo]
+        np.multiply(flat[lo:hi, None], a, out=rows)
+        rows += b
         # the documents whose hashes meet [lo, hi): the one holding lo, and those starting after
         first = np.searchsorted(firsts, lo, side="right") - 1
         last = np.searchsorted(firsts, hi, side="left")
         cuts = np.maximum(firsts[first:last], lo) - lo
         docs = nonempty[first:last]
-        signatures[docs] = np.minimum(signatures[docs], np.minimum.reduceat(permuted, cuts, axis=0))
+        signatures[docs] = np.minimum(signatures[docs], np.minimum.reduceat(rows, cuts, axis=0))
     return signatures
 
 
@@ -128,7 +131,7 @@ def ngram_hashes(tokens, offsets, n=simple.NGRAM):
     offsets = np.asarray(offsets, np.int64)
     windows = window_hashes(tokens, n)
     positions = np.arange(len(windows))
-    owners = np.searchsorted(offsets, positions, side="right") - 1
+    owners = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[: len(windows)]
     inside = positions + n <= offsets[owners + 1]
     return windows[inside], positions[inside], owners[inside]
 
