@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from dedup.overlap import documents_of, overlap_report, stream_documents
-from hardening.audit import read_meta_json
-from hardening.errors import PrepareError
-from hardening.formats import LLMC_MAGIC_VERSION, read_shard
+from formats.shards import LLMC_MAGIC_VERSION, read_shard
+from formats.tokenizers import gpt2_encoding
+from safety.errors import PrepareError
+
+from .verify import read_meta_json
 
 BLOCK_TOKENS = 1 << 22  # train is read 4M tokens at a time
 DTYPE_OF_MAGIC = {magic: dtype for dtype, (magic, _) in LLMC_MAGIC_VERSION.items()}
@@ -144,7 +146,7 @@ def _jsonl_text(line, path, number):
     return item["text"]
 
 
-def encoder_for(tokenizer, folder, gpt2_encoding):
+def encoder_for(tokenizer, folder):
     """text -> ids with the folder's tokenizer (meta.json's record; None: GPT-2's, llm.c's)."""
     if tokenizer is None or tokenizer.get("kind") == "tiktoken":
         import tiktoken
@@ -153,7 +155,7 @@ def encoder_for(tokenizer, folder, gpt2_encoding):
         encoding = gpt2_encoding() if name == "gpt2" else tiktoken.get_encoding(name)
         return encoding.encode_ordinary
     if tokenizer.get("kind") == "bpe":
-        from hardening.tokenizers import trained_tokenizer
+        from formats.tokenizers import trained_tokenizer
 
         path = Path(tokenizer["path"])
         return trained_tokenizer(path if path.is_absolute() else Path(folder) / path)[0].encode_ordinary  # fmt: skip
@@ -161,12 +163,12 @@ def encoder_for(tokenizer, folder, gpt2_encoding):
     return lambda text: [stoi[c] for c in text if c in stoi]
 
 
-def folder_overlap(folder, gpt2_encoding, ngram=13, against=(), **flags):
+def folder_overlap(folder, ngram=13, against=(), **flags):
     """overlap_report of `folder` (see folder_layout for the flags), with its layout."""
     layout = folder_layout(folder, **flags)
     rule = (layout["boundary_id"], layout["boundary"])
     val = whole(stream_documents(blocks(layout["val"], layout["dtype"]), *rule))
-    encode = encoder_for(layout["tokenizer"], folder, gpt2_encoding) if against else None
+    encode = encoder_for(layout["tokenizer"], folder) if against else None
     items = {str(path): against_items(path, encode) for path in against}
     train = stream_documents(blocks(layout["train"], layout["dtype"]), *rule)
     return overlap_report(val, train, ngram=ngram, against=items), layout
@@ -192,9 +194,9 @@ def overlap_lines(report):
     return lines
 
 
-def overlap(folder, gpt2_encoding, as_json=False, **options):
+def overlap(folder, as_json=False, **options):
     """Print folder_overlap's figures: plain lines, or one JSON object."""
-    report, layout = folder_overlap(folder, gpt2_encoding, **options)
+    report, layout = folder_overlap(folder, **options)
     if as_json:
         print(json.dumps(report))
         return
@@ -217,10 +219,10 @@ def add_parser(commands):
     return parser
 
 
-def run(args, gpt2_encoding):
+def run(args):
     """Run the parsed `overlap` command."""
     if args.ngram < 1:
         raise PrepareError(f"--ngram must be at least 1, got {args.ngram}")
     flags = {"train_glob": args.train, "val_glob": args.val, "boundary_id": args.boundary_id}
     flags.update(boundary=args.boundary, dtype=args.dtype)
-    overlap(args.folder, gpt2_encoding, args.json, ngram=args.ngram, against=args.against, **flags)
+    overlap(args.folder, args.json, ngram=args.ngram, against=args.against, **flags)

@@ -92,7 +92,7 @@ def test_our_folder(repeating_corpus, tmp_path, fmt):
     if fmt == "bin":
         streams = {s: np.fromfile(out / f"{s}.bin", np.uint16) for s in ("train", "val")}
     else:
-        from hardening.formats import read_shard
+        from formats.shards import read_shard
 
         streams = {
             split: np.concatenate(
