@@ -225,3 +225,35 @@ def test_parameter_golf_leak_scaled_down(paragraphs, gpt2_encoding):
     assert report["val_near_duplicates_in_train"]["documents"] >= 400
     assert report["train_repeated_documents"]["documents"] == 0
     assert 0.75 < report["val_tokens_in_shared_ngrams"]["fraction"] < 0.85
+
+
+# ---------------------------------------------------------------- what --dedup keeps
+
+
+def test_exact_keep():
+    from dedup.drop import exact_keep
+
+    assert exact_keep([7, 8, 7, 9, 8]).tolist() == [True, True, False, True, False]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_near_keep_equals_simple(seed):
+    """Documents with planted copies, near copies and chains of them: the clusters' first kept."""
+    from dedup.drop import near_keep, near_pairs
+
+    rng = random.Random(seed)
+    documents = [[rng.randrange(500) for _ in range(rng.randrange(0, 80))] for _ in range(40)]
+    for _ in range(30):  # a copy of an earlier document, a few ids changed
+        copy = list(rng.choice(documents))
+        for _ in range(rng.randrange(3)):
+            if copy:
+                copy[rng.randrange(len(copy))] = rng.randrange(500)
+        documents.insert(rng.randrange(len(documents) + 1), copy)
+    tokens, offsets = documents_of(documents)
+    signatures = fast.minhash_signatures(tokens, offsets)
+    expected = simple.near_duplicate_pairs(documents)
+    assert near_pairs(signatures) == expected and expected
+    keep = near_keep(signatures)
+    assert keep.tolist() == simple.first_of_clusters(len(documents), expected)
+    kept = [d for d, k in zip(documents, keep) if k]
+    assert simple.near_duplicate_pairs(kept) == set()  # no two kept documents are near
