@@ -32,22 +32,34 @@ DTYPE_OF_MAGIC = {magic: dtype for dtype, (magic, _) in LLMC_MAGIC_VERSION.items
 
 
 def token_file(path, dtype=None):
-    """A file's token ids, memory-mapped: an llm.c shard (its header read, its dtype by its
-    magic), a .npy array, or raw `dtype` ids (None: only the first two are understood)."""
+    """Where a file's token ids are: (path, byte offset, dtype, count), for an llm.c shard (its
+    header checked, its dtype by its magic), a .npy array, or raw `dtype` ids (None: only the
+    first two are understood). Read with np.fromfile (`read_tokens`): no memory map, whose
+    pages would stay resident while the map lives."""
     path = Path(path)
     if path.suffix == ".npy":
-        return read_shard(path, "npy", np.load(path, mmap_mode="r").dtype)
+        tokens = read_shard(path, "npy", np.load(path, mmap_mode="r").dtype)
+        return path, tokens.offset, tokens.dtype, len(tokens)
     first = np.fromfile(path, dtype="<i4", count=1)
     if len(first) and int(first[0]) in DTYPE_OF_MAGIC:
-        return read_shard(path, "llmc", DTYPE_OF_MAGIC[int(first[0])])
+        tokens = read_shard(path, "llmc", DTYPE_OF_MAGIC[int(first[0])])
+        return path, tokens.offset, tokens.dtype, len(tokens)
     if dtype is None:
         raise PrepareError(
             f"{path} has no llm.c header and is not a .npy file: say its ids' type with "
             f"--dtype uint16|uint32"
         )
-    if path.stat().st_size % np.dtype(dtype).itemsize:
+    size, itemsize = path.stat().st_size, np.dtype(dtype).itemsize
+    if size % itemsize:
         raise PrepareError(f"{path}: its size is not a whole number of {dtype} ids")
-    return np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype)
+    return path, 0, np.dtype(dtype).newbyteorder("<"), size // itemsize
+
+
+def read_tokens(where, start=0, count=None):
+    """`count` ids (None: all) of a token_file from id `start`: [(f, 1024, uint16, 10), 2, 3] -> 3 ids."""
+    path, offset, dtype, total = where
+    count = total - start if count is None else min(count, total - start)
+    return np.fromfile(path, dtype=dtype, count=count, offset=offset + start * dtype.itemsize)
 
 
 def folder_layout(folder, train_glob=None, val_glob=None, boundary_id=None, boundary=None, dtype=None):  # fmt: skip
@@ -89,21 +101,23 @@ def meta_layout(folder, meta):
     if index is not None:  # the index says: the token before every start is the EOT, or not
         data = np.memmap(layout["train"][0], dtype=meta["dtype"], mode="r")
         starts = np.load(folder / index["file"], mmap_mode="r").astype(np.int64)
-        last = (data[np.append(starts[1:], len(data)) - 1] == eot_id).all()
+        last = bool((data[np.append(starts[1:], len(data)) - 1] == eot_id).all())
+        del data  # the map is let go: its pages are not overlap's memory
     elif layout["train"]:  # llm.c's rule puts it first, nanoGPT's last: the ends say which
-        first = token_file(layout["train"][0], meta["dtype"])[:1]
-        end = token_file(layout["train"][-1], meta["dtype"])[-1:]
-        last = not (len(first) and first[0] == eot_id and end[0] != eot_id)
+        first = read_tokens(token_file(layout["train"][0], meta["dtype"]), 0, 1)
+        end_file = token_file(layout["train"][-1], meta["dtype"])
+        end = read_tokens(end_file, max(end_file[3] - 1, 0))
+        last = not (len(first) and first[0] == eot_id and end[-1] != eot_id)
     layout["boundary"] = "last" if layout["train"] and last else "first"
     return layout
 
 
 def blocks(paths, dtype, block_tokens=BLOCK_TOKENS):
-    """The ids of the files in order, block_tokens at a time (copies: the maps are let go)."""
+    """The ids of the files in order, block_tokens at a time."""
     for path in paths:
-        tokens = token_file(path, dtype)
-        for start in range(0, len(tokens), block_tokens):
-            yield np.array(tokens[start : start + block_tokens])
+        where = token_file(path, dtype)
+        for start in range(0, where[3], block_tokens):
+            yield read_tokens(where, start, block_tokens)
 
 
 def whole(chunks):
