@@ -3,16 +3,19 @@
     python prepare_common.py verify FOLDER    # every file meta.json lists, recomputed against it
     python prepare_common.py show FOLDER      # one block as nanoGPT's get_batch reads it
     python prepare_common.py packing FOLDER --block-size T  # what get_batch draws, BOS alignment
+    python prepare_common.py overlap FOLDER   # what val shares with train, what train repeats
 
 - verify.py: the auditor, recomputing, not trusting, a folder's meta.json
 - show.py: one block, x and y side by side, each document start marked
 - packing.py: document lengths against the block size; nanochat's best-fit packing simulated
+- overlap.py: val's exact and near copies in train, shared 13-grams, train's repeats (dedup/)
 """
 
 import sys
 
 from safety.cli import ArgumentParser, positive_int, random_seed
 
+from . import overlap
 from .packing import packing
 from .show import show
 from .verify import verify
@@ -38,7 +41,10 @@ def main(argv=None):
     pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
     pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked")
+    overlap.add_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "overlap":
+        return overlap.run(args)
     if args.command == "packing":
         return packing(args.folder, args.split, args.block_size, args.json, args.plot)
     if args.command == "show":

@@ -1,0 +1,145 @@
+"""The functions of simple.py for many documents at once, with numpy: the same numbers, faster.
+
+Documents come as one array of token ids and their offsets: document i is
+tokens[offsets[i]:offsets[i + 1]] (offsets [0, 3, 3, 5] -> three documents of 3, 0 and 2 ids).
+Each function says which function of simple.py it equals; tests/test_dedup.py proves it on
+random ids and on Tiny Shakespeare. uint64 arithmetic wraps around in numpy arrays as it does in
+simple.py's `& MASK`, so the hashes are the same bits.
+"""
+
+import hashlib
+
+import numpy as np
+
+from . import simple
+
+U64 = np.uint64
+MASK = U64(simple.MASK)
+ROWS_PER_STEP = 8192  # shingles permuted at once: 8,192 x 112 hashes x 8 bytes = 7 MB
+
+
+def mix64(x):
+    """simple.mix64 on every element of a uint64 array (x is overwritten and returned)."""
+    x ^= x >> U64(30)
+    x *= U64(0xBF58476D1CE4E5B9)
+    x ^= x >> U64(27)
+    x *= U64(0x94D049BB133111EB)
+    x ^= x >> U64(31)
+    return x
+
+
+def window_hashes(tokens, n):
+    """[simple.sequence_hash(tokens[i:i + n]) for each i]: the hash of every run of n tokens.
+
+    [5, 6, 7], n=2 -> [sequence_hash((5, 6)), sequence_hash((6, 7))];  fewer than n tokens -> []
+    """
+    tokens = np.asarray(tokens).astype(U64)
+    count = len(tokens) - n + 1
+    if count <= 0:
+        return np.zeros(0, U64)
+    h = np.full(count, simple.SEED, U64)
+    for j in range(n):
+        h ^= tokens[j : j + count]
+        mix64(h)
+    return h
+
+
+def document_hashes(tokens, offsets):
+    """[simple.document_hash(document) for each document]: blake2b of each one's 4-byte ids."""
+    data = memoryview(np.ascontiguousarray(tokens, dtype="<u4")).cast("B")
+    hashes = np.empty(len(offsets) - 1, U64)
+    for i, (start, end) in enumerate(zip(offsets[:-1].tolist(), offsets[1:].tolist())):
+        digest = hashlib.blake2b(data[4 * start : 4 * end], digest_size=8).digest()
+        hashes[i] = int.from_bytes(digest, "little")
+    return hashes
+
+
+def permutations(num_hashes):
+    """simple.permutations as two uint64 arrays (a, b)."""
+    return tuple(np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
+
+
+def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
+    """Every document's shingle hashes, one flat array, and where each document's begin in it.
+
+    The hashes of document i are flat[begins[i]:begins[i + 1]]: those of
+    simple.shingles(document, n), in the order the shingles occur (repeats kept: a minimum
+    does not care). A document shorter than n has one, the hash of all its ids; an empty one none.
+    """
+    tokens, offsets = np.asarray(tokens), np.asarray(offsets, np.int64)
+    lengths = np.diff(offsets)
+    counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
+    begins = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(counts, out=begins[1:])
+    flat = np.empty(begins[-1], U64)
+    hashes, positions, owners = ngram_hashes(tokens, offsets, n)  # the long documents' windows
+    flat[begins[owners] + positions - offsets[owners]] = hashes
+    for length in range(1, n):  # the short documents, those of one length at a time
+        short = np.flatnonzero(lengths == length)
+        if len(short):
+            rows = tokens[offsets[short][:, None] + np.arange(length)]
+            flat[begins[short]] = sequence_hashes(rows)
+    return flat, begins
+
+
+def sequence_hashes(rows):
+    """[simple.sequence_hash(row) for row in rows] of a 2-D array of integers."""
+    rows = np.asarray(rows).astype(U64)
+    h = np.full(len(rows), simple.SEED, U64)
+    for column in rows.T:
+        h ^= column
+        mix64(h)
+    return h
+
+
+def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BANDS * simple.ROWS):
+    """[simple.minhash(document, n, num_hashes) for each document] as a (documents, num_hashes)
+    uint64 array, permuting ROWS_PER_STEP shingle hashes at a time."""
+    flat, begins = shingle_hashes(tokens, offsets, n)
+    a, b = permutations(num_hashes)
+    signatures = np.full((len(begins) - 1, num_hashes), MASK, U64)
+    nonempty = np.flatnonzero(np.diff(begins) > 0)
+    firsts = begins[nonempty]  # where each nonempty document's hashes begin in `flat`
+    permuted = np.empty((ROWS_PER_STEP, num_hashes), U64)
+    for lo in range(0, len(flat), ROWS_PER_STEP):
+        hi = min(lo + ROWS_PER_STEP, len(flat))
+        rows = permuted[: hi - lo]
+        np.multiply(flat[lo:hi, None], a, out=rows)
+        rows += b
+        # the documents whose hashes meet [lo, hi): the one holding lo, and those starting after
+        first = np.searchsorted(firsts, lo, side="right") - 1
+        last = np.searchsorted(firsts, hi, side="left")
+        cuts = np.maximum(firsts[first:last], lo) - lo
+        docs = nonempty[first:last]
+        signatures[docs] = np.minimum(signatures[docs], np.minimum.reduceat(rows, cuts, axis=0))
+    return signatures
+
+
+def band_keys(signatures, bands=simple.BANDS, rows=simple.ROWS):
+    """[simple.band_keys(signature, bands, rows) for each row] as a (documents, bands) array."""
+    keys = np.empty((len(signatures), bands), U64)
+    for band in range(bands):
+        keys[:, band] = sequence_hashes(signatures[:, band * rows : (band + 1) * rows])
+    return keys
+
+
+def ngram_hashes(tokens, offsets, n=simple.NGRAM):
+    """Every n-gram inside a document: (hashes, positions, owners), the hash of tokens[p:p + n]
+    (simple.sequence_hash) for each position p whose n tokens all lie in one document, and that
+    document's number. [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions
+    [0, 1, 3]; owners [0, 0, 1]"""
+    offsets = np.asarray(offsets, np.int64)
+    windows = window_hashes(tokens, n)
+    positions = np.arange(len(windows))
+    owners = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[: len(windows)]
+    inside = positions + n <= offsets[owners + 1]
+    return windows[inside], positions[inside], owners[inside]
+
+
+def covered_tokens(positions, num_tokens, n):
+    """How many of num_tokens tokens lie in some n-gram starting at `positions`: the count
+    simple.shared_ngram_tokens makes. [0, 1], 5 tokens, n=2 -> 3 (tokens 0, 1, 2)"""
+    change = np.zeros(num_tokens + 1, np.int64)
+    np.add.at(change, np.asarray(positions, np.int64), 1)
+    np.add.at(change, np.asarray(positions, np.int64) + n, -1)
+    return int(np.count_nonzero(np.cumsum(change[:-1])))

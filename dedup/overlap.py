@@ -1,0 +1,224 @@
+"""What val shares with train, and what train repeats, with train streamed past val's hashes.
+
+    report = overlap_report(val, train_chunks, ngram=13, against={"quiz.txt": items})
+
+val (and each benchmark file in `against`) is (tokens, offsets), its documents held: a hash per
+document, a MinHash signature per document (112 x 8 bytes), a hash per n-gram (8 bytes a token).
+train comes as an iterator of (tokens, offsets) chunks of whole documents (`stream_documents`
+cuts a token stream into them); each chunk is compared with val and forgotten, except 12 bytes a
+train document (its hash and length) for `train_repeated_documents`. So memory is val's size
+plus one chunk, whatever train's: flat as train grows to billions of tokens.
+
+The figures (see overlap_report): train documents repeated in train; val documents with an exact
+copy in train; val documents with a near copy in train (MinHash + LSH, estimated Jaccard >= 0.8
+over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a 13-gram that
+also occurs in train (GPT-3's contamination rule); per benchmark file, its items with a 13-gram
+in train and the train documents holding one. Documents are compared without their boundary
+token (the end-of-text or BOS id), and every token count leaves it out.
+"""
+
+import numpy as np
+
+from . import fast, simple
+
+
+def stream_documents(blocks, boundary_id, boundary="last"):
+    """Cut a stream of token blocks into chunks of whole documents, boundary tokens removed: one
+    (tokens, offsets) per block that completes a document, and the rest at the end.
+
+    boundary "last" (nanoGPT's EOT after each document): [5, 6, 0, 7, 0, 8], 0 -> documents
+    [5, 6], [7], [8] (a tail without its boundary is a document). "first" (llm.c's EOT, nanochat's
+    BOS before each): [5, 0, 6, 7, 0, 8] -> [5], [6, 7], [8] (a head before the first boundary is
+    a document, the end of one cut off). Two boundaries in a row hold an empty document.
+    """
+    if boundary not in ("first", "last"):
+        raise ValueError(f"boundary must be 'first' or 'last', not {boundary!r}")
+    pending = np.zeros(0, np.int64)
+    opened = False  # "first": a boundary has opened the pending document
+    for block in blocks:
+        data = np.concatenate([pending, np.asarray(block, np.int64)])
+        cuts = np.flatnonzero(data == boundary_id)
+        if len(cuts) == 0:
+            pending = data
+            continue
+        ends = cuts  # every boundary ends the segment before it
+        begins = np.concatenate([[0], cuts[:-1] + 1])
+        if boundary == "first" and not opened and cuts[0] == 0:
+            begins, ends = begins[1:], ends[1:]  # nothing came before the stream's first BOS
+        lengths = ends - begins
+        pending, opened = data[cuts[-1] + 1 :], True
+        yield _documents(data[: cuts[-1]], lengths, boundary_id)
+    if len(pending) or (boundary == "first" and opened):
+        yield pending, np.array([0, len(pending)], np.int64)
+
+
+def _documents(data, lengths, boundary_id):
+    """(tokens without the boundaries, offsets) of segments of `lengths` separated by boundaries."""
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return data[data != boundary_id], offsets
+
+
+def documents_of(lists):
+    """(tokens, offsets) of a list of documents: [[5, 6], [], [7]] -> ([5, 6, 7], [0, 2, 2, 3])."""
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(ids) for ids in lists], out=offsets[1:])
+    tokens = np.concatenate([np.asarray(ids, np.int64) for ids in lists]) if lists else []
+    return np.asarray(tokens, np.int64), offsets
+
+
+class NgramProbe:
+    """The n-grams of some documents (val, or a benchmark's items), to be looked for in train."""
+
+    def __init__(self, tokens, offsets, n):
+        self.num_documents, self.num_tokens, self.n = len(offsets) - 1, len(tokens), n
+        hashes, self.positions, self.owners = fast.ngram_hashes(tokens, offsets, n)
+        self.unique, self.which = np.unique(hashes, return_inverse=True)
+        self.found = np.zeros(len(self.unique), bool)  # which n-grams train holds
+        self.train_documents = 0  # the train documents holding at least one of them
+
+    def look_in(self, hashes, owners):
+        """Mark the n-grams found among a train chunk's (hashes, owners); count its documents."""
+        if len(self.unique) == 0 or len(hashes) == 0:
+            return
+        order = np.argsort(hashes)  # sorted, the look-ups walk `unique` once: cache-friendly
+        index = np.minimum(np.searchsorted(self.unique, hashes[order]), len(self.unique) - 1)
+        hit = self.unique[index] == hashes[order]
+        self.found[index[hit]] = True
+        self.train_documents += len(np.unique(owners[order[hit]]))
+
+    def documents_found(self):
+        """How many of the documents hold an n-gram train holds."""
+        return len(np.unique(self.owners[self.found[self.which]]))
+
+    def tokens_covered(self):
+        """How many tokens lie in an n-gram train holds (simple.shared_ngram_tokens, summed)."""
+        return fast.covered_tokens(self.positions[self.found[self.which]], self.num_tokens, self.n)
+
+
+class ValIndex:
+    """val's documents held as hashes: exact, MinHash bands, n-grams; and what train matched."""
+
+    def __init__(self, tokens, offsets, ngram=simple.NGRAM, bands=simple.BANDS, rows=simple.ROWS):
+        self.num_documents, self.num_tokens = len(offsets) - 1, len(tokens)
+        self.bands, self.rows = bands, rows
+        hashes = fast.document_hashes(tokens, offsets)
+        self.hashes, self.hash_of = np.unique(hashes, return_inverse=True)
+        self.hash_found = np.zeros(len(self.hashes), bool)
+        self.signatures = fast.minhash_signatures(tokens, offsets, simple.SHINGLE, bands * rows)
+        keys = fast.band_keys(self.signatures, bands, rows)
+        self.band_order = np.argsort(keys, axis=0, kind="stable")  # per band, val docs by key
+        self.band_keys = np.take_along_axis(keys, self.band_order, axis=0)
+        self.near_found = np.zeros(self.num_documents, bool)
+        self.ngrams = NgramProbe(tokens, offsets, ngram)
+
+    def match_exact(self, hashes):
+        """Mark the val documents whose hash is among a train chunk's document hashes."""
+        if len(self.hashes):
+            index = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
+            self.hash_found[index[self.hashes[index] == hashes]] = True
+
+    def match_near(self, signatures, threshold=simple.THRESHOLD):
+        """Mark the val documents that share a band with a train document (the chunk's
+        `signatures`) and agree with it on at least `threshold` of the signature."""
+        keys = fast.band_keys(signatures, self.bands, self.rows)
+        for band in range(self.bands):
+            column = self.band_keys[:, band]
+            left = np.searchsorted(column, keys[:, band], side="left")
+            right = np.searchsorted(column, keys[:, band], side="right")
+            counts = right - left
+            train_docs = np.repeat(np.arange(len(keys)), counts)
+            slots = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            val_docs = self.band_order[np.repeat(left, counts) + slots, band]
+            agree = (signatures[train_docs] == self.signatures[val_docs]).mean(axis=1)
+            self.near_found[val_docs[agree >= threshold]] = True
+
+
+def scan_train(val, train_chunks, probes=()):
+    """Stream train's chunks past `val` (a ValIndex) and the benchmark `probes` (NgramProbes);
+    return each train document's (hash, length), in order, for the repeats."""
+    hashes, lengths = [], []
+    n = val.ngrams.n
+    for tokens, offsets in train_chunks:
+        chunk_hashes = fast.document_hashes(tokens, offsets)
+        hashes.append(chunk_hashes)
+        lengths.append(np.diff(offsets).astype(np.uint32))
+        val.match_exact(chunk_hashes)
+        val.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, val.bands * val.rows))  # fmt: skip
+        gram_hashes, _, owners = fast.ngram_hashes(tokens, offsets, n)
+        for probe in (val.ngrams, *probes):
+            probe.look_in(gram_hashes, owners)
+    empty = [np.zeros(0, np.uint64)], [np.zeros(0, np.uint32)]
+    return np.concatenate(hashes or empty[0]), np.concatenate(lengths or empty[1])
+
+
+def repeated_documents(hashes, lengths):
+    """(documents, tokens) of the documents whose hash occurs earlier: [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
+    repeated = np.ones(len(hashes), bool)
+    repeated[np.unique(hashes, return_index=True)[1]] = False  # each hash's first occurrence
+    return int(repeated.sum()), int(lengths[repeated].sum(dtype=np.int64))
+
+
+def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
+    """The figures of what val (tokens, offsets) shares with train (an iterator of chunks) and
+    what train repeats, as a dict; `against`: {name: (tokens, offsets) of benchmark items}.
+
+    val [[1..20], [30..50]], train [[1..20], [1..20], [60..80]] -> documents {"train": 3, "val": 2},
+    train_repeated_documents {"documents": 1, "tokens": 20, "token_fraction": 20/61},
+    val_documents_in_train {"documents": 1, "fraction": 0.5}, ...
+    """
+    index = ValIndex(*val, ngram=ngram)
+    probes = {name: NgramProbe(*items, ngram) for name, items in (against or {}).items()}
+    hashes, lengths = scan_train(index, train_chunks, probes.values())
+    repeats, repeated_tokens = repeated_documents(hashes, lengths)
+    train_tokens = int(lengths.sum(dtype=np.int64))
+    exact = int(index.hash_found[index.hash_of].sum())
+    near = int(index.near_found.sum())
+    covered = index.ngrams.tokens_covered()
+    return {
+        "documents": {"train": len(hashes), "val": index.num_documents},
+        "tokens": {"train": train_tokens, "val": index.num_tokens},
+        "train_repeated_documents": {
+            "documents": repeats,
+            "tokens": repeated_tokens,
+            "token_fraction": _share(repeated_tokens, train_tokens),
+        },  # fmt: skip
+        "val_documents_in_train": {
+            "documents": exact,
+            "fraction": _share(exact, index.num_documents),
+        },  # fmt: skip
+        "val_near_duplicates_in_train": {
+            "documents": near,
+            "fraction": _share(near, index.num_documents),
+            "rule": {
+                "shingle_tokens": simple.SHINGLE,
+                "bands": index.bands,
+                "rows": index.rows,
+                "threshold": simple.THRESHOLD,
+            },  # fmt: skip
+        },
+        "val_tokens_in_shared_ngrams": {
+            "ngram": ngram,
+            "tokens": covered,
+            "fraction": _share(covered, index.num_tokens),
+        },  # fmt: skip
+        "against": [_against_record(name, probe) for name, probe in probes.items()],
+    }
+
+
+def _against_record(name, probe):
+    """One benchmark file's figures: its items, those with an n-gram in train, the train documents."""
+    found = probe.documents_found()
+    return {
+        "file": name,
+        "items": probe.num_documents,
+        "items_shorter_than_ngram": probe.num_documents - len(np.unique(probe.owners)),
+        "items_with_ngram_in_train": found,
+        "fraction": _share(found, probe.num_documents),
+        "train_documents_holding_one": probe.train_documents,
+    }
+
+
+def _share(part, whole):
+    """part / whole, 0.0 for an empty whole."""
+    return part / whole if whole else 0.0
