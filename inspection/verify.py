@@ -18,7 +18,14 @@ from formats.tokenizers import encoding_sha256, gpt2_encoding, load_trained
 from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
 from safety.errors import PrepareError, reading
 from safety.files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
-from safety.record import META_PKL, SHARD_FORMATS, is_plain_name, listed_files, trainer_reads
+from safety.record import (
+    META_PKL,
+    SHARD_FORMATS,
+    is_plain_name,
+    listed_files,
+    name_problem,
+    trainer_reads,
+)
 
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
 
@@ -109,7 +116,7 @@ def read_meta_json(folder, leftovers=()):
         return None, [
             f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
         ]
-    problem = _shape_problem(meta)
+    problem = _shape_problem(meta) or name_problem(meta)  # every field naming a file
     return (None, [f"{path}: {problem}"]) if problem else (meta, [])
 
 

@@ -62,7 +62,7 @@ from pathlib import Path
 
 from .errors import PrepareError
 from .files import TEMPORARY_TAG, atomic_path, load_json, read_small_file
-from .record import RECORD_NAME, is_plain_name, listed_files, trainer_reads
+from .record import RECORD_NAME, journal_problem, listed_files, refused_record, trainer_reads
 from .signals import Terminated, signals_held, sigterm_raises_terminated
 
 PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
@@ -431,8 +431,9 @@ def _commit(staging, folder):
 
 
 def owned_files(folder):
-    """The names `folder` owns: those its meta.json lists (formats.listed_files), and while a
-    commit was cut short (no meta.json), those its journal lists. Nothing a name merely matches."""
+    """The names `folder` owns: those its meta.json lists (record.listed_files), and while a
+    commit was cut short (no meta.json), those its journal lists. Nothing a name merely matches;
+    a record listing a name outside the folder, or not of its field's form, is refused."""
     owned = set()
     for name in (RECORD_NAME, JOURNAL_NAME):
         path = folder / name
@@ -443,9 +444,11 @@ def owned_files(folder):
         except PrepareError:  # unreadable: it vouches for nothing (its own name is still ours)
             record = None
         if name == RECORD_NAME:
-            owned |= listed_files(record)
+            owned |= listed_files(record, where=path)  # a name outside the folder: refused
+        elif journal_problem(record) is not None:
+            raise PrepareError(refused_record(path, journal_problem(record)))
         elif isinstance(record, dict) and isinstance(record.get("owned"), list):
-            owned |= {n for n in record["owned"] if is_plain_name(n) and not n.startswith(".")}
+            owned |= set(record["owned"])
     return owned | {RECORD_NAME}
 
 

@@ -6,6 +6,10 @@ be downloaded, shared, edited), so a name it lists counts only in the form its f
 """
 
 import fnmatch
+import json
+from pathlib import Path
+
+from .errors import PrepareError, shortened
 
 META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
 
@@ -14,39 +18,127 @@ SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
 
 
 RECORD_NAME = "meta.json"
+DOCUMENT_INDEXES = ("train.docs.npy", "val.docs.npy")  # read by docs/bos_batches.md's train.py
 
 
-def listed_files(meta):
+def listed_files(meta, where=RECORD_NAME):
     """The file names a meta.json lists as the folder's own (itself included): what a commit may
-    replace or remove, and all `verify` accepts that a trainer would read. Only names of the
-    form each field has are taken ("train.bin", a shard of its format's suffix...), so a record
-    that names "prepare.py" as a shard gives it no hold on that file.
+    replace or remove, and all `verify` accepts that a trainer would read. Every name the record
+    gives is checked first (`name_problem`): one outside the folder, or not of the form its field
+    allows ("prepare.py" as a shard), is a PrepareError naming the field and `where` the record
+    is, so that nothing is read, replaced or removed through it.
 
     {"splits": {"train": {"file": "train.bin", ...}, ...}, "meta_pkl": null, ...}
     -> {"meta.json", "train.bin", "val.bin"}
     """
+    problem = name_problem(meta)
+    if problem is not None:
+        raise PrepareError(refused_record(where, problem))
     names = {RECORD_NAME}
-    if not isinstance(meta, dict):
-        return names
-    splits = meta.get("splits") if isinstance(meta.get("splits"), dict) else {}
-    for split, record in splits.items():
-        record = record if isinstance(record, dict) else {}
-        index = record.get("index") if isinstance(record.get("index"), dict) else {}
-        names |= {record.get("file")} & {f"{split}.bin"}
-        names |= {index.get("file")} & {f"{split}.docs.npy"}
-    suffix = SHARD_FORMATS.get(meta.get("format"))
-    shards = meta.get("shards") if isinstance(meta.get("shards"), list) else []
-    for shard in shards if suffix else ():
-        name = shard.get("file") if isinstance(shard, dict) else None
-        if is_plain_name(name) and name.endswith(suffix) and not name.startswith("."):
-            names.add(name)
-    if isinstance(meta.get("meta_pkl"), dict) and meta["meta_pkl"].get("file") == META_PKL:
-        names.add(META_PKL)
-    tokenizer = meta.get("tokenizer") if isinstance(meta.get("tokenizer"), dict) else {}
-    path = tokenizer.get("path")
-    if is_plain_name(path) and path.endswith(".json") and path != RECORD_NAME:
-        names.add(path)  # a tokenizer the run trained and wrote into the folder
+    names |= {name for _, name, owned, _ in record_names(meta) if owned}
     return names
+
+
+def refused_record(where, problem):
+    """The one line that refuses a record (meta.json, the journal) for a name it lists."""
+    return (
+        f"{where}: {problem}; a record lists only file names inside its folder, so nothing was "
+        f"read, replaced or removed through it: fix or remove {Path(where).name} and run again"
+    )
+
+
+def record_names(meta):
+    """Every name field of a meta.json, whatever its value: (field, value, owned, form), `owned`
+    whether the folder owns the file, `form` the one name the field allows (None: any plain name
+    of the form `name_problem` checks).
+
+    {"splits": {"train": {"file": "train.bin"}}, "tokenizer": {"path": "/t/tok.json"}}
+    -> [("splits.train.file", "train.bin", True, "train.bin"), ("tokenizer.path", ..., False, None)]
+    """
+    if not isinstance(meta, dict):
+        return []
+    found = []
+    for split, record in _items(meta.get("splits")):
+        index = _field(record, "index")
+        if isinstance(record, dict) and "file" in record:
+            found.append((f"{_key('splits', split)}.file", record["file"], True, f"{split}.bin"))
+        if isinstance(index, dict) and "file" in index:
+            field = f"{_key('splits', split)}.index.file"
+            found.append((field, index["file"], True, f"{split}.docs.npy"))
+    shards = meta.get("shards") if isinstance(meta.get("shards"), list) else []
+    for i, shard in enumerate(shards):
+        if isinstance(shard, dict) and "file" in shard:
+            found.append((f"shards[{i}].file", shard["file"], True, None))
+    if isinstance(meta.get("meta_pkl"), dict):
+        found.append(("meta_pkl.file", meta["meta_pkl"].get("file"), True, META_PKL))
+    path = _field(meta.get("tokenizer"), "path")  # a file the run trained, or the user's outside
+    if path is not None:
+        owned = is_plain_name(path) and path.endswith(".json") and path != RECORD_NAME
+        found.append(("tokenizer.path", path, owned, None))
+    if _field(meta.get("source"), "path") is not None:  # the input, in the folder or outside
+        found.append(("source.path", meta["source"]["path"], False, None))
+    return found
+
+
+def name_problem(meta):
+    """The first name field of a meta.json that is not of its form, as a phrase, or None.
+
+    A split's file is "<split>.bin", its index "<split>.docs.npy"; a shard's a name with its
+    format's suffix, not hidden; meta_pkl's "meta.pkl"; the tokenizer's and the source's a plain
+    name (in the folder) or an absolute path (a file outside, read, never owned).
+    {"splits": {"../victim": {"file": "../victim.bin"}}} ->
+    'splits["../victim"].file is "../victim.bin", expected a file name inside the folder'
+    """
+    suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
+    for field, value, _, form in record_names(meta):
+        if not is_plain_name(value):
+            outside = field in ("tokenizer.path", "source.path") and _is_absolute(value)
+            if outside:
+                continue
+            return f"{field} is {_shown(value)}, expected a file name inside the folder"
+        expected = None
+        if form is not None and value != form:
+            expected = json.dumps(form)
+        elif field.startswith("shards") and suffix is None:
+            expected = f"a format of {' or '.join(map(json.dumps, SHARD_FORMATS))} beside it"
+        elif field.startswith("shards") and (value.startswith(".") or not value.endswith(suffix)):
+            expected = f"a name ending in {suffix} (its format {meta['format']}), not hidden"
+        if expected is not None:
+            return f"{field} is {_shown(value)}, expected {expected}"
+    return None
+
+
+def _is_absolute(value):
+    return isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
+
+
+def journal_problem(journal):
+    """The first name of a commit's journal ({"owned": [names]}) that is not a plain name of the
+    folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
+    names = journal.get("owned") if isinstance(journal, dict) else None
+    for i, name in enumerate(names if isinstance(names, list) else []):
+        if not is_plain_name(name) or name.startswith("."):
+            return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
+    return None
+
+
+def _items(value):
+    return value.items() if isinstance(value, dict) else ()
+
+
+def _field(record, key):
+    return record.get(key) if isinstance(record, dict) else None
+
+
+def _key(field, key):
+    """A field's name as the line shows it: splits.train, or splits["../victim"] for an odd key."""
+    plain = isinstance(key, str) and key.isidentifier()
+    return f"{field}.{key}" if plain else f"{field}[{json.dumps(key)}]"
+
+
+def _shown(value):
+    """A value as the line shows it: JSON, cut short (a 10 MB name makes no 10 MB line)."""
+    return shortened(json.dumps(value))
 
 
 def is_plain_name(value):
@@ -62,10 +154,11 @@ def is_plain_name(value):
 
 def trainer_reads(name, shard_format=None):
     """Whether a trainer pointed at the folder would read a file of this name: nanoGPT's
-    train.bin, val.bin and meta.pkl; llm.c's and modded-nanogpt's `*_train_*.bin` and
-    `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val" (its listdir filter),
+    train.bin, val.bin and meta.pkl, and the document starts the BOS-aligned train.py of
+    docs/bos_batches.md reads (train.docs.npy, val.docs.npy); llm.c's and modded-nanogpt's
+    `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val" (its listdir filter),
     in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
-    if name in ("train.bin", "val.bin", META_PKL):
+    if name in ("train.bin", "val.bin", META_PKL, *DOCUMENT_INDEXES):
         return True
     globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
     if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
