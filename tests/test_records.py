@@ -13,9 +13,14 @@ processes, with a victim file outside the folder that must stay as it was:
    past the archive's members, --plot given a folder.
 """
 
+import gzip
 import json
 import os
 import shutil
+import subprocess
+import sys
+import tarfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -174,3 +179,193 @@ def test_the_forms_a_record_allows_still_run(work):
     assert_ok(run(CHAR, "--input", text, "--out-dir", folder))
     assert_ok(run(COMMON, "verify", folder))
     assert victim.read_bytes() == VICTIM and text.is_file()
+
+
+# =============================================================================================
+# 2. An archive is read whole or refused
+
+
+def stories(*texts):
+    return json.dumps([{"story": text, "summary": text[:10]} for text in texts]).encode()
+
+
+STORIES = {f"data{i:02d}.json": stories(*(f"Once upon a time, story {i} of {n}." for n in range(40))) for i in range(5)}  # fmt: skip
+
+
+def header(name, size, kind=tarfile.REGTYPE):
+    info = tarfile.TarInfo(name)
+    info.size, info.type = size, kind
+    return bytearray(info.tobuf(tarfile.GNU_FORMAT, "utf-8", "surrogateescape"))
+
+
+def padded(data):
+    return bytes(data) + bytes(-len(data) % 512)
+
+
+def members(names=STORIES):
+    """The tar blocks of `names`' members, in order: [(header, padded data), ...]."""
+    return [(header(name, len(STORIES[name])), padded(STORIES[name])) for name in names]
+
+
+def tar_of(*parts, end=bytes(1024)):
+    """An uncompressed tar of header and data blocks, then `end` (tar's two zero blocks)."""
+    out = b"".join(bytes(part) for pair in parts for part in pair) + end
+    return out + bytes(-len(out) % 10240)
+
+
+def with_checksum(block):
+    """A header block whose checksum is made right again after an edit."""
+    block[148:156] = b" " * 8
+    block[148:156] = b"%06o\0 " % sum(block)
+    return block
+
+
+def bad_checksum():
+    parts = members()
+    parts[2][0][0:11] = b"data02.json"  # as it was, but one byte of the size changed
+    parts[2][0][124:136] = bytes(parts[2][0][124:135]).replace(b"0", b"1", 1) + b"\0"
+    return tar_of(*parts), "bad checksum"
+
+
+def lying_size():
+    """data02.json's header claims one block of data: the next header is read in its text."""
+    parts = members()
+    big = stories(*(f"A longer story, number {i}, that fills blocks." for i in range(60)))
+    parts[2] = (with_checksum(header("data02.json", 512)), padded(big))
+    return tar_of(*parts), "data02.json"
+
+
+def data_before_the_end():
+    return tar_of(*members(), (b"trailing garbage".ljust(512, b"x"), b"")), "after data04.json"
+
+
+def member_after_a_lone_zero_block():
+    parts = members()
+    return tar_of(*parts[:4], (bytes(512), b""), parts[4]), "lone zero block"
+
+
+def header_cut_short():
+    whole = b"".join(bytes(part) for pair in members() for part in pair)
+    return whole + bytes(header("data05.json", 10))[:300], "cut short inside a header"
+
+
+def long_name_too_long():
+    name = b"x" * 100_000
+    parts = members()
+    long_name = (header("././@LongLink", len(name), tarfile.GNUTYPE_LONGNAME), padded(name))
+    return tar_of(*parts[:2], long_name, *parts[2:]), "65,536"
+
+
+def pax_header_too_long():
+    record = b"comment=" + b"y" * 100_000 + b"\n"
+    record = b"%d " % (len(record) + 7) + record
+    parts = members()
+    pax = (header("././@PaxHeader", len(record), tarfile.XHDTYPE), padded(record))
+    return tar_of(*parts[:3], pax, *parts[3:]), "65,536"
+
+
+DAMAGED = [  # what GNU tar 1.34 says of each: exit 2, or a warning (a lone zero block)
+    pytest.param(bad_checksum, "'data02.json'", 2, id="bad-checksum"),
+    pytest.param(lying_size, "after data02.json", 2, id="lying-size"),
+    pytest.param(data_before_the_end, "'trailing garbage", 2, id="data-before-the-end"),
+    pytest.param(member_after_a_lone_zero_block, "after data03.json", 0, id="lone-zero-block"),
+    pytest.param(header_cut_short, "'data05.json'", None, id="header-cut-short"),
+    pytest.param(long_name_too_long, "'././@LongLink'", None, id="long-name-64k"),
+    pytest.param(pax_header_too_long, "'././@PaxHeader'", None, id="pax-header-64k"),
+]
+
+
+@pytest.fixture(scope="module")
+def story_set(tmp_path_factory):
+    """A TinyStories folder prepared from a whole archive, never changed (the old set)."""
+    base = tmp_path_factory.mktemp("story-set")
+    archive = base / "whole.tar.gz"
+    archive.write_bytes(gzip.compress(tar_of(*members()), mtime=0))
+    assert_ok(run(TINYSTORIES, "--archive", archive, "--out-dir", base / "out", "--num-proc", 1))
+    return base / "out"
+
+
+@pytest.mark.parametrize("make, where, gnu_tar", DAMAGED)
+def test_a_damaged_archive_is_refused_naming_the_member_and_the_offset(story_set, tmp_path, make, where, gnu_tar):  # fmt: skip
+    """Python's tarfile takes a damaged header for the archive's end: 1 of 101 stories, exit 0.
+    GNU tar exits 2 on each of these archives; the lesson now refuses it in one line naming
+    the member and the byte offset, and the folder's old set stays as it was."""
+    tar, fragment = make()
+    archive = tmp_path / "damaged.tar.gz"
+    archive.write_bytes(gzip.compress(tar, mtime=0))
+    if shutil.which("tar") and gnu_tar is not None:  # GNU tar, the reference
+        listed = subprocess.run(["tar", "-tzf", archive], capture_output=True)
+        assert listed.returncode == gnu_tar and listed.stderr, listed.stderr
+    out = tmp_path / "out"
+    shutil.copytree(story_set, out)
+    before = tree(tmp_path)
+    result = run(TINYSTORIES, "--archive", archive, "--out-dir", out, "--num-proc", 1)
+    line = assert_one_line(result, archive, fragment, where, "byte")
+    assert tree(tmp_path) == before, line
+
+
+def test_an_archive_with_pax_headers_and_long_names_is_read(story_set, tmp_path):
+    """The headers a tar may hold beside TinyStories' own: a pax header (its path and size
+    override the member's), a GNU long name, a global pax comment: the same outputs."""
+    parts = members()
+    record = b"path=data01.json\n"
+    record = b"%d " % (len(record) + 3) + record
+    comment = b"comment=made by a test\n"
+    comment = b"%d " % (len(comment) + 3) + comment
+    pax = (header("././@PaxHeader", len(record), tarfile.XHDTYPE), padded(record))
+    parts[1] = (header("PaxHeaders/whatever", len(STORIES["data01.json"])), parts[1][1])
+    parts.insert(1, pax)
+    long_name = (header("././@LongLink", 12, tarfile.GNUTYPE_LONGNAME), padded(b"data03.json\0"))
+    glob = (header("pax_global_header", len(comment), tarfile.XGLTYPE), padded(comment))
+    parts[4] = (header("d3", len(STORIES["data03.json"])), parts[4][1])
+    tar = tar_of(glob, *parts[:4], long_name, *parts[4:])
+    archive = tmp_path / "pax.tar.gz"
+    archive.write_bytes(gzip.compress(tar, mtime=0))
+    assert subprocess.run(["tar", "-tzf", archive], capture_output=True).returncode == 0
+    assert_ok(
+        run(TINYSTORIES, "--archive", archive, "--out-dir", tmp_path / "out", "--num-proc", 1)
+    )
+    data = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.suffix != ".json"}
+    assert data == {p.name: p.read_bytes() for p in story_set.iterdir() if p.suffix != ".json"}
+
+
+PEAK_RSS = (  # a command's peak resident memory in KB, as its parent sees it once it has ended
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def peak_kb(*command):
+    result = run("-c", PEAK_RSS, sys.executable, *command)
+    assert_ok(result)
+    return int(result.stdout)
+
+
+def long_name_archive(path, size):
+    """data00.json, data01.json, then a GNU long-name header of `size` bytes of "x" (a 1 MB
+    .tar.gz for 128 MB), the rest of the members after it; compressed as it is written."""
+    compressor, parts = zlib.compressobj(6, zlib.DEFLATED, 31), members()
+    with open(path, "wb") as f:
+        f.write(compressor.compress(b"".join(bytes(x) for pair in parts[:2] for x in pair)))
+        f.write(compressor.compress(bytes(header("././@LongLink", size, tarfile.GNUTYPE_LONGNAME))))  # fmt: skip
+        for _ in range(size >> 20):
+            f.write(compressor.compress(b"x" * (1 << 20)))
+        f.write(compressor.compress(tar_of(*parts[2:])))
+        f.write(compressor.flush())
+    return path
+
+
+def test_memory_stays_flat_on_a_128_mb_long_name(tmp_path):
+    """A GNU long-name header of 128 MB in a 1 MB archive took 447 MB of memory: extension
+    headers are bounded like members now, so the run's peak is that of a run on a whole one."""
+    whole = tmp_path / "whole.tar.gz"
+    whole.write_bytes(gzip.compress(tar_of(*members()), mtime=0))
+    hostile = long_name_archive(tmp_path / "long-name.tar.gz", 128 << 20)
+    assert hostile.stat().st_size < 2 << 20
+    args = ["--num-proc", 1, "--out-dir", tmp_path / "out"]
+    baseline = peak_kb(TINYSTORIES, "--archive", whole, *args)
+    shutil.rmtree(tmp_path / "out")
+    peak = peak_kb(TINYSTORIES, "--archive", hostile, *args)
+    assert peak < baseline + 32 * 1024, (peak, baseline)  # KB: far below the 128 MB name
+    result = run(TINYSTORIES, "--archive", hostile, *args)
+    assert_one_line(result, hostile, "'././@LongLink'", "134,217,728 bytes", "65,536")

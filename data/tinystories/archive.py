@@ -5,9 +5,13 @@ dev/data/tinystories.py unpacks it with `tar -xzf` into a folder and globs `*.js
 below), and finds 50. Here the archive is read front to back once, as a stream, so memory holds
 one member whatever the archive's size, and nothing of it ever reaches the disk:
 
-- gzip.GzipFile under tarfile's streaming mode ("r|", what "r|gz" does, plus the check
-  "r|gz" leaves out): at the end of the stream the gzip trailer's CRC and length are checked,
-  so an archive cut anywhere, even between two members, is an error, not a shorter corpus;
+- gzip.GzipFile, read block by block as GNU tar reads a tar: at the end of the stream the
+  gzip trailer's CRC and length are checked, so an archive cut anywhere, even between two
+  members, is an error, not a shorter corpus; every header is checked (`TarStream`) where
+  Python's tarfile takes a damaged one for the end of the archive and stops, silently: a bad
+  checksum, a header cut short, or anything but zeros where the end-of-archive blocks are, is
+  an ArchiveError naming the member and the byte offset; a GNU long name or a pax header may
+  hold MAX_EXTENSION_BYTES (bounded like a member: memory stays flat on any archive);
 - each member is checked on its header, before a byte of it is read: a regular file at the
   archive's top whose name matches the glob `pattern` (an optional leading "./" dropped; the top
   folder "./" itself is passed over), no larger than `max_bytes` (what a gzip bomb would have to
@@ -32,7 +36,7 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from safety.errors import PrepareError
+from safety.errors import PrepareError, shortened
 
 MAX_MEMBER_BYTES = 1 << 30  # 1 GiB: TinyStories' 50 members come from 1.6 GB of gzip in all
 MAX_TRAILING_BYTES = 1 << 24  # after the archive's end: tar's zero padding, not another corpus
@@ -53,20 +57,24 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
     bar = _bar(path) if progress else None
     try:
         with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
-            with tarfile.open(fileobj=stream, mode="r|") as tar:
-                for member in tar:
-                    name = checked_name(member, pattern, max_bytes)
-                    if name is None:  # the top folder, "./"
-                        continue
-                    if name in seen:
-                        raise ArchiveError(f"{path}: {name} is in the archive twice")
-                    seen.add(name)
-                    reading = name
-                    data = _read_member(tar.extractfile(member), member.size)
-                    reading = None
-                    if bar is not None:
-                        bar.update(raw.tell() - bar.n)
-                    yield name, data
+            tar = TarStream(stream, path)
+            member = tar.next_member()
+            while member is not None:
+                name = checked_name(member, pattern, max_bytes)
+                if name is None:  # the top folder, "./"
+                    tar.skip_data(member.size)
+                    member = tar.next_member()
+                    continue
+                if name in seen:
+                    raise ArchiveError(f"{path}: {name} is in the archive twice")
+                seen.add(name)
+                reading = tar.last = name
+                data = tar.read_data(member.size)
+                member = tar.next_member()  # a size that lies shows in the next header: first
+                reading = None
+                if bar is not None:
+                    bar.update(raw.tell() - bar.n)
+                yield name, data
             reading = "the end of the archive"
             if len(stream.read(MAX_TRAILING_BYTES + 1)) > MAX_TRAILING_BYTES:
                 raise ArchiveError(f"{path}: more than {MAX_TRAILING_BYTES:,} bytes after its end")
@@ -80,13 +88,135 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
             bar.close()
 
 
-def _read_member(file, size, block=1 << 20):
-    """A member's bytes, read a block at a time into one buffer of its size: tarfile's own
-    read() of a whole member joins and slices its stream buffer, a few copies of the member."""
+BLOCK = 512  # a tar is 512-byte blocks: a header, then a member's data padded to a block
+MAX_EXTENSION_BYTES = 1 << 16  # a GNU long name or a pax header: 64 KiB (PATH_MAX is 4 KiB)
+LONG_NAMES = {tarfile.GNUTYPE_LONGNAME: "name", tarfile.GNUTYPE_LONGLINK: "linkname"}
+PAX_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+PAX_FIELDS = {"path": "name", "linkpath": "linkname", "size": "size"}  # what a member takes
+
+
+class TarStream:
+    """The members of an uncompressed tar, read from `stream` front to back as GNU tar reads
+    them: each header checked (its checksum, its numbers), a GNU long name or a pax header
+    applied to the member after it and bounded (MAX_EXTENSION_BYTES), and the end-of-archive
+    blocks checked to be zeros. Anything else is an ArchiveError naming the member (the last
+    whole one, `last`) and the byte offset of the header in the tar.
+
+        tar = TarStream(stream, path)
+        while (member := tar.next_member()) is not None:  # a tarfile.TarInfo
+            data = tar.read_data(member.size)             # or tar.skip_data(member.size)
+    """
+
+    def __init__(self, stream, path):
+        self.stream, self.path, self.offset, self.last = stream, path, 0, None
+
+    def next_member(self):
+        """The next member's header (extensions applied), or None at the end of the archive."""
+        extended = {}  # what GNU long names and pax headers say of the member that follows
+        while True:
+            offset, block = self.offset, self._read(BLOCK)
+            if not block and not extended:  # no end-of-archive blocks: the gzip trailer vouches
+                return None
+            if block.count(0) == BLOCK and not extended:
+                self._check_end(offset)
+                return None
+            try:
+                member = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+            except tarfile.HeaderError as exc:
+                raise self._damaged(offset, block, exc) from None
+            if member.type not in (*LONG_NAMES, *PAX_TYPES):
+                break
+            if member.size > MAX_EXTENSION_BYTES:
+                raise self._damaged(
+                    offset, block, f"an extension header of {member.size:,} bytes, more than "
+                    f"the {MAX_EXTENSION_BYTES:,} one may have"
+                )  # fmt: skip
+            data = bytes(self.read_data(member.size))
+            if member.type in LONG_NAMES:
+                text = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+                extended[LONG_NAMES[member.type]] = text
+            else:
+                fields = self._pax_fields(offset, block, data)
+                if member.type != tarfile.XGLTYPE:
+                    extended.update(fields)
+                elif fields:  # a global header naming every member that follows: not ours
+                    raise self._damaged(offset, block, "a global pax header naming members")
+        if member.type == tarfile.GNUTYPE_SPARSE or member.sparse is not None:
+            raise self._damaged(offset, block, "a sparse file, which TinyStories has none of")
+        for field, value in extended.items():
+            setattr(member, field, value)
+        member.offset = offset
+        return member
+
+    def read_data(self, size):
+        """A member's `size` bytes of data (then its padding, skipped), in one buffer."""
+        data = _read_member(self.stream, size)
+        self.offset += size
+        self.skip_data(0, padding=-size % BLOCK)
+        return data
+
+    def skip_data(self, size, padding=None):
+        """Pass over `size` bytes of data and their padding, a block of 1 MB at a time."""
+        left = size + (-size % BLOCK if padding is None else padding)
+        while left:
+            chunk = self._read(min(left, 1 << 20))
+            if not chunk:
+                raise EOFError(f"the archive ends inside a member, at byte {self.offset:,}")
+            left -= len(chunk)
+
+    def _read(self, size):
+        data = self.stream.read(size)
+        self.offset += len(data)
+        if 0 < len(data) < size == BLOCK:
+            raise self._damaged(self.offset - len(data), data, "cut short inside a header")
+        return data
+
+    def _check_end(self, offset):
+        """The block after the first zero block must be zeros too (or the stream end): a member
+        after a lone zero block is refused, not dropped (GNU tar warns of it and stops)."""
+        block = self._read(BLOCK)
+        if block.count(0) != len(block):
+            raise ArchiveError(
+                f"{self.path}: data after a lone zero block at byte {offset:,} of the archive "
+                f"(after {self.last or 'its start'}), where its end should be: not a whole tar"
+            )
+
+    def _pax_fields(self, offset, block, data):
+        """A pax header's records ("%d path=data07.json\n"...) -> the member's fields it sets."""
+        fields = {}
+        while data:
+            length, space, _ = data.partition(b" ")
+            size = int(length) if length.isdigit() and space else 0
+            record = data[:size]
+            key, equals, value = record[len(length) + 1 : -1].partition(b"=")
+            if size > len(data) or not record.endswith(b"\n") or not equals:
+                raise self._damaged(offset, block, "a pax header that is not key=value records")
+            if key.startswith(b"GNU.sparse."):
+                raise self._damaged(offset, block, "a sparse file, which TinyStories has none of")
+            if key.decode("utf-8", "replace") in PAX_FIELDS:
+                text = value.decode("utf-8", "surrogateescape")
+                if key == b"size" and not text.isdigit():
+                    raise self._damaged(offset, block, f"a pax size {text!r}")
+                fields[PAX_FIELDS[key.decode()]] = int(text) if key == b"size" else text
+            data = data[len(record) :]
+        return fields
+
+    def _damaged(self, offset, block, reason):
+        """The ArchiveError of a header at `offset`: its member named as the header names it."""
+        name = bytes(block[:100]).split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
+        return ArchiveError(
+            f"{self.path}: the header of archive member {shortened(repr(name))} at byte "
+            f"{offset:,} (after {self.last or 'the start of the archive'}) is damaged "
+            f"({reason}): not a whole archive (GNU tar stops here too); download it again"
+        )
+
+
+def _read_member(stream, size, block=1 << 20):
+    """A member's bytes, read a block at a time into one buffer of its size (no joined copies)."""
     data = bytearray(size)
     view, done = memoryview(data), 0
     while done < size:
-        chunk = file.read(min(block, size - done))
+        chunk = stream.read(min(block, size - done))
         if not chunk:
             raise EOFError(f"{done:,} of its {size:,} bytes")
         view[done : done + len(chunk)] = chunk
@@ -99,7 +229,7 @@ def checked_name(member, pattern, max_bytes=MAX_MEMBER_BYTES):
     an ArchiveError saying why the member is refused (checked in this order: the name's safety,
     the kind of entry, the name, the size)."""
     name = member.name
-    where = f"archive member {name!r}"
+    where = f"archive member {shortened(repr(name))}"  # a 64 KiB name makes no 64 KiB line
     if name.startswith("/") or PurePosixPath(name).is_absolute():
         raise ArchiveError(
             f"{where} is an absolute path; refused (an archive names its files inside it)"
