@@ -31,7 +31,7 @@ from formats.shards import LLMC_HEADER_INTS, LLMC_MAGIC_VERSION, META_FORMAT_VER
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.errors import shortened
-from safety.files import atomic_path, check_utf8_names, sha256_file
+from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
 from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
 from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 
@@ -165,12 +165,15 @@ def write_bin(path, batches, dtype, vocab_size):
 def write_memmap(path, batches, num_tokens, dtype, desc):
     """nanoGPT's loop: a split of `num_tokens` ids, known in advance, into one file of that size,
     each batch through a memory map of its own range (memory stays flat: one batch is mapped).
+    The file's blocks are reserved first: a write through a map to a full disk kills the process
+    (SIGBUS), so a disk too small fails before the first token, as an error naming the file.
     The ids were checked against the dtype when they were made (`tokenize_documents`)."""
     from tqdm import tqdm
 
     path, dtype = Path(path), np.dtype(dtype)
     with atomic_path(path) as tmp:
-        np.memmap(tmp, dtype=dtype, mode="w+", shape=(num_tokens,)).flush()  # the file, full size
+        with open(tmp, "r+b") as f:  # the file, full size, its blocks on the disk before any map
+            reserve(f, num_tokens * dtype.itemsize)  # a full disk: an error here, never SIGBUS
         idx = 0
         bar = tqdm(total=num_tokens, unit="tok", unit_scale=True, desc=desc)
         for arr_batch in batches:
@@ -193,7 +196,16 @@ def write_document_starts(path, lengths):
     starts = np.zeros(len(lengths), np.uint64)
     np.cumsum(lengths[:-1], out=starts[1:])
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, starts)
+        write_npy(f, starts)
+
+
+def write_npy(file, array):
+    """np.save(file, array) for the 1-D arrays we write (the same bytes: numpy's version 1.0
+    header, then the array's), written through file.write: np.save writes with tofile, whose
+    error on a full disk ("20000 requested and 3056 written") has no errno to say why."""
+    array = np.ascontiguousarray(array)
+    np.lib.format.write_array_header_1_0(file, np.lib.format.header_data_from_array_1_0(array))
+    file.write(memoryview(array).cast("B"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,7 +248,7 @@ def write_shard(path, tokens, shard_format):
             f.write(llmc_header(len(tokens), tokens.dtype).tobytes())
             f.write(tokens.astype(tokens.dtype.newbyteorder("<"), copy=False).tobytes())
         else:
-            np.save(f, tokens)  # what build-nanogpt's np.save(filename, tokens) writes
+            write_npy(f, tokens)  # what build-nanogpt's np.save(filename, tokens) writes
 
 
 def fill_shards(batches, shard_size, dtype):

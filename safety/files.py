@@ -8,6 +8,7 @@
 """
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -115,7 +116,8 @@ def atomic_path(path):
     """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
 
     A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
-    half-written file that looks valid. The temporary name is in the same folder, so the rename
+    half-written file that looks valid; an OSError of the block that names no file (a write's
+    "No space left on device") names `path`. The temporary name is in the same folder, so the rename
     is atomic; hidden, pid-tagged and unpredictable, and created exclusively (O_EXCL, no link
     followed), so it never looks like a finished output, two runs don't collide, a link planted
     at a guessed name is never written through, and a leftover is provably ours (TEMPORARY_TAG):
@@ -128,11 +130,45 @@ def atomic_path(path):
     try:
         with contextlib.suppress(OSError):  # mkstemp's 0600, made what a plain open would make
             os.chmod(tmp, 0o666 & ~_umask())
-        yield tmp
+        with naming(path):  # a full disk names the file it could not write
+            yield tmp
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def naming(path):
+    """Name `path` in an OSError of the block that names no file: a write that fails (ENOSPC,
+    EDQUOT, EIO) names none. OSError(ENOSPC, "No space left on device") -> the same, with
+    filename `path`. A closed stdout's EPIPE is not about `path` and is left as it is."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or exc.errno in (None, errno.EPIPE):
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def reserve(file, size, block=1 << 20):
+    """Give the open `file` its full `size` bytes of disk now, so that no later write through a
+    memory map of it can find the disk full (that is SIGBUS, not an error): posix_fallocate where
+    the platform has it (Linux; glibc writes the blocks itself where the file system cannot),
+    else zeros written through `write`. A disk too small is an OSError(ENOSPC) here, at once."""
+    fd = file.fileno()
+    if size and hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(fd, 0, size)
+            return
+        except OSError as exc:  # not supported by this file system: write the blocks
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+    file.seek(0)
+    zeros = bytes(min(block, size))
+    for start in range(0, size, block):
+        file.write(zeros[: min(block, size - start)])
+    file.flush()
 
 
 NAME_MAX = 255  # bytes in a file name, on every file system the project runs on

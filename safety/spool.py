@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import naming
+
 COPY_BYTES = 1 << 24  # 16 MB per read while the output is copied out in key order
 
 
@@ -41,7 +43,8 @@ class Spool:
             raise ValueError(f"{self.path.name}: key {key!r} added twice")
         ids = np.ascontiguousarray(ids, dtype=self.dtype.newbyteorder("<"))
         self.places.append((key, self.file.tell(), len(ids)))
-        self.file.write(memoryview(ids).cast("B"))  # no copy
+        with naming(self.path):  # a full disk names the output
+            self.file.write(memoryview(ids).cast("B"))  # no copy
         self.total += len(ids)
 
     def keys(self):
@@ -57,28 +60,34 @@ class Spool:
                 f"{self.path.name}: a header of {len(head)} bytes, room for {self.header_bytes}"
             )
         try:
-            ordered = sorted(self.places, key=lambda place: place[0])
-            if ordered == self.places:  # arrived in key order: the spool is the output
-                self.file.seek(0)
-                self.file.write(head)
-                self.file.close()
-                os.replace(self.spool_path, self.path)
-                return self.path
-            self.file.close()
-            with open(self.spool_path, "rb") as source, open(self.path, "xb") as out:
-                out.write(head)
-                for _, offset, count in ordered:
-                    source.seek(offset)
-                    left = count * self.dtype.itemsize
-                    while left:
-                        block = source.read(min(left, COPY_BYTES))
-                        if not block:
-                            raise OSError(f"{self.spool_path} is shorter than what was written")
-                        out.write(block)
-                        left -= len(block)
-            return self.path
+            with naming(self.path):  # a full disk names the output
+                return self._write(head)
         finally:
             self.discard()
+
+    def _write(self, head):
+        """`finish`'s writing: the spool renamed into place (its keys came in order), or the
+        output copied out of it in key order."""
+        ordered = sorted(self.places, key=lambda place: place[0])
+        if ordered == self.places:  # arrived in key order: the spool is the output
+            self.file.seek(0)
+            self.file.write(head)
+            self.file.close()
+            os.replace(self.spool_path, self.path)
+            return self.path
+        self.file.close()
+        with open(self.spool_path, "rb") as source, open(self.path, "xb") as out:
+            out.write(head)
+            for _, offset, count in ordered:
+                source.seek(offset)
+                left = count * self.dtype.itemsize
+                while left:
+                    block = source.read(min(left, COPY_BYTES))
+                    if not block:
+                        raise OSError(f"{self.spool_path} is shorter than what was written")
+                    out.write(block)
+                    left -= len(block)
+        return self.path
 
     def discard(self):
         """Close and remove the temporary file (the output, if written, stays)."""

@@ -24,7 +24,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, run
+from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run
 
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 OWT = REPO / "data" / "openwebtext" / "prepare.py"
@@ -369,3 +369,76 @@ def test_memory_stays_flat_on_a_128_mb_long_name(tmp_path):
     assert peak < baseline + 32 * 1024, (peak, baseline)  # KB: far below the 128 MB name
     result = run(TINYSTORIES, "--archive", hostile, *args)
     assert_one_line(result, hostile, "'././@LongLink'", "134,217,728 bytes", "65,536")
+
+
+# =============================================================================================
+# 3. Out of space is an error, never a signal
+
+
+def jsonl(path, documents):
+    with open(path, "w", encoding="utf-8") as f:
+        for document in documents:
+            f.write(json.dumps({"text": document}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    """.jsonl inputs: "small" (a set that fits anywhere), "long" (1,500 documents of 400 words:
+    about 1.2M GPT-2 tokens, 2.4 MB of uint16) and "short" (100,000 one-word documents: a 400 KB
+    train.bin, but an 800 KB document index)."""
+    base = tmp_path_factory.mktemp("corpora")
+    return {
+        "small": jsonl(base / "small.jsonl", [words(50, seed) for seed in range(40)]),
+        "long": jsonl(base / "long.jsonl", [words(400, seed) for seed in range(1_500)]),
+        "short": jsonl(base / "short.jsonl", ["king"] * 100_000),
+    }
+
+
+def contents(folder):
+    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir())}
+
+
+FULL_DISK = [
+    pytest.param(OWT, "long", [], "train.bin", id="openwebtext-train-bin-memmap"),
+    pytest.param(OWT, "short", [], "train.docs.npy", id="openwebtext-document-index"),
+    pytest.param(OWT, "long", ["--format", "llmc", "--shard-size", "100000"], "openwebtext_train_", id="openwebtext-llmc-shards"),
+    pytest.param(REPO / "data" / "fineweb" / "prepare.py", "long", ["--format", "npy", "--shard-size", "1000"], "edufineweb_train_", id="fineweb-npy-shards"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("script, corpus, args, name", FULL_DISK)
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path, corpora, script, corpus, args, name):
+    """write_memmap filling a memory-mapped train.bin on a full disk died of SIGBUS (no line,
+    the staging folder and the lock left behind); np.save's document index said "20000
+    requested and 3056 written". On a real 1 MB tmpfs, every write now fails in one line
+    naming the file and the cause; the old set, and nothing else, stays."""
+    env = {"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
+    common = ["--num-proc", 1, *args]
+    with mounted_tmpfs(tmp_path / "disk", "size=1m") as disk:
+        out = disk / "out"
+        assert_ok(run(script, "--data-files", corpora["small"], "--out-dir", out, *common, env=env))
+        old = contents(out)
+        result = run(script, "--data-files", corpora[corpus], "--out-dir", out, *common, env=env)
+        assert_one_line(result, "No space left on device", name, out, alone=False)
+        assert contents(out) == old  # no staging folder, no lock, no temporary file
+        assert_ok(run(COMMON, "verify", out))
+
+
+def test_a_full_disk_while_tinystories_spools_is_one_line_naming_the_file(tmp_path):
+    """TinyStories writes each split through a spool file beside it: a full disk there names
+    the output too, and leaves the old set."""
+    small = tmp_path / "small.tar.gz"
+    small.write_bytes(gzip.compress(tar_of(*members()), mtime=0))
+    big = {f"data{i:02d}.json": stories(*(words(800, i * 100 + n) for n in range(60))) for i in range(5)}  # fmt: skip
+    parts = [(header(name, len(data)), padded(data)) for name, data in big.items()]
+    large = tmp_path / "large.tar.gz"
+    large.write_bytes(gzip.compress(tar_of(*parts), mtime=0))
+    with mounted_tmpfs(tmp_path / "disk", "size=256k") as disk:
+        out = disk / "out"
+        assert_ok(run(TINYSTORIES, "--archive", small, "--out-dir", out, "--num-proc", 1))
+        old = contents(out)
+        result = run(TINYSTORIES, "--archive", large, "--out-dir", out, "--num-proc", 1)
+        assert_one_line(result, "No space left on device", "train.bin", out)
+        assert contents(out) == old
+        assert_ok(run(COMMON, "verify", out))
