@@ -6,11 +6,13 @@ the ids saved by np.save. prepare_common.py writes them (its section on shards);
 reads one back with every check a trainer's reader makes.
 """
 
+import math
 from pathlib import Path
 
 import numpy as np
 
 from safety import PrepareError
+from safety.errors import shortened
 
 META_FORMAT_VERSION = 1
 SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable
@@ -20,14 +22,40 @@ LLMC_HEADER_INTS = 256
 LLMC_MAGIC_VERSION = {np.dtype(np.uint16): (20240520, 1), np.dtype(np.uint32): (20240801, 7)}
 
 
+def open_npy(path):
+    """A .npy file's array, memory-mapped, once its header is checked against the file's size:
+    a header that claims 2**62 uint64 in a 136-byte file is a PrepareError saying so, where
+    np.load would warn of an overflow (two lines of RuntimeWarning) and then fail."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f"format version {version}, not the 1.0 or 2.0 np.save writes")
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0  # fmt: skip
+            shape, _, dtype = read(f)
+            offset = f.tell()
+    except (ValueError, EOFError) as exc:
+        raise PrepareError(f"{path} is not a .npy file numpy can read ({exc})") from None
+    size, expected = path.stat().st_size, offset + math.prod(shape) * dtype.itemsize  # no overflow
+    if dtype.hasobject or size != expected:
+        raise PrepareError(
+            f"{path} is not a .npy file numpy can read (its header says {dtype} of shape "
+            f"{shapes(shape)}: {expected:,} bytes, but the file has {size:,})"
+        )
+    return np.load(path, mmap_mode="r")
+
+
+def shapes(shape):
+    """A shape as the line shows it, a huge number cut short: (2**62,) -> "(4611686018427387904,)"."""
+    return shortened(str(tuple(shape)))
+
+
 def read_shard(path, shard_format, dtype):
     """A shard's tokens (memory-mapped), after the readers' checks; a PrepareError if one fails."""
     path = Path(path)
     if shard_format == "npy":
-        try:
-            tokens = np.load(path, mmap_mode="r")
-        except (ValueError, EOFError) as exc:
-            raise PrepareError(f"{path} is not a .npy file numpy can read ({exc})") from None
+        tokens = open_npy(path)
         if tokens.dtype != dtype or tokens.ndim != 1:
             raise PrepareError(
                 f"{path} holds {tokens.dtype} of shape {tokens.shape}, not {dtype} ids"

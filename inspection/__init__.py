@@ -40,7 +40,7 @@ def main(argv=None):
     pack.add_argument("--block-size", type=positive_int, required=True, metavar="T")
     pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
-    pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked")
+    pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked, into this file (not a folder)")  # fmt: skip
     overlap.add_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "overlap":

@@ -10,11 +10,14 @@ best-fit one is a few numpy passes over the documents, whatever the number of to
 """
 
 import json
+import os
+import sys
 from bisect import bisect_right, insort
 from pathlib import Path
 
 import numpy as np
 
+from formats.shards import open_npy
 from safety.errors import PrepareError
 
 from .verify import open_split, verify
@@ -173,6 +176,12 @@ def plot_lengths(lengths, block_size, path):
         ) from None
     lengths = np.asarray(lengths)
     figure = Figure(figsize=(6, 4))
+    kinds = figure.canvas.get_supported_filetypes()
+    if Path(path).suffix.lower().lstrip(".") not in kinds:
+        raise PrepareError(
+            f"--plot {path}: matplotlib writes no {Path(path).suffix or 'suffix-less'} file; "
+            f"name it .png, or one of .{', .'.join(sorted(kinds))}"
+        )
     ax = figure.subplots()
     bins = np.geomspace(1, max(int(lengths.max()), block_size) + 1, 60)
     ax.hist(lengths, bins=bins)
@@ -198,12 +207,28 @@ def packing(folder, split, block_size, as_json=False, plot=None):
             f"{split}.docs.npy): only the document lessons (openwebtext, tinystories) write one "
             f"beside their .bin files; a character folder has no documents, a shard folder no index"
         )
-    starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
+    starts = open_npy(Path(folder) / record["index"]["file"])
     report = packing_report(record["tokens"], starts, block_size)
     if plot is not None:
+        plot = picture_path(plot)
         plot_lengths(document_lengths(record["tokens"], starts), block_size, plot)
     if as_json:
         print(json.dumps(report))
-        return
-    best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
-    print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
+    else:
+        best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
+        print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
+    if plot is not None:  # beside the JSON object, on stderr: stdout stays one object
+        print(f"wrote {plot}: the document lengths of {split}", file=sys.stderr if as_json else sys.stdout)  # fmt: skip
+
+
+def picture_path(plot):
+    """--plot's file: a folder is refused (the picture is a file: the command does not choose a
+    name in it); a name without a suffix gets matplotlib's ".png", which the "wrote" line shows.
+    "lengths" -> lengths.png; "data/openwebtext" (a folder) -> error."""
+    path = Path(plot)
+    if path.is_dir() or str(plot).endswith(("/", os.sep)):
+        raise PrepareError(
+            f"--plot {plot} is a folder; give the picture's file name, e.g. "
+            f"--plot {path / 'lengths.png'}"
+        )
+    return path if path.suffix else path.with_name(path.name + ".png")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.shards import open_npy
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.files import sha256_file
@@ -116,7 +117,7 @@ def document_starts(meta, folder, split, low, high):
     record = meta["splits"].get(split) if "shards" not in meta else None
     if not isinstance(record, dict) or "index" not in record:
         return []
-    starts = np.load(Path(folder) / record["index"]["file"], mmap_mode="r")
+    starts = open_npy(Path(folder) / record["index"]["file"])
     first, last = np.searchsorted(starts, [low, high])
     return [int(i) for i in starts[first:last]]
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from formats.shards import BIN_DTYPES, META_FORMAT_VERSION, SPLIT_NAMES, read_shard
+from formats.shards import BIN_DTYPES, META_FORMAT_VERSION, SPLIT_NAMES, open_npy, read_shard
 from formats.tokenizers import encoding_sha256, gpt2_encoding, load_trained
 from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
-from safety.errors import PrepareError, reading
+from safety.errors import PrepareError, closed_stdout, reading
 from safety.files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
 from safety.record import (
     META_PKL,
@@ -46,6 +46,8 @@ def verify(folder, quiet=False):
     except PrepareError as exc:
         return [str(exc)]
     except OSError as exc:  # an unreadable file: still one line, never a traceback
+        if closed_stdout(exc):  # `verify ... | head -1`: run_main ends it quietly
+            raise
         return [f"cannot read {exc.filename or folder}: {exc.strerror or exc}"]
 
 
@@ -274,9 +276,9 @@ def _audit_index(folder, split, dtype, tokenizer):
     if sha256_file(path) != record["sha256"]:
         return [f"{path} does not match the sha256 recorded in meta.json"]
     try:
-        starts = np.load(path, mmap_mode="r")
-    except (ValueError, EOFError) as exc:
-        return [f"{path} is not a .npy file numpy can read ({exc})"]
+        starts = open_npy(path)  # its header checked against its size first
+    except PrepareError as exc:
+        return [str(exc)]
     data = np.memmap(folder / split["file"], dtype=dtype, mode="r")
     problem = _starts_problem(starts, record["documents"], data, tokenizer.get("eot_id"))
     return [f"{path}: {problem}"] if problem else []

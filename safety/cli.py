@@ -10,7 +10,7 @@ import sys
 import threading
 
 from .commit import interrupted_message
-from .errors import DEBUG_ENV, PrepareError, unexpected_message
+from .errors import DEBUG_ENV, PrepareError, closed_stdout, unexpected_message
 from .signals import (
     IN_RUN_MAIN,
     SIGNALS_RECEIVED,
@@ -24,6 +24,7 @@ from .signals import (
 def run_main(main):
     """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
 
+    A stdout closed by its reader (`| head -1`) ends the command quietly, exit code 141.
     Ctrl-C (exit code 130) and SIGTERM (143, raised as `Terminated` for the whole run) say what
     they left: the folder commit's message when they stopped a run staging its outputs; the
     worker processes the run started are ended with it (`end_children`). An OSError no code
@@ -41,6 +42,7 @@ def run_main(main):
     try:
         with sigterm_raises_terminated():
             main()
+            sys.stdout.flush()  # a closed stdout shows here, not as Python's message at exit
         if SIGNALS_RECEIVED:  # its exception was lost on the way: the run is still interrupted
             raise Terminated() if SIGNALS_RECEIVED[0] == signal.SIGTERM else KeyboardInterrupt()
     except PrepareError as exc:
@@ -54,6 +56,8 @@ def run_main(main):
             at_once=True,
         )
     except OSError as exc:
+        if closed_stdout(exc):
+            _quiet_exit()
         where = f"{exc.filename}: " if exc.filename else ""
         _exit_with(f"error: {where}{exc.strerror or exc}", 1)
     except Exception as exc:  # the last resort: a case no code foresaw, still one line
@@ -64,6 +68,16 @@ def run_main(main):
         if type(exc).__name__ != "PanicException" or os.environ.get(DEBUG_ENV) == "1":
             raise
         _exit_with(f"error: {unexpected_message(exc)}", 1)
+
+
+def _quiet_exit():
+    """stdout was closed by its reader (`| head -1`): exit 141 (128 + SIGPIPE, what a shell
+    shows for a Unix tool that SIGPIPE ended) with no message. stdout is pointed at /dev/null
+    first, so that the interpreter's last flush of it finds nothing to complain about."""
+    end_children()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
 
 
 def _exit_with(line, code, at_once=False):

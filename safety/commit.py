@@ -60,7 +60,7 @@ import stat
 import sys
 from pathlib import Path
 
-from .errors import PrepareError
+from .errors import PrepareError, closed_stdout
 from .files import TEMPORARY_TAG, atomic_path, load_json, read_small_file
 from .record import RECORD_NAME, journal_problem, listed_files, refused_record, trainer_reads
 from .signals import Terminated, signals_held, sigterm_raises_terminated
@@ -116,6 +116,8 @@ def output_folder(out_dir):
                 yield staging
                 _commit(staging, folder)
         except OSError as exc:  # no space, quota, file too large, I/O error...
+            if closed_stdout(exc):  # `| head`: the run stops as if interrupted (run_main)
+                raise
             raise PrepareError(_failure_message(exc, folder)) from None
         except KeyboardInterrupt as exc:
             what = "terminated" if isinstance(exc, Terminated) else "interrupted"

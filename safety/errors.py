@@ -1,6 +1,9 @@
 """A problem the user can fix is a PrepareError: one line, no traceback (see cli.run_main)."""
 
 import contextlib
+import os
+import stat
+import sys
 
 DEBUG_ENV = "NANOGPT_DEBUG"  # NANOGPT_DEBUG=1: an unexpected exception shows its traceback
 QUOTE_LIMIT = 200  # characters of user data an error line quotes at the most
@@ -43,3 +46,24 @@ def shortened(text, limit=QUOTE_LIMIT):
     if len(text) <= limit:
         return text
     return f"{text[: limit - 3]}... ({len(text):,} characters)"
+
+
+def closed_stdout(exc):
+    """Whether `exc` is a write to a stdout nobody reads any more (`... | head -1`, head has
+    exited): a BrokenPipeError naming no file, while stdout is a pipe whose reader is gone. Not
+    an error of the run: the command ends quietly, as a Unix tool does (see cli.run_main)."""
+    if not isinstance(exc, BrokenPipeError) or exc.filename is not None:
+        return False
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        import select
+
+        if not hasattr(select, "poll"):  # Windows: no poll, and a pipe's EPIPE is stdout's
+            return True
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # stdout closed or replaced: not a pipe
+        return False

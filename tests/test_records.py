@@ -14,6 +14,7 @@ processes, with a victim file outside the folder that must stay as it was:
 """
 
 import gzip
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import tarfile
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run
 
@@ -442,3 +444,140 @@ def test_a_full_disk_while_tinystories_spools_is_one_line_naming_the_file(tmp_pa
         assert_one_line(result, "No space left on device", "train.bin", out)
         assert contents(out) == old
         assert_ok(run(COMMON, "verify", out))
+
+
+# =============================================================================================
+# 4. Small things a user meets
+
+
+@pytest.fixture(scope="module")
+def document_folder(corpora, tmp_path_factory):
+    """An OpenWebText folder of the small corpus (with its document indexes), never changed."""
+    base = tmp_path_factory.mktemp("documents")
+    env = {"HF_DATASETS_CACHE": str(base / "hf-cache")}
+    out = base / "out"
+    assert_ok(
+        run(OWT, "--data-files", corpora["small"], "--out-dir", out, "--num-proc", 1, env=env)
+    )
+    return out
+
+
+def closed_pipe_run(*command, unbuffered=False):
+    """`python COMMAND...` writing into a pipe whose reader is already gone: (exit code, stderr)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    try:
+        result = subprocess.run(
+            [sys.executable, *map(str, command)], stdout=write_end, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, env=env, timeout=300, text=True,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    return result.returncode, result.stderr
+
+
+def assert_quiet(code, stderr):
+    assert code in (0, 141), stderr
+    assert "error" not in stderr and "Exception ignored" not in stderr and "Traceback" not in stderr, stderr  # fmt: skip
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("command", ["show", "packing", "verify"])
+def test_a_closed_stdout_is_a_quiet_exit(document_folder, command, unbuffered):
+    """`show | head -1` exited 120 with Python's "Exception ignored ... BrokenPipeError", or
+    printed "error: [Errno 32] Broken pipe" (PYTHONUNBUFFERED): now no message, status 141."""
+    args = {"show": [], "packing": ["--block-size", 64], "verify": []}[command]
+    code, stderr = closed_pipe_run(COMMON, command, document_folder, *args, unbuffered=unbuffered)
+    assert_quiet(code, stderr)
+    assert code == 141
+
+
+def test_show_piped_into_head_is_quiet(document_folder):
+    """As a user types it: the shell's pipe into `head -1` (head may exit before the command
+    writes, or after: 141 or 0, never a message)."""
+    for command in (f"show {document_folder} --block-size 64", f"packing {document_folder} --block-size 8"):  # fmt: skip
+        shell = f"{sys.executable} {COMMON} {command} | head -1; exit ${{PIPESTATUS[0]}}"
+        result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        assert_quiet(result.returncode, result.stderr)
+        assert result.stdout.count("\n") == 1, result.stdout
+
+
+def test_a_lesson_whose_stdout_closes_keeps_the_old_set(work):
+    """A lesson printing into a closed pipe stops as if interrupted: quiet, the old set kept,
+    no staging folder, no lock."""
+    folder, _, victim = work
+    other = folder.parent / "other.txt"
+    other.write_text(words(3_000, 7), encoding="utf-8")
+    old = contents(folder)
+    code, stderr = closed_pipe_run(CHAR, "--input", other, "--out-dir", folder, unbuffered=True)
+    assert_quiet(code, stderr)
+    assert code == 141 and contents(folder) == old and victim.read_bytes() == VICTIM
+
+
+def huge_index(folder):
+    """train.docs.npy replaced by a .npy whose header claims 2**62 starts, its sha256 recorded."""
+    path = folder / "train.docs.npy"
+    with open(path, "wb") as f:
+        header = {"descr": "<u8", "fortran_order": False, "shape": (2**62,)}
+        np.lib.format.write_array_header_1_0(f, header)
+        f.write(bytes(64))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    edit_meta(folder, lambda meta: meta["splits"]["train"]["index"].update(sha256=digest))
+
+
+@pytest.mark.parametrize("command", [["verify"], ["packing", "--block-size", "8"], ["show"]])
+def test_an_index_header_claiming_2_62_starts_is_one_line_without_warnings(document_folder, tmp_path, command):  # fmt: skip
+    """The right error line came with two lines of numpy's RuntimeWarning (an overflow)."""
+    folder = tmp_path / "out"
+    shutil.copytree(document_folder, folder)
+    huge_index(folder)
+    result = run(COMMON, command[0], folder, *command[1:])
+    assert_one_line(result, folder / "train.docs.npy", "4611686018427387904", absent=["Warning"])
+
+
+def test_verify_flags_an_unlisted_document_index(char_set, document_folder, tmp_path):
+    """The BOS-aligned train.py of docs/bos_batches.md reads train.docs.npy: one that meta.json
+    does not list is flagged by verify, and refused by a run (never replaced)."""
+    folder = tmp_path / "out"
+    shutil.copytree(char_set[0], folder)
+    shutil.copyfile(document_folder / "train.docs.npy", folder / "train.docs.npy")
+    assert_one_line(run(COMMON, "verify", folder), "train.docs.npy", "a trainer would read")
+    before = tree(folder)
+    result = run(CHAR, "--input", char_set[1], "--out-dir", folder)
+    assert_one_line(result, folder / "train.docs.npy", "a trainer would read")
+    assert tree(folder) == before
+
+
+def test_num_proc_is_capped_at_the_archive_members(story_set, tmp_path):
+    """--num-proc 100 on 5 members started 101 processes: now 5, with a one-line note, and
+    the same bytes."""
+    archive = tmp_path / "whole.tar.gz"
+    archive.write_bytes(gzip.compress(tar_of(*members()), mtime=0))
+    result = run(
+        TINYSTORIES, "--archive", archive, "--out-dir", tmp_path / "out", "--num-proc", 100
+    )
+    assert_ok(result)
+    assert "note: --num-proc 100 capped at 5, the archive's JSON files\n" in result.stdout
+    data = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir() if p.suffix != ".json"}
+    assert data == {p.name: p.read_bytes() for p in story_set.iterdir() if p.suffix != ".json"}
+
+
+def test_plot_refuses_a_folder_and_names_the_file_it_writes(document_folder, tmp_path):
+    """`packing --plot DIR` wrote DIR.png beside the folder. A folder is refused (nothing
+    written); a name without a suffix gets ".png", and the "wrote" line names the file."""
+    pytest.importorskip("matplotlib")
+    folder = tmp_path / "pictures"
+    folder.mkdir()
+    result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder)
+    assert_one_line(result, folder, "is a folder", "lengths.png")
+    assert list(tmp_path.iterdir()) == [folder] and not list(folder.iterdir())
+    result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder / "lengths")  # fmt: skip
+    assert_ok(result)
+    assert f"wrote {folder / 'lengths.png'}: " in result.stdout
+    assert [p.name for p in folder.iterdir()] == ["lengths.png"]
+    result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder / "l.txt")
+    assert_one_line(result, "l.txt", "png")

@@ -9,6 +9,7 @@ the same bytes at any --num-proc; --vocab-size N trains a BPE on the train stori
     python data/tinystories/prepare.py --archive TinyStories_all_data.tar.gz --vocab-size 2048
 """
 
+import itertools
 import random
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
@@ -74,8 +75,9 @@ def main():
         gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared, on val
         with SplitFiles(out, dtype, llmc) as splits:
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
+            members, processes = at_most_a_process_a_member(members, args.num_proc)
             shared = (encoding, tokenizer, dtype, gpt2)
-            for name, ids, lengths, counts in ordered_map(process, members, args.num_proc, shared):
+            for name, ids, lengths, counts in ordered_map(process, members, processes, shared):
                 splits.add("val" if name == VAL else "train", name, ids, lengths, counts)
 
             # 4. each split's files written in the order of their names, as llm.c sorts them
@@ -93,6 +95,18 @@ def main():
     extras = [f"{name}.docs.npy" for name in ("val", "train") if not llmc]
     extras += ["meta.pkl"] * wrote_pkl + ([path.name] if args.vocab_size else []) + ["meta.json"]
     print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")  # fmt: skip
+
+
+def at_most_a_process_a_member(members, num_proc):
+    """(the members, the processes to tokenize them with): --num-proc capped at the archive's
+    members, as the other lessons cap it at their work, with a one-line note. A stream cannot
+    be counted: up to num_proc + 1 members are read ahead (what the pool would hold anyway).
+    5 members, --num-proc 100 -> 5 processes, "note: --num-proc 100 capped at 5, ..."."""
+    ahead = list(itertools.islice(members, num_proc + 1)) if num_proc > 1 else []
+    if num_proc > 1 and len(ahead) < num_proc:
+        print(f"note: --num-proc {num_proc} capped at {len(ahead)}, the archive's JSON files")
+        num_proc = max(len(ahead), 1)
+    return itertools.chain(ahead, members), num_proc
 
 
 def process(name, data, encoding, tokenizer, dtype, gpt2):
