@@ -92,9 +92,8 @@ def name_problem(meta):
     suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
     for field, value, _, form in record_names(meta):
         if not is_plain_name(value):
-            outside = field in ("tokenizer.path", "source.path") and _is_absolute(value)
-            if outside:
-                continue
+            if field in ("tokenizer.path", "source.path") and _is_absolute(value):
+                continue  # an input outside the folder: read by verify, never owned
             return f"{field} is {_shown(value)}, expected a file name inside the folder"
         expected = None
         if form is not None and value != form:
@@ -156,8 +155,8 @@ def trainer_reads(name, shard_format=None):
     """Whether a trainer pointed at the folder would read a file of this name: nanoGPT's
     train.bin, val.bin and meta.pkl, and the document starts the BOS-aligned train.py of
     docs/bos_batches.md reads (train.docs.npy, val.docs.npy); llm.c's and modded-nanogpt's
-    `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val" (its listdir filter),
-    in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
+    `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val"
+    (its listdir filter), in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
     if name in ("train.bin", "val.bin", META_PKL, *DOCUMENT_INDEXES):
         return True
     globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over

@@ -248,7 +248,7 @@ def member_after_a_lone_zero_block():
 
 def header_cut_short():
     whole = b"".join(bytes(part) for pair in members() for part in pair)
-    return whole + bytes(header("data05.json", 10))[:300], "cut short inside a header"
+    return whole + bytes(header("data05.json", 10))[:300], "cut short"
 
 
 def long_name_too_long():

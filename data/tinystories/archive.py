@@ -70,6 +70,7 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
                 seen.add(name)
                 reading = tar.last = name
                 data = tar.read_data(member.size)
+                reading = f"the header after {name}"
                 member = tar.next_member()  # a size that lies shows in the next header: first
                 reading = None
                 if bar is not None:
@@ -123,7 +124,7 @@ class TarStream:
             try:
                 member = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
             except tarfile.HeaderError as exc:
-                raise self._damaged(offset, block, exc) from None
+                raise self._damaged(offset, block, f"its header is damaged ({exc})") from None
             if member.type not in (*LONG_NAMES, *PAX_TYPES):
                 break
             if member.size > MAX_EXTENSION_BYTES:
@@ -168,7 +169,7 @@ class TarStream:
         data = self.stream.read(size)
         self.offset += len(data)
         if 0 < len(data) < size == BLOCK:
-            raise self._damaged(self.offset - len(data), data, "cut short inside a header")
+            raise self._damaged(self.offset - len(data), data, "its header is cut short")
         return data
 
     def _check_end(self, offset):
@@ -205,9 +206,9 @@ class TarStream:
         """The ArchiveError of a header at `offset`: its member named as the header names it."""
         name = bytes(block[:100]).split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
         return ArchiveError(
-            f"{self.path}: the header of archive member {shortened(repr(name))} at byte "
-            f"{offset:,} (after {self.last or 'the start of the archive'}) is damaged "
-            f"({reason}): not a whole archive (GNU tar stops here too); download it again"
+            f"{self.path}: archive member {shortened(repr(name))} at byte {offset:,} (after "
+            f"{self.last or 'the start of the archive'}): {reason}; the archive is damaged, or "
+            f"not one this lesson reads whole: download it again"
         )
 
 
