@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.overlap import documents_of, overlap_report, stream_documents
-from formats.shards import LLMC_MAGIC_VERSION, read_shard
+from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 
@@ -38,7 +38,7 @@ def token_file(path, dtype=None):
     pages would stay resident while the map lives."""
     path = Path(path)
     if path.suffix == ".npy":
-        tokens = read_shard(path, "npy", np.load(path, mmap_mode="r").dtype)
+        tokens = read_shard(path, "npy", open_npy(path).dtype)  # its header checked first
         return path, tokens.offset, tokens.dtype, len(tokens)
     first = np.fromfile(path, dtype="<i4", count=1)
     if len(first) and int(first[0]) in DTYPE_OF_MAGIC:
@@ -100,7 +100,7 @@ def meta_layout(folder, meta):
     index = None if "shards" in meta else meta["splits"].get("train", {}).get("index")
     if index is not None:  # the index says: the token before every start is the EOT, or not
         data = np.memmap(layout["train"][0], dtype=meta["dtype"], mode="r")
-        starts = np.load(folder / index["file"], mmap_mode="r").astype(np.int64)
+        starts = open_npy(folder / index["file"]).astype(np.int64)
         last = bool((data[np.append(starts[1:], len(data)) - 1] == eot_id).all())
         del data  # the map is let go: its pages are not overlap's memory
     elif layout["train"]:  # llm.c's rule puts it first, nanoGPT's last: the ends say which
