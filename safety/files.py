@@ -141,12 +141,13 @@ def atomic_path(path):
 @contextlib.contextmanager
 def naming(path):
     """Name `path` in an OSError of the block that names no file: a write that fails (ENOSPC,
-    EDQUOT, EIO) names none. OSError(ENOSPC, "No space left on device") -> the same, with
-    filename `path`. A closed stdout's EPIPE is not about `path` and is left as it is."""
+    EDQUOT, EFBIG, EIO: a plain OSError) names none. OSError(ENOSPC, "No space left on device")
+    -> the same, with filename `path`. A subclass (a closed stdout's BrokenPipeError, a
+    download's ConnectionError) is about something else, and is left as it is."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is not None or exc.errno in (None, errno.EPIPE):
+        if type(exc) is not OSError or exc.filename is not None or exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror, str(path)) from None
 
