@@ -48,7 +48,7 @@ from bpe.checks import (
 from bpe.corpus import (
     CorpusError,
     Reading,
-    count_corpus,
+    count_table,
     expand_inputs,
     file_kind,
     leaves_out,
@@ -332,10 +332,10 @@ class ProgressBars:
 
 def train(args):
     """Count the pretokens of the input files, then learn the merges; warnings become
-    printed lines. -> ({pretoken: count}, vocab, merges)"""
+    printed lines. -> (the counts as a bpe.table.PretokenTable, vocab, merges)"""
     bars = ProgressBars()
     try:
-        counts = count_corpus(
+        counts = count_table(
             args.input,
             args.pattern,
             args.special_tokens,
@@ -461,7 +461,7 @@ def train_here(args):
         f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}"
     )
     if args.trace:
-        print(*trace_lines(counts, merges, args.trace, small_corpus(args)), sep="\n")
+        print(*trace_lines(counts.to_counter(), merges, args.trace, small_corpus(args)), sep="\n")
     show_merges(merges)
 
     first_special = 256 + len(merges)

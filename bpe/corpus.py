@@ -22,8 +22,9 @@ Words (one meaning each; the datatrove engine uses the same):
   that task counts.
 
 Each file is cut into pieces (`plan_pieces`) and worker processes read their own pieces, in
-blocks, and send back {pretoken: count} tables, never text; the main process adds the tables
-up. So memory is the count table plus a constant, for 20 MB or 20 GB.
+blocks, and send back their pretoken counts as a PretokenTable (table.py), never text; the main
+process adds the tables up with numpy, into one table that holds each distinct pretoken once,
+in its UTF-8 bytes and 12 more. So memory is that table plus a constant, for 20 MB or 20 GB.
 
 Equal to: `train.count_pretokens` over each document (each whole .txt file) on its own, summed.
 A text is only cut where the pretokens of the parts are provably those of the whole
@@ -42,13 +43,13 @@ import re
 import signal
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .checks import check_pattern, check_special_tokens, check_workers, shown
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
+from .table import PretokenTable
 
 BLOCK_BYTES = 1 << 20  # what a worker reads at a time
 # The largest piece; a finished piece moves the progress bar. A worker's count table of a
@@ -601,7 +602,12 @@ def _parquet_texts(piece, text_column):
 
 def _count_job(job):
     piece, reading = job
-    return count_piece(piece, reading)
+    return PretokenTable.from_counts(count_piece(piece, reading))
+
+
+# The pieces' tables are added to the corpus's when they hold this many pretokens, or as many
+# as it does (so each pretoken is added up a few times, not once per piece).
+PENDING_PRETOKENS = 1 << 20
 
 
 def count_corpus(
@@ -613,7 +619,26 @@ def count_corpus(
     num_workers=None,
     progress=None,
 ):
-    """{pretoken: count} of every document of the files (globs allowed), see the module docstring.
+    """{pretoken: count} of every document of the files (globs allowed): count_table's, as a
+    Counter (first seen first)."""
+    table = count_table(
+        inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
+    )
+    return table.to_counter()
+
+
+def count_table(
+    inputs,
+    pattern="gpt2",
+    special_tokens=(),
+    text_column="text",
+    max_chars=None,
+    num_workers=None,
+    progress=None,
+):
+    """The pretoken counts of every document of the files (globs allowed), as a PretokenTable
+    (see the module docstring): each worker's table of a piece is sent back, and added up with
+    the others' a batch at a time (PretokenTable.total), never into one dict.
 
     max_chars: only the first documents, in file order, up to that many characters (cap_pieces).
     `progress("read", bytes done, bytes in all)` is called as pieces finish.
@@ -630,7 +655,7 @@ def count_corpus(
         pieces = cap_pieces(pieces, reading, max_chars)
     total = sum(piece.size for piece in pieces)
     jobs = [(piece, reading) for piece in pieces]
-    counts = Counter()
+    table, pending = PretokenTable.total([]), []
     done = 0
     if num_workers < 2 or total < PARALLEL_MIN_BYTES or len(jobs) < 2:
         results = map(_count_job, jobs)
@@ -639,8 +664,10 @@ def count_corpus(
         pool = start_pool(min(num_workers, len(jobs)))
         results = pool.imap(_count_job, jobs)
     try:
-        for piece, piece_counts in zip(pieces, results):
-            counts.update(piece_counts)
+        for piece, piece_table in zip(pieces, results):
+            pending.append(piece_table)
+            if sum(map(len, pending)) >= max(len(table), PENDING_PRETOKENS):
+                table, pending = PretokenTable.total([table, *pending]), []
             done += piece.size
             if progress:
                 progress("read", done, total)
@@ -652,7 +679,7 @@ def count_corpus(
     finally:
         if pool is not None:
             pool.terminate()
-    return counts
+    return PretokenTable.total([table, *pending])
 
 
 def start_pool(processes, setup=None, setup_args=()):

@@ -62,12 +62,12 @@ class PretokenTable:
         """One table of the tables' pretokens, each once with its counts added, in the order
         first seen: [{"a": 1, "b": 2}, {"c": 1, "a": 5}] -> {"a": 6, "b": 2, "c": 1}."""
         tables = [table for table in tables if len(table)]
-        if len(tables) == 1:
-            return tables[0]
+        if len(tables) < 2:
+            return tables[0] if tables else cls(b"", [], [])
         joined = cls(
             b"".join(table.data for table in tables),
-            np.concatenate([table.lengths for table in tables] or [np.zeros(0, np.int32)]),
-            np.concatenate([table.counts for table in tables] or [np.zeros(0, np.int64)]),
+            np.concatenate([table.lengths for table in tables]),
+            np.concatenate([table.counts for table in tables]),
         )
         firsts, counts = joined._distinct()
         return cls(joined._gather(firsts), joined.lengths[firsts], counts)

@@ -34,7 +34,7 @@ from heapq import heapify, heappop, heappush
 import numpy as np
 
 from .checks import check_pattern, check_training_args, check_workers
-from .corpus import count_corpus, straddles_special
+from .corpus import count_table, straddles_special
 from .fragments import FragmentCounter
 from .patterns import LINE_CUT_PATTERNS
 from .simple import special_token_regex
@@ -563,15 +563,16 @@ def train_bpe_from_files(
     max_chars (the first documents up to that many characters): see corpus.count_corpus.
     """
     num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
-    counts = count_corpus(
+    table = count_table(
         inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
     )
-    return _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress)
+    return _train_on_counts(table, num_merges, vocab_size, special_tokens, progress)
 
 
 def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progress=None):
-    """train_bpe on a {pretoken: count} table already made (corpus.count_corpus, or the count
-    tables of many machines added up); the special tokens only get their ids at the end."""
+    """train_bpe on a {pretoken: count} dict, or a PretokenTable, already made
+    (corpus.count_table, or the count tables of many machines added up); the special tokens
+    only get their ids at the end."""
     num_merges, special_tokens, _ = check_training_args(vocab_size, special_tokens, "gpt2")
     return _train_on_counts(pretoken_counts, num_merges, vocab_size, special_tokens, progress)
 
