@@ -49,8 +49,9 @@ CUT_BEFORE = {
     NANOCHAT_PATTERN: b"\t\x0b\x0c ",
 }
 
-# Documents are joined into one buffer of about this many bytes, with SEPARATOR between them.
-BUFFER_BYTES = 1 << 20
+# Documents are joined into one buffer of about this many bytes, with SEPARATOR between them
+# (a worker's block: corpus.BLOCK_BYTES).
+BUFFER_BYTES = 256 << 10
 # At most this many fragments are pretokenized by one regex call: its list of pretokens is
 # the largest thing a worker holds (a piece's 40,000 fragments seen once: 10 MB).
 BATCH_FRAGMENTS = 4096
