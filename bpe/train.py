@@ -233,23 +233,40 @@ class FlatPretokens:
 
     def __init__(self, table, shift):
         self.shift = shift
-        lengths = table.lengths.astype(np.int64)
-        codes = np.frombuffer(table.data, np.uint8)
-        self.ids, self.ids_np = _shared(np.insert(codes.astype(np.int32), np.cumsum(lengths), -1))
+        size = len(table.data) + len(table)  # the bytes of each pretoken, then a SEPARATOR
+        self.ids, ids = _filled(size, np.int32, SEPARATOR)
+        is_byte = np.ones(size, bool)
+        is_byte[np.cumsum(table.lengths + 1, dtype=np.int64) - 1] = False
+        ids[is_byte] = np.frombuffer(table.data, np.uint8)
+        del is_byte
         counts = table.counts
         if len(counts) and counts.max() < 2**31:
             counts = counts.astype(np.int32)  # half the memory
-        self.weight, self.weight_np = _shared(np.repeat(counts, lengths + 1))
-        size = len(self.ids)
-        self.after, self.after_np = _shared(np.arange(1, size + 1, dtype=np.int32))
-        self.before, self.before_np = _shared(np.arange(-1, size - 1, dtype=np.int32))  # [-1]: SEP
+        self.weight, weight = _filled(size, counts.dtype)
+        weight[:] = np.repeat(counts, table.lengths + 1)
+        self.after, self.after_np = _filled(size, np.int32)
+        self.after_np[:] = np.arange(1, size + 1, dtype=np.int32)
+        self.before, self.before_np = _filled(size, np.int32)
+        self.before_np[:] = np.arange(-1, size - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
+        self.ids_np, self.weight_np = ids, weight
         self.pair_counts, self.places = {}, {}
         self.waiting = WaitingPairs()
+        self.waiting.add(*self._byte_pairs())
+
+    def _byte_pairs(self):
+        """The pairs of the pretokens' bytes, grouped: (pairs, counts, places, starts) as
+        WaitingPairs.add takes them. The largest arrays are made one at a time."""
         ids = self.ids_np
         left = np.flatnonzero((ids[:-1] >= 0) & (ids[1:] >= 0)).astype(np.int32)
-        keys = (ids[left] << 8 | ids[left + 1]).astype(np.uint16)  # numpy sorts 16 bits by radix
-        keys, counts, places, starts = _grouped(keys, self.weight_np[left], left)
-        self.waiting.add(keys >> 8 << shift | keys & 255, counts, places, starts)
+        keys = ids[left].astype(np.uint16) << 8  # numpy sorts 16 bits by radix
+        keys |= ids[1:][left].astype(np.uint16)
+        order = np.argsort(keys, kind="stable")
+        places, keys = left[order], keys[order]
+        del left, order
+        starts = np.flatnonzero(_changes(keys))
+        counts = np.add.reduceat(self.weight_np[places], starts, dtype=np.int64)
+        keys = keys[starts].astype(np.int64)
+        return keys >> 8 << self.shift | keys & 255, counts, places, starts
 
     def admit(self, floor):
         """Track the waiting pairs whose upper bound is at least `floor`: their counts are
@@ -387,9 +404,16 @@ def _grouped(keys, weights, places=None):
 
 def _shared(values):
     """An array.array copy of a numpy array of int32 or int64, and a numpy array over its memory."""
-    shared = array({4: "i", 8: "q"}[values.itemsize])
-    shared.frombytes(memoryview(np.ascontiguousarray(values)).cast("B"))
-    return shared, np.frombuffer(shared, values.dtype)
+    shared, view = _filled(len(values), values.dtype)
+    view[:] = values
+    return shared, view
+
+
+def _filled(size, dtype, value=0):
+    """An array.array of `size` items of `value` (int32 or int64, as `dtype`), and a numpy array
+    over its memory: made in place, with no temporary copy."""
+    shared = array({4: "i", 8: "q"}[np.dtype(dtype).itemsize], [value]) * size
+    return shared, np.frombuffer(shared, dtype)
 
 
 class WaitingPairs:
