@@ -36,6 +36,8 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import (
     check_pattern,
@@ -400,14 +402,14 @@ def compression(encoding, text):
 
 
 def compression_of_counts(encoding, counts):
-    """Bytes per token of a text given as {pretoken: count} (special tokens left out).
+    """Bytes per token of a text given as its pretoken counts (a bpe.table.PretokenTable;
+    special tokens left out): {"hello": 1, " world": 1} in 2 tokens -> 5.5.
 
-    {"hello": 1, " world": 1} in 2 tokens -> 5.5. Each distinct pretoken is encoded once:
-    the same total as encoding the text (the pattern cuts a pretoken into itself), without
-    the text, which was never in memory.
+    Each distinct pretoken is encoded once: the same total as encoding the text (the pattern
+    cuts a pretoken into itself), without the text, which was never in memory.
     """
     tokens = sum(n * len(encoding.encode_ordinary(p)) for p, n in counts.items())
-    return sum(n * len(p.encode("utf-8")) for p, n in counts.items()) / max(tokens, 1)
+    return int(np.dot(counts.lengths.astype(np.int64), counts.counts)) / max(tokens, 1)
 
 
 def main(argv=None):

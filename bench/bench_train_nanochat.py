@@ -21,7 +21,8 @@ file; the medians and the ratios ours / rustbpe are printed (below 1: ours is fa
 Memory is the peak of the whole process tree, sampled from /proc every 20 ms: its PSS (a page
 the workers share with their parent, forked, is counted once, split between them) and its RSS
 summed over the processes (a shared page counted in each); and /usr/bin/time's max RSS of the
-largest single process. The ratio is taken on the tree's PSS.
+largest single process. The ratio is taken on the tree's PSS. The CPU seconds (user and
+system, all processes) are printed too: on a shared machine they move less than wall time.
 """
 
 import argparse
@@ -94,13 +95,14 @@ def tree_memory(root):
 
 
 def measure(command):
-    """Run `command` -> (wall s, peak tree PSS, peak tree RSS, max RSS of its largest process).
+    """Run `command` -> (wall s, peak tree PSS, peak tree RSS, max RSS of its largest process,
+    CPU s: user and system, of all its processes).
 
     Under /usr/bin/time, which starts the command from its own small process: a child forked
     from this one would start with this process's peak RSS as its own (Linux keeps it across exec).
     """
     report = Path(tempfile.mkstemp(suffix=".time")[1])
-    timed = ["/usr/bin/time", "-f", "%M", "-o", str(report), *command]
+    timed = ["/usr/bin/time", "-f", "%M %U %S", "-o", str(report), *command]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -122,9 +124,9 @@ def measure(command):
     sampler.join()
     if process.returncode != 0:
         sys.exit(f"error: {' '.join(command[:3])} failed:\n{stderr[-3000:]}")
-    max_rss = int(report.read_text().split()[-1]) * 1024
+    max_rss, user, system = report.read_text().split()[-3:]
     report.unlink()
-    return wall, peak[0], peak[1], max_rss
+    return wall, peak[0], peak[1], int(max_rss) * 1024, float(user) + float(system)
 
 
 def main():
@@ -140,7 +142,7 @@ def main():
     trainers = {"ours": ours, "rustbpe": rustbpe}
     header = (
         f"{'corpus':<14}{'MB':>7}{'load':>6}{'ours s':>8}{'rust s':>8}{'time':>7}"
-        f"{'ours MB':>9}{'rust MB':>9}{'memory':>8}   ours / rust: RSS sum, largest RSS (MB)"
+        f"{'ours MB':>9}{'rust MB':>9}{'memory':>8}   ours / rust: RSS sum, largest RSS (MB); CPU"
     )
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as folder:
@@ -151,10 +153,10 @@ def main():
                 for name, command in trainers.items():
                     figures = measure(command(path, Path(folder) / "tokenizer.json"))
                     runs[name].append(figures)
-                    wall, pss, rss, largest = figures
+                    wall, pss, rss, largest, cpu = figures
                     print(
-                        f"  {path.name} run {run + 1} {name}: {wall:.2f} s, PSS {pss / 1e6:.0f} MB,"
-                        f" RSS sum {rss / 1e6:.0f} MB, largest {largest / 1e6:.0f} MB",
+                        f"  {path.name} run {run + 1} {name}: {wall:.2f} s (CPU {cpu:.2f} s), PSS "
+                        f"{pss / 1e6:.0f} MB, RSS sum {rss / 1e6:.0f} MB, largest {largest / 1e6:.0f} MB",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -162,15 +164,13 @@ def main():
                 name: [statistics.median(column) for column in zip(*figures)]
                 for name, figures in runs.items()
             }
-            (our_s, our_pss, our_rss, our_max), (rust_s, rust_pss, rust_rss, rust_max) = (
-                med["ours"],
-                med["rustbpe"],
-            )
+            (our_s, our_pss, our_rss, our_max, our_cpu) = med["ours"]
+            (rust_s, rust_pss, rust_rss, rust_max, rust_cpu) = med["rustbpe"]
             print(
                 f"{path.name:<14}{path.stat().st_size / 1e6:>7.0f}{load:>6.2f}{our_s:>8.2f}"
                 f"{rust_s:>8.2f}{our_s / rust_s:>6.2f}x{our_pss / 1e6:>9.0f}{rust_pss / 1e6:>9.0f}"
                 f"{our_pss / rust_pss:>7.2f}x   {our_rss / 1e6:.0f} / {rust_rss / 1e6:.0f}, "
-                f"{our_max / 1e6:.0f} / {rust_max / 1e6:.0f}",
+                f"{our_max / 1e6:.0f} / {rust_max / 1e6:.0f}; CPU s {our_cpu:.1f} / {rust_cpu:.1f}",
                 flush=True,
             )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

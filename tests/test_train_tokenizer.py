@@ -19,6 +19,7 @@ from conftest import REPO, assert_clean_failure, run_python, write_files
 import train_tokenizer
 from bpe import EOT, Tokenizer, simple, train_bpe_from_iterator
 from bpe.checks import check_pattern
+from bpe.table import PretokenTable
 
 SCRIPT = REPO / "train_tokenizer.py"
 
@@ -238,7 +239,8 @@ def test_a_line_of_200000_x_trains_as_simple_train_on_a_shorter_line(tmp_path):
 def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_encoding):
     counts = simple.count_pretokens(shakespeare, check_pattern("gpt2"))
     expected = len(shakespeare.encode("utf-8")) / len(gpt2_encoding.encode_ordinary(shakespeare))
-    assert train_tokenizer.compression_of_counts(gpt2_encoding, counts) == pytest.approx(expected)
+    table = PretokenTable.from_counts(counts)
+    assert train_tokenizer.compression_of_counts(gpt2_encoding, table) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
