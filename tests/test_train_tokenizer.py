@@ -1,6 +1,7 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -406,3 +407,18 @@ def test_newlines_are_read_as_nanogpt_reads_them(newline, shakespeare, tmp_path)
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "other.json").read_bytes() == (tmp_path / "lf.json").read_bytes()
+
+
+def test_nanochat_pattern_tokenizer_file_is_pinned(shakespeare_path, tmp_path):
+    """The file train_tokenizer.py writes for Tiny Shakespeare under nanochat's pattern, counted
+    by two workers, byte for byte: its sha256 as the trainer wrote it before its count tables
+    and its waiting pairs were made compact (issue 33)."""
+    out = tmp_path / "tok.json"
+    result = run_cli(
+        "--input", shakespeare_path, "--pattern", "nanochat", "--vocab-size", 4096,
+        "--special-tokens", EOT, "--workers", 2, "--out", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == (
+        "e7ae5581e8d10df6eb74bfed5af6fa749dc002c64f407913051e64c0d2ee117c"
+    )
