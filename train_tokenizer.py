@@ -36,6 +36,8 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import (
     check_pattern,
@@ -48,7 +50,7 @@ from bpe.checks import (
 from bpe.corpus import (
     CorpusError,
     Reading,
-    count_corpus,
+    count_table,
     expand_inputs,
     file_kind,
     leaves_out,
@@ -332,10 +334,10 @@ class ProgressBars:
 
 def train(args):
     """Count the pretokens of the input files, then learn the merges; warnings become
-    printed lines. -> ({pretoken: count}, vocab, merges)"""
+    printed lines. -> (the counts as a bpe.table.PretokenTable, vocab, merges)"""
     bars = ProgressBars()
     try:
-        counts = count_corpus(
+        counts = count_table(
             args.input,
             args.pattern,
             args.special_tokens,
@@ -400,14 +402,14 @@ def compression(encoding, text):
 
 
 def compression_of_counts(encoding, counts):
-    """Bytes per token of a text given as {pretoken: count} (special tokens left out).
+    """Bytes per token of a text given as its pretoken counts (a bpe.table.PretokenTable;
+    special tokens left out): {"hello": 1, " world": 1} in 2 tokens -> 5.5.
 
-    {"hello": 1, " world": 1} in 2 tokens -> 5.5. Each distinct pretoken is encoded once:
-    the same total as encoding the text (the pattern cuts a pretoken into itself), without
-    the text, which was never in memory.
+    Each distinct pretoken is encoded once: the same total as encoding the text (the pattern
+    cuts a pretoken into itself), without the text, which was never in memory.
     """
     tokens = sum(n * len(encoding.encode_ordinary(p)) for p, n in counts.items())
-    return sum(n * len(p.encode("utf-8")) for p, n in counts.items()) / max(tokens, 1)
+    return int(np.dot(counts.lengths.astype(np.int64), counts.counts)) / max(tokens, 1)
 
 
 def main(argv=None):
@@ -461,7 +463,7 @@ def train_here(args):
         f"({len(merges) / max(seconds, 1e-9):,.0f} merges/s); vocab size {len(vocab):,}"
     )
     if args.trace:
-        print(*trace_lines(counts, merges, args.trace, small_corpus(args)), sep="\n")
+        print(*trace_lines(counts.to_counter(), merges, args.trace, small_corpus(args)), sep="\n")
     show_merges(merges)
 
     first_special = 256 + len(merges)

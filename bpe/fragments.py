@@ -49,8 +49,12 @@ CUT_BEFORE = {
     NANOCHAT_PATTERN: b"\t\x0b\x0c ",
 }
 
-# Documents are joined into one buffer of about this many bytes, with SEPARATOR between them.
-BUFFER_BYTES = 1 << 20
+# Documents are joined into one buffer of about this many bytes, with SEPARATOR between them
+# (a worker's block: corpus.BLOCK_BYTES).
+BUFFER_BYTES = 256 << 10
+# At most this many fragments are pretokenized by one regex call: its list of pretokens is
+# the largest thing a worker holds (a piece's 40,000 fragments seen once: 10 MB).
+BATCH_FRAGMENTS = 4096
 SEPARATOR = b"\x00"
 
 
@@ -191,8 +195,11 @@ class FragmentCounter:
         chosen = chosen.tolist()
         starts = [0, *bounds.tolist()] if chosen else []
         for start, end in zip(starts, [*starts[1:], len(chosen)]):
-            batch = [fragments[index] for index in chosen[start:end]]
-            self._add_pretokens(counts, batch, int(repeats[chosen[start]]))
+            for first in range(start, end, BATCH_FRAGMENTS):
+                batch = [
+                    fragments[index] for index in chosen[first : min(end, first + BATCH_FRAGMENTS)]
+                ]
+                self._add_pretokens(counts, batch, int(repeats[chosen[start]]))
         return counts
 
     def _kinds(self, fragments):

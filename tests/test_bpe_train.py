@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from bpe import EOT, Tokenizer, corpus, simple
 from bpe import train as train_module
+from bpe.table import PretokenTable
 from bpe.train import (
     count_pretokens,
     count_pretokens_parallel,
@@ -130,14 +131,15 @@ def test_numpy_and_loop_merges_equal_simple(texts, num_merges, flat_min_places):
 def test_flat_merges_on_real_text(shakespeare, monkeypatch, flat_min_places):
     """Numpy (_merge_many), the Python loop (_merge_few) or both learn the same merges."""
     monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", flat_min_places)
-    counts = {p.encode(): n for p, n in count_pretokens(shakespeare[:100_000], "gpt4").items()}
-    merges, tokens, _ = learn_merges(counts, 1000)
+    counts = count_pretokens(shakespeare[:100_000], "gpt4")
+    merges, tokens, _ = learn_merges(PretokenTable.from_counts(counts), 1000)
     monkeypatch.setattr(train_module, "FLAT_MIN_PLACES", 10**9)
-    assert (merges, tokens) == learn_merges(counts, 1000)[:2]
+    assert (merges, tokens) == learn_merges(PretokenTable.from_counts(counts), 1000)[:2]
     pair_counts = {}
     for pretoken, n in counts.items():
-        simple.get_pair_counts(list(pretoken), pair_counts, n)
-    flat = train_module.FlatPretokens(list(counts), list(counts.values()), 12)
+        simple.get_pair_counts(list(pretoken.encode()), pair_counts, n)
+    flat = train_module.FlatPretokens(PretokenTable.from_counts(counts), 12)
+    assert flat.pair_counts == {} and flat.admit(1)  # every pair waits, then all enter
     assert flat.pair_counts == {a << 12 | b: n for (a, b), n in pair_counts.items()}
 
 
@@ -152,8 +154,8 @@ def test_duplicate_bytes_are_never_made(shakespeare):
 
     The duplicate check (simple.train's rule) never fires here: we have found no
     corpus on which it does, but keep it, as it costs one set lookup per merge."""
-    pretoken_counts = {p.encode(): n for p, n in count_pretokens(shakespeare[:100_000]).items()}
-    merges, tokens, skipped = learn_merges(pretoken_counts, 10**9)
+    table = PretokenTable.from_counts(count_pretokens(shakespeare[:100_000]))
+    merges, tokens, skipped = learn_merges(table, 10**9)
     assert len(set(tokens)) == len(tokens) == 256 + len(merges)
     assert skipped == 0  # no duplicate arises on this text (see the module docstring)
 

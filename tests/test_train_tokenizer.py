@@ -1,6 +1,7 @@
 """train_tokenizer.py as a user runs it: real text in, a tokenizer file out, one-line errors."""
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -19,6 +20,7 @@ from conftest import REPO, assert_clean_failure, run_python, write_files
 import train_tokenizer
 from bpe import EOT, Tokenizer, simple, train_bpe_from_iterator
 from bpe.checks import check_pattern
+from bpe.table import PretokenTable
 
 SCRIPT = REPO / "train_tokenizer.py"
 
@@ -238,7 +240,8 @@ def test_a_line_of_200000_x_trains_as_simple_train_on_a_shorter_line(tmp_path):
 def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_encoding):
     counts = simple.count_pretokens(shakespeare, check_pattern("gpt2"))
     expected = len(shakespeare.encode("utf-8")) / len(gpt2_encoding.encode_ordinary(shakespeare))
-    assert train_tokenizer.compression_of_counts(gpt2_encoding, counts) == pytest.approx(expected)
+    table = PretokenTable.from_counts(counts)
+    assert train_tokenizer.compression_of_counts(gpt2_encoding, table) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -404,3 +407,18 @@ def test_newlines_are_read_as_nanogpt_reads_them(newline, shakespeare, tmp_path)
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "other.json").read_bytes() == (tmp_path / "lf.json").read_bytes()
+
+
+def test_nanochat_pattern_tokenizer_file_is_pinned(shakespeare_path, tmp_path):
+    """The file train_tokenizer.py writes for Tiny Shakespeare under nanochat's pattern, counted
+    by two workers, byte for byte: its sha256 as the trainer wrote it before its count tables
+    and its waiting pairs were made compact (issue 33)."""
+    out = tmp_path / "tok.json"
+    result = run_cli(
+        "--input", shakespeare_path, "--pattern", "nanochat", "--vocab-size", 4096,
+        "--special-tokens", EOT, "--workers", 2, "--out", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == (
+        "e7ae5581e8d10df6eb74bfed5af6fa749dc002c64f407913051e64c0d2ee117c"
+    )
