@@ -43,7 +43,7 @@ from pathlib import Path
 from .checks import check_pattern, check_special_tokens, check_workers, shown
 from .fragments import FragmentCounter
 from .parallel import end_workers, start_pool
-from .patterns import LINE_CUT_PATTERNS
+from .patterns import BUILTIN_PATTERNS, spaceless_around
 from .table import PretokenTable
 
 # What a worker reads at a time: its memory holds a few copies of a block (the bytes, the text,
@@ -184,7 +184,7 @@ class Cutter:
     """
 
     def __init__(self, pattern, special_tokens):
-        self.on_lines = pattern in LINE_CUT_PATTERNS
+        self.on_lines = pattern in BUILTIN_PATTERNS
         self.specials = [token.encode("utf-8") for token in special_tokens]
         # A cut this close to the end of the bytes at hand cannot be checked yet.
         self.margin = max([4] + [len(token) for token in self.specials])
@@ -192,8 +192,7 @@ class Cutter:
     def _line_cut(self, data, cut):
         return (
             cut >= 2
-            and not _char_ending_at(data, cut - 1).isspace()
-            and not _char_starting_at(data, cut).isspace()
+            and spaceless_around(_char_ending_at(data, cut - 1), _char_starting_at(data, cut))
             and not straddles_special(data, cut, self.specials)
         )
 

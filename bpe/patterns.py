@@ -54,10 +54,11 @@ ASCII_EQUIVALENTS = {
 }
 
 
-COVER_EVERY_TEXT = {GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN}
-# The patterns whose pretokens never span a cut right after a newline with a non-space
-# character on both sides (is_line_cut): a text may be cut there into pieces and stretches.
-LINE_CUT_PATTERNS = {GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN}
+# The patterns we ship (PATTERNS' values): each matches every character of every text, and no
+# pretoken of theirs spans a cut right after a newline with a non-space character on both sides
+# (is_line_cut), so a text may be cut there into pieces and stretches. A user's own pattern may
+# leave characters out, and is cut only before a special token.
+BUILTIN_PATTERNS = frozenset({GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN})
 
 
 def first_uncovered(pattern, text, start=0, end=None):
@@ -117,9 +118,14 @@ def is_line_cut(text, cut):
     return (
         2 <= cut < len(text)
         and text[cut - 1] == "\n"
-        and not text[cut - 2].isspace()
-        and not text[cut].isspace()
+        and spaceless_around(text[cut - 2], text[cut])
     )
+
+
+def spaceless_around(before_newline, after_newline):
+    """The rule of is_line_cut for the two characters around a newline, wherever they are read
+    from (a str, or UTF-8 bytes: bpe.corpus.Cutter): ("b", "c") -> True; (" ", "c") -> False."""
+    return not before_newline.isspace() and not after_newline.isspace()
 
 
 def ascii_stretches(text):

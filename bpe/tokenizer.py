@@ -26,7 +26,7 @@ from .checks import (
     shown,
     tiktoken_failed,
 )
-from .patterns import COVER_EVERY_TEXT, PATTERNS, Pretokenizer, first_uncovered
+from .patterns import BUILTIN_PATTERNS, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
 
 CACHE_LIMIT = 1 << 16  # distinct pretokens kept encoded (~130 bytes each); emptied when full
@@ -156,7 +156,7 @@ class Tokenizer:
         self._regex = self._pretokenizer.regex
         # GPT-2's and GPT-4's patterns match every character (patterns.py says why); for any
         # other, encoding compares the pretokens' total length with the text's.
-        self._covers_every_text = self.pattern in COVER_EVERY_TEXT
+        self._covers_every_text = self.pattern in BUILTIN_PATTERNS
         self._cache = {}  # pretoken str -> its ids (never changed once stored); see _encode_pretokens
         self.cache_limit = CACHE_LIMIT
         self._special_regex = (

@@ -36,7 +36,7 @@ import numpy as np
 from .checks import check_pattern, check_training_args, check_workers
 from .corpus import count_table, straddles_special
 from .fragments import FragmentCounter
-from .patterns import LINE_CUT_PATTERNS
+from .patterns import BUILTIN_PATTERNS, is_line_cut
 from .simple import special_token_regex
 from .table import PretokenTable
 
@@ -77,7 +77,7 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     before a special token (the text is split there anyway); a custom pattern only there.
     Returns [0, ..., len(text)].
     """
-    on_lines = check_pattern(pattern) in LINE_CUT_PATTERNS
+    on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
     special = special_token_regex(special_tokens) if special_tokens else None
     bounds = [0]
     position = target_chars
@@ -86,11 +86,8 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
         if on_lines:
             newline = text.find("\n", position)
             while newline != -1 and cut is None:
-                if (
-                    0 < newline < len(text) - 1
-                    and not text[newline - 1].isspace()
-                    and not text[newline + 1].isspace()
-                    and not straddles_special(text, newline + 1, special_tokens)
+                if is_line_cut(text, newline + 1) and not straddles_special(
+                    text, newline + 1, special_tokens
                 ):
                     cut = newline + 1
                 else:

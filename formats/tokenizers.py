@@ -104,9 +104,9 @@ def may_lose_text(encoding, tokenizer):
     pattern may; GPT-2's and GPT-4's match every character."""
     if tokenizer["kind"] != "bpe":
         return False
-    from bpe.patterns import PATTERNS
+    from bpe.patterns import BUILTIN_PATTERNS
 
-    return encoding._pat_str not in PATTERNS.values()
+    return encoding._pat_str not in BUILTIN_PATTERNS
 
 
 def token_bytes(ids, encoding):
