@@ -486,10 +486,8 @@ def train_here(args):
 
 def train_with_tasks(args):
     """--engine datatrove: count in datatrove tasks, learn in one more, write --out."""
-    from engine.executors import check_datatrove_installed
     from engine.training import train_with_datatrove
 
-    check_datatrove_installed(args.executor)
     make_default_folder(args.out)
     out = Path(args.out).resolve()
     folder = train_with_datatrove(

@@ -1,7 +1,8 @@
 """What every datatrove stage needs: the work directory, the executors, the command line.
 
-Used by the OpenWebText pipeline (engine/openwebtext.py) and the tokenizer training
-(engine/training.py).
+Used by the document lessons' pipeline (engine/pipeline.py) and the tokenizer training
+(engine/training.py). Nothing here imports datatrove at load: a command answers --help, and says
+what to install, without it.
 """
 
 import contextlib
@@ -169,7 +170,7 @@ def add_datatrove_arguments(
 
 def check_datatrove_arguments(parser, args, local_workers=None):
     """Options of the datatrove engine without --engine datatrove are errors; fills in the
-    defaults of --tasks and --workers. local_workers: the default --workers on this machine
+    defaults of --tasks and --workers; datatrove (and Ray) must be installed. local_workers: the default --workers on this machine
     (default: --num-proc); a script that gives it owns --workers beyond the engine."""
     engine_options = ["executor", "tasks", "work_dir", "verbose", "slurm_partition"]
     if local_workers is None:
@@ -189,6 +190,7 @@ def check_datatrove_arguments(parser, args, local_workers=None):
         parser.error("--tasks and --workers must be at least 1")
     if args.executor == "slurm" and not args.slurm_partition:
         parser.error("--executor slurm needs --slurm-partition")
+    check_datatrove_installed(args.executor)  # before any work: the one line saying what to install
 
 
 def stage_executor(args, job_name, **common):
@@ -238,13 +240,15 @@ def check_datatrove_installed(executor):
         import datatrove  # noqa: F401
     except ImportError:
         raise PrepareError(
-            "this needs datatrove (Python >= 3.10), which is not installed: pip install -e '.[scale]'"
+            'this needs datatrove, which is not installed: pip install -e ".[scale]" (the scale extra)'
         ) from None
     if executor == "ray":
         try:
             import ray  # noqa: F401
         except ImportError:
-            raise PrepareError("--executor ray needs Ray: pip install 'ray[default]'") from None
+            raise PrepareError(
+                '--executor ray needs Ray: pip install -e ".[ray]" (the ray extra)'
+            ) from None
 
 
 def join_ray_cluster():

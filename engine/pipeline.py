@@ -32,7 +32,6 @@ from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
     Work,
-    check_datatrove_installed,
     join_ray_cluster,
     plural,
     quiet_logs,
@@ -41,7 +40,6 @@ from engine.executors import (
     task_bars,
 )
 from engine.readers import file_identity, file_lengths, input_files, most_tasks, task_slices
-from engine.stages import STAGES
 from prepare_common import source_name, source_record
 from safety.commit import folder_lock
 
@@ -52,6 +50,8 @@ def make_executor(args, work, job):
     The commit stage always runs again (skip_completed=False): it rebuilds the outputs from the
     parts, so a re-run restores outputs deleted since.
     """
+    from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
+
     previous = None
     for name, step in STAGES:
         tasks = args.tasks if name in ("tokenize", "write") else 1
@@ -74,7 +74,6 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     random split: train.bin and val.bin, or llm.c shards) or "llm.c" (FineWeb's: the documents
     in order, or args.shuffle's permutation, cut into shards), "split_rule" (meta.json's words
     for it)}."""
-    check_datatrove_installed(args.executor)
     if args.executor == "ray":
         join_ray_cluster()
     out_dir = Path(args.out_dir).resolve()

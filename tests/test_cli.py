@@ -5,6 +5,7 @@ and the --option=value form are accepted everywhere, and the underscore spelling
 in --help. Each case runs the command in a fresh process, as a user types it.
 """
 
+import os
 import subprocess
 import sys
 
@@ -239,3 +240,43 @@ def test_the_text_after_double_dash_may_look_like_an_option():
         result.stderr
         == "error: --tokenizer missing.json does not exist; write one with train_tokenizer.py\n"
     )
+
+
+# `python SCRIPT ARGS...` in a Python where `import datatrove` fails as it does when datatrove is
+# not installed (None in sys.modules: what `import` sees when a module is absent); checked by
+# hand in a venv holding `pip install -e .` only, with the same results
+WITHOUT_DATATROVE = """
+import os, runpy, sys
+sys.modules["datatrove"] = None
+sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+DATATROVE_COMMANDS = {
+    "openwebtext": ["data/openwebtext/prepare_datatrove.py"],
+    "fineweb": ["data/fineweb/prepare_datatrove.py"],
+    "train_tokenizer": ["train_tokenizer.py", "--vocab-size", "300", "--engine", "datatrove"],
+}
+
+
+@pytest.mark.parametrize("command", list(DATATROVE_COMMANDS))
+def test_without_datatrove_help_works_and_a_run_says_what_to_install(command, tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"text": "hello"}\n', encoding="utf-8")
+    script, *options = DATATROVE_COMMANDS[command]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    without = [sys.executable, "-c", WITHOUT_DATATROVE, script]
+    help_ = subprocess.run([*without, "--help"], cwd=REPO, env=env, capture_output=True, text=True)
+    assert help_.returncode == 0, help_.stderr
+    assert "--tasks" in help_.stdout
+    data = ["--input" if command == "train_tokenizer" else "--data-files", docs]
+    out = ["--out", tmp_path / "tok.json"] if command == "train_tokenizer" else ["--out-dir", tmp_path / "out"]  # fmt: skip
+    result = subprocess.run(
+        [*without, *options, *data, *out], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == (
+        'error: this needs datatrove, which is not installed: pip install -e ".[scale]" '
+        "(the scale extra)\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["docs.jsonl"]
