@@ -39,7 +39,15 @@ from engine.executors import (
     stage_executor,
     task_bars,
 )
-from engine.readers import file_identity, file_lengths, input_files, most_tasks, task_slices
+from engine.readers import (
+    MIN_TASK_BYTES,
+    MIN_TASK_DOCUMENTS,
+    file_identity,
+    file_lengths,
+    input_files,
+    most_tasks,
+    task_slices,
+)
 from prepare_common import source_name, source_record
 from safety.commit import folder_lock
 
@@ -97,9 +105,12 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     hub = lesson["hub"]
     files, kind = input_files(args.data_files, hub)
     lengths = file_lengths(files, kind)
-    most, pieces = most_tasks(files, kind)
-    if args.tasks > most:  # more would be empty tasks, each a process to start: hours for nothing
-        print(f"note: --tasks {args.tasks:,} capped at {most:,}, the input's {pieces}")
+    most, size = most_tasks(files, kind, lengths)
+    if args.tasks > most:  # each task is a process to start: too small ones cost more than they do
+        print(
+            f"note: --tasks {args.tasks:,} capped at {most:,} for {size} (at least "
+            f"{MIN_TASK_DOCUMENTS} documents or {MIN_TASK_BYTES >> 20} MB a task)"
+        )
         args.tasks = most
     source = source_name(args.data_files, hub)
     nanogpt_split = lesson["split"] == "nanoGPT"  # else llm.c's rule: no split

@@ -129,6 +129,42 @@ def test_task_slices():
     assert readers.task_slices([1, 1], 4) == [[], [(0, 0, 1)], [], [(1, 0, 1)]]
 
 
+def parquet_rows(path, rows, row_group_size):
+    pq.write_table(pa.table({"text": ["x"] * rows}), path, row_group_size=row_group_size)
+    return [str(path)], "parquet", [rows]
+
+
+def text_files(folder, sizes):
+    files = [folder / f"{i}.txt" for i in range(len(sizes))]
+    for path, size in zip(files, sizes):
+        path.write_bytes(b"x" * size)
+    return [str(path) for path in files], "text", [1] * len(files)
+
+
+@pytest.mark.parametrize(
+    "make_input, most",
+    [
+        pytest.param(lambda t: jsonl_lines(t / "a.jsonl", 600), (6, "600 lines, 0.0 MB"), id="600-lines"),
+        pytest.param(lambda t: jsonl_lines(t / "a.jsonl", 99), (1, "99 lines, 0.0 MB"), id="99-lines"),
+        pytest.param(lambda t: jsonl_lines(t / "a.jsonl", 0), (1, "0 lines, 0.0 MB"), id="empty"),
+        pytest.param(lambda t: parquet_rows(t / "a.parquet", 3000, 100), (30, "3,000 rows, 0.0 MB"), id="30-row-groups"),
+        pytest.param(lambda t: parquet_rows(t / "a.parquet", 3000, 3000), (1, "3,000 rows, 0.0 MB"), id="one-row-group"),
+        pytest.param(lambda t: text_files(t, [3 << 20, 1, 1]), (3, "3 files, 3.1 MB"), id="3-text-files"),
+        pytest.param(lambda t: text_files(t, [1] * 250), (2, "250 files, 0.0 MB"), id="250-text-files"),
+    ],
+)  # fmt: skip
+def test_tasks_are_capped_at_the_work_there_is(tmp_path, make_input, most):
+    """A task gets 100 documents or 1 MB at least, and a piece no task splits (a line, a row
+    group, a .txt file): more tasks would each cost more to start than they do."""
+    files, kind, lengths = make_input(tmp_path)
+    assert readers.most_tasks(files, kind, lengths) == most
+
+
+def jsonl_lines(path, count):
+    path.write_text("".join(f'{{"text": "{i}"}}\n' for i in range(count)), encoding="utf-8")
+    return [str(path)], "json", [path.stat().st_size]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.sampled_from(["a", "", "b c", "\u00e9", "x" * 40, None]), min_size=1, max_size=30),
@@ -229,6 +265,21 @@ def test_parquet_same_bytes_as_datasets_engine(jsonl, jsonl_reference, tmp_path)
     files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
     out = datatrove(tmp_path / "out", files, "--tasks", 5, "--workers", 2, tmp_path=tmp_path)
     assert_same_files(out, jsonl_reference)
+
+
+def test_tasks_capped_at_the_work_there_is(jsonl, jsonl_reference, tmp_path):
+    """--tasks 100000 on 3,000 documents (3,006 lines with the blank ones): 30 tasks, in a few
+    seconds, not 100,000 processes started in turn; the same files."""
+    out = tmp_path / "out"
+    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION, "--out-dir", out]
+    result = run(*args, "--tasks", 100_000, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        "note: --tasks 100,000 capped at 30 for 3,006 lines, 0.6 MB (at least 100 documents or "
+        "1 MB a task)" in result.stdout.splitlines()
+    )
+    assert_same_files(out, jsonl_reference)
+    assert json.loads((out / "meta.json").read_text())["options"]["tasks"] == 30
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL of a process group is POSIX's")
