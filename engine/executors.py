@@ -61,6 +61,19 @@ class Work:
         """What write task `rank` wrote, by name and sha256 (checked before the commit reuses it)."""
         return self.split / "parts" / f"written-{rank:05d}.json"
 
+    @property
+    def plan_json(self):
+        return self.split / "plan" / "plan.json"
+
+    def read_plan(self):
+        """The plan stage's plan.json: {"documents", "numpy", "splits": {name: {"documents",
+        "tokens"}}}."""
+        return json.loads(self.plan_json.read_text(encoding="utf-8"))
+
+    def shard_records(self, rank):
+        """The records of the shards write task `rank` wrote (a ShardStream layout's)."""
+        return self.split / "parts" / f"shards-{rank:05d}.json"
+
     def logs(self, stage):
         return str((self.tokens if stage == "tokenize" else self.split) / "logs" / stage)
 
@@ -131,7 +144,7 @@ def add_datatrove_arguments(
 ):
     """The datatrove engine's options, added to the script's parser.
 
-    The defaults are data/openwebtext/prepare_datatrove.py's, which always runs on datatrove;
+    The defaults are the document lessons' prepare_datatrove.py's, which always run on datatrove;
     train_tokenizer.py chooses with --engine among its `engines`, says what its work directory
     holds and keeps its own --workers (workers_option=False).
     """

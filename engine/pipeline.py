@@ -1,4 +1,4 @@
-"""The datatrove pipeline of a document lesson (data/openwebtext, data/fineweb): its outputs, from many tasks.
+"""The datatrove pipeline of a document lesson: its outputs, from many tasks.
 
 datatrove (Hugging Face's engine for LLM data processing at scale) runs a pipeline as N tasks on
 one machine (local executor), a Slurm cluster or a Ray cluster, and resumes a crashed run by
@@ -11,19 +11,25 @@ one before:
    document its file number, its position in the file (row, or byte offset of its line) and its
    token count.
 2. plan (1 task): the tasks' indexes in task order are the documents in `datasets`' order (files
-   in order, rows in file order); it checks that every document is there exactly once, draws
-   nanoGPT's split (`random_split`, the function the datasets engine uses too) and records, for each
-   document of each split, where its ids are and where they go.
-3. write (N tasks): task r writes part r of each split: one contiguous range of the output,
-   copied in order from the memory-mapped token files. No file has two writers.
-4. commit (1 task): joins the parts into train.bin and val.bin, checks the sizes and writes
-   meta.json last.
+   in order, rows in file order); it checks that every document is there exactly once, orders
+   them by the lesson's layout (engine/layouts.py: nanoGPT's `random_split`, the function the
+   datasets engine uses too, or llm.c's documents in order) and records, for each document of
+   each split, where its ids are and where they go.
+3. write (N tasks): task r writes its share of the outputs: part r of each split (one contiguous
+   range, copied in order from the memory-mapped token files), or its shards. No file has two
+   writers.
+4. commit (1 task): joins the parts into the outputs (train.bin and val.bin, or shards), checks
+   the sizes and writes meta.json last.
+
+The lesson's prepare_datatrove.py gives a Lesson (its script, pinned dataset, shard prefix and
+layout); the run's state, which every task reads, is a Job.
 
 The work directory is named by a hash of everything the tokens depend on (input files with
 their sizes and times, tokenizer, number of tasks), and its split stages by a hash of the split
 options, so a re-run resumes only its own work and never mixes in another run's files.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +45,7 @@ from engine.executors import (
     stage_executor,
     task_bars,
 )
+from engine.layouts import RandomSplit, ShardStream
 from engine.readers import (
     MIN_TASK_BYTES,
     MIN_TASK_DOCUMENTS,
@@ -48,8 +55,52 @@ from engine.readers import (
     most_tasks,
     task_slices,
 )
-from prepare_common import source_name, source_record
+from prepare_common import HubDataset, source_name, source_record
 from safety.commit import folder_lock
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What a lesson's prepare_datatrove.py gives the engine beyond its options."""
+
+    script: str  # the lesson's prepare.py, as meta.json names it: "data/openwebtext/prepare.py"
+    hub: HubDataset  # the dataset it pins, read when --data-files is not given
+    prefix: str  # of its shards' names: "openwebtext", "edufineweb"
+    layout: RandomSplit | ShardStream  # how its documents become its outputs
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every task of a run reads (pickled to the task processes, on any node)."""
+
+    files: list  # the input files, in `datasets`' order
+    kind: str  # "parquet", "json" or "text"
+    lengths: list  # of each file: rows, bytes or 1 (readers.file_lengths)
+    slices: list  # each tokenize task's [(file number, start, end)] (readers.task_slices)
+    tasks: int
+    source: str  # the input as the lessons name it in their output
+    source_record: dict  # meta.json's "source", without the number of documents
+    script: str  # the lesson's, for meta.json
+    prefix: str  # of shard names
+    layout: RandomSplit | ShardStream
+    tokenizer_path: str | None  # None: GPT-2's
+    tokenizer: dict  # its record (name, sha256, vocab_size, eot_id, ...)
+    dtype: str  # of the ids: "uint16" or "uint32"
+    out_dir: str  # resolved
+    out_dir_as_given: str  # as the "wrote ..." line says it
+    options: dict  # meta.json's "options"
+
+    @property
+    def eot_id(self):
+        return self.tokenizer["eot_id"]
+
+    @property
+    def vocab_size(self):
+        return self.tokenizer["vocab_size"]
+
+    def source_with(self, plan):
+        """meta.json's "source": the record with the number of documents the plan counted."""
+        return dict(self.source_record, documents=plan["documents"])
 
 
 def make_executor(args, work, job):
@@ -62,7 +113,7 @@ def make_executor(args, work, job):
 
     previous = None
     for name, step in STAGES:
-        tasks = args.tasks if name in ("tokenize", "write") else 1
+        tasks = job.tasks if name in ("tokenize", "write") else 1
         previous = stage_executor(
             args,
             f"nanogpt-{name}",
@@ -76,12 +127,8 @@ def make_executor(args, work, job):
 
 
 def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
-    """Prepare train.bin, val.bin and meta.json (or shards) in args.out_dir with datatrove's
-    executors, for the `lesson`, what its cluster script asks beyond its options: {"script",
-    "hub" (its pinned HubDataset), "prefix" (of shard names), "split": "nanoGPT" (OpenWebText's
-    random split: train.bin and val.bin, or llm.c shards) or "llm.c" (FineWeb's: the documents
-    in order, or args.shuffle's permutation, cut into shards), "split_rule" (meta.json's words
-    for it)}."""
+    """Prepare the `lesson`'s outputs and meta.json in args.out_dir with datatrove's executors,
+    from its prepare.py's options and the --executor, --tasks ... of the engine."""
     if args.executor == "ray":
         join_ray_cluster()
     out_dir = Path(args.out_dir).resolve()
@@ -99,82 +146,29 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
 
 
 def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
-    """The work directory, the job every task reads, and the four executors, run."""
-    tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
-    LOADED_TOKENIZERS[tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
-    hub = lesson["hub"]
-    files, kind = input_files(args.data_files, hub)
-    lengths = file_lengths(files, kind)
-    most, size = most_tasks(files, kind, lengths)
-    if args.tasks > most:  # each task is a process to start: too small ones cost more than they do
-        print(
-            f"note: --tasks {args.tasks:,} capped at {most:,} for {size} (at least "
-            f"{MIN_TASK_DOCUMENTS} documents or {MIN_TASK_BYTES >> 20} MB a task)"
-        )
-        args.tasks = most
-    source = source_name(args.data_files, hub)
-    nanogpt_split = lesson["split"] == "nanoGPT"  # else llm.c's rule: no split
-    job = {
-        "files": files,
-        "kind": kind,
-        "lengths": lengths,
-        "slices": task_slices(lengths, args.tasks),
-        "tasks": args.tasks,
-        "source": source,
-        "source_record": source_record(args.data_files, None, hub),
-        "script": lesson["script"],
-        "prefix": lesson["prefix"],
-        "split_rule": lesson["split_rule"],
-        "tokenizer_path": tokenizer_path,
-        "tokenizer": tokenizer,
-        "eot_id": tokenizer["eot_id"],
-        "vocab_size": tokenizer["vocab_size"],
-        "dtype": dtype.name,
-        "val_fraction": args.val_fraction if nanogpt_split else None,
-        "seed": args.seed if nanogpt_split else None,
-        "shuffle": None if nanogpt_split else args.shuffle,  # data/fineweb's --shuffle SEED
-        "format": args.format,
-        "shard_size": args.shard_size,
-        "out_dir": str(out_dir),
-        "out_dir_as_given": str(args.out_dir),
-        "options": {
-            "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
-            "engine": "datatrove",
-            "executor": args.executor,
-            "tasks": args.tasks,
-            "workers": args.workers,
-        },
-    }
+    """The job every task reads, its work directory, and the four executors, run."""
+    job = make_job(args, tokenizer, dtype, out_dir, lesson)
+    LOADED_TOKENIZERS[job.tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
     tokens_config = {
         "format": WORK_FORMAT,
-        "files": [file_identity(path) for path in files],
-        "kind": kind,
+        "files": [file_identity(path) for path in job.files],
+        "kind": job.kind,
         "tokenizer": tokenizer["sha256"],
         "eot_id": tokenizer["eot_id"],
         "dtype": dtype.name,
-        "tasks": args.tasks,
+        "tasks": job.tasks,
     }
-    split_config = {
-        "val_fraction": args.val_fraction if nanogpt_split else None,
-        "seed": args.seed if nanogpt_split else None,
-        "numpy": np.__version__,  # the permutation depends on numpy's generator stream
-        "out_dir": str(out_dir),
-    }
-    if not nanogpt_split:  # data/fineweb: the write tasks cut the shards, in the plan's order
-        split_config.update(shuffle=job["shuffle"], shard_size=args.shard_size, format=args.format)
-    work = Work(
-        Path(args.work_dir or out_dir / ".datatrove-work").resolve(), tokens_config, split_config
-    )
+    # the permutation depends on numpy's generator stream
+    split_config = {**lesson.layout.config(), "numpy": np.__version__, "out_dir": str(out_dir)}
+    work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
+    work = Work(work_root, tokens_config, split_config)
     work.claim()
-    print(
-        f"{source}: {plural(len(files), 'file')}, {plural(args.tasks, 'task')}; "
-        f"work directory {work.split}"
-    )
+    print(f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work directory {work.split}")  # fmt: skip
     show_user_errors_without_traceback()
     executor = make_executor(args, work, job)
     with quiet_logs(work.split / "logs", args.verbose) as terminal:
         bars = [
-            (f"{name} ({plural(args.tasks, 'task')})", work.logs(name), args.tasks)
+            (f"{name} ({plural(job.tasks, 'task')})", work.logs(name), job.tasks)
             for name in ("tokenize", "write")
         ]
         with task_bars(bars, terminal, show=args.executor != "slurm"):
@@ -184,3 +178,42 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
             f"submitted to Slurm; the outputs appear in {out_dir} when the commit job ends "
             f"(logs: {work.split / 'logs'}); run the same command again to resume"
         )
+
+
+def make_job(args, tokenizer, dtype, out_dir, lesson):
+    """The Job of a run: its input files, each task's slice of them (--tasks capped at the work
+    there is), the lesson's outputs and the options meta.json records."""
+    files, kind = input_files(args.data_files, lesson.hub)
+    lengths = file_lengths(files, kind)
+    most, size = most_tasks(files, kind, lengths)
+    if args.tasks > most:  # each task is a process to start: too small ones cost more than they do
+        print(
+            f"note: --tasks {args.tasks:,} capped at {most:,} for {size} (at least "
+            f"{MIN_TASK_DOCUMENTS} documents or {MIN_TASK_BYTES >> 20} MB a task)"
+        )
+        args.tasks = most
+    tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
+    return Job(
+        files=files,
+        kind=kind,
+        lengths=lengths,
+        slices=task_slices(lengths, args.tasks),
+        tasks=args.tasks,
+        source=source_name(args.data_files, lesson.hub),
+        source_record=source_record(args.data_files, None, lesson.hub),
+        script=lesson.script,
+        prefix=lesson.prefix,
+        layout=lesson.layout,
+        tokenizer_path=tokenizer_path,
+        tokenizer=tokenizer,
+        dtype=dtype.name,
+        out_dir=str(out_dir),
+        out_dir_as_given=str(args.out_dir),
+        options={
+            "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
+            "engine": "datatrove",
+            "executor": args.executor,
+            "tasks": args.tasks,
+            "workers": args.workers,
+        },
+    )

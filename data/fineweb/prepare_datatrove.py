@@ -17,7 +17,8 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
 from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # the lesson beside it
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
-from engine.pipeline import prepare_with_datatrove
+from engine.layouts import ShardStream
+from engine.pipeline import Lesson, prepare_with_datatrove
 from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab
 from safety import run_main
 
@@ -32,13 +33,11 @@ def main():
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size, LLMC_READS)
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
-    lesson = {
-        "script": "data/fineweb/prepare.py",
-        "hub": fineweb(args.type, args.sample),
-        "prefix": PREFIXES[args.format][args.type],
-        "split": "llm.c",
-        "split_rule": SPLIT_RULE if args.shuffle is None else SHUFFLED_RULE,
-    }
+    # llm.c's rule: the documents in order (or --shuffle's permutation), cut into shards
+    rule = SPLIT_RULE if args.shuffle is None else SHUFFLED_RULE
+    layout = ShardStream(args.shuffle, rule, args.format, args.shard_size)
+    prefix = PREFIXES[args.format][args.type]
+    lesson = Lesson("data/fineweb/prepare.py", fineweb(args.type, args.sample), prefix, layout)
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
 
 

@@ -16,11 +16,10 @@ a datatrove executor that waits for the one before (engine/stages.py):
 from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its pin, its options
 
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
-from engine.pipeline import prepare_with_datatrove
+from engine.layouts import RandomSplit
+from engine.pipeline import Lesson, prepare_with_datatrove
 from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab
 from safety import run_main
-
-LESSON = {"script": "data/openwebtext/prepare.py", "hub": OPENWEBTEXT, "prefix": "openwebtext", "split": "nanoGPT", "split_rule": SPLIT_RULE}  # fmt: skip
 
 
 def main():
@@ -33,7 +32,10 @@ def main():
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size)
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
-    prepare_with_datatrove(args, encoding, tokenizer, dtype, LESSON)  # its last task commits
+    # nanoGPT's random split: train.bin and val.bin, or llm.c's shards of each (--format llmc)
+    layout = RandomSplit(args.val_fraction, args.seed, SPLIT_RULE, args.format, args.shard_size)
+    lesson = Lesson("data/openwebtext/prepare.py", OPENWEBTEXT, "openwebtext", layout)
+    prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
 
 
 if __name__ == "__main__":

@@ -1,0 +1,296 @@
+"""How a lesson's documents become its outputs, as the datatrove engine writes them: the lesson
+picks one layout, with its options, and the engine's stages call it (engine/stages.py).
+
+- RandomSplit: nanoGPT's split (`random_split`): the documents drawn into train and val, written
+  as train.bin and val.bin, or cut into llm.c's shards (val first)
+- ShardStream: llm.c's rule: every document in order (or a seeded permutation), one stream cut
+  into shards as the write tasks go; shard 0 is val
+
+Each one: `orders` (the plan: the documents of each split, in the order written), `config` (what
+the plan and the parts depend on, in the work directory's name), `write` (task r's share of the
+outputs) and `commit` (the outputs joined and committed with meta.json). No datatrove here.
+"""
+
+import contextlib
+import itertools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.executors import plural
+from prepare_common import (
+    llmc_names,
+    random_split,
+    split_record,
+    write_bpe_meta_pkl,
+    write_document_starts,
+    write_meta,
+    write_shards,
+)
+from safety.commit import output_folder
+from safety.errors import PrepareError
+from safety.files import atomic_path
+from safety.record import SHARD_FORMATS
+
+TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
+
+
+@dataclass(frozen=True)
+class RandomSplit:
+    """nanoGPT's split: val is ceil(val_fraction * n) documents drawn with `seed` (random_split),
+    train the rest; train.bin and val.bin, or (shard_format "llmc") llm.c's shards of each."""
+
+    val_fraction: float
+    seed: int
+    rule: str  # meta.json's words for the rule
+    shard_format: str = "bin"
+    shard_size: int = 10**8
+
+    def orders(self, num_documents):
+        """{"train": document numbers, "val": ...}, each in the order written."""
+        train, val = random_split(num_documents, self.val_fraction, self.seed)
+        return {"train": train, "val": val}
+
+    def config(self):
+        """What the plan and the parts depend on (the commit cuts the shards from the parts)."""
+        return {"val_fraction": self.val_fraction, "seed": self.seed}
+
+    def write(self, work, job, rank, world_size):
+        """Task r of N: part r of each split, its ids copied in order from the token files."""
+        plan, dtype = work.read_plan(), np.dtype(job.dtype)
+        written = []
+        for split in plan["splits"]:
+            total = plan["splits"][split]["tokens"]
+            low, high = rank * total // world_size, (rank + 1) * total // world_size
+            with atomic_path(work.part_file(split, rank)) as tmp, open(tmp, "wb") as out:
+                for ids in plan_ranges(work, split, low, high, dtype):
+                    out.write(ids.data)  # a failed write says why (tofile: only a count)
+                out.flush()
+                if tmp.stat().st_size != (high - low) * dtype.itemsize:
+                    raise PrepareError(f"{work.part_file(split, rank)}: wrong size")
+            written.append(work.part_file(split, rank))
+        return written
+
+    def commit(self, work, job, plan, encoding, tokenizer):
+        """The parts joined into train.bin and val.bin (or cut into llm.c's shards), checked,
+        and committed with meta.json (and meta.pkl for a trained tokenizer): `output_folder`."""
+        dtype, out_dir = np.dtype(job.dtype), Path(job.out_dir)
+        parts = {
+            split: [work.part_file(split, r) for r in range(job.tasks)] for split in plan["splits"]
+        }
+        split_tokens = {split: plan["splits"][split]["tokens"] for split in parts}
+        for split, paths in parts.items():
+            size = sum(path.stat().st_size for path in paths)
+            if size != split_tokens[split] * dtype.itemsize:
+                raise PrepareError(
+                    f"the parts of {split} in {work.split / 'parts'} hold {size:,} bytes, "
+                    f"not {split_tokens[split]:,} ids; delete the work directory and run again"
+                )
+        documents = {name: plan["splits"][name]["documents"] for name in parts}
+        split = split_record(self.val_fraction, self.seed, documents, plan["numpy"])
+        split["rule"] = self.rule
+        # committed as every script commits; who holds the lock: see prepare_with_datatrove
+        with output_folder(out_dir) as out:
+            shards = None
+            if self.shard_format == "llmc":  # the same streams cut into llm.c's shards, val first
+                shards = []
+                for name in ("val", "train"):  # llm.c's shard 0 is val
+                    names = llmc_names(job.prefix, name, first_index=len(shards))
+                    ids = part_ids(parts[name], dtype)
+                    shards += write_shards(
+                        out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc"
+                    )
+            for name, paths in parts.items() if shards is None else ():
+                join_files(paths, out / f"{name}.bin")
+                if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
+                    raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
+                # the document index from the plan's lengths: no pass over the tokens
+                lengths = np.load(work.plan_file(name, "tokens"))
+                write_document_starts(out / f"{name}.docs.npy", lengths)
+            wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
+            write_meta(
+                out, script=job.script, tokenizer=tokenizer, dtype=dtype,
+                split_tokens=split_tokens, shards=shards, shard_format=self.shard_format,
+                source=job.source_with(plan), split=split, options=job.options,
+            )  # fmt: skip
+        say_split(job, plan, split, split_tokens, shards, wrote_pkl)
+
+
+def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
+    """What the lesson's prepare.py prints of a split run: the documents, and what was written."""
+    print(f"{job.source}: {plural(plan['documents'], 'document')}")
+    for name, tokens in split_tokens.items():
+        print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
+    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
+    outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
+    print(f"wrote {outputs} ({job.dtype}), {meta_files} to {job.out_dir_as_given}")
+
+
+@dataclass(frozen=True)
+class ShardStream:
+    """llm.c's rule: every document in order (or np.random.default_rng(shuffle_seed)'s
+    permutation), each after its end of text, one stream cut every shard_size tokens into shards
+    of `shard_format` (safety.record.SHARD_FORMATS); the write tasks share out the shards."""
+
+    shuffle_seed: int | None
+    rule: str  # meta.json's words for the rule
+    shard_format: str
+    shard_size: int
+
+    def orders(self, num_documents):
+        """{"all": the document numbers in the order written}."""
+        if self.shuffle_seed is None:
+            return {"all": np.arange(num_documents)}
+        return {"all": np.random.default_rng(self.shuffle_seed).permutation(num_documents)}
+
+    def config(self):
+        """What the plan and the shards depend on (the write tasks cut the shards)."""
+        return {
+            "val_fraction": None,
+            "seed": None,
+            "shuffle": self.shuffle_seed,
+            "shard_size": self.shard_size,
+            "format": self.shard_format,
+        }
+
+    def write(self, work, job, rank, world_size):
+        """Task r: its share of the shards, and their records. Shard k holds tokens
+        k*S..(k+1)*S-1 of llm.c's stream (each document after its end of text): the positions
+        k*S-1..(k+1)*S-2 of the documents' stream (each one before its end of text), where
+        position -1 is the first end of text."""
+        plan, dtype, size = work.read_plan(), np.dtype(job.dtype), self.shard_size
+        total = plan["splits"]["all"]["tokens"]
+        count = -(-total // size)  # the shards of the stream, the last one partial
+        names = list(itertools.islice(llmc_names(job.prefix), count))
+        records = []
+        for k in range(rank * count // world_size, (rank + 1) * count // world_size):
+            low, high = k * size, min((k + 1) * size, total)
+            first = [np.array([job.eot_id], dtype)] if k == 0 else []
+            ids = itertools.chain(first, plan_ranges(work, "all", max(low - 1, 0), high - 1, dtype))
+            records += write_shards(
+                work.split / "parts", ids, iter(names[k : k + 1]), size, dtype,
+                job.vocab_size, self.shard_format, say=False,  # the commit says them, in order
+            )  # fmt: skip
+        with atomic_path(work.shard_records(rank)) as tmp:
+            tmp.write_text(json.dumps(records) + "\n", encoding="utf-8")
+        return [work.split / "parts" / record["file"] for record in records]
+
+    def commit(self, work, job, plan, encoding, tokenizer):  # noqa: ARG002 (no meta.pkl)
+        """The write tasks' shards (checked against the plan) linked into the folder, and
+        meta.json, as the lesson's prepare.py writes them."""
+        dtype = np.dtype(job.dtype)
+        shards = [
+            shard
+            for rank in range(job.tasks)
+            for shard in json.loads(work.shard_records(rank).read_text(encoding="utf-8"))
+        ]
+        total = plan["splits"]["all"]["tokens"]
+        names = itertools.islice(llmc_names(job.prefix), -(-total // self.shard_size))
+        expected = [f"{stem}{SHARD_FORMATS[self.shard_format]}" for _, stem in names]
+        if [s["file"] for s in shards] != expected or sum(s["tokens"] for s in shards) != total:
+            raise PrepareError(
+                f"the shards in {work.split / 'parts'} are not the {len(expected):,} of the "
+                f"plan; delete the work directory and run again"
+            )
+        split = {"rule": self.rule, "shard_size": self.shard_size}
+        if (
+            self.shuffle_seed is not None
+        ):  # as prepare.py records it; numpy: the plan's, that drew it
+            split.update(shuffle_seed=self.shuffle_seed, numpy=plan["numpy"])
+        with output_folder(Path(job.out_dir)) as out:
+            for shard in shards:
+                link_or_copy(work.split / "parts" / shard["file"], out / shard["file"])
+            write_meta(
+                out, script=job.script, tokenizer=tokenizer, dtype=dtype, shards=shards,
+                shard_format=self.shard_format, source=job.source_with(plan),
+                options=job.options, split=split,
+            )  # fmt: skip
+        # what the lesson's prepare.py prints
+        print(f"{job.source}: {plural(plan['documents'], 'document')}")
+        print(f"{total:,} tokens: {plural(len(shards), 'shard')}")
+        for shard in shards:
+            print(f"wrote {shard['file']}: {shard['tokens']:,} tokens")
+        print(
+            f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {job.out_dir_as_given}"
+        )
+
+
+def plan_ranges(work, split, low, high, dtype):
+    """The ids of positions low..high-1 of a split, as arrays of up to TOKENS_PER_WRITE, read
+    from the token files where the plan placed each document."""
+    plan = {
+        column: np.load(work.plan_file(split, column), mmap_mode="r")
+        for column in ("task", "start", "tokens", "offset")
+    }
+    first = max(int(np.searchsorted(plan["offset"], low, side="right")) - 1, 0)
+    last = int(np.searchsorted(plan["offset"], high, side="left"))
+    token_files = {}
+    buffer, filled = np.empty(min(TOKENS_PER_WRITE, max(high - low, 1)), dtype), 0
+    for task, start, tokens, offset in zip(
+        plan["task"][first:last].tolist(),
+        plan["start"][first:last].tolist(),
+        plan["tokens"][first:last].tolist(),
+        plan["offset"][first:last].tolist(),
+    ):
+        skip = max(low - offset, 0)
+        take = min(high - offset, tokens) - skip
+        if take <= 0:
+            continue
+        if task not in token_files:
+            token_files[task] = np.memmap(work.token_file(task), dtype=dtype, mode="r")
+        ids = token_files[task][start + skip : start + skip + take]
+        if filled + take > len(buffer):
+            yield buffer[:filled]
+            filled = 0
+        if take > len(buffer):
+            yield np.asarray(ids)
+            continue
+        buffer[filled : filled + take] = ids
+        filled += take
+    if filled:
+        yield buffer[:filled]
+
+
+def part_ids(paths, dtype):
+    """The ids of the parts, in order, TOKENS_PER_WRITE at a time (memory-mapped)."""
+    for path in paths:
+        if path.stat().st_size == 0:  # an empty part (numpy cannot map an empty file)
+            continue
+        ids = np.memmap(path, dtype=dtype, mode="r")
+        for start in range(0, len(ids), TOKENS_PER_WRITE):
+            yield ids[start : start + TOKENS_PER_WRITE]
+
+
+def link_or_copy(source, target):
+    """`target` as a hard link to `source` (no copy: 20 GB of FineWeb-Edu shards would be read
+    and written again by this one task, and stored twice), or a copy on another file system.
+    Safe because we never change a part in place (a rerun writes a new file, atomic_path), and
+    one changed by anyone else, through the output it is linked to, no longer matches the sha256
+    its task recorded: the next run writes it again (Work.redo_damaged_tasks) before linking."""
+    try:
+        os.link(source, target)
+    except OSError:
+        join_files([source], target)
+
+
+def join_files(paths, target):
+    """Concatenate files into `target`; in the kernel (copy_file_range) where it can."""
+    with open(target, "wb") as out:
+        for path in paths:
+            with open(path, "rb") as part:
+                size = os.fstat(part.fileno()).st_size
+                copied = 0
+                if hasattr(os, "copy_file_range"):
+                    with contextlib.suppress(OSError):
+                        while copied < size:
+                            step = os.copy_file_range(part.fileno(), out.fileno(), size - copied)
+                            if step == 0:
+                                break
+                            copied += step
+                part.seek(copied)
+                out.seek(0, os.SEEK_END)
+                while block := part.read(1 << 24):
+                    out.write(block)
