@@ -27,7 +27,7 @@ on other files or options never reads another run's tables.
 import json
 import os
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,7 +36,6 @@ from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_training_args
 from bpe.corpus import (
     CorpusError,
-    Piece,
     Reading,
     cap_pieces,
     count_piece,
@@ -59,6 +58,19 @@ from safety.errors import PrepareError
 from safety.files import atomic_path, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
+
+
+@dataclass(frozen=True)
+class CountJob:
+    """What every task of a training run reads (pickled to the task processes, on any node)."""
+
+    inputs: list  # the --input globs as given, for the error of an empty input
+    emptied_by_max_chars: int | None  # that error's too: the max_chars that left text out
+    reading: Reading  # how the pieces are read and pretokenized
+    pieces: list  # [Piece]: task r counts pieces r, r + N, ...
+    tasks: int
+    vocab_size: int
+    pattern_name: str  # the tokenizer file's "pattern"
 
 
 class CountWork:
@@ -108,11 +120,10 @@ class CountWork:
 def count_task(data, rank=0, world_size=1, *, job, work):
     """Stage 1, task `rank` of `world_size`: count pieces rank, rank + N, ... -> its table."""
     show_user_errors_without_traceback()  # this task may run in a process of its own
-    reading = Reading(**job["reading"])
     counts = Counter()
     try:
-        for piece in job["pieces"][rank::world_size]:
-            counts.update(count_piece(Piece(**piece), reading))
+        for piece in job.pieces[rank::world_size]:
+            counts.update(count_piece(piece, job.reading))
     except CorpusError as exc:
         raise PrepareError(str(exc)) from None
     with atomic_path(work.table(rank)) as tmp:
@@ -128,7 +139,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
     (datatrove passes every step the task's rank and the number of tasks; one task needs neither.)
     """
     counts = Counter()
-    for rank in range(job["tasks"]):
+    for rank in range(job.tasks):
         if not work.table_intact(rank):
             raise PrepareError(
                 f"{work.table(rank)} is missing or differs from its recorded sha256; run the "
@@ -136,12 +147,12 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
             )
         counts.update(load_json(read_small_file(work.table(rank)), work.table(rank)))
     if not counts:
-        raise PrepareError(no_text_message(job["inputs"], job["emptied_by_max_chars"]))
-    special_tokens = job["reading"]["special_tokens"]
-    vocab, merges = train_bpe_from_counts(counts, job["vocab_size"], special_tokens)
+        raise PrepareError(no_text_message(job.inputs, job.emptied_by_max_chars))
+    special_tokens = job.reading.special_tokens
+    vocab, merges = train_bpe_from_counts(counts, job.vocab_size, special_tokens)
     first_special = 256 + len(merges)
     special_ids = {token: first_special + i for i, token in enumerate(special_tokens)}
-    Tokenizer(vocab, merges, special_ids, pattern=job["pattern_name"]).save(out)
+    Tokenizer(vocab, merges, special_ids, pattern=job.pattern_name).save(out)
     return data
 
 
@@ -192,15 +203,15 @@ def train_with_datatrove(
         },
     )
     work.claim(tasks)
-    job = {
-        "inputs": [str(path) for path in inputs],  # as given, for the error of an empty input
-        "emptied_by_max_chars": max_chars if left_out else None,  # that error's, too
-        "reading": asdict(reading),
-        "pieces": [asdict(piece) for piece in pieces],
-        "tasks": tasks,
-        "vocab_size": vocab_size,
-        "pattern_name": pattern,
-    }
+    job = CountJob(
+        inputs=[str(path) for path in inputs],
+        emptied_by_max_chars=max_chars if left_out else None,
+        reading=reading,
+        pieces=pieces,
+        tasks=tasks,
+        vocab_size=vocab_size,
+        pattern_name=pattern,
+    )
     options = SimpleNamespace(
         executor=executor,
         workers=workers,
@@ -221,7 +232,7 @@ def run_count_and_learn(options, job, work, out, verbose):
         options,
         "tokenizer-count",
         pipeline=[partial(count_task, job=job, work=work)],
-        tasks=job["tasks"],
+        tasks=job.tasks,
         logging_dir=work.logs("count"),
         depends=None,
         skip_completed=True,
@@ -237,7 +248,7 @@ def run_count_and_learn(options, job, work, out, verbose):
     )
     show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
     with quiet_logs(work.folder / "logs", verbose) as terminal:
-        bars = [(f"count ({plural(job['tasks'], 'task')})", work.logs("count"), job["tasks"])]
+        bars = [(f"count ({plural(job.tasks, 'task')})", work.logs("count"), job.tasks)]
         with task_bars(bars, terminal, show=options.executor != "slurm"):
             learn.run()
 
