@@ -23,6 +23,7 @@ import regex
 
 from .checks import one_line
 from .gpt2 import GPT2_FILES
+from .text import read_text
 from .tokenizer import Tokenizer
 
 # Background colors cycled over the tokens (256-color codes, pale, with black text), and reset.
@@ -185,20 +186,6 @@ def load_tokenizer(path=None):
         raise ShowError(f"{path} is not a tokenizer file ({exc})") from None
 
 
-def read_text(path):
-    """A whole file as strict UTF-8; a missing file or a bad byte is a ShowError."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ShowError(f"{path} does not exist; check the path") from None
-    except OSError as exc:
-        raise ShowError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ShowError(f"{path} is not valid UTF-8 (byte offset {exc.start:,})") from None
-
-
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line usage errors and "did you mean" for a misspelled option, as the
     project's other commands (safety.cli.ArgumentParser; bpe imports nothing of the project).
@@ -243,7 +230,7 @@ def make_parser():
 def main(argv=None):
     args = make_parser().parse_args(argv)
 
-    text = read_text(args.file) if args.file else args.text if args.text else args.explain
+    text = read_text(args.file, ShowError) if args.file else args.text or args.explain
     if not text:
         raise ShowError(f"{args.file or 'the text'} is empty: nothing to show")
     try:

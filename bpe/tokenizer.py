@@ -28,6 +28,7 @@ from .checks import (
 )
 from .patterns import BUILTIN_PATTERNS, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
+from .text import without_lone_surrogates
 
 CACHE_LIMIT = 1 << 16  # distinct pretokens kept encoded (~130 bytes each); emptied when full
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
@@ -116,11 +117,6 @@ def encode_long_pretoken(pretoken, ranks):
             if pair_ranks[left] != NO_MERGE:
                 heappush(heap, pair_ranks[left] * size + left)
     return [ranks[part] for part in parts if part is not None]
-
-
-def _without_lone_surrogates(text):
-    """What tiktoken does with text that is not valid Unicode: "a\\ud800" -> "a\\ufffd"."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class Tokenizer:
@@ -269,7 +265,7 @@ class Tokenizer:
         try:
             return self._encode_pretokens(pretokens)
         except UnicodeEncodeError:  # lone surrogates: not valid Unicode; repair as tiktoken does
-            return self._encode_segment(_without_lone_surrogates(segment), offset)
+            return self._encode_segment(without_lone_surrogates(segment), offset)
 
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(

@@ -13,7 +13,7 @@ import numpy as np
 
 from prepare_common import source_name
 from safety.errors import PrepareError
-from safety.files import sha256_file, universal_newlines
+from safety.files import read_text, sha256_file
 from safety.inputs import BUILDERS, expand_data_files, hub_files
 
 JSON_WHITESPACE = b" \t\r\n"
@@ -87,19 +87,6 @@ def task_slices(lengths, tasks):
 
 # ---------------------------------------------------------------------------------------------
 # reading a piece: the documents `datasets` reads, row for row
-
-
-def read_text_document(path):
-    """A .txt file as one document, as datasets' text reader opens it (universal newlines)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PrepareError(
-            f"{path} is not valid UTF-8 (byte offset {exc.start:,}); convert it to UTF-8"
-        ) from None
-    return universal_newlines(text)
 
 
 def read_parquet_rows(path, start, end):
@@ -238,7 +225,7 @@ class PieceReader:
             yield from read_parquet_rows(self.path, self.start, self.end)
             return
         if self.kind == "text":
-            yield 0, read_text_document(self.path)
+            yield 0, read_text(self.path)  # as datasets' text reader opens it
             return
         with open(self.path, "rb") as f:
             if self.start > 0:  # the line that straddles `start` belongs to the piece before

@@ -5,8 +5,9 @@ import os
 import stat
 import sys
 
+from bpe.text import shortened  # a value quoted in an error line, cut
+
 DEBUG_ENV = "NANOGPT_DEBUG"  # NANOGPT_DEBUG=1: an unexpected exception shows its traceback
-QUOTE_LIMIT = 200  # characters of user data an error line quotes at the most
 
 
 class PrepareError(Exception):
@@ -35,17 +36,6 @@ def reading(path):
         if getattr(exc, "nanogpt_reading", None) is None:
             exc.nanogpt_reading = str(path)
         raise
-
-
-def shortened(text, limit=QUOTE_LIMIT):
-    """`text` cut to about `limit` characters: a 10 MB token must not make a 20 MB error line.
-
-    "'abc'" -> "'abc'"; repr("x" * 10**7) -> "'xxx...xxx... (10,000,002 characters)"
-    """
-    text = str(text)
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 3]}... ({len(text):,} characters)"
 
 
 def closed_stdout(exc):

@@ -17,7 +17,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from bpe.corpus import universal_newlines  # nanoGPT's newlines, one rule for every text
+from bpe import text as bpe_text  # one rule for every text: strict UTF-8, nanoGPT's newlines
 
 from .errors import PrepareError
 
@@ -27,31 +27,9 @@ SMALL_FILE_LIMIT = 1 << 28  # 256 MB: more than any meta.json, meta.pkl or work 
 
 
 def read_text(path):
-    """Read a whole file as strict UTF-8; a bad byte is an error that gives its offset."""
-    path = Path(path)
-    with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
-        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
-            # a pipe would block (or be read once, then hashed empty): refuse it before opening
-            raise PrepareError(
-                f"{path} is not a regular file (a pipe or a device?); save the text to a file "
-                f"and pass that"
-            )
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PrepareError(f"{path} does not exist; check the path") from None
-    except IsADirectoryError:
-        raise PrepareError(f"{path} is a folder, not a text file") from None
-    except OSError as exc:
-        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PrepareError(
-            f"{path} is not valid UTF-8: byte offset {exc.start:,} is {data[exc.start : exc.start + 1]!r}; "
-            f"convert the file to UTF-8 first"
-        ) from None
-    return universal_newlines(text)
+    """A whole file as strict UTF-8 with nanoGPT's newlines (bpe.text.read_text); a bad byte is
+    an error that gives its offset, a pipe or a device is refused."""
+    return bpe_text.read_text(path, PrepareError)
 
 
 def sha256_file(path):

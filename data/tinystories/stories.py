@@ -178,8 +178,11 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
     story holding that text literally is cut there too: a few pretokens fewer, nothing else).
     Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
     from bpe import Tokenizer, train_bpe_from_iterator
+    from bpe.text import without_lone_surrogates
 
-    texts = (_encodable(end_of_text.join(s.strip() for s in stories)) for stories in files)
+    texts = (
+        without_lone_surrogates(end_of_text.join(s.strip() for s in stories)) for stories in files
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the short-fall warning: refused below instead
         vocab, merges = train_bpe_from_iterator(
@@ -191,13 +194,3 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
             f"(they give {len(vocab):,}); ask for fewer"
         )
     return Tokenizer(vocab, merges, special_tokens={end_of_text: vocab_size - 1})
-
-
-def _encodable(text):
-    """`text`, its lone surrogates (a JSON "\\ud800" makes one) replaced by U+FFFD as tiktoken's
-    encode_ordinary replaces them before it encodes: UTF-8 has no bytes for them to train on."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text

@@ -1,0 +1,79 @@
+"""Text as every reader of the project reads it, and as every error line quotes it.
+
+- `read_text`: a whole file as strict UTF-8 with nanoGPT's newlines; one wording for a bad byte
+- `decode`: the same for bytes read elsewhere (a block of a file, at its offset)
+- `universal_newlines`: nanoGPT's newlines
+- `without_lone_surrogates`: what tiktoken does with text that is not valid Unicode
+- `shortened`: a value quoted in an error line, cut to a few hundred characters
+
+bpe needs them and is at the bottom, so they live here and the project imports them. Each
+reader raises its own error class (`error`): a ValueError here, the project's PrepareError.
+"""
+
+import contextlib
+import stat
+from pathlib import Path
+
+SHOWN_CHARS = 200  # a value quoted in an error line is cut to this many characters
+
+
+def universal_newlines(text):
+    """nanoGPT's newlines: its open(path, "r").read() reads "\\r\\n" and a lone "\\r" as
+    "\\n" (Python's universal newlines): "a\\r\\nb\\rc" -> "a\\nb\\nc". Every text file is read this way,
+    by the trainer and by the lessons."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def decode(data, path, offset=0, error=ValueError):
+    """Bytes of `path` (from byte `offset`) as strict UTF-8 with nanoGPT's newlines; a bad byte
+    raises `error` naming the file and its offset: b"caf\\xe9" -> "x.txt is not valid UTF-8:
+    byte offset 3 is b'\\xe9'; convert the file to UTF-8 first"."""
+    try:
+        return universal_newlines(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path} is not valid UTF-8: byte offset {offset + exc.start:,} is "
+            f"{data[exc.start : exc.start + 1]!r}; convert the file to UTF-8 first"
+        ) from None
+
+
+def read_text(path, error=ValueError):
+    """A whole file as `decode` reads it; a missing file, a folder, a pipe or a device (which
+    would block, or be read once) raise `error` in one line naming it."""
+    path = Path(path)
+    with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            raise error(
+                f"{path} is not a regular file (a pipe or a device?); save the text to a file "
+                f"and pass that"
+            )
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise error(f"{path} is a folder, not a text file") from None
+    except OSError as exc:
+        raise error(f"cannot read {path}: {exc.strerror}") from None
+    return decode(data, path, error=error)
+
+
+def without_lone_surrogates(text):
+    """What tiktoken's encode_ordinary does with text that is not valid Unicode before it
+    encodes it (UTF-8 has no bytes for a lone surrogate; a JSON "\\ud800" makes one):
+    "a\\ud800" -> "a\\ufffd"; a valid text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def shortened(text, limit=SHOWN_CHARS, length=None, unit="characters"):
+    """`text` cut to `limit` characters, with its length (or `length` `unit`s): a 10 MB token
+    must not make a 20 MB error line. "abc" -> "abc"; "x" * 10**7 -> "xx...x... (10,000,000
+    characters)", the first 200."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) if length is None else length:,} {unit})"
