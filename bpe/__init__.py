@@ -15,7 +15,8 @@ Read in this order:
    that does not grow with the corpus (and the words pretoken, piece, block).
 5. tokenizer.py: the fast encoder (`Tokenizer`), equal to simple.encode, and its tiktoken export.
 6. io.py: files (our JSON, GPT-2's pair, the printable byte alphabet, atomic writes).
-7. checks.py: the argument checks all of the above share.
+7. checks.py: the argument checks all of the above share; text.py: text as every reader reads
+   it (strict UTF-8, nanoGPT's newlines) and every error line quotes it.
 8. show.py, show_training.py: see it work (`python -m bpe show`, `train_tokenizer.py --trace`
    and `--sweep`).
 

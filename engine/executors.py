@@ -14,8 +14,9 @@ import sys
 import threading
 from pathlib import Path
 
+from bpe.io import atomic_path
 from safety.errors import PrepareError
-from safety.files import atomic_path, load_json, read_small_file, sha256_file
+from safety.files import load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bpe.io import atomic_path
 from engine.executors import plural
 from prepare_common import (
     llmc_names,
@@ -32,7 +33,6 @@ from prepare_common import (
 )
 from safety.commit import output_folder
 from safety.errors import PrepareError
-from safety.files import atomic_path
 from safety.record import SHARD_FORMATS
 
 TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16

@@ -43,6 +43,7 @@ from bpe.corpus import (
     no_text_message,
     plan_pieces,
 )
+from bpe.io import atomic_path
 from engine.executors import (
     EXECUTORS,
     config_hash,
@@ -55,7 +56,7 @@ from engine.executors import (
 )
 from engine.readers import file_identity
 from safety.errors import PrepareError
-from safety.files import atomic_path, load_json, read_small_file, sha256_file
+from safety.files import load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 

@@ -7,7 +7,8 @@ A lesson imports its contracts from here:
 - errors.py: PrepareError, and naming the file an unexpected exception was reading
 - signals.py: Ctrl-C and SIGTERM as exceptions, held back while a commit renames its files
 - cli.py: run_main (one `error:` line, never a traceback) and the argument parser
-- files.py: strict and bounded readers, atomic writes, a pickle read without running it
+- files.py: strict and bounded readers, a pickle read without running it (atomic writes and
+  strict UTF-8 text: bpe.io, bpe.text, which bpe shares)
 - downloads.py: a remote file pinned by its sha256, fetched with retries of what may pass
 - inputs.py: a lesson's inputs checked before `datasets` reads them (hub files, local files)
 - record.py: the names a folder's meta.json lists, and which of them a trainer reads

@@ -60,8 +60,10 @@ import stat
 import sys
 from pathlib import Path
 
+from bpe.io import TEMPORARY_TAG, atomic_path
+
 from .errors import PrepareError, closed_stdout
-from .files import TEMPORARY_TAG, atomic_path, load_json, read_small_file
+from .files import load_json, read_small_file
 from .record import RECORD_NAME, journal_problem, listed_files, refused_record, trainer_reads
 from .signals import Terminated, signals_held, sigterm_raises_terminated
 

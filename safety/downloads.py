@@ -17,8 +17,10 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
+from bpe.io import atomic_path
+
 from .errors import PrepareError
-from .files import atomic_path, sha256_file
+from .files import sha256_file
 
 MIRROR_ENV = "NANOGPT_DATA_MIRROR"
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds

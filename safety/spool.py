@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import naming
+from bpe.io import naming
 
 COPY_BYTES = 1 << 24  # 16 MB per read while the output is copied out in key order
 

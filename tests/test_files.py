@@ -3,8 +3,8 @@
 import pytest
 from conftest import names_in, write_files
 
+from bpe.io import atomic_path
 from safety import PrepareError, read_text
-from safety.files import atomic_path
 
 # ---------------------------------------------------------------------------------------------
 # atomic_path
