@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from bpe.io import atomic_path
+from bpe.text import shortened
 from formats.shards import LLMC_HEADER_INTS, LLMC_MAGIC_VERSION, META_FORMAT_VERSION
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
-from safety.errors import shortened
 from safety.files import check_utf8_names, reserve, sha256_file
 from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
 from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS

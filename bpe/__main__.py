@@ -5,10 +5,10 @@ line on stderr, no traceback: exit code 2 for a usage error (no command, or anot
 line holds the usage), 1 for the rest.
 """
 
-import os
 import sys
 
 from .checks import shown
+from .cli import run_main
 from .show import ShowError, main, make_parser
 
 
@@ -36,15 +36,4 @@ if __name__ == "__main__":
         usage_error("give a command")
     if sys.argv[1] != "show":
         usage_error(f"{shown(sys.argv[1])} is not a command; the one command is show")
-    sys.stdout.reconfigure(errors="backslashreplace")  # a stray surrogate must not crash a print
-    try:
-        main(sys.argv[2:])
-    except ShowError as exc:
-        sys.exit(f"error: {exc}")
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as exc:  # the last resort: a case no code foresaw is still one line
-        if os.environ.get("NANOGPT_DEBUG") == "1":
-            raise
-        what = "nested too deeply" if isinstance(exc, RecursionError) else f"{exc}"
-        sys.exit(f"error: {type(exc).__name__}: {what}; set NANOGPT_DEBUG=1 for the traceback")
+    run_main(lambda: main(sys.argv[2:]), ShowError)

@@ -10,8 +10,6 @@ holding only part of a multi-byte character shows its bytes in hex: "你" is 3 b
 GPT-2 cuts it into the tokens <e4 bd> and <a0>.
 """
 
-import argparse
-import difflib
 import hashlib
 import os
 import re
@@ -22,6 +20,7 @@ from pathlib import Path
 import regex
 
 from .checks import one_line
+from .cli import ArgumentParser
 from .gpt2 import GPT2_FILES
 from .text import read_text
 from .tokenizer import Tokenizer
@@ -184,33 +183,6 @@ def load_tokenizer(path=None):
         return Tokenizer.load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors
         raise ShowError(f"{path} is not a tokenizer file ({exc})") from None
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line usage errors and "did you mean" for a misspelled option, as the
-    project's other commands (safety.cli.ArgumentParser; bpe imports nothing of the project).
-
-    No abbreviations, and an unknown --option is refused before anything else is parsed:
-    `--tokenzier x.json hi` is an error naming --tokenizer, never the text "x.json".
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, allow_abbrev=False, **kwargs)
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else list(args)
-        options = sorted(self._option_string_actions)
-        for token in args[: args.index("--") if "--" in args else len(args)]:
-            name = token.split("=", 1)[0]
-            if name.startswith("--") and " " not in name and name not in options:
-                close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]}?" if close else ""
-                self.error(f"unrecognized option {name}{hint}")
-        return super().parse_known_args(args, namespace)
-
-    def error(self, message):
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        sys.exit(2)
 
 
 def make_parser():

@@ -13,7 +13,7 @@
 
 import sys
 
-from safety.cli import ArgumentParser, positive_int, random_seed
+from safety import ArgumentParser, positive_int, random_seed
 
 from . import overlap
 from .packing import packing

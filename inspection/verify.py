@@ -13,10 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bpe.cli import closed_stdout
 from formats.shards import BIN_DTYPES, META_FORMAT_VERSION, SPLIT_NAMES, open_npy, read_shard
 from formats.tokenizers import encoding_sha256, gpt2_encoding, load_trained
 from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
-from safety.errors import PrepareError, closed_stdout, reading
+from safety.errors import PrepareError, reading
 from safety.files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
 from safety.record import (
     META_PKL,

@@ -19,8 +19,9 @@ Layers: bpe < safety < formats < inspection < prepare_common < the lessons < eng
 here imports a layer above it, and importing a module runs nothing but definitions.
 """
 
+from bpe.cli import ArgumentParser
+
 from .cli import (
-    ArgumentParser,
     default_num_proc,
     fraction,
     positive_int,

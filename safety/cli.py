@@ -1,16 +1,17 @@
-"""The command line: `run_main` (a failure is one `error:` line, never a traceback), and the
-argument parser every command shares (one-line usage errors, "did you mean", checked numbers)."""
+"""The command line: `run_main` (a failure is one `error:` line, never a traceback, with the
+project's signals), and the checked numbers of the options; the argument parser every command
+shares is bpe.cli's (one-line usage errors, "did you mean")."""
 
 import argparse
-import difflib
 import math
 import os
 import signal
-import sys
 import threading
 
+from bpe import cli as bpe_cli
+
 from .commit import interrupted_message
-from .errors import DEBUG_ENV, PrepareError, closed_stdout, unexpected_message
+from .errors import PrepareError
 from .signals import (
     IN_RUN_MAIN,
     SIGNALS_RECEIVED,
@@ -22,144 +23,33 @@ from .signals import (
 
 
 def run_main(main):
-    """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
+    """Run `main()` as bpe.cli.run_main runs a command (a PrepareError is one `error: ...` line
+    and exit code 1; any other failure one line too), with the project's signals.
 
     A stdout closed by its reader (`| head -1`) ends the command quietly, exit code 141.
     Ctrl-C (exit code 130) and SIGTERM (143, raised as `Terminated` for the whole run) say what
     they left: the folder commit's message when they stopped a run staging its outputs; the
-    worker processes the run started are ended with it (`end_children`). An OSError no code
-    turned into a clearer message still gets one line (with the file it names), and so does, as
-    a last resort, any other exception (with what was being read, see `reading`): the traceback
-    only with NANOGPT_DEBUG=1.
+    worker processes the run started are ended with it (`end_children`).
     """
-    # a file name that is not valid UTF-8 must not turn a print into a crash
-    sys.stdout.reconfigure(errors="backslashreplace")
-    sys.stderr.reconfigure(errors="backslashreplace")
     IN_RUN_MAIN.append(os.getpid())
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, raise_interrupt)  # recorded too (SIGNALS_RECEIVED)
-    try:
+
+    def with_signals():
         with sigterm_raises_terminated():
             main()
-            sys.stdout.flush()  # a closed stdout shows here, not as Python's message at exit
         if SIGNALS_RECEIVED:  # its exception was lost on the way: the run is still interrupted
             raise Terminated() if SIGNALS_RECEIVED[0] == signal.SIGTERM else KeyboardInterrupt()
-    except PrepareError as exc:
-        _exit_with(f"error: {exc}", 1)
-    except KeyboardInterrupt as exc:
-        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-        end_children()
-        _exit_with(
-            f"error: {str(exc) or interrupted_message(what)}",
-            143 if what == "terminated" else 130,
-            at_once=True,
-        )
-    except OSError as exc:
-        if closed_stdout(exc):
-            _quiet_exit()
-        where = f"{exc.filename}: " if exc.filename else ""
-        _exit_with(f"error: {where}{exc.strerror or exc}", 1)
-    except Exception as exc:  # the last resort: a case no code foresaw, still one line
-        if os.environ.get(DEBUG_ENV) == "1":
-            raise
-        _exit_with(f"error: {unexpected_message(exc)}", 1)
-    except BaseException as exc:  # a panic of Rust code (tiktoken's) is not an Exception
-        if type(exc).__name__ != "PanicException" or os.environ.get(DEBUG_ENV) == "1":
-            raise
-        _exit_with(f"error: {unexpected_message(exc)}", 1)
+
+    bpe_cli.run_main(with_signals, PrepareError, interrupted, end_children)
 
 
-def _quiet_exit():
-    """stdout was closed by its reader (`| head -1`): exit 141 (128 + SIGPIPE, what a shell
-    shows for a Unix tool that SIGPIPE ended) with no message. stdout is pointed at /dev/null
-    first, so that the interpreter's last flush of it finds nothing to complain about."""
+def interrupted(exc):
+    """The line and exit code of a run stopped by Ctrl-C or SIGTERM, its workers ended."""
+    what = "terminated" if isinstance(exc, Terminated) else "interrupted"
     end_children()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(141)
-
-
-def _exit_with(line, code, at_once=False):
-    """Print the one error line and exit; `at_once` skips the exit handlers (a pool's, which may
-    wait forever for a worker that was ended while it sent a result)."""
-    print(" ".join(line.split("\n")), file=sys.stderr)
-    if at_once:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse.ArgumentParser as every command of the project parses its options.
-
-    - a usage error is one line, exit code 2: `error: ... (see PROG --help)`
-    - a misspelled option is named with the closest one: "--tokenzier" -> did you mean --tokenizer?
-      (no abbreviations: "--tok" is not taken for --tokenizer, and so is never a surprise)
-    - nanoGPT's underscore spellings answer too: --out_dir is --out-dir, --vocab_size=4096 is
-      --vocab-size=4096 (not shown in --help: one spelling is documented)
-    """
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("allow_abbrev", False)
-        if sys.argv[0].endswith(".py"):  # "see data/shakespeare/prepare.py --help", as typed
-            kwargs.setdefault("prog", sys.argv[0])
-        super().__init__(*args, **kwargs)
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = sys.argv[1:] if args is None else list(args)
-        return super().parse_known_args(respelled(self, args), namespace)
-
-    def error(self, message):
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        sys.exit(2)
-
-
-def respelled(parser, args):
-    """`args` with each --a_b option (nanoGPT's spelling) as --a-b; an unknown option is an error.
-
-    ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]; ["--sead", "1"] -> error
-    "unrecognized option --sead; did you mean --seed?". Values are left as they are, and so is
-    everything after "--". A parser with subcommands leaves their options to their own parsers.
-    """
-    known = set(parser._option_string_actions)
-    commands = [
-        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-    ]
-    respelled = []
-    for i, token in enumerate(args):
-        if token == "--" or (commands and token in commands[0].choices):
-            return respelled + args[i:]
-        name, equals, value = token.partition("=")
-        if name.startswith("--") and " " not in name and name not in known:
-            dashed = name.replace("_", "-")
-            if dashed not in known:
-                parser.error(unknown_option(name, known))
-            token = dashed + equals + value
-        respelled.append(token)
-    return respelled
-
-
-# What one command calls an option another calls otherwise: the text lessons read one file
-# (--input), the document lessons files (--data-files); train_tokenizer.py writes one file (--out).
-SAME_OPTION = {
-    "--input": "--data-files",
-    "--data-files": "--input",
-    "--out": "--out-dir",
-    "--out-dir": "--out",
-    "--output": "--out-dir",
-}
-
-
-def unknown_option(name, known):
-    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?";
-    "--input" where the command takes --data-files -> "...; did you mean --data-files?" """
-    long_options = sorted(option for option in known if option.startswith("--"))
-    close = difflib.get_close_matches(name.replace("_", "-"), long_options, n=1, cutoff=0.6)
-    same = [SAME_OPTION[name]] if SAME_OPTION.get(name) in known else []
-    hint = close or same
-    return f"unrecognized option {name}" + (f"; did you mean {hint[0]}?" if hint else "")
+    return f"error: {str(exc) or interrupted_message(what)}", 143 if what == "terminated" else 130
 
 
 def fraction(text):

@@ -60,9 +60,10 @@ import stat
 import sys
 from pathlib import Path
 
+from bpe.cli import closed_stdout
 from bpe.io import TEMPORARY_TAG, atomic_path
 
-from .errors import PrepareError, closed_stdout
+from .errors import PrepareError
 from .files import load_json, read_small_file
 from .record import RECORD_NAME, journal_problem, listed_files, refused_record, trainer_reads
 from .signals import Terminated, signals_held, sigterm_raises_terminated

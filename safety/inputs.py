@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import PrepareError, shortened
+from bpe.text import shortened
+
+from .errors import PrepareError
 from .files import sha256_file
 
 # Which datasets builder reads which local files; .txt files are one document each.

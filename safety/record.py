@@ -9,7 +9,9 @@ import fnmatch
 import json
 from pathlib import Path
 
-from .errors import PrepareError, shortened
+from bpe.text import shortened
+
+from .errors import PrepareError
 
 META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
 
