@@ -1,8 +1,13 @@
-"""GPT-2's two tokenizer files, pinned once for the whole project: URL and sha256.
+"""GPT-2's two tokenizer files, pinned once for the whole project: URL and sha256; and where a
+pinned file is read from (the origin, or a mirror), with the one line of a network that is not
+there.
 
 Every reader of them (`python -m bpe show`, the lessons' tiktoken "gpt2", `verify`) checks the
 bytes against these.
 """
+
+import os
+import socket
 
 # GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
 GPT2_FILES = {
@@ -15,3 +20,39 @@ GPT2_FILES = {
         "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
     ),
 }
+
+MIRROR_ENV = "NANOGPT_DATA_MIRROR"  # a folder or an http(s) address laid out as the origins
+OFFLINE_HELP = "docs/offline.md"
+MIRROR_PATHS = {name: f"gpt2/{name}" for name in GPT2_FILES}  # where each sits in a mirror
+
+
+def mirrored(url, mirror_path):
+    """Where a pinned file is read: $NANOGPT_DATA_MIRROR/mirror_path when it is set, else `url`:
+    NANOGPT_DATA_MIRROR=/m, "gpt2/vocab.bpe" -> "/m/gpt2/vocab.bpe"."""
+    mirror = os.environ.get(MIRROR_ENV, "").strip()
+    return f"{mirror.rstrip('/')}/{mirror_path}" if mirror else url
+
+
+def unresolved_message(url):
+    """The one line of a download whose host name does not resolve (`host_unresolved`)."""
+    return (
+        f"cannot download {url}: its host name does not resolve (no network?); "
+        f"set {MIRROR_ENV} to a folder holding a copy (see {OFFLINE_HELP})"
+    )
+
+
+def host_unresolved(exc):
+    """Whether a failure is a host name that does not resolve (socket.gaierror in its chain)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, socket.gaierror) or type(exc).__name__ == "NameResolutionError":
+            return True
+        exc = (
+            exc.__cause__
+            or exc.__context__
+            or next(
+                (arg for arg in getattr(exc, "args", ()) if isinstance(arg, BaseException)), None
+            )
+        )
+    return False

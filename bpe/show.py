@@ -21,7 +21,7 @@ import regex
 
 from .checks import one_line
 from .cli import ArgumentParser
-from .gpt2 import GPT2_FILES
+from .gpt2 import GPT2_FILES, MIRROR_PATHS, host_unresolved, mirrored, unresolved_message
 from .text import read_text
 from .tokenizer import Tokenizer
 
@@ -159,11 +159,12 @@ def gpt2_file(name):
     cached = Path(cache, hashlib.sha1(url.encode()).hexdigest())
     if cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == sha256:
         return cached.read_bytes()
-    mirror = os.environ.get("NANOGPT_DATA_MIRROR", "").strip()
-    source = f"{mirror.rstrip('/')}/gpt2/{name}" if mirror else url
+    source = mirrored(url, MIRROR_PATHS[name])
     try:
         return read_file_cached(source, sha256)
     except Exception as exc:  # requests' errors, a bad hash, a missing file: no one class
+        if host_unresolved(exc):
+            raise ShowError(f"{unresolved_message(source)}, or give --tokenizer FILE") from None
         raise ShowError(
             f"cannot fetch GPT-2's {name} from {source} ({one_line(exc)}); connect to the "
             f"internet, set NANOGPT_DATA_MIRROR to a copy of it (docs/offline.md), or give "

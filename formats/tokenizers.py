@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.gpt2 import GPT2_FILES
+from bpe.gpt2 import GPT2_FILES, MIRROR_PATHS
 from safety.downloads import RemoteFile, fetch
 from safety.errors import PrepareError, reading
 from safety.files import data_cache, sha256_file
 
-GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], mirror_path="gpt2/encoder.json")
-GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], mirror_path="gpt2/vocab.bpe")
+GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], MIRROR_PATHS["encoder.json"])
+GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], MIRROR_PATHS["vocab.bpe"])
 
 
 def gpt2_encoding():

@@ -11,20 +11,17 @@ or an http(s) URL), the bytes come from the mirror, laid out as `mirror_path` sa
 """
 
 import hashlib
-import os
-import socket
 import time
 from collections import namedtuple
 from pathlib import Path
 
+from bpe.gpt2 import MIRROR_ENV, OFFLINE_HELP, host_unresolved, mirrored, unresolved_message
 from bpe.io import atomic_path
 
 from .errors import PrepareError
 from .files import sha256_file
 
-MIRROR_ENV = "NANOGPT_DATA_MIRROR"
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds
-OFFLINE_HELP = "docs/offline.md"
 
 
 class _RetryableStatus(Exception):
@@ -62,11 +59,8 @@ def download_blocks(url, save, retries=3, backoff=1.0):
                 f"{url} is not a valid URL ({exc}); check {MIRROR_ENV} if it is set"
             ) from None
         except (_RetryableStatus, *transient) as exc:
-            if _unresolved(exc):
-                raise PrepareError(
-                    f"cannot download {url}: its host name does not resolve (no network?); "
-                    f"set {MIRROR_ENV} to a folder holding a copy (see {OFFLINE_HELP})"
-                ) from None
+            if host_unresolved(exc):
+                raise PrepareError(unresolved_message(url)) from None
             if attempt == retries:
                 raise PrepareError(_last_failure(url, exc, response, retries)) from None
             time.sleep(backoff * 2**attempt)
@@ -81,23 +75,6 @@ def _check_status(url, response):
             f"downloading {url} failed with HTTP status {response.status_code} "
             f"{response.reason}; check the address or your network, then run again"
         )
-
-
-def _unresolved(exc):
-    """Whether a failure is a host name that does not resolve (socket.gaierror in its chain)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, socket.gaierror) or type(exc).__name__ == "NameResolutionError":
-            return True
-        exc = (
-            exc.__cause__
-            or exc.__context__
-            or next(
-                (arg for arg in getattr(exc, "args", ()) if isinstance(arg, BaseException)), None
-            )
-        )
-    return False
 
 
 def _last_failure(url, exc, response, retries):
@@ -144,12 +121,11 @@ def fetch(remote, dest):
         return dest
     if not dest.parent.is_dir():
         raise PrepareError(f"cannot download to {dest}: {dest.parent} is not a folder")
-    mirror = os.environ.get(MIRROR_ENV, "").strip()
-    if not mirror or mirror.startswith(("http://", "https://")):
-        url = f"{mirror.rstrip('/')}/{remote.mirror_path}" if mirror else remote.url
+    url = mirrored(remote.url, remote.mirror_path)
+    if url.startswith(("http://", "https://")):
         # retried if the connection drops or the server says 5xx
         return download_blocks(url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total))  # fmt: skip
-    source = Path(mirror) / remote.mirror_path
+    source = Path(url)  # a mirror folder
     if not source.is_file():
         layout = "laid out as docs/offline.md lists"
         copy = (

@@ -182,6 +182,18 @@ def test_cli_bad_input_is_one_error_line():
     assert_clean_failure(run_show(""), "the text is empty")
 
 
+def test_cli_without_network_is_the_scripts_one_line(tmp_path):
+    """GPT-2's files from a host that does not resolve: the scripts' line, not requests' text."""
+    mirror = "http://no-such-host.invalid/mirror"
+    env = {**os.environ, "NANOGPT_DATA_MIRROR": mirror, "TIKTOKEN_CACHE_DIR": str(tmp_path)}
+    assert_clean_failure(
+        run_show("hi", env=env),
+        f"cannot download {mirror}/gpt2/encoder.json: its host name does not resolve (no "
+        "network?); set NANOGPT_DATA_MIRROR to a folder holding a copy (see docs/offline.md), "
+        "or give --tokenizer FILE",
+    )
+
+
 def run_bpe(*args):
     return subprocess.run(
         [sys.executable, "-m", "bpe", *args], cwd=REPO, capture_output=True, text=True
