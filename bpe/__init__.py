@@ -24,22 +24,35 @@ It imports nothing else of the project it lives in: copy the folder out and it w
 regex and tiktoken are its dependencies; pyarrow for parquet files).
 """
 
-from .patterns import GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN, first_uncovered
-from .simple import EOT, get_pair_counts, merge_pair
-from .tokenizer import Tokenizer
-from .train import train_bpe, train_bpe_from_counts, train_bpe_from_files, train_bpe_from_iterator
+import importlib
 
-__all__ = [
-    "EOT",
-    "Tokenizer",
-    "train_bpe",
-    "train_bpe_from_counts",
-    "train_bpe_from_files",
-    "train_bpe_from_iterator",
-    "get_pair_counts",
-    "merge_pair",
-    "first_uncovered",
-    "GPT2_PATTERN",
-    "GPT4_PATTERN",
-    "NANOCHAT_PATTERN",
-]
+# Each public name and the module that defines it, loaded when first used (PEP 562): importing
+# bpe, or one of its small modules (bpe.parallel, bpe.gpt2, bpe.text), loads nothing else.
+_PUBLIC = {
+    "EOT": "simple",
+    "Tokenizer": "tokenizer",
+    "train_bpe": "train",
+    "train_bpe_from_counts": "train",
+    "train_bpe_from_files": "train",
+    "train_bpe_from_iterator": "train",
+    "get_pair_counts": "simple",
+    "merge_pair": "simple",
+    "first_uncovered": "patterns",
+    "GPT2_PATTERN": "patterns",
+    "GPT4_PATTERN": "patterns",
+    "NANOCHAT_PATTERN": "patterns",
+}
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name):
+    """bpe.Tokenizer -> bpe.tokenizer.Tokenizer, imported on first use (then kept here)."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_PUBLIC})

@@ -7,9 +7,9 @@ line holds the usage), 1 for the rest.
 
 import sys
 
-from .checks import shown
 from .cli import run_main
 from .show import ShowError, main, make_parser
+from .text import shown
 
 
 def usage():

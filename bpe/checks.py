@@ -8,19 +8,7 @@ a merge of 10 MB makes an error line of a few hundred characters, not of 20 mill
 import regex
 
 from .patterns import PATTERNS
-from .text import SHOWN_CHARS, shortened
-
-
-def shown(value, limit=SHOWN_CHARS):
-    """repr(value) for an error message, `shortened`, with the value's own length.
-
-    "abc" -> "'abc'";  "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the repr's first 200.
-    """
-    text = repr(value)
-    if isinstance(value, (str, bytes)):
-        unit = "bytes" if isinstance(value, bytes) else "characters"
-        return shortened(text, limit, len(value), unit)
-    return shortened(text, limit, unit="characters in all")
+from .text import shown
 
 
 def check_special_tokens(special_tokens):

@@ -37,8 +37,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .checks import shown
-from .patterns import PATTERNS
+from .text import shown
 
 FORMAT_NAME = "nanogpt-bpe-tokenizer"
 FORMAT_VERSION = 1
@@ -101,6 +100,8 @@ def tokenizer_to_json(vocab, merges, special_tokens, pattern):
     `vocab` id -> bytes, `merges` [(bytes, bytes)], `special_tokens` str -> id,
     `pattern` the regex string.
     """
+    from .patterns import PATTERNS  # regex: loaded when a file is written, not for atomic_path
+
     pattern_name = next((name for name, regex in PATTERNS.items() if regex == pattern), pattern)
     single_bytes = "".join(render_token(vocab[i]) for i in range(256))
     specials = dict(sorted(special_tokens.items(), key=lambda item: item[1]))

@@ -4,7 +4,7 @@
 - `decode`: the same for bytes read elsewhere (a block of a file, at its offset)
 - `universal_newlines`: nanoGPT's newlines
 - `without_lone_surrogates`: what tiktoken does with text that is not valid Unicode
-- `shortened`: a value quoted in an error line, cut to a few hundred characters
+- `shortened`, `shown`: a value quoted in an error line, cut to a few hundred characters
 
 bpe needs them and is at the bottom, so they live here and the project imports them. Each
 reader raises its own error class (`error`): a ValueError here, the project's PrepareError.
@@ -77,3 +77,15 @@ def shortened(text, limit=SHOWN_CHARS, length=None, unit="characters"):
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) if length is None else length:,} {unit})"
+
+
+def shown(value, limit=SHOWN_CHARS):
+    """repr(value) for an error message, `shortened`, with the value's own length.
+
+    "abc" -> "'abc'";  "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the repr's first 200.
+    """
+    text = repr(value)
+    if isinstance(value, (str, bytes)):
+        unit = "bytes" if isinstance(value, bytes) else "characters"
+        return shortened(text, limit, len(value), unit)
+    return shortened(text, limit, unit="characters in all")
