@@ -30,9 +30,7 @@ from safety.commit import PAUSE_ENV, leftover_temporaries
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
-pytest.importorskip(
-    "datatrove", reason="needs datatrove (Python >= 3.10): pip install -e '.[scale]'"
-)
+pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
 
 SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 DATASETS_SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"  # the reference
