@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from inspection.overlap import BLOCK_TOKENS  # noqa: E402
-from safety.cli import ArgumentParser  # noqa: E402
+from safety import ArgumentParser  # noqa: E402
 
 EOT = 50256
 
