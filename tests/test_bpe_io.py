@@ -1,8 +1,11 @@
 """bpe/io.py: our tokenizer file, GPT-2's file pair, the byte alphabet, atomic writes."""
 
+import ast
 import hashlib
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 from conftest import REPO, assert_clean_failure, hand_made_tokenizer, run_python
@@ -243,3 +246,21 @@ def test_a_huge_value_is_quoted_short_in_the_error_line(tmp_path, change, fragme
     assert_clean_failure(result, fragment, str(path))
     assert re.search(r"\.\.\. \(10,000,00\d characters\)", result.stderr), result.stderr[:1000]
     assert len(result.stderr) < 1000, result.stderr[:1000]
+
+
+@pytest.mark.parametrize("module", ["bpe", "bpe.parallel", "bpe.gpt2", "bpe.text", "bpe.io"])
+def test_a_small_module_loads_no_other(module):
+    """bpe's public names load when first used: importing a small module (the project's atomic
+    writes, the process pool, GPT-2's pins) loads neither the trainer nor numpy nor regex."""
+    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith(('bpe', 'numpy', 'regex'))))"  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert set(ast.literal_eval(result.stdout)) <= {"bpe", module, "bpe.text"}, result.stdout
+
+
+def test_public_names_load_when_used():
+    import bpe
+
+    assert bpe.Tokenizer is Tokenizer and "train_bpe" in dir(bpe)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        bpe.nothing  # noqa: B018
