@@ -45,6 +45,10 @@ from .fragments import FragmentCounter
 from .parallel import end_workers, start_pool
 from .patterns import BUILTIN_PATTERNS, spaceless_around
 from .table import PretokenTable
+from .text import decode  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
+
+# between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
+# translated one by one
 
 # What a worker reads at a time: its memory holds a few copies of a block (the bytes, the text,
 # numpy's arrays over them). 20 MB of Linux source, counted by two workers in pieces of 2 MB:
@@ -414,7 +418,10 @@ def _documents_with_sizes(piece, reading):
             while start < len(data):
                 cut = cutter.first_cut(data, start + 1)
                 cut = len(data) if cut == -1 else cut
-                yield offset + start, len(_decode(data[start:cut], piece.path, offset + start))
+                yield (
+                    offset + start,
+                    len(decode(data[start:cut], piece.path, offset + start, CorpusError)),
+                )
                 start = cut
 
 
@@ -466,32 +473,13 @@ def _count_lines_or_text(piece, reading, counter):
     cutter = Cutter(reading.pattern, reading.special_tokens)
     for offset, data in _blocks(piece, cutter):
         if piece.kind == "text":
-            counter.add(_decode(data, piece.path, offset))
+            counter.add(decode(data, piece.path, offset, CorpusError))
             continue
         start = 0
         for line in data.split(b"\n"):
             if line.strip():
                 counter.add(_json_line_text(line, piece.path, offset + start, reading.text_column))
             start += len(line) + 1
-
-
-def universal_newlines(text):
-    """nanoGPT's newlines: its open(path, "r").read() reads "\r\n" and a lone "\r" as "\n"
-    (Python's universal newlines): "a\r\nb\rc" -> "a\nb\nc". Every text file is read this way,
-    by the trainer and by the lessons. A block of a text file never ends between "\r" and "\n"
-    (no cut follows a whitespace character: see Cutter), so blocks are translated one by one."""
-    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-
-
-def _decode(data, path, offset):
-    """A block of a text file as text, its newlines as nanoGPT reads them."""
-    try:
-        return universal_newlines(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise CorpusError(
-            f"{path} is not valid UTF-8: byte offset {offset + exc.start:,} is "
-            f"{data[exc.start : exc.start + 1]!r}; convert the file to UTF-8 first"
-        ) from None
 
 
 def _row_number(path, offset):

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpe import EOT, corpus
+from bpe.text import universal_newlines
 from bpe.train import count_pretokens, train_bpe_from_files, train_bpe_from_iterator
 
 # Fragments that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
@@ -59,12 +60,12 @@ def test_text_pieces_and_blocks_count_like_the_whole_text(
     reading = corpus.Reading(corpus.check_pattern(pattern), special_tokens)
     # the file's text as nanoGPT reads it: "\r\n" is "\n" (the pieces never split the two)
     assert count_in_pieces([path], reading, piece_bytes) == count_pretokens(
-        corpus.universal_newlines(text), pattern, special_tokens
+        universal_newlines(text), pattern, special_tokens
     )
     # --max-chars: the counts of a prefix that ends where the text may be cut, within the cap
     pieces = corpus.cap_pieces(corpus.plan_pieces([path], reading, piece_bytes), reading, max_chars)
     prefix = path.read_bytes()[: pieces[-1].end if pieces else 0].decode("utf-8")
-    prefix = corpus.universal_newlines(prefix)
+    prefix = universal_newlines(prefix)
     assert len(prefix) <= max_chars
     counts = Counter()
     for piece in pieces:
