@@ -167,6 +167,7 @@ def test_a_tokenizer_file_with_such_a_pattern_is_one_error_line(tmp_path, patter
     assert "PanicException" not in result.stderr
 
 
+@pytest.mark.slow
 def test_what_tiktoken_cannot_build_is_one_line_naming_the_pattern(tmp_path):
     """A special token of 3 MB: the pattern compiles, tiktoken's regex of the specials does not."""
     (tmp_path / "in.txt").write_text("some text to encode\n" * 20, encoding="utf-8")

@@ -41,6 +41,7 @@ def test_three_count_tasks_write_the_one_machine_tokenizer_file(tmp_path, shakes
     assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 
 
+@pytest.mark.slow
 def test_slurm_executor_with_stand_in_sbatch(tmp_path, monkeypatch, paragraphs):
     """datatrove's real Slurm launch scripts, run here by the stand-in tests/slurm/sbatch."""
     stand_in = REPO / "tests" / "slurm"
@@ -80,6 +81,7 @@ def train_tokenizer(*args):
     return run_python(REPO / "train_tokenizer.py", *map(str, args))
 
 
+@pytest.mark.slow
 def test_command_line_resumes_and_keeps_other_runs_apart(tmp_path, paragraphs):
     """--engine datatrove with --max-chars: the one-machine file; a rerun after a removed output
     and a lost count table recounts that table only; other inputs count in their own folder.
@@ -133,6 +135,7 @@ def test_tasks_are_capped_at_the_pieces_of_the_input(tmp_path, paragraphs):
     assert (tmp_path / "tasks.json").read_bytes() == (tmp_path / "one.json").read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_ray_executor(tmp_path, paragraphs):
     pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")

@@ -193,6 +193,7 @@ def found_near(pairs):
     return index.near_found
 
 
+@pytest.mark.slow
 def test_planted_exact_near_and_unrelated_pairs(paragraphs, gpt2_encoding):
     exact, near, unrelated = planted_pairs(paragraphs, gpt2_encoding.encode_ordinary)
     assert len(near) >= 500 and len(unrelated) >= 700

@@ -137,6 +137,7 @@ def fresh_copy(dest):
             shutil.copy2(source, dest / name)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="the blocks are bash; Windows has no bash")
 @pytest.mark.parametrize(
     "doc",

@@ -332,6 +332,7 @@ def test_datatrove_from_the_hub_equals_data_files_run(fineweb_repo, data_files_r
     assert meta["source"]["revision"] == repo["revision"] and meta["source"]["documents"] == 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["slurm", pytest.param("ray", marks=pytest.mark.ray)])
 def test_datatrove_on_a_cluster_writes_the_same_shards(
     executor, fineweb_repo, data_files_run, tmp_path

@@ -122,6 +122,7 @@ def test_identical_across_runs_and_num_proc(prepared):
         )
 
 
+@pytest.mark.slow
 def test_byte_identical_to_nanogpts_script(corpus, tmp_path):
     # nanoGPT's 1,024-shard loop needs >= 1,024 documents in each split: 40% val of 3,000 documents
     folder, _ = corpus

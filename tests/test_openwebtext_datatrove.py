@@ -308,6 +308,7 @@ def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
     assert_same_files(tmp_path / "out", jsonl_reference)
 
 
+@pytest.mark.slow
 def test_slurm_executor_with_stand_in_sbatch(jsonl, jsonl_reference, tmp_path):
     """datatrove's real Slurm launch scripts, array ranks and dependencies, run by tests/slurm/."""
     env = {
@@ -390,6 +391,7 @@ def test_sigkill_in_the_commit_leaves_an_incomplete_folder_and_a_rerun_completes
     assert not (out / "meta.pkl").exists() and leftover_temporaries(out) == []
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_ray_executor(jsonl, jsonl_reference, tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")

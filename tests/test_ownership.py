@@ -452,6 +452,7 @@ def shard_lesson(folder):
     return [FINEWEB, "--data-files", "docs.jsonl", "--shard-size", SHARD_SIZE, "--num-proc", 1, "--out-dir", folder]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "lesson",
     [

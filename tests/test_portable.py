@@ -108,6 +108,7 @@ def run(args, cwd, windows_like, hf_cache):
     return stdout, written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", CASES)
 def test_same_bytes_without_fcntl_sigmask_affinity_and_fork(args, inputs, tmp_path):
     cwd = tmp_path / "run"
