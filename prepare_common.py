@@ -337,9 +337,14 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
+    return write_record(out, meta)
+
+
+def write_record(out, meta):
+    """meta.json itself, atomically: the dict as indented UTF-8 JSON; return the dict."""
     check_utf8_names(meta)  # a file name that is not UTF-8 cannot be recorded: one line
     data = (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    with atomic_path(out / RECORD_NAME) as tmp:
+    with atomic_path(Path(out) / RECORD_NAME) as tmp:
         tmp.write_bytes(data)
     return meta
 

@@ -379,12 +379,22 @@ def _create_staging(staging):
         ) from None
 
 
+def _staged_names(staging):
+    """The files staged, sorted: names, and "sub/name" for a file in a staged subfolder (a
+    nanochat folder's base_data_climbmix/ and tokenizer/), one level deep."""
+    names = []
+    for entry in os.scandir(staging):
+        if TEMPORARY_NAME.match(entry.name) or entry.name == STAGING_MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            names += [f"{entry.name}/{name}" for name in os.listdir(entry.path) if not TEMPORARY_NAME.match(name)]  # fmt: skip
+        else:
+            names.append(entry.name)
+    return sorted(names)
+
+
 def _commit(staging, folder):
-    staged = sorted(
-        entry.name
-        for entry in os.scandir(staging)
-        if not TEMPORARY_NAME.match(entry.name) and entry.name != STAGING_MARKER
-    )
+    staged = _staged_names(staging)
     if RECORD_NAME not in staged:
         raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
     owned = owned_files(folder)
@@ -398,10 +408,16 @@ def _commit(staging, folder):
                 f"{target} is a folder where the output {name} goes; move it away and run again "
                 f"(nothing in {folder} was changed)"
             )
+    for sub in {name.split("/")[0] for name in staged if "/" in name}:
+        if os.path.islink(folder / sub) or (os.path.lexists(folder / sub) and not (folder / sub).is_dir()):  # fmt: skip
+            raise PrepareError(
+                f"{folder / sub} is a link or a file where the outputs' folder {sub}/ goes; move "
+                f"it away and run again (nothing in {folder} was changed)"
+            )
     _refuse_strangers(folder, staged, staging=staging)
     shard_format = _staged_format(staging)  # build-nanogpt's .npy shards: its own name rule
     _refuse_strangers(
-        folder, set(os.listdir(folder)) - set(staged), READ_BY_A_TRAINER, shard_format
+        folder, set(_present_names(folder, staged)) - set(staged), READ_BY_A_TRAINER, shard_format
     )
     for name in staged:
         _fsync_path(staging / name)
@@ -416,10 +432,13 @@ def _commit(staging, folder):
             _fsync_path(folder)
             _pause_if_asked("uncommitted")
             for name in data_files:
+                (folder / name).parent.mkdir(exist_ok=True)  # a nanochat folder's subfolders
                 os.replace(staging / name, folder / name)
                 _pause_if_asked("replaced")
             for name in stale:
                 os.unlink(folder / name)
+            for subfolder in {(folder / name).parent for name in staged + stale} - {folder}:
+                _fsync_path(subfolder)
             _fsync_path(folder)
             os.replace(staging / RECORD_NAME, folder / RECORD_NAME)
             _fsync_path(folder)
@@ -433,6 +452,18 @@ def _commit(staging, folder):
             ) from None
     for name in stale:
         print(f"removed {folder / name}, left by an earlier run that this one does not replace")
+    for subfolder in {(folder / name).parent for name in stale} - {folder}:
+        with contextlib.suppress(OSError):  # emptied by the removals: a folder of nothing goes too
+            subfolder.rmdir()
+
+
+def _present_names(folder, staged):
+    """The names in `folder`, and in the subfolders that `staged` writes into ("sub/name")."""
+    names = os.listdir(folder)
+    for sub in {name.split("/")[0] for name in staged if "/" in name}:
+        if os.path.isdir(folder / sub) and not os.path.islink(folder / sub):
+            names += [f"{sub}/{name}" for name in os.listdir(folder / sub)]
+    return names
 
 
 def owned_files(folder):

@@ -7,6 +7,7 @@ be downloaded, shared, edited), so a name it lists counts only in the form its f
 
 import fnmatch
 import json
+import re
 from pathlib import Path
 
 from bpe.text import shortened
@@ -21,6 +22,11 @@ SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
 
 RECORD_NAME = "meta.json"
 DOCUMENT_INDEXES = ("train.docs.npy", "val.docs.npy")  # read by docs/bos_batches.md's train.py
+TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special token
+# nanochat's folder is the one with subfolders: its shards and its tokenizer directory
+NANOCHAT_NAME = re.compile(
+    r"base_data_climbmix/shard_\d{5}\.parquet|tokenizer/(tokenizer\.pkl|token_bytes\.(pt|npy))"
+)
 
 
 def listed_files(meta, where=RECORD_NAME):
@@ -79,6 +85,12 @@ def record_names(meta):
         found.append(("tokenizer.path", path, owned, None))
     if _field(meta.get("source"), "path") is not None:  # the input, in the folder or outside
         found.append(("source.path", meta["source"]["path"], False, None))
+    if _field(meta.get("token_bytes"), "file") is not None:
+        found.append(("token_bytes.file", meta["token_bytes"]["file"], True, TOKEN_BYTES))
+    files = meta.get("tokenizer_files") if isinstance(meta.get("tokenizer_files"), list) else []
+    for i, item in enumerate(files):  # a nanochat folder's tokenizer directory
+        if isinstance(item, dict) and "file" in item:
+            found.append((f"tokenizer_files[{i}].file", item["file"], True, None))
     return found
 
 
@@ -92,7 +104,12 @@ def name_problem(meta):
     'splits["../victim"].file is "../victim.bin", expected a file name inside the folder'
     """
     suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
+    nanochat = isinstance(meta, dict) and meta.get("format") == "nanochat"
     for field, value, _, form in record_names(meta):
+        if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
+            if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
+                return f"{field} is {_shown(value)}, expected a name of nanochat's folder (base_data_climbmix/shard_00000.parquet, tokenizer/tokenizer.pkl, ...)"  # fmt: skip
+            continue
         if not is_plain_name(value):
             if field in ("tokenizer.path", "source.path") and _is_absolute(value):
                 continue  # an input outside the folder: read by verify, never owned
@@ -118,7 +135,7 @@ def journal_problem(journal):
     folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        if not is_plain_name(name) or name.startswith("."):
+        if not is_listed_name(name) or name.startswith("."):
             return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
     return None
 
@@ -142,6 +159,11 @@ def _shown(value):
     return shortened(json.dumps(value))
 
 
+def is_listed_name(value):
+    """A name a record may list: a plain one, or one of a nanochat folder's (NANOCHAT_NAME)."""
+    return is_plain_name(value) or (isinstance(value, str) and bool(NANOCHAT_NAME.fullmatch(value)))
+
+
 def is_plain_name(value):
     """A file name inside the folder: "train.bin" yes; "", ".", "..", "a/b", "/etc" no."""
     return (
@@ -161,6 +183,8 @@ def trainer_reads(name, shard_format=None):
     (its listdir filter), in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
     if name in ("train.bin", "val.bin", META_PKL, *DOCUMENT_INDEXES):
         return True
+    if shard_format == "nanochat":  # its dataset.py lists every *.parquet of the data folder
+        return name.startswith("base_data_climbmix/") and name.endswith(".parquet")
     globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
     if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
         return True

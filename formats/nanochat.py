@@ -1,0 +1,185 @@
+"""nanochat's files, as its dataset.py, dataloader.py, tokenizer.py and tok_train.py read them.
+
+    $NANOCHAT_BASE_DIR/base_data_climbmix/shard_00000.parquet ...  one column `text`, a document
+        a row, row groups of 1,024; in sorted order the last file is val, the others train
+    $NANOCHAT_BASE_DIR/tokenizer/tokenizer.pkl    a pickled tiktoken.Encoding: nanochat's pattern,
+        the merges' ranks, then its nine special tokens
+    $NANOCHAT_BASE_DIR/tokenizer/token_bytes.pt   torch int32: each id's UTF-8 byte length, 0 for
+        the special tokens (what evaluate_bpb divides by)
+
+data/nanochat/prepare.py and `train_tokenizer.py --format nanochat` write them; the inspection
+commands read them back (inspection/nanochat.py).
+"""
+
+import io
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from bpe import NANOCHAT_PATTERN, Tokenizer, train_bpe_from_iterator
+from safety.errors import PrepareError
+from safety.files import atomic_path
+
+DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR, under $NANOCHAT_BASE_DIR
+TOKENIZER_DIR = "tokenizer"
+ROW_GROUP_SIZE = 1024  # dev/repackage_data_reference.py: "multiple of 2, nicer for DDP"
+PARQUET_OPTIONS = dict(  # the reference's pq.write_table arguments
+    row_group_size=ROW_GROUP_SIZE,
+    use_dictionary=False,
+    compression="zstd",
+    compression_level=3,
+    write_statistics=False,
+)
+SHARD_CHARS = 250_000_000  # the reference's chars_per_shard
+BOS = "<|bos|>"
+SPECIAL_TOKENS = (  # nanochat/tokenizer.py's, numbered in this order right after the merges
+    BOS,
+    "<|user_start|>",
+    "<|user_end|>",
+    "<|assistant_start|>",
+    "<|assistant_end|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|output_start|>",
+    "<|output_end|>",
+)
+DOC_CAP = 10_000  # scripts/tok_train.py: each document's first 10,000 characters...
+MAX_CHARS = 2_000_000_000  # ...up to 2B characters in all
+ENCODING_NAME = "rustbpe"  # the name tok_train gives its Encoding: the same merges, the same pickle
+TOKENIZER_FILES = ("tokenizer.pkl", "token_bytes.pt", "token_bytes.npy")
+TORCH_LINE = (  # the one line that makes token_bytes.pt from token_bytes.npy, where torch is
+    "python -c \"import numpy, torch; torch.save(torch.from_numpy(numpy.load('{npy}')), '{pt}')\""
+)
+
+
+def shard_name(index):
+    """A shard's path in the folder: 0 -> "base_data_climbmix/shard_00000.parquet"."""
+    return f"{DATA_DIR}/shard_{index:05d}.parquet"
+
+
+def cut_shards(documents, shard_chars=SHARD_CHARS):
+    """The reference's cut: lists of documents, each closed once it holds shard_chars characters
+    and a multiple of 1,024 documents; the rest is the last list (kept, unlike the reference's).
+
+    2,048 documents of 1 character, shard_chars 1,000 -> [1,024 documents], [1,024 documents]
+    """
+    shard, chars = [], 0
+    for text in documents:
+        shard.append(text)
+        chars += len(text)
+        if chars >= shard_chars and len(shard) % ROW_GROUP_SIZE == 0:
+            yield shard
+            shard, chars = [], 0
+    if shard:
+        yield shard
+
+
+def write_text_shard(path, texts):
+    """One parquet shard of a `text` column, written as the reference writes it, atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pydict({"text": list(texts)}), tmp, **PARQUET_OPTIONS)
+
+
+def shard_texts(path):
+    """A shard's documents, a row group at a time, as nanochat's parquets_iter_batched reads them."""
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    for group in range(parquet.num_row_groups):
+        yield parquet.read_row_group(group).column("text").to_pylist()
+
+
+def capped_documents(documents, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
+    """tok_train.py's text_iterator: each document cut to doc_cap characters, until more than
+    max_chars were given (the document that passes it included): ["abc", "de"], 2, 1 -> ["ab"]."""
+    total = 0
+    for text in documents:
+        text = text[:doc_cap]
+        total += len(text)
+        yield text
+        if total > max_chars:
+            return
+
+
+def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
+    """tok_train.py with our trainer: vocab_size - 9 ids learned on the capped documents, each
+    pretokenized alone with nanochat's pattern, then the nine special tokens -> a bpe.Tokenizer."""
+    num_learned = vocab_size - len(SPECIAL_TOKENS)
+    if num_learned < 256:
+        raise PrepareError(f"--vocab-size {vocab_size:,} leaves {num_learned} ids for the bytes and merges; nanochat needs 256 + {len(SPECIAL_TOKENS)} at least")  # fmt: skip
+    texts = capped_documents(documents, doc_cap, max_chars)
+    vocab, merges = train_bpe_from_iterator(texts, num_learned, pattern=NANOCHAT_PATTERN)
+    if not merges:
+        raise PrepareError("the documents hold no pair of bytes to merge: nothing to train on")
+    return Tokenizer(vocab, merges, special_tokens=list(SPECIAL_TOKENS), pattern="nanochat")
+
+
+def nanochat_encoding(tokenizer):
+    """The tiktoken.Encoding nanochat pickles: its pattern, the ranks in id order, the specials."""
+    return tokenizer.to_tiktoken(name=ENCODING_NAME)
+
+
+def token_byte_lengths(encoding):
+    """tok_train.py's token_bytes: id -> len(decode_single_token_bytes(id)), 0 for a special
+    token, as int32 (one pass over the vocabulary)."""
+    specials = set(encoding._special_tokens.values())
+    lengths = [
+        0 if i in specials else len(encoding.decode_single_token_bytes(i))
+        for i in range(encoding.n_vocab)
+    ]
+    return np.array(lengths, dtype=np.int32)
+
+
+def write_tokenizer_dir(folder, encoding):
+    """nanochat's tokenizer directory in `folder`: tokenizer.pkl, and token_bytes.pt where torch
+    is importable, else token_bytes.npy (see TORCH_LINE). -> the names written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_path(folder / "tokenizer.pkl") as tmp, open(tmp, "wb") as f:
+        pickle.dump(encoding, f)  # tokenizer.py's save(): pickle.dump(self.enc, f)
+    lengths = token_byte_lengths(encoding)
+    try:
+        import torch
+    except ImportError:
+        with atomic_path(folder / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
+            np.save(f, lengths)
+        return ["tokenizer.pkl", "token_bytes.npy"]
+    with atomic_path(folder / "token_bytes.pt") as tmp, open(tmp, "wb") as f:
+        torch.save(torch.from_numpy(lengths), f)  # tok_train.py's torch.save(token_bytes, f)
+    return ["tokenizer.pkl", "token_bytes.pt"]
+
+
+class _EncodingUnpickler(pickle.Unpickler):
+    """Reads a tokenizer.pkl without running anything but tiktoken.Encoding's own constructor."""
+
+    def find_class(self, module, name):
+        if (module, name) == ("tiktoken.core", "Encoding"):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not part of a tiktoken.Encoding")
+
+
+def load_encoding(path):
+    """The tiktoken.Encoding of a tokenizer.pkl, or a PrepareError naming the file."""
+    try:
+        encoding = _EncodingUnpickler(io.BytesIO(Path(path).read_bytes())).load()
+    except OSError:
+        raise
+    except Exception as exc:  # a truncated or foreign pickle
+        raise PrepareError(f"{path} is not a pickled tiktoken.Encoding ({exc})") from None
+    if type(encoding).__name__ != "Encoding":
+        raise PrepareError(f"{path} holds a {type(encoding).__name__}, not a tiktoken.Encoding")
+    return encoding
+
+
+def special_tokens_problem(encoding):
+    """What is wrong with the encoding's special tokens for nanochat, or None: the nine, numbered
+    in nanochat's order right after the merges."""
+    first = len(encoding._mergeable_ranks)
+    expected = {token: first + i for i, token in enumerate(SPECIAL_TOKENS)}
+    if encoding._special_tokens != expected:
+        return f"its special tokens are {encoding._special_tokens}, not nanochat's nine from id {first:,}"  # fmt: skip
+    return None
