@@ -20,7 +20,7 @@ import numpy as np
 from formats.shards import open_npy
 from safety.errors import PrepareError
 
-from .verify import open_split, verify
+from .verify import open_split, read_meta_json, verify
 
 PERCENTILES = (50, 90, 99)
 # nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
@@ -199,6 +199,13 @@ def packing(folder, split, block_size, as_json=False, plot=None):
     problems = verify(folder, quiet=True)
     if problems:
         raise PrepareError(problems[0])
+    if read_meta_json(Path(folder))[0].get("format") == "nanochat":  # its shards hold text
+        from .nanochat import packing_lines as nanochat_lines
+
+        if as_json or plot:
+            raise PrepareError("--json and --plot are for nanoGPT's folders, not nanochat's")
+        print(*nanochat_lines(folder, read_meta_json(Path(folder))[0], split, block_size), sep="\n")  # fmt: skip
+        return
     meta, _ = open_split(folder, split)
     record = meta["splits"].get(split, {}) if "shards" not in meta else {}
     if "index" not in record:

@@ -12,7 +12,7 @@ from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.files import sha256_file
 
-from .verify import open_split, verify
+from .verify import open_split, read_meta_json, verify
 
 
 def random_offset(num_tokens, block_size, seed):
@@ -129,6 +129,14 @@ def show(folder, split="train", block_size=8, offset=0, seed=None):
     problems = verify(folder, quiet=True)  # what verify checks, nanoGPT's reads depend on too
     if problems:
         raise PrepareError(problems[0])
+    meta, _ = read_meta_json(Path(folder))
+    if meta.get("format") == "nanochat":  # documents, not ids: one document's first tokens
+        from .nanochat import show_lines
+
+        if seed is not None:
+            offset = random_offset(meta["splits"][split]["documents"], 0, seed)
+        print(*show_lines(folder, meta, split, block_size, offset), sep="\n")
+        return
     if seed is not None:
         _, data = open_split(folder, split)
         offset = random_offset(len(data), block_size, seed)

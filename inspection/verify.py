@@ -66,6 +66,10 @@ def _audit(folder, quiet=False):
             f"({', '.join(leftovers)}); the next run into this folder removes them",
             file=sys.stderr,
         )
+    if meta.get("format") == "nanochat":  # parquet shards of text: inspection/nanochat.py
+        from .nanochat import audit
+
+        return audit(folder, meta, quiet)
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
     if "shards" in meta:
@@ -125,6 +129,10 @@ def read_meta_json(folder, leftovers=()):
 
 def _shape_problem(meta):
     """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
+    if meta.get("format") == "nanochat":
+        from .nanochat import shape_problem
+
+        return shape_problem(meta)
     problem = _fields_problem(meta, "", TOP_FIELDS)
     if problem is None and meta["dtype"] not in BIN_DTYPES:
         problem = _wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
