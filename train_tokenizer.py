@@ -18,6 +18,14 @@ on the first documents only, up to N characters.
     python train_tokenizer.py --input "shards/*.parquet" --max-chars 2_000_000_000 \
         --vocab-size 32000 --special-tokens "<|endoftext|>" --out tok.json
 
+With --format nanochat it writes nanochat's tokenizer directory instead, what its
+scripts/tok_train.py writes with rustbpe: tokenizer.pkl (nanochat's pattern, its nine special
+tokens after the merges) and token_bytes.pt (token_bytes.npy without torch), trained on each
+document's first --doc-cap characters, --max-chars in all (nanochat's 10,000 and 2B).
+
+    python train_tokenizer.py --format nanochat --vocab-size 32768 --out base/tokenizer \
+        --input "base/base_data_climbmix/*.parquet"
+
 With --engine datatrove the counting runs as N datatrove tasks, on this machine, a Slurm or a
 Ray cluster, and one more task learns the merges: the same tokenizer file, and a rerun skips
 the count tasks already done (engine/training.py).
@@ -120,9 +128,20 @@ def make_parser():
     )
     parser.add_argument(
         "--pattern",
-        default="gpt2",
         choices=list(PATTERNS),
-        help="pretokenization regex (default: gpt2)",
+        help="pretokenization regex (default: gpt2; nanochat's with --format nanochat)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["json", "nanochat"],
+        default="json",
+        help="our tokenizer file (default), or nanochat's tokenizer directory (--out DIR)",
+    )
+    parser.add_argument(
+        "--doc-cap",
+        type=int,
+        metavar="N",
+        help="--format nanochat: each document's first N characters (default: 10,000)",
     )
     parser.add_argument(
         "--workers",
@@ -157,6 +176,7 @@ def parse_args(argv=None, parser=None):
     check_datatrove_arguments(parser, args, local_workers=os.cpu_count() or 1)
     if args.sweep and args.vocab_size is None:
         args.vocab_size = args.sweep[-1]
+    args.pattern = args.pattern or ("nanochat" if args.format == "nanochat" else "gpt2")
     return args
 
 
@@ -190,6 +210,8 @@ def check_args(args):
         raise UsageError(f"--max-chars must be at least 1, got {args.max_chars}")
     if args.vocab_size is None:
         raise UsageError("give --vocab-size N (or --sweep SIZES)")
+    if args.format == "nanochat" or args.doc_cap is not None:
+        return check_nanochat_args(args)
     if args.out is None and not args.sweep:
         args.out = str(default_out(args.input, args.vocab_size))
     if args.sweep and args.vocab_size != args.sweep[-1]:
@@ -210,6 +232,24 @@ def check_args(args):
     if args.out:
         check_out(Path(args.out))
         check_out_is_no_input(Path(args.out), args)
+
+
+def check_nanochat_args(args):
+    """--format nanochat: nanochat's pattern and special tokens, --out a folder, one machine."""
+    if args.format != "nanochat":
+        raise UsageError("--doc-cap is for --format nanochat")
+    if args.doc_cap is not None and args.doc_cap < 1:
+        raise UsageError(f"--doc-cap must be at least 1, got {args.doc_cap}")
+    given = [o for o in ("special_tokens", "sweep", "trace", "plot") if getattr(args, o)]
+    if args.pattern != "nanochat" or args.engine != "bpe" or given:
+        what = f"--{given[0].replace('_', '-')}" if given else "--pattern or --engine"
+        raise UsageError(f"{what} does not go with --format nanochat (nanochat's pattern and special tokens, trained here)")  # fmt: skip
+    if args.out is None:
+        raise UsageError("--format nanochat writes a folder: give --out DIR (nanochat reads $NANOCHAT_BASE_DIR/tokenizer)")  # fmt: skip
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise PrepareError(f"--out {args.out} is a file; give the folder to write tokenizer.pkl into")  # fmt: skip
+    if not Path(args.out).parent.is_dir():
+        raise PrepareError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first")  # fmt: skip
 
 
 def check_eval(path):
@@ -420,7 +460,9 @@ def main(argv=None):
     except UsageError as exc:
         parser.error(str(exc))  # one line, exit code 2
     with says_if_written(args.out):
-        if args.engine == "datatrove":
+        if args.format == "nanochat":
+            train_nanochat(args)
+        elif args.engine == "datatrove":
             train_with_tasks(args)
         else:
             train_here(args)
@@ -482,6 +524,63 @@ def train_here(args):
         make_default_folder(args.out)
         tokenizer.save(args.out)
         print(f"wrote {args.out}")
+
+
+def train_nanochat(args):
+    """--format nanochat: nanochat's tok_train.py, our trainer in place of rustbpe."""
+    from formats import nanochat
+
+    eval_text = read_text(args.eval) if args.eval else None
+    try:
+        documents = input_documents(expand_inputs(args.input), args.text_column)
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
+    start, bars = time.perf_counter(), ProgressBars()
+    try:
+        doc_cap, max_chars = args.doc_cap or nanochat.DOC_CAP, args.max_chars or nanochat.MAX_CHARS
+        tokenizer = nanochat.train_tokenizer(documents, args.vocab_size, doc_cap, max_chars, bars)
+    finally:
+        bars.close()
+    seconds = time.perf_counter() - start
+    print(f"learned {len(tokenizer.merges):,} merges in {seconds:.2f} s; vocab size {tokenizer.vocab_size:,}")  # fmt: skip
+    show_merges(tokenizer.merges)
+    encoding = nanochat.nanochat_encoding(tokenizer)
+    if eval_text is not None:
+        print(f"compression on {args.eval}: {compression(encoding, eval_text):.3f} bytes/token")
+    names = nanochat.write_tokenizer_dir(args.out, encoding)
+    print(f"wrote {', '.join(str(Path(args.out) / name) for name in names)}")
+    if names[-1].endswith(".npy"):
+        npy = Path(args.out) / names[-1]
+        print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
+        print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
+
+
+def input_documents(paths, text_column):
+    """The documents of the files, in order: a .parquet or .jsonl/.json row's text_column each,
+    a .txt file's whole text one (nanochat's tok_train reads its parquet shards' rows)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        kind = file_kind(path)
+        if kind == "text":
+            yield read_text(path)
+        elif kind == "parquet":
+            parquet = pq.ParquetFile(path)
+            if text_column not in parquet.schema_arrow.names:
+                raise PrepareError(f"{path} has no column {text_column!r}; name it with --text-column")  # fmt: skip
+            for group in range(parquet.num_row_groups):
+                yield from parquet.read_row_group(group, columns=[text_column]).column(0).to_pylist()  # fmt: skip
+        elif kind == "jsonl":
+            with open(path, encoding="utf-8") as lines:
+                for number, line in enumerate(lines, 1):
+                    row = json.loads(line) if line.strip() else {}
+                    if line.strip() and not isinstance(row.get(text_column), str):
+                        raise PrepareError(f"{path}, line {number}: no string {text_column!r}")
+                    yield from [row[text_column]] if line.strip() else []
+        else:
+            raise PrepareError(f"{path}: a JSON array; --format nanochat reads .txt, .jsonl and .parquet")  # fmt: skip
 
 
 def train_with_tasks(args):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe import NANOCHAT_PATTERN, Tokenizer, train_bpe_from_iterator
+from bpe import NANOCHAT_PATTERN, Tokenizer, train_bpe_from_counts
+from bpe.fragments import FragmentCounter
 from safety.errors import PrepareError
 from safety.files import atomic_path
 
@@ -105,14 +106,24 @@ def capped_documents(documents, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
             return
 
 
-def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
+def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS, progress=None):
     """tok_train.py with our trainer: vocab_size - 9 ids learned on the capped documents, each
-    pretokenized alone with nanochat's pattern, then the nine special tokens -> a bpe.Tokenizer."""
+    pretokenized alone with nanochat's pattern, then the nine special tokens -> a bpe.Tokenizer.
+
+    Equal to bpe.train_bpe_from_iterator(documents, vocab_size - 9, pattern=NANOCHAT_PATTERN),
+    counted by one FragmentCounter, a document at a time (20x faster than a count per document).
+    progress(stage, done, total): as bpe's trainers call it ("pretokenize" in characters).
+    """
     num_learned = vocab_size - len(SPECIAL_TOKENS)
     if num_learned < 256:
         raise PrepareError(f"--vocab-size {vocab_size:,} leaves {num_learned} ids for the bytes and merges; nanochat needs 256 + {len(SPECIAL_TOKENS)} at least")  # fmt: skip
-    texts = capped_documents(documents, doc_cap, max_chars)
-    vocab, merges = train_bpe_from_iterator(texts, num_learned, pattern=NANOCHAT_PATTERN)
+    counter, done = FragmentCounter(NANOCHAT_PATTERN), 0
+    for text in capped_documents(documents, doc_cap, max_chars):
+        counter.add(text)
+        done += len(text)
+        if progress:
+            progress("pretokenize", done, None)
+    vocab, merges = train_bpe_from_counts(counter.pretoken_counts(), num_learned, progress=progress)
     if not merges:
         raise PrepareError("the documents hold no pair of bytes to merge: nothing to train on")
     return Tokenizer(vocab, merges, special_tokens=list(SPECIAL_TOKENS), pattern="nanochat")
