@@ -244,6 +244,9 @@ def check_nanochat_args(args):
     if args.pattern != "nanochat" or args.engine != "bpe" or given:
         what = f"--{given[0].replace('_', '-')}" if given else "--pattern or --engine"
         raise UsageError(f"{what} does not go with --format nanochat (nanochat's pattern and special tokens, trained here)")  # fmt: skip
+    from formats import nanochat
+
+    nanochat.check_vocab_size(args.vocab_size)
     if args.out is None:
         raise UsageError("--format nanochat writes a folder: give --out DIR (nanochat reads $NANOCHAT_BASE_DIR/tokenizer)")  # fmt: skip
     if Path(args.out).exists() and not Path(args.out).is_dir():

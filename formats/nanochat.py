@@ -106,6 +106,13 @@ def capped_documents(documents, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
             return
 
 
+def check_vocab_size(vocab_size):
+    """A vocabulary with room for the 256 bytes, a merge and the nine specials: 266 -> 266."""
+    if vocab_size < 256 + 1 + len(SPECIAL_TOKENS):
+        raise PrepareError(f"--vocab-size {vocab_size:,} leaves no room for a merge: nanochat needs 256 bytes + 9 special tokens, so at least 266")  # fmt: skip
+    return vocab_size
+
+
 def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS, progress=None):
     """tok_train.py with our trainer: vocab_size - 9 ids learned on the capped documents, each
     pretokenized alone with nanochat's pattern, then the nine special tokens -> a bpe.Tokenizer.
@@ -114,9 +121,7 @@ def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS,
     counted by one FragmentCounter, a document at a time (20x faster than a count per document).
     progress(stage, done, total): as bpe's trainers call it ("pretokenize" in characters).
     """
-    num_learned = vocab_size - len(SPECIAL_TOKENS)
-    if num_learned < 256:
-        raise PrepareError(f"--vocab-size {vocab_size:,} leaves {num_learned} ids for the bytes and merges; nanochat needs 256 + {len(SPECIAL_TOKENS)} at least")  # fmt: skip
+    num_learned = check_vocab_size(vocab_size) - len(SPECIAL_TOKENS)
     counter, done = FragmentCounter(NANOCHAT_PATTERN), 0
     for text in capped_documents(documents, doc_cap, max_chars):
         counter.add(text)

@@ -52,6 +52,8 @@ def main():
         name = source_name(args.data_files, None) if args.data_files else "Tiny Shakespeare"
         print(f"{name}: {len(documents):,} documents")
         check_val_docs(len(documents), val_docs)
+        if args.vocab_size:
+            nanochat.check_vocab_size(args.vocab_size)  # before any shard is written
 
         # 2. shuffle them (the same order for the same --seed), the last val_docs for val
         order = np.random.default_rng(args.seed).permutation(len(documents))
