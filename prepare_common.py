@@ -34,7 +34,7 @@ from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import check_utf8_names, reserve, sha256_file
 from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
-from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
+from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS, TOKEN_BYTES
 
 # ---------------------------------------------------------------------------------------------
 # 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids
@@ -337,7 +337,29 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
+    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, meta["splits"], shards, shard_format)  # fmt: skip
     return write_record(out, meta)
+
+
+def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=None):
+    """token_bytes.npy (each id's UTF-8 byte length, 0 for a special token: what bits per byte
+    divides by) and meta.json's record of it, with the bytes of text each split's ids stand for:
+    {"file": "token_bytes.npy", "sha256": ..., "bytes": {"train": 1003854, "val": 111540}}."""
+    from formats.shards import read_shard
+    from formats.tokenizers import record_byte_lengths, text_bytes
+
+    out, lengths = Path(out), record_byte_lengths(tokenizer)
+    with atomic_path(out / TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
+        np.save(f, lengths)
+    totals = {}
+    for name in splits:
+        if shards is None:
+            path = out / f"{name}.bin"
+            arrays = [np.memmap(path, dtype, "r")] if path.stat().st_size else []
+        else:
+            arrays = [read_shard(out / s["file"], shard_format, np.dtype(dtype)) for s in shards if s["split"] == name]  # fmt: skip
+        totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)
+    return {"file": TOKEN_BYTES, "sha256": sha256_file(out / TOKEN_BYTES), "bytes": totals}
 
 
 def write_record(out, meta):

@@ -126,6 +126,23 @@ def token_byte_lengths(encoding):
     return lengths
 
 
+def record_byte_lengths(tokenizer):
+    """Each id's UTF-8 byte length as int32, 0 for a special token (nanochat's token_bytes), of
+    the tokenizer a meta.json records: a character tokenizer's characters ("aé" -> [1, 2]),
+    GPT-2's, or a trained tokenizer's file (its "path", absolute while the folder is written)."""
+    if tokenizer["kind"] == "char":
+        return np.array([len(c.encode("utf-8")) for c in tokenizer["chars"]], dtype=np.int32)
+    if tokenizer["kind"] == "tiktoken":
+        return token_byte_lengths(gpt2_encoding()).astype(np.int32)
+    return token_byte_lengths(load_trained(tokenizer["path"])[1]).astype(np.int32)
+
+
+def text_bytes(ids, lengths, chunk=2**24):
+    """The UTF-8 bytes the ids stand for, lengths[ids].sum(), a chunk at a time (memory stays
+    flat): [15496, 995] with GPT-2's lengths -> 11 ("Hello world")."""
+    return sum(int(lengths[ids[i : i + chunk]].sum(dtype=np.int64)) for i in range(0, len(ids), chunk))  # fmt: skip
+
+
 def load_trained(path, option="--tokenizer"):
     """(bpe.Tokenizer, its tiktoken Encoding) of a file written by train_tokenizer.py.
 

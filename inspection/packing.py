@@ -20,6 +20,7 @@ import numpy as np
 from formats.shards import open_npy
 from safety.errors import PrepareError
 
+from .token_bytes import bytes_per_token_line
 from .verify import open_split, read_meta_json, verify
 
 PERCENTILES = (50, 90, 99)
@@ -224,6 +225,8 @@ def packing(folder, split, block_size, as_json=False, plot=None):
     else:
         best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
         print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
+        if bytes_per_token_line(meta, split):  # a folder written before token_bytes has none
+            print(bytes_per_token_line(meta, split))
     if plot is not None:  # beside the JSON object, on stderr: stdout stays one object
         print(f"wrote {plot}: the document lengths of {split}", file=sys.stderr if as_json else sys.stdout)  # fmt: skip
 

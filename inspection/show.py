@@ -12,6 +12,7 @@ from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.files import sha256_file
 
+from .token_bytes import bytes_per_token_line
 from .verify import open_split, read_meta_json, verify
 
 
@@ -141,3 +142,5 @@ def show(folder, split="train", block_size=8, offset=0, seed=None):
         _, data = open_split(folder, split)
         offset = random_offset(len(data), block_size, seed)
     print(*block_lines(folder, split, block_size, offset), sep="\n")
+    if bytes_per_token_line(meta, split):  # a folder written before token_bytes has none
+        print(bytes_per_token_line(meta, split))

@@ -50,7 +50,9 @@ def test_write_meta_then_verify_in_process(tmp_path, capsys):
         "tokens": 3,
         "sha256": sha256_file(tmp_path / "val.bin"),
     }
-    assert names_in(tmp_path) == ["meta.json", "train.bin", "val.bin"]
+    assert names_in(tmp_path) == ["meta.json", "token_bytes.npy", "train.bin", "val.bin"]
+    assert np.load(tmp_path / "token_bytes.npy").tolist() == [1, 1, 1, 1, 1]  # "\n abc"
+    assert meta["token_bytes"]["bytes"] == {"train": 5, "val": 3}
     assert verify(tmp_path) == []
     assert "'cba'" in capsys.readouterr().out  # the start of val, decoded
 
