@@ -107,6 +107,9 @@ def _audit_tokenizer(folder, meta):
         return [f"{Path(folder) / tokenizer['path']}: {problem}"]
     if encoding.n_vocab != tokenizer["vocab_size"] or encoding_sha256(encoding) != tokenizer.get("encoding_sha256"):  # fmt: skip
         return [f"{Path(folder) / tokenizer['path']} is not the tokenizer meta.json records (its vocab_size or encoding_sha256)"]  # fmt: skip
+    splits = {name: split["bytes"] for name, split in meta["splits"].items()}
+    if (meta.get("token_bytes") or {}).get("bytes") != splits:
+        return [f"{Path(folder) / 'meta.json'}: token_bytes.bytes is not the splits' bytes {splits}"]  # fmt: skip
     expected = nanochat.token_byte_lengths(encoding)
     for path in [Path(folder) / "token_bytes.npy", *(Path(folder) / f["file"] for f in meta["tokenizer_files"])]:  # fmt: skip
         lengths = _token_bytes(path)

@@ -168,7 +168,7 @@ def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, doc
     out, clean = tmp_path / "out", tmp_path / "clean"
     shutil.copytree(shard_sets["llmc"], out)  # what a run with the default --shard-size made
     shards = ["edu_fineweb_val_000000.bin"] + [f"edu_fineweb_train_{i:06d}.bin" for i in range(1, 5)]  # fmt: skip
-    assert sorted(p.name for p in out.iterdir()) == sorted([*shards, "meta.json"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([*shards, "meta.json", "token_bytes.npy"])  # fmt: skip
     mine = {"notes.txt": NOTES, "my_notes_val_000001.npy": NOTES_NPY}
     for name, data in mine.items():
         (out / name).write_bytes(data)
@@ -179,7 +179,7 @@ def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, doc
         assert f"removed {out / stale}" in result.stdout, result.stdout
     assert_ok(fineweb(docs, clean, shard_size=5_000, env=env))
     expected = {p.name: p.read_bytes() for p in clean.iterdir()}
-    assert sorted(expected) == sorted([*shards[:3], "meta.json"])
+    assert sorted(expected) == sorted([*shards[:3], "meta.json", "token_bytes.npy"])
     assert {p.name: p.read_bytes() for p in out.iterdir()} == {**expected, **mine}
     assert_verifies(out)
 
@@ -360,7 +360,7 @@ def test_inodes_running_out_leave_nothing_behind(tmp_path, small_text):
     each failing run is one line, leaves no .prepare.*.tmp, and removes the folder it created
     (it holds nothing); N = 4 lets the staging folder be made, but not its marker file."""
     outcomes = {}
-    for inodes in range(2, 11):
+    for inodes in range(2, 12):  # enough: the 7 outputs, the folder, the staging folder, ...
         mount = tmp_path / f"inodes-{inodes}"
         with mounted_tmpfs(mount, f"size=1m,nr_inodes={inodes}"):
             result = run(CHAR, "--input", small_text, "--out-dir", mount / "out")
@@ -381,7 +381,7 @@ def test_inodes_running_out_in_a_rerun_keep_the_previous_set(tmp_path, small_tex
     other = tmp_path / "other.txt"
     other.write_text(small_text.read_text()[:5_000])
     outcomes = {}
-    for inodes in range(10, 15):
+    for inodes in range(11, 18):
         mount = tmp_path / f"inodes-{inodes}"
         out = mount / "out"
         with mounted_tmpfs(mount, f"size=1m,nr_inodes={inodes}"):
