@@ -4,6 +4,8 @@
   shard read back with every check a trainer's reader makes
 - tokenizers.py: the tokenizer a folder records: GPT-2's fetched and checked, a trained one
   loaded, their fingerprint, and the check that a pattern loses no text
+- nanochat.py: nanochat's folder: parquet shards of text, and its tokenizer directory
+  (tokenizer.pkl, token_bytes.pt)
 
 prepare_common.py writes these files; the inspection commands read them.
 """

@@ -9,6 +9,8 @@
 - show.py: one block, x and y side by side, each document start marked
 - packing.py: document lengths against the block size; nanochat's best-fit packing simulated
 - overlap.py: val's exact and near copies in train, shared 13-grams, train's repeats (dedup/)
+- token_bytes.py: token_bytes.npy and each split's bytes of text, for bits per byte
+- nanochat.py: the three commands on a nanochat folder (parquet shards of text)
 """
 
 import sys
