@@ -69,7 +69,10 @@ def _audit_shard(folder, shard):
         return [f"{path} is missing"]
     if sha256_file(path) != shard["sha256"]:
         return [f"{path} does not match the sha256 recorded in meta.json"]
-    parquet = pq.ParquetFile(path)
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow's errors: a file that is not parquet
+        return [f"{path} is not a parquet file pyarrow can read ({type(exc).__name__})"]
     if parquet.schema_arrow.names != ["text"]:
         return [f"{path} has the columns {parquet.schema_arrow.names}, not nanochat's one 'text'"]
     groups = [parquet.metadata.row_group(g) for g in range(parquet.num_row_groups)]
@@ -141,6 +144,8 @@ def load(folder, meta):
 
 def split_documents(folder, meta, split):
     """The split's documents in nanochat's order: its shards', row group by row group."""
+    if split not in meta["splits"]:
+        raise PrepareError(f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}")  # fmt: skip
     for shard in meta["shards"]:
         if shard["split"] == split:
             for batch in nanochat.shard_texts(Path(folder) / shard["file"]):
@@ -156,8 +161,8 @@ def show_lines(folder, meta, split, block_size, index):
     """Document `index` of the split: its first block_size tokens, <|bos|> first, each id and text."""
     from bpe.show import token_text
 
-    encoding = load(folder, meta)
-    text = next((t for i, t in enumerate(split_documents(folder, meta, split)) if i == index), None)
+    encoding, documents = load(folder, meta), split_documents(folder, meta, split)
+    text = next((t for i, t in enumerate(documents) if i == index), None)
     if text is None:
         raise PrepareError(f"{split} holds {meta['splits'][split]['documents']:,} documents: --offset {index:,} is past the last")  # fmt: skip
     ids = document_ids(encoding, text)

@@ -135,7 +135,9 @@ def show(folder, split="train", block_size=8, offset=0, seed=None):
         from .nanochat import show_lines
 
         if seed is not None:
-            offset = random_offset(meta["splits"][split]["documents"], 0, seed)
+            offset = random_offset(
+                meta["splits"].get(split, {"documents": 1})["documents"], 0, seed
+            )
         print(*show_lines(folder, meta, split, block_size, offset), sep="\n")
         return
     if seed is not None:
