@@ -560,30 +560,49 @@ def train_nanochat(args):
 
 def input_documents(paths, text_column):
     """The documents of the files, in order: a .parquet or .jsonl/.json row's text_column each,
-    a .txt file's whole text one (nanochat's tok_train reads its parquet shards' rows)."""
-    import json
-
-    import pyarrow.parquet as pq
-
+    a .txt file's whole text one (nanochat's tok_train reads its parquet shards' rows). A file
+    that cannot be read so is one line naming it."""
     for path in paths:
         kind = file_kind(path)
-        if kind == "text":
-            yield read_text(path)
-        elif kind == "parquet":
-            parquet = pq.ParquetFile(path)
-            if text_column not in parquet.schema_arrow.names:
-                raise PrepareError(f"{path} has no column {text_column!r}; name it with --text-column")  # fmt: skip
-            for group in range(parquet.num_row_groups):
-                yield from parquet.read_row_group(group, columns=[text_column]).column(0).to_pylist()  # fmt: skip
-        elif kind == "jsonl":
-            with open(path, encoding="utf-8") as lines:
-                for number, line in enumerate(lines, 1):
-                    row = json.loads(line) if line.strip() else {}
-                    if line.strip() and not isinstance(row.get(text_column), str):
-                        raise PrepareError(f"{path}, line {number}: no string {text_column!r}")
-                    yield from [row[text_column]] if line.strip() else []
-        else:
-            raise PrepareError(f"{path}: a JSON array; --format nanochat reads .txt, .jsonl and .parquet")  # fmt: skip
+        try:
+            if kind == "text":
+                yield read_text(path)
+            elif kind == "parquet":
+                yield from parquet_texts(path, text_column)
+            elif kind == "jsonl":
+                yield from json_lines_texts(path, text_column)
+            else:
+                raise PrepareError(f"{path}: a JSON array; --format nanochat reads .txt, .jsonl and .parquet")  # fmt: skip
+        except (ValueError, OSError) as exc:  # not UTF-8, not JSON, not parquet (ArrowInvalid)
+            raise PrepareError(f"cannot read {path} ({type(exc).__name__}: {exc})") from None
+
+
+def parquet_texts(path, text_column):
+    """A parquet file's text_column, a row group at a time: its documents."""
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    if text_column not in parquet.schema_arrow.names:
+        raise PrepareError(f"{path} has no column {text_column!r}; name it with --text-column")
+    for group in range(parquet.num_row_groups):
+        yield from parquet.read_row_group(group, columns=[text_column]).column(0).to_pylist()
+
+
+def json_lines_texts(path, text_column):
+    """A JSON lines file's text_column of each row: {"text": "a"} / {"text": "b"} -> "a", "b"."""
+    import json
+
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise PrepareError(f"{path}, line {number}: not JSON ({exc})") from None
+            if not isinstance(row, dict) or not isinstance(row.get(text_column), str):
+                raise PrepareError(f"{path}, line {number}: no string {text_column!r}")
+            yield row[text_column]
 
 
 def train_with_tasks(args):

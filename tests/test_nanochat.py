@@ -244,6 +244,26 @@ def test_train_tokenizer_nanochat_refuses(tmp_path, args, message):
     assert result.returncode == 2 and message in result.stderr
 
 
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        pytest.param(
+            "a.jsonl", b'{"text": "a"}\nnot json\n', "a.jsonl, line 2: not JSON", id="bad-json-line"
+        ),  # fmt: skip
+        pytest.param(
+            "a.jsonl", b'{"body": "a"}\n', "a.jsonl, line 1: no string 'text'", id="no-text"
+        ),  # fmt: skip
+        pytest.param("a.parquet", b"not parquet", "cannot read", id="not-parquet"),
+        pytest.param("a.txt", b"\xff\xfe bad", "a.txt", id="not-utf8"),
+    ],
+)
+def test_train_tokenizer_nanochat_bad_input(tmp_path, name, data, message):
+    (tmp_path / name).write_bytes(data)
+    result = run_python(REPO / "train_tokenizer.py", "--format", "nanochat", "--vocab-size", "300", "--out", tmp_path / "tok", "--input", tmp_path / name, env=ENV)  # fmt: skip
+    assert_clean_failure(result, message)
+    assert not (tmp_path / "tok").exists()
+
+
 def inspect(*args):
     return run_python(REPO / "prepare_common.py", *map(str, args), env=ENV)
 
