@@ -27,9 +27,13 @@ def audit_token_bytes(folder, meta):
     tokenizer = dict(meta["tokenizer"])
     if tokenizer["kind"] == "bpe":  # its file, relative to the folder once committed
         tokenizer["path"] = str(Path(folder) / tokenizer["path"])
-    if not np.array_equal(np.load(path), record_byte_lengths(tokenizer)):
+    try:
+        lengths = np.load(path)
+    except (ValueError, EOFError) as exc:  # not a .npy file, or one of pickled objects
+        return [f"{path} is not a .npy file numpy can read ({exc})"]
+    if not np.array_equal(lengths, record_byte_lengths(tokenizer)):
         return [f"{path} is not each id's UTF-8 byte length (0 for a special token)"]
-    found = split_bytes(folder, meta, np.load(path))
+    found = split_bytes(folder, meta, lengths)
     if found != record.get("bytes"):
         return [f"{Path(folder) / 'meta.json'}: token_bytes.bytes is {record.get('bytes')}, the ids stand for {found}"]  # fmt: skip
     return []

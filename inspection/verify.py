@@ -84,7 +84,7 @@ def _audit(folder, quiet=False):
     problems += tokenizer_problems
     problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
     problems += _unlisted_files(folder, meta, leftovers)
-    problems += audit_token_bytes(folder, meta)
+    problems += [] if problems else audit_token_bytes(folder, meta)  # reads the checked ids
     if not problems and not quiet:
         _, ids = open_split(folder, "val")
         start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
