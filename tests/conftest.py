@@ -21,6 +21,7 @@ test touches the network.
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import runpy
@@ -45,6 +46,12 @@ from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from safety import fetch
 
 REPO = Path(__file__).resolve().parents[1]
+
+# A test of the datatrove engine, an optional extra: skipped, saying why, where it is not installed.
+needs_datatrove = pytest.mark.skipif(
+    importlib.util.find_spec("datatrove") is None,
+    reason="needs datatrove: pip install -e '.[scale]'",
+)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path_factory is made

@@ -19,6 +19,7 @@ each stretch of its lines between lines of `...` must appear in what the block p
 as `0.37 s`) is not compared: times vary.
 """
 
+import importlib.util
 import os
 import re
 import shutil
@@ -146,6 +147,14 @@ def fresh_copy(dest):
 )
 def test_shell_blocks_run_in_order(doc, tmp_path):
     require_downloads()
+    extras = {
+        "datatrove": ("prepare_datatrove.py", "--engine datatrove"),
+        "matplotlib": ("--plot",),
+    }
+    for module, marks in extras.items():
+        runs = any(mark in block.code for block in RUNNABLE[doc] for mark in marks)
+        if runs and importlib.util.find_spec(module) is None:
+            pytest.skip(f"its commands need {module}, an optional extra: pip install -e '.[test]'")
     repo = tmp_path / "repo"  # its parent holds what a block writes beside it (../nanoGPT)
     fresh_copy(repo)
     # the marker on stderr names the block that was running when a command failed; the one on

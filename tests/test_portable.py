@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, needs_datatrove
 
 WINDOWS_LIKE = REPO / "tests" / "windows_like"
 # on Windows itself the lessons run as they are (CI); the stand-in builds msvcrt on fcntl
@@ -40,6 +40,7 @@ CASES = [
         ["data/openwebtext/prepare_datatrove.py", "--data-files", "docs.jsonl", "--tasks", "2"]
         + ["--workers", "2", "--val-fraction", "0.01", "--out-dir", "out"],
         id="openwebtext-datatrove",
+        marks=needs_datatrove,
     ),
     pytest.param(
         ["data/fineweb/prepare.py", "--data-files", "docs.jsonl", "--num-proc", "2"]
@@ -50,6 +51,7 @@ CASES = [
         ["data/fineweb/prepare_datatrove.py", "--data-files", "docs.jsonl", "--tasks", "2"]
         + ["--workers", "2", "--shard-size", "10000", "--out-dir", "out"],
         id="fineweb-datatrove",
+        marks=needs_datatrove,
     ),
     pytest.param(
         ["train_tokenizer.py", "--input", "small.txt", "--workers", "2", "--vocab-size", "400"]
@@ -60,6 +62,7 @@ CASES = [
         ["train_tokenizer.py", "--input", "small.txt", "--workers", "2", "--vocab-size", "400"]
         + ["--special-tokens", EOT, "--out", "tok.json", "--engine", "datatrove"],
         id="train_tokenizer-datatrove",
+        marks=needs_datatrove,
     ),
 ]
 # not compared: the lock file records the pid, the work folders datatrove's timed logs

@@ -12,7 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, needs_datatrove
+
+pytestmark = needs_datatrove  # every test here runs the datatrove path
 
 EOT = "<|endoftext|>"
 LOGURU = (" | INFO ", " | SUCCESS ", "📉", "🛠")
