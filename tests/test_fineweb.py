@@ -82,7 +82,10 @@ def data_files_run(fineweb_repo, tmp_path_factory):
 
 
 def shard_files(folder, suffix=".bin"):
-    return sorted(p.name for p in folder.iterdir() if p.suffix == suffix)
+    """The shards in `folder`: its files of `suffix` but the tokenizer's token_bytes.npy."""
+    return sorted(
+        p.name for p in folder.iterdir() if p.suffix == suffix and p.name != "token_bytes.npy"
+    )
 
 
 def test_llmc_shards_are_llmc_bytes(fineweb_repo, data_files_run, gpt2_encoding, tmp_path):

@@ -46,7 +46,13 @@ def test_a_clean_run_leaves_no_lock_file(tmp_path):
     (tmp_path / "abba.txt").write_text("ABBA" * 10, encoding="utf-8")
     result = run_python(SCRIPT, "--input", tmp_path / "abba.txt", "--out-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
-    assert names_in(tmp_path / "out") == ["meta.json", "meta.pkl", "train.bin", "val.bin"]
+    assert names_in(tmp_path / "out") == [
+        "meta.json",
+        "meta.pkl",
+        "token_bytes.npy",
+        "train.bin",
+        "val.bin",
+    ]
     assert run_python("prepare_common.py", "verify", tmp_path / "out", cwd=REPO).returncode == 0
 
 

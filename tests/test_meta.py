@@ -71,6 +71,7 @@ def shakespeare_char_folder(tmp_path_factory):
         "input.txt",
         "meta.json",
         "meta.pkl",
+        "token_bytes.npy",
         "train.bin",
         "val.bin",
     ]

@@ -213,7 +213,7 @@ def test_vocab_size_trains_a_bpe_on_the_train_stories(corpus, tmp_path):
     assert "tokenizer: tinystories-512 (512 tokens)" in result.stdout
     assert "  gpt2: " in result.stdout  # compared on val
     assert sorted(p.name for p in out.iterdir()) == [
-        "meta.json", "meta.pkl", "tinystories-512.json", "train.bin", "train.docs.npy", "val.bin", "val.docs.npy"
+        "meta.json", "meta.pkl", "tinystories-512.json", "token_bytes.npy", "train.bin", "train.docs.npy", "val.bin", "val.docs.npy"
     ]  # fmt: skip
     check = run_python(COMMON, "verify", out)
     assert check.returncode == 0, check.stderr
