@@ -565,16 +565,18 @@ def random_split(num_documents, val_fraction, seed):
     return permutation[num_val:], permutation[:num_val]
 
 
-def split_record(val_fraction, seed, documents, numpy_version=np.__version__):
+def split_record(val_fraction, seed, documents, numpy_version=np.__version__, dedup=None):
     """meta.json's "split" for `random_split`: the rule and its inputs. documents: {"train": 9995,
-    "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too."""
-    return {
+    "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too.
+    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup)."""
+    record = {
         "rule": SPLIT_RULE,
         "val_fraction": val_fraction,
         "seed": seed,
         "numpy": numpy_version,
         "documents": documents,
     }
+    return record if dedup is None else {**record, "dedup": dedup}
 
 
 def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_first=False):
@@ -593,6 +595,50 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     name = where if callable(where) else lambda i: f"{where} {indices[i]}"
     check_documents_covered(texts, ids, encoding, tokenizer, name)
     return {"ids": ids, "len": [len(doc) for doc in ids]}
+
+
+def document_chunks(tokenized, eot_first=False, desc=None, documents_per_batch=10_000):
+    """A tokenized dataset's documents as dedup/ reads them, a batch at a time: (their ids, the
+    end-of-text token left out, one flat array; offsets), [[17250, 50256], [64, 50256]] ->
+    ([17250, 64], [0, 1, 2]). desc: a tqdm bar of the documents, so named."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tokenized), unit=" doc", desc=desc, delay=1, leave=False, disable=desc is None)  # fmt: skip
+    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
+        column = batch["ids"].combine_chunks()
+        offsets = column.offsets.to_numpy().astype(np.int64)
+        offsets -= offsets[0]
+        ids = np.delete(column.flatten().to_numpy(), offsets[:-1] if eot_first else offsets[1:] - 1)
+        bar.update(len(offsets) - 1)
+        yield ids, offsets - np.arange(len(offsets))  # each document one token shorter
+    bar.close()
+
+
+def deduplicate(tokenized, rule, eot_first=False):
+    """--dedup exact|near: the numbers of the documents kept, the first of each copy or cluster of
+    near copies (dedup/drop.py), and meta.json's record of the rule and of the documents dropped.
+    Compared: each document's ids without its end-of-text token, what `overlap` compares."""
+    from dedup.drop import keep_documents, rule_record
+    from dedup.fast import minhash_signatures
+
+    def signatures_of(numbers):  # the candidates of "near", read again
+        chunks = document_chunks(tokenized.select(numbers), eot_first, "--dedup near: candidates")
+        return np.concatenate([minhash_signatures(ids, offsets) for ids, offsets in chunks])
+
+    chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
+    kept = np.flatnonzero(keep_documents(rule, chunks, signatures_of))
+    dropped = len(tokenized) - len(kept)
+    repeat = "an exact copy of an earlier one" if rule == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
+    print(f"--dedup {rule}: {dropped:,} of {len(tokenized):,} document{'s' * (len(tokenized) != 1)} dropped, each {repeat}")  # fmt: skip
+    return kept, {**rule_record(rule), "documents_dropped": dropped}
+
+
+def say_overlap(folder):
+    """Print, at the end of a document lesson, how many val documents have an exact copy in train
+    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
+    from inspection.overlap import exact_overlap_lines
+
+    print(*exact_overlap_lines(folder), sep="\n")
 
 
 def document_batch(data, starts, batch_size, block_size, rng):

@@ -3,6 +3,7 @@ near copies (what `prepare.py --dedup exact|near` drops before the split).
 
     exact_keep([text_hash(t) for t in texts])  -> [True, True, False, ...]: a repeat is dropped
     near_keep(signatures)                      -> the first document of each MinHash cluster kept
+    keep_documents("near", chunks, signatures_of)  -> the same, streamed: what the lessons call
 
 near_keep equals simple.first_of_clusters(n, simple.near_duplicate_pairs(documents)): the pairs
 sharing a band with estimated Jaccard >= 0.8 link documents into clusters; each keeps its first.
@@ -44,3 +45,57 @@ def near_keep(signatures, threshold=simple.THRESHOLD, bands=simple.BANDS, rows=s
     """Keep the first document of each cluster near_pairs links: simple.first_of_clusters."""
     pairs = near_pairs(signatures, threshold, bands, rows)
     return np.array(simple.first_of_clusters(len(signatures), sorted(pairs)), bool)
+
+
+def shared_band(keys):
+    """Which documents share some band's key with another: the only ones a near pair can hold.
+
+    keys [[1, 5], [2, 5], [3, 6]] (3 documents, 2 bands) -> [True, True, False]
+    """
+    shared = np.zeros(len(keys), bool)
+    for band in range(keys.shape[1]):
+        _, inverse, counts = np.unique(keys[:, band], return_inverse=True, return_counts=True)
+        shared |= counts[inverse.reshape(-1)] > 1
+    return shared
+
+
+def keep_documents(rule, chunks, signatures_of):
+    """Which documents `--dedup rule` keeps, of all those of `chunks` ((tokens, offsets) of the
+    documents in order, the boundary token left out), as a bool array.
+
+    "exact": exact_keep of their document hashes (8 bytes a document held). "near": near_keep,
+    holding 14 band keys a document (112 bytes), not the 112 values of its signature:
+    signatures_of(numbers) gives the signatures of the documents sharing a band key with another,
+    the only ones a pair can link; every other document is alone in its cluster, so kept.
+    """
+    if rule == "exact":
+        hashes = [fast.document_hashes(tokens, offsets) for tokens, offsets in chunks]
+        return exact_keep(np.concatenate(hashes or [np.zeros(0, np.uint64)]))
+    keys = [fast.band_keys(fast.minhash_signatures(tokens, offsets)) for tokens, offsets in chunks]
+    keys = np.concatenate(keys or [np.zeros((0, simple.BANDS), np.uint64)])
+    candidates = np.flatnonzero(shared_band(keys))
+    keep = np.ones(len(keys), bool)
+    if len(candidates):
+        keep[candidates] = near_keep(signatures_of(candidates))
+    return keep
+
+
+def rule_record(rule):
+    """meta.json's words for `--dedup rule`: what is compared, and the parameters."""
+    record = {
+        "rule": rule,
+        "compared": "each document's token ids, its end-of-text token left out",
+        "keeps": "the first document of each exact copy, in the order the documents are read",
+        "hash": "blake2b, 8 bytes, of the ids as 4-byte little-endian integers",
+    }
+    if rule == "near":
+        record.update(
+            keeps="the first document of each cluster of near copies (pairs linked transitively)",
+            hash="MinHash over token shingles, splitmix64 permutations from seed 0",
+            shingle_tokens=simple.SHINGLE,
+            bands=simple.BANDS,
+            rows=simple.ROWS,
+            threshold=simple.THRESHOLD,
+            seed=0,
+        )  # fmt: skip
+    return record

@@ -19,7 +19,7 @@ from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # t
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import ShardStream
 from engine.pipeline import Lesson, prepare_with_datatrove
-from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab
+from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab, say_overlap
 from safety import run_main
 
 
@@ -29,6 +29,8 @@ def main():
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
     check_datatrove_arguments(parser, args)
+    if args.dedup:  # the engine's stages hold no deduplication yet
+        parser.error("--dedup runs in prepare.py only, not yet as datatrove tasks")
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size, LLMC_READS)
@@ -39,6 +41,8 @@ def main():
     prefix = PREFIXES[args.format][args.type]
     lesson = Lesson("data/fineweb/prepare.py", fineweb(args.type, args.sample), prefix, layout)
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
+    if args.executor != "slurm":  # committed by now: said as prepare.py says it
+        say_overlap(args.out_dir)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import RandomSplit
 from engine.pipeline import Lesson, prepare_with_datatrove
-from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab
+from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab, say_overlap
 from safety import run_main
 
 
@@ -28,6 +28,8 @@ def main():
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
     check_datatrove_arguments(parser, args)
+    if args.dedup:  # the engine's stages hold no deduplication yet
+        parser.error("--dedup runs in prepare.py only, not yet as datatrove tasks")
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size)
@@ -36,6 +38,8 @@ def main():
     layout = RandomSplit(args.val_fraction, args.seed, SPLIT_RULE, args.format, args.shard_size)
     lesson = Lesson("data/openwebtext/prepare.py", OPENWEBTEXT, "openwebtext", layout)
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
+    if args.executor != "slurm":  # committed by now: said as prepare.py says it
+        say_overlap(args.out_dir)
 
 
 if __name__ == "__main__":
