@@ -603,14 +603,13 @@ def document_chunks(tokenized, eot_first=False, desc=None, documents_per_batch=1
     ([17250, 64], [0, 1, 2]). desc: a tqdm bar of the documents, so named."""
     from tqdm import tqdm
 
+    from dedup.drop import without_boundaries
+
     bar = tqdm(total=len(tokenized), unit=" doc", desc=desc, delay=1, leave=False, disable=desc is None)  # fmt: skip
     for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
-        column = batch["ids"].combine_chunks()
-        offsets = column.offsets.to_numpy().astype(np.int64)
-        offsets -= offsets[0]
-        ids = np.delete(column.flatten().to_numpy(), offsets[:-1] if eot_first else offsets[1:] - 1)
-        bar.update(len(offsets) - 1)
-        yield ids, offsets - np.arange(len(offsets))  # each document one token shorter
+        lengths = batch["len"].to_numpy()
+        bar.update(len(lengths))
+        yield without_boundaries(batch["ids"].combine_chunks().flatten().to_numpy(), lengths, eot_first)  # fmt: skip
     bar.close()
 
 
@@ -618,7 +617,7 @@ def deduplicate(tokenized, rule, eot_first=False):
     """--dedup exact|near: the numbers of the documents kept, the first of each copy or cluster of
     near copies (dedup/drop.py), and meta.json's record of the rule and of the documents dropped.
     Compared: each document's ids without its end-of-text token, what `overlap` compares."""
-    from dedup.drop import keep_documents, rule_record
+    from dedup.drop import document_keys, keep_documents, rule_record
     from dedup.fast import minhash_signatures
 
     def signatures_of(numbers):  # the candidates of "near", read again
@@ -626,7 +625,8 @@ def deduplicate(tokenized, rule, eot_first=False):
         return np.concatenate([minhash_signatures(ids, offsets) for ids, offsets in chunks])
 
     chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
-    kept = np.flatnonzero(keep_documents(rule, chunks, signatures_of))
+    keys = (document_keys(rule, ids, offsets) for ids, offsets in chunks)
+    kept = np.flatnonzero(keep_documents(rule, keys, signatures_of))
     dropped = len(tokenized) - len(kept)
     repeat = "an exact copy of an earlier one" if rule == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
     print(f"--dedup {rule}: {dropped:,} of {len(tokenized):,} document{'s' * (len(tokenized) != 1)} dropped, each {repeat}")  # fmt: skip

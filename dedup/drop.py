@@ -3,7 +3,7 @@ near copies (what `prepare.py --dedup exact|near` drops before the split).
 
     exact_keep([text_hash(t) for t in texts])  -> [True, True, False, ...]: a repeat is dropped
     near_keep(signatures)                      -> the first document of each MinHash cluster kept
-    keep_documents("near", chunks, signatures_of)  -> the same, streamed: what the lessons call
+    keep_documents("near", keys, signatures_of)    -> the same from 14 band keys a document held
 
 near_keep equals simple.first_of_clusters(n, simple.near_duplicate_pairs(documents)): the pairs
 sharing a band with estimated Jaccard >= 0.8 link documents into clusters; each keeps its first.
@@ -59,20 +59,38 @@ def shared_band(keys):
     return shared
 
 
-def keep_documents(rule, chunks, signatures_of):
-    """Which documents `--dedup rule` keeps, of all those of `chunks` ((tokens, offsets) of the
-    documents in order, the boundary token left out), as a bool array.
+def without_boundaries(ids, lengths, first):
+    """Documents each holding one boundary token, first or last, as (tokens, offsets) without it.
 
-    "exact": exact_keep of their document hashes (8 bytes a document held). "near": near_keep,
-    holding 14 band keys a document (112 bytes), not the 112 values of its signature:
-    signatures_of(numbers) gives the signatures of the documents sharing a band key with another,
-    the only ones a pair can link; every other document is alone in its cluster, so kept.
+    [0, 5, 6, 0, 7], lengths [3, 2], first=True -> ([5, 6, 7], [0, 2, 3])
     """
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = np.delete(np.asarray(ids), offsets[:-1] if first else offsets[1:] - 1)
+    return tokens, offsets - np.arange(len(offsets))
+
+
+def document_keys(rule, tokens, offsets):
+    """What keep_documents holds of each document (tokens, offsets as in fast.py): "exact" its
+    hash (fast.document_hashes, 8 bytes); "near" its 14 band keys (fast.band_keys of its MinHash
+    signature, 112 bytes), not the 112 values of the signature itself (896 bytes)."""
     if rule == "exact":
-        hashes = [fast.document_hashes(tokens, offsets) for tokens, offsets in chunks]
-        return exact_keep(np.concatenate(hashes or [np.zeros(0, np.uint64)]))
-    keys = [fast.band_keys(fast.minhash_signatures(tokens, offsets)) for tokens, offsets in chunks]
-    keys = np.concatenate(keys or [np.zeros((0, simple.BANDS), np.uint64)])
+        return fast.document_hashes(tokens, offsets)
+    return fast.band_keys(fast.minhash_signatures(tokens, offsets))
+
+
+def keep_documents(rule, keys, signatures_of):
+    """Which documents `--dedup rule` keeps, as a bool array, from their document_keys (an
+    iterable of arrays, chunk after chunk, the documents in order).
+
+    "exact": exact_keep of the hashes. "near": near_keep, from the signatures of only the
+    documents sharing a band key with another (signatures_of(their numbers) makes them again):
+    a pair shares a band, so every other document is alone in its cluster, and kept.
+    """
+    empty = np.zeros((0,) if rule == "exact" else (0, simple.BANDS), np.uint64)
+    keys = np.concatenate([empty, *keys])
+    if rule == "exact":
+        return exact_keep(keys)
     candidates = np.flatnonzero(shared_band(keys))
     keep = np.ones(len(keys), bool)
     if len(candidates):
