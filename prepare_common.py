@@ -3,8 +3,9 @@
 Read it top to bottom after data/shakespeare_char/prepare.py, one section a job: 1. the
 tokenizer (GPT-2's or a trained one) and a document's ids; 2. the dtype of the ids, nanoGPT's
 .bin files and where their documents start; 3. llm.c's shards; 4. the folder commit; 5. meta.json
-and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split, rows that begin at a
-document start; 7. the commands over a prepared folder.
+and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split, the copies --dedup drops
+before it, rows that begin at a document start; 7. the commands over a prepared folder (and the overlap
+figures every document lesson ends with).
 
 What keeps the lessons safe without being the lesson is the `safety` package, which they import
 from directly: one-line errors (PrepareError, run_main), the argument parser, checked downloads
@@ -633,14 +634,6 @@ def deduplicate(tokenized, rule, eot_first=False):
     return kept, {**rule_record(rule), "documents_dropped": dropped}
 
 
-def say_overlap(folder):
-    """Print, at the end of a document lesson, how many val documents have an exact copy in train
-    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
-    from inspection.overlap import exact_overlap_lines
-
-    print(*exact_overlap_lines(folder), sep="\n")
-
-
 def document_batch(data, starts, batch_size, block_size, rng):
     """nanoGPT's get_batch with every row beginning at a document start drawn by `rng` (a numpy
     Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
@@ -658,6 +651,14 @@ def document_batch(data, starts, batch_size, block_size, rng):
 
 # ---------------------------------------------------------------------------------------------
 # 7. the commands over a prepared folder (the inspection package, loaded when one runs)
+
+
+def say_overlap(folder):
+    """Print, at the end of a document lesson, how many val documents have an exact copy in train
+    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
+    from inspection.overlap import exact_overlap_lines
+
+    print(*exact_overlap_lines(folder), sep="\n")
 
 
 def main(argv=None):
