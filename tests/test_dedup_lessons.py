@@ -140,6 +140,17 @@ def test_a_corpus_without_copies_gives_the_same_bytes(name, rule, planted, tmp_p
     assert deduplicated["split"] == plain["split"]
 
 
+@pytest.mark.parametrize("name", ["openwebtext", "fineweb"])
+def test_the_datatrove_scripts_refuse_dedup_for_now(name, planted, tmp_path):
+    """Not silently ignored: one line, before any work."""
+    data_files = write_jsonl(tmp_path / "docs.jsonl", planted[1][:5])
+    script = LESSONS[name].with_name("prepare_datatrove.py")
+    result = run_python(script, "--data-files", data_files, "--dedup", "exact", "--out-dir", tmp_path / "out")  # fmt: skip
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: --dedup runs in prepare.py only")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.fixture(scope="module")
 def story_archive(paragraphs, tmp_path_factory):
     """TinyStories' layout: data00.json (val) repeats 3 of its stories; data02-04.json (train)
