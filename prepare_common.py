@@ -628,10 +628,16 @@ def deduplicate(tokenized, rule, eot_first=False):
     chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
     keys = (document_keys(rule, ids, offsets) for ids, offsets in chunks)
     kept = np.flatnonzero(keep_documents(rule, keys, signatures_of))
-    dropped = len(tokenized) - len(kept)
-    repeat = "an exact copy of an earlier one" if rule == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
-    print(f"--dedup {rule}: {dropped:,} of {len(tokenized):,} document{'s' * (len(tokenized) != 1)} dropped, each {repeat}")  # fmt: skip
-    return kept, {**rule_record(rule), "documents_dropped": dropped}
+    record = {**rule_record(rule), "documents_dropped": len(tokenized) - len(kept)}
+    print(dedup_line(record, len(tokenized)))
+    return kept, record
+
+
+def dedup_line(record, documents):
+    """What --dedup says of the documents it dropped (`deduplicate`'s record), out of `documents`:
+    "--dedup exact: 2 of 23 documents dropped, each an exact copy of an earlier one"."""
+    repeat = "an exact copy of an earlier one" if record["rule"] == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
+    return f"--dedup {record['rule']}: {record['documents_dropped']:,} of {documents:,} document{'s' * (documents != 1)} dropped, each {repeat}"  # fmt: skip
 
 
 def document_batch(data, starts, batch_size, block_size, rng):

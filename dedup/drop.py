@@ -79,6 +79,11 @@ def document_keys(rule, tokens, offsets):
     return fast.band_keys(fast.minhash_signatures(tokens, offsets))
 
 
+def no_keys(rule):
+    """document_keys of no document: "exact" -> an empty array; "near" -> one of shape (0, 14)."""
+    return np.zeros((0,) if rule == "exact" else (0, simple.BANDS), np.uint64)
+
+
 def keep_documents(rule, keys, signatures_of):
     """Which documents `--dedup rule` keeps, as a bool array, from their document_keys (an
     iterable of arrays, chunk after chunk, the documents in order).
@@ -87,8 +92,7 @@ def keep_documents(rule, keys, signatures_of):
     documents sharing a band key with another (signatures_of(their numbers) makes them again):
     a pair shares a band, so every other document is alone in its cluster, and kept.
     """
-    empty = np.zeros((0,) if rule == "exact" else (0, simple.BANDS), np.uint64)
-    keys = np.concatenate([empty, *keys])
+    keys = np.concatenate([no_keys(rule), *keys])
     if rule == "exact":
         return exact_keep(keys)
     candidates = np.flatnonzero(shared_band(keys))

@@ -28,8 +28,6 @@ def main():
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
     check_datatrove_arguments(parser, args)
-    if args.dedup:  # the engine's stages hold no deduplication yet
-        parser.error("--dedup runs in prepare.py only, not yet as datatrove tasks")
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size)
