@@ -77,7 +77,7 @@ class Work:
 
     def read_plan(self):
         """The plan stage's plan.json: {"documents", "numpy", "splits": {name: {"documents",
-        "tokens"}}}."""
+        "tokens"}}, and with --dedup "dedup" (meta.json's record of the rule and the drops)}."""
         return json.loads(self.plan_json.read_text(encoding="utf-8"))
 
     def shard_records(self, rank):

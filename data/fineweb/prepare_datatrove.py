@@ -5,7 +5,8 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
 (engine/stages.py), with llm.c's rule in place of a split:
 
 1. tokenize (--tasks tasks): each task encodes its slice of the input files
-2. plan (1 task): the documents in order (or --shuffle's permutation), and where each one's ids are
+2. plan (1 task): the documents in order (or --shuffle's permutation), the copies --dedup drops
+   left out, and where each one's ids are
 3. write (--tasks tasks): task r writes its share of the shards (each one a contiguous range of
    the stream, the end of text before each document)
 4. commit (1 task): links the shards into the folder (a copy across file systems); meta.json

@@ -5,7 +5,8 @@ train.bin, val.bin and meta.json byte for byte, but as datatrove tasks: on this 
 a datatrove executor that waits for the one before (engine/stages.py):
 
 1. tokenize (--tasks tasks): each task encodes its slice of the input files
-2. plan (1 task): nanoGPT's random split, and where each document's ids go
+2. plan (1 task): the copies --dedup drops, nanoGPT's random split, and where each document's
+   ids go
 3. write (--tasks tasks): task r writes part r of each split
 4. commit (1 task): joins the parts into train.bin and val.bin (--format llmc: cuts them into
    llm.c's shards, as prepare.py does); meta.json last
