@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import REPO, run_python, write_jsonl
+from conftest import REPO, needs_datatrove, run_python, write_jsonl
 from test_tinystories import story_items, write_archive
 
 from dedup import fast
@@ -149,10 +149,10 @@ def test_a_corpus_without_copies_gives_the_same_bytes(name, rule, planted, tmp_p
     ],
 )  # fmt: skip
 @pytest.mark.parametrize("rule", ["exact", "near"])
+@needs_datatrove
 def test_both_engines_write_the_same_bytes(name, extra, rule, planted, tmp_path):
     """prepare_datatrove.py --dedup (the keys made by the tokenize tasks, the copies dropped by
     the plan): the files, meta.json (but its options) and the lines of prepare.py --dedup."""
-    pytest.importorskip("datatrove", reason="datatrove is not installed (pip install -e '.[scale]')")  # fmt: skip
     args = [*document_args(name, write_jsonl(tmp_path / "docs.jsonl", planted[0])), *extra]
     args += ["--dedup", rule]
     stdout, meta = lesson_run(name, args, tmp_path, out="a")
