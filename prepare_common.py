@@ -3,8 +3,9 @@
 Read it top to bottom after data/shakespeare_char/prepare.py, one section a job: 1. the
 tokenizer (GPT-2's or a trained one) and a document's ids; 2. the dtype of the ids, nanoGPT's
 .bin files and where their documents start; 3. llm.c's shards; 4. the folder commit; 5. meta.json
-and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split, rows that begin at a
-document start; 7. the commands over a prepared folder.
+and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split, the copies --dedup drops
+before it, rows that begin at a document start; 7. the commands over a prepared folder (and the overlap
+figures every document lesson ends with).
 
 What keeps the lessons safe without being the lesson is the `safety` package, which they import
 from directly: one-line errors (PrepareError, run_main), the argument parser, checked downloads
@@ -565,16 +566,18 @@ def random_split(num_documents, val_fraction, seed):
     return permutation[num_val:], permutation[:num_val]
 
 
-def split_record(val_fraction, seed, documents, numpy_version=np.__version__):
+def split_record(val_fraction, seed, documents, numpy_version=np.__version__, dedup=None):
     """meta.json's "split" for `random_split`: the rule and its inputs. documents: {"train": 9995,
-    "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too."""
-    return {
+    "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too.
+    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup)."""
+    record = {
         "rule": SPLIT_RULE,
         "val_fraction": val_fraction,
         "seed": seed,
         "numpy": numpy_version,
         "documents": documents,
     }
+    return record if dedup is None else {**record, "dedup": dedup}
 
 
 def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_first=False):
@@ -595,6 +598,48 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     return {"ids": ids, "len": [len(doc) for doc in ids]}
 
 
+def document_chunks(tokenized, eot_first=False, desc=None, documents_per_batch=10_000):
+    """A tokenized dataset's documents as dedup/ reads them, a batch at a time: (their ids, the
+    end-of-text token left out, one flat array; offsets), [[17250, 50256], [64, 50256]] ->
+    ([17250, 64], [0, 1, 2]). desc: a tqdm bar of the documents, so named."""
+    from tqdm import tqdm
+
+    from dedup.drop import without_boundaries
+
+    bar = tqdm(total=len(tokenized), unit=" doc", desc=desc, delay=1, leave=False, disable=desc is None)  # fmt: skip
+    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
+        lengths = batch["len"].to_numpy()
+        bar.update(len(lengths))
+        yield without_boundaries(batch["ids"].combine_chunks().flatten().to_numpy(), lengths, eot_first)  # fmt: skip
+    bar.close()
+
+
+def deduplicate(tokenized, rule, eot_first=False):
+    """--dedup exact|near: the numbers of the documents kept, the first of each copy or cluster of
+    near copies (dedup/drop.py), and meta.json's record of the rule and of the documents dropped.
+    Compared: each document's ids without its end-of-text token, what `overlap` compares."""
+    from dedup.drop import document_keys, keep_documents, rule_record
+    from dedup.fast import minhash_signatures
+
+    def signatures_of(numbers):  # the candidates of "near", read again
+        chunks = document_chunks(tokenized.select(numbers), eot_first, "--dedup near: candidates")
+        return np.concatenate([minhash_signatures(ids, offsets) for ids, offsets in chunks])
+
+    chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
+    keys = (document_keys(rule, ids, offsets) for ids, offsets in chunks)
+    kept = np.flatnonzero(keep_documents(rule, keys, signatures_of))
+    record = {**rule_record(rule), "documents_dropped": len(tokenized) - len(kept)}
+    print(dedup_line(record, len(tokenized)))
+    return kept, record
+
+
+def dedup_line(record, documents):
+    """What --dedup says of the documents it dropped (`deduplicate`'s record), out of `documents`:
+    "--dedup exact: 2 of 23 documents dropped, each an exact copy of an earlier one"."""
+    repeat = "an exact copy of an earlier one" if record["rule"] == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
+    return f"--dedup {record['rule']}: {record['documents_dropped']:,} of {documents:,} document{'s' * (documents != 1)} dropped, each {repeat}"  # fmt: skip
+
+
 def document_batch(data, starts, batch_size, block_size, rng):
     """nanoGPT's get_batch with every row beginning at a document start drawn by `rng` (a numpy
     Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
@@ -612,6 +657,14 @@ def document_batch(data, starts, batch_size, block_size, rng):
 
 # ---------------------------------------------------------------------------------------------
 # 7. the commands over a prepared folder (the inspection package, loaded when one runs)
+
+
+def say_overlap(folder):
+    """Print, at the end of a document lesson, how many val documents have an exact copy in train
+    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
+    from inspection.overlap import exact_overlap_lines
+
+    print(*exact_overlap_lines(folder), sep="\n")
 
 
 def main(argv=None):

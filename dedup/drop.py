@@ -3,6 +3,7 @@ near copies (what `prepare.py --dedup exact|near` drops before the split).
 
     exact_keep([text_hash(t) for t in texts])  -> [True, True, False, ...]: a repeat is dropped
     near_keep(signatures)                      -> the first document of each MinHash cluster kept
+    keep_documents("near", keys, signatures_of)    -> the same from 14 band keys a document held
 
 near_keep equals simple.first_of_clusters(n, simple.near_duplicate_pairs(documents)): the pairs
 sharing a band with estimated Jaccard >= 0.8 link documents into clusters; each keeps its first.
@@ -44,3 +45,79 @@ def near_keep(signatures, threshold=simple.THRESHOLD, bands=simple.BANDS, rows=s
     """Keep the first document of each cluster near_pairs links: simple.first_of_clusters."""
     pairs = near_pairs(signatures, threshold, bands, rows)
     return np.array(simple.first_of_clusters(len(signatures), sorted(pairs)), bool)
+
+
+def shared_band(keys):
+    """Which documents share some band's key with another: the only ones a near pair can hold.
+
+    keys [[1, 5], [2, 5], [3, 6]] (3 documents, 2 bands) -> [True, True, False]
+    """
+    shared = np.zeros(len(keys), bool)
+    for band in range(keys.shape[1]):
+        _, inverse, counts = np.unique(keys[:, band], return_inverse=True, return_counts=True)
+        shared |= counts[inverse.reshape(-1)] > 1
+    return shared
+
+
+def without_boundaries(ids, lengths, first):
+    """Documents each holding one boundary token, first or last, as (tokens, offsets) without it.
+
+    [0, 5, 6, 0, 7], lengths [3, 2], first=True -> ([5, 6, 7], [0, 2, 3])
+    """
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = np.delete(np.asarray(ids), offsets[:-1] if first else offsets[1:] - 1)
+    return tokens, offsets - np.arange(len(offsets))
+
+
+def document_keys(rule, tokens, offsets):
+    """What keep_documents holds of each document (tokens, offsets as in fast.py): "exact" its
+    hash (fast.document_hashes, 8 bytes); "near" its 14 band keys (fast.band_keys of its MinHash
+    signature, 112 bytes), not the 112 values of the signature itself (896 bytes)."""
+    if rule == "exact":
+        return fast.document_hashes(tokens, offsets)
+    return fast.band_keys(fast.minhash_signatures(tokens, offsets))
+
+
+def no_keys(rule):
+    """document_keys of no document: "exact" -> an empty array; "near" -> one of shape (0, 14)."""
+    return np.zeros((0,) if rule == "exact" else (0, simple.BANDS), np.uint64)
+
+
+def keep_documents(rule, keys, signatures_of):
+    """Which documents `--dedup rule` keeps, as a bool array, from their document_keys (an
+    iterable of arrays, chunk after chunk, the documents in order).
+
+    "exact": exact_keep of the hashes. "near": near_keep, from the signatures of only the
+    documents sharing a band key with another (signatures_of(their numbers) makes them again):
+    a pair shares a band, so every other document is alone in its cluster, and kept.
+    """
+    keys = np.concatenate([no_keys(rule), *keys])
+    if rule == "exact":
+        return exact_keep(keys)
+    candidates = np.flatnonzero(shared_band(keys))
+    keep = np.ones(len(keys), bool)
+    if len(candidates):
+        keep[candidates] = near_keep(signatures_of(candidates))
+    return keep
+
+
+def rule_record(rule):
+    """meta.json's words for `--dedup rule`: what is compared, and the parameters."""
+    record = {
+        "rule": rule,
+        "compared": "each document's token ids, its end-of-text token left out",
+        "keeps": "the first document of each exact copy, in the order the documents are read",
+        "hash": "blake2b, 8 bytes, of the ids as 4-byte little-endian integers",
+    }
+    if rule == "near":
+        record.update(
+            keeps="the first document of each cluster of near copies (pairs linked transitively)",
+            hash="MinHash over token shingles, splitmix64 permutations from seed 0",
+            shingle_tokens=simple.SHINGLE,
+            bands=simple.BANDS,
+            rows=simple.ROWS,
+            threshold=simple.THRESHOLD,
+            seed=0,
+        )  # fmt: skip
+    return record

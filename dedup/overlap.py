@@ -159,6 +159,34 @@ def repeated_documents(hashes, lengths):
     return int(repeated.sum()), int(lengths[repeated].sum(dtype=np.int64))
 
 
+def exact_report(val_chunks, train_chunks):
+    """overlap_report's two cheap figures, a hash per document (what the lessons print at the
+    end): "documents", "val_documents_in_train" and "train_repeated_documents", the same numbers.
+
+    val [[1, 2]], train [[1, 2], [3], [3]] -> val_documents_in_train {"documents": 1, "fraction":
+    1.0}, train_repeated_documents {"documents": 1, "tokens": 1, "token_fraction": 1/4}
+    """
+    val = [fast.document_hashes(tokens, offsets) for tokens, offsets in val_chunks]
+    val = np.concatenate(val or [np.zeros(0, np.uint64)])
+    hashes, lengths = [], []
+    for tokens, offsets in train_chunks:
+        hashes.append(fast.document_hashes(tokens, offsets))
+        lengths.append(np.diff(offsets))
+    hashes = np.concatenate(hashes or [np.zeros(0, np.uint64)])
+    lengths = np.concatenate(lengths or [np.zeros(0, np.int64)])
+    repeats, repeated_tokens = repeated_documents(hashes, lengths)
+    in_train = int(np.isin(val, hashes).sum())
+    return {
+        "documents": {"train": len(hashes), "val": len(val)},
+        "val_documents_in_train": {"documents": in_train, "fraction": _share(in_train, len(val))},
+        "train_repeated_documents": {
+            "documents": repeats,
+            "tokens": repeated_tokens,
+            "token_fraction": _share(repeated_tokens, int(lengths.sum())),
+        },  # fmt: skip
+    }
+
+
 def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
     """The figures of what val (tokens, offsets) shares with train (an iterator of chunks) and
     what train repeats, as a dict; `against`: {name: (tokens, offsets) of benchmark items}.

@@ -52,6 +52,15 @@ class Work:
     def summary_file(self, rank):
         return self.tokens / "tasks" / f"summary-{rank:05d}.json"
 
+    def keys_file(self, rank):
+        """--dedup: each document's keys (dedup/drop.py's document_keys), made by its task."""
+        return self.tokens / "tasks" / f"keys-{rank:05d}.npy"
+
+    def tokenize_files(self, rank):
+        """What tokenize task `rank` writes before its summary (which records their sha256)."""
+        keys = (self.keys_file(rank),) if self.tokens_config.get("dedup") else ()
+        return (self.token_file(rank), self.index_file(rank), *keys)
+
     def plan_file(self, split, column):
         return self.split / "plan" / f"{split}-{column}.npy"
 
@@ -68,7 +77,7 @@ class Work:
 
     def read_plan(self):
         """The plan stage's plan.json: {"documents", "numpy", "splits": {name: {"documents",
-        "tokens"}}}."""
+        "tokens"}}, and with --dedup "dedup" (meta.json's record of the rule and the drops)}."""
         return json.loads(self.plan_json.read_text(encoding="utf-8"))
 
     def shard_records(self, rank):
@@ -109,8 +118,7 @@ class Work:
 
     def task_intact(self, stage, rank):
         if stage == "tokenize":
-            files = (self.token_file(rank), self.index_file(rank))
-            return task_files_intact(self.summary_file(rank), *files)
+            return task_files_intact(self.summary_file(rank), *self.tokenize_files(rank))
         try:
             written = load_json(read_small_file(self.written_file(rank)), self.written_file(rank))
             files = [self.split / "parts" / name for name in written["sha256"]]

@@ -23,6 +23,7 @@ import numpy as np
 from bpe.io import atomic_path
 from engine.executors import plural
 from prepare_common import (
+    dedup_line,
     llmc_names,
     random_split,
     split_record,
@@ -90,7 +91,7 @@ class RandomSplit:
                     f"not {split_tokens[split]:,} ids; delete the work directory and run again"
                 )
         documents = {name: plan["splits"][name]["documents"] for name in parts}
-        split = split_record(self.val_fraction, self.seed, documents, plan["numpy"])
+        split = split_record(self.val_fraction, self.seed, documents, plan["numpy"], plan.get("dedup"))  # fmt: skip
         split["rule"] = self.rule
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
         with output_folder(out_dir) as out:
@@ -122,6 +123,8 @@ class RandomSplit:
 def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
     """What the lesson's prepare.py prints of a split run: the documents, and what was written."""
     print(f"{job.source}: {plural(plan['documents'], 'document')}")
+    if "dedup" in plan:
+        print(dedup_line(plan["dedup"], plan["documents"]))
     for name, tokens in split_tokens.items():
         print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
     meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
@@ -196,6 +199,8 @@ class ShardStream:
                 f"plan; delete the work directory and run again"
             )
         split = {"rule": self.rule, "shard_size": self.shard_size}
+        if "dedup" in plan:  # as prepare.py records it, before the shuffle's seed
+            split["dedup"] = plan["dedup"]
         if (
             self.shuffle_seed is not None
         ):  # as prepare.py records it; numpy: the plan's, that drew it
@@ -210,6 +215,8 @@ class ShardStream:
             )  # fmt: skip
         # what the lesson's prepare.py prints
         print(f"{job.source}: {plural(plan['documents'], 'document')}")
+        if "dedup" in plan:
+            print(dedup_line(plan["dedup"], plan["documents"]))
         print(f"{total:,} tokens: {plural(len(shards), 'shard')}")
         for shard in shards:
             print(f"wrote {shard['file']}: {shard['tokens']:,} tokens")

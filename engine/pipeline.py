@@ -11,7 +11,8 @@ one before:
    document its file number, its position in the file (row, or byte offset of its line) and its
    token count.
 2. plan (1 task): the tasks' indexes in task order are the documents in `datasets`' order (files
-   in order, rows in file order); it checks that every document is there exactly once, orders
+   in order, rows in file order); it checks that every document is there exactly once, drops
+   the copies --dedup asks (from the keys the tokenize tasks wrote beside their ids), orders
    them by the lesson's layout (engine/layouts.py: nanoGPT's `random_split`, the function the
    datasets engine uses too, or llm.c's documents in order) and records, for each document of
    each split, where its ids are and where they go.
@@ -89,6 +90,7 @@ class Job:
     out_dir: str  # resolved
     out_dir_as_given: str  # as the "wrote ..." line says it
     options: dict  # meta.json's "options"
+    dedup: str | None = None  # --dedup: "exact", "near", or None (every document kept)
 
     @property
     def eot_id(self):
@@ -160,6 +162,8 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     }
     # the permutation depends on numpy's generator stream
     split_config = {**lesson.layout.config(), "numpy": np.__version__, "out_dir": str(out_dir)}
+    if job.dedup:  # the tokenize tasks write each document's keys; the plan drops the copies
+        tokens_config["dedup"] = split_config["dedup"] = job.dedup
     work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
     work = Work(work_root, tokens_config, split_config)
     work.claim()
@@ -216,4 +220,5 @@ def make_job(args, tokenizer, dtype, out_dir, lesson):
             "tasks": args.tasks,
             "workers": args.workers,
         },
+        dedup=args.dedup,
     )

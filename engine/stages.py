@@ -11,6 +11,9 @@ import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
 from bpe.io import atomic_path
+from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
+from dedup.fast import minhash_signatures
+from dedup.overlap import documents_of
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
 from prepare_common import bpe_encoding, check_ids, tokenize_documents
@@ -61,7 +64,7 @@ class TokenizeStage(Stage):
     def run_task(self, rank, world_size):  # noqa: ARG002
         job, dtype = self.job, np.dtype(self.job.dtype)
         encoding, tokenizer = self.load_tokenizer()
-        index, spans, bad, first_bad = [], [], 0, None
+        index, spans, bad, first_bad, keys = [], [], 0, None, []
         with atomic_path(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
             for file_number, start, end in job.slices[rank]:
                 reader = PieceReader(job.files[file_number], job.kind, start, end)
@@ -86,12 +89,18 @@ class TokenizeStage(Stage):
                         check_ids(ids, job.vocab_size, dtype, where=job.files[file_number])
                         out.write(ids.data)  # a failed write says why (tofile: only a count)
                         rows["tokens"][good] = tokens["len"]
+                        if job.dedup:  # each document's keys, its end of text left out
+                            documents = without_boundaries(ids, tokens["len"], first=False)
+                            keys.append(document_keys(job.dedup, *documents))
                     index.append(rows)
                 spans.append([file_number, reader.begin, reader.end])
         index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
         with atomic_path(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
             np.save(f, index)
-        files = (self.work.token_file(rank), self.work.index_file(rank))
+        if job.dedup:
+            with atomic_path(self.work.keys_file(rank)) as tmp, open(tmp, "wb") as f:
+                np.save(f, np.concatenate([no_keys(job.dedup), *keys]))
+        files = self.work.tokenize_files(rank)
         summary = {
             "sha256": {path.name: sha256_file(path) for path in files},  # checked before reuse
             "documents": len(index),
@@ -149,7 +158,6 @@ def make_plan(index, summaries, job, work):
     if num_documents == 0:
         raise PrepareError(f"{job.source} holds no documents; there is nothing to prepare")
     check_each_document_once(index, summaries, job, work)
-    splits = job.layout.orders(num_documents)  # the lesson's rule
 
     # where each document's ids are: its task's token file, and the offset in it
     documents_per_task = [summary["documents"] for summary in summaries]
@@ -159,6 +167,13 @@ def make_plan(index, summaries, job, work):
     task_start = np.concatenate([[0], np.cumsum([s["tokens"] for s in summaries])])
     start -= task_start[task]
     plan = {"documents": num_documents, "numpy": np.__version__, "splits": {}}
+
+    # --dedup: the first of each copy (or cluster of near copies) kept, before the lesson's rule
+    kept = np.arange(num_documents)
+    if job.dedup:
+        kept = kept_documents(job, work, (task, start, tokens))
+        plan["dedup"] = {**rule_record(job.dedup), "documents_dropped": num_documents - len(kept)}
+    splits = {name: kept[order] for name, order in job.layout.orders(len(kept)).items()}
     for split, documents in splits.items():
         split_tokens = tokens[documents]
         offset = np.concatenate([[0], np.cumsum(split_tokens)])
@@ -172,6 +187,28 @@ def make_plan(index, summaries, job, work):
                 np.save(f, values)
         plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
     return plan
+
+
+def kept_documents(job, work, places):
+    """--dedup: the numbers of the documents kept (dedup/drop.py's keep_documents), from the keys
+    the tokenize tasks wrote; the near candidates' signatures made again from their ids, read
+    where `places` (task, start, tokens of every document) says, the end of text left out."""
+    task, start, tokens = places
+    keys = [np.load(work.keys_file(r)) for r in range(job.tasks)]
+    token_files = {}
+
+    def signatures_of(numbers):
+        signatures = []
+        for low in range(0, len(numbers), DOCUMENTS_PER_BATCH):
+            documents = []
+            for n in numbers[low : low + DOCUMENTS_PER_BATCH].tolist():
+                if task[n] not in token_files:
+                    token_files[task[n]] = np.memmap(work.token_file(task[n]), job.dtype, "r")
+                documents.append(token_files[task[n]][start[n] : start[n] + tokens[n] - 1])
+            signatures.append(minhash_signatures(*documents_of(documents)))
+        return np.concatenate(signatures)
+
+    return np.flatnonzero(keep_documents(job.dedup, keys, signatures_of))
 
 
 def check_each_document_once(index, summaries, job, work):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dedup.overlap import documents_of, overlap_report, stream_documents
+from dedup.overlap import documents_of, exact_report, overlap_report, stream_documents
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
@@ -186,6 +186,24 @@ def folder_overlap(folder, ngram=13, against=(), **flags):
     items = {str(path): against_items(path, encode) for path in against}
     train = stream_documents(blocks(layout["train"], layout["dtype"]), *rule)
     return overlap_report(val, train, ngram=ngram, against=items), layout
+
+
+def exact_overlap_lines(folder):
+    """What a document lesson prints at its end: overlap's two cheap figures (a hash per document,
+    dedup/overlap.py's exact_report) on the folder it wrote, and the command that tells more."""
+    from tqdm import tqdm
+
+    layout = folder_layout(folder)
+    rule = (layout["boundary_id"], layout["boundary"])
+    val = stream_documents(blocks(layout["val"], layout["dtype"]), *rule)
+    train = stream_documents(blocks(layout["train"], layout["dtype"]), *rule)
+    report = exact_report(val, tqdm(train, desc="hashing the documents", unit=" blocks", delay=1, leave=False))  # fmt: skip
+    docs, exact = report["documents"], report["val_documents_in_train"]
+    repeats = report["train_repeated_documents"]
+    return [
+        f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} ({exact['fraction']:.1%}); train documents repeating an earlier one: {repeats['documents']:,} of {docs['train']:,} ({repeats['token_fraction']:.1%} of train's tokens)",  # fmt: skip
+        f"  more (near copies, shared 13-token runs, benchmarks): python prepare_common.py overlap {folder}; --dedup exact|near drops the copies before the split",  # fmt: skip
+    ]
 
 
 def overlap_lines(report):

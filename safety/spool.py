@@ -13,6 +13,8 @@ If the arrays came in key order (an archive stored sorted), the temporary file a
 output: its header is written into the room left at its start and it is renamed, no copy. If
 not, the output is copied from it range by range in key order (COPY_BYTES at a time), and the
 temporary file removed: one more pass over the bytes and, for a moment, twice the disk.
+finish(header, pick) writes pick(key, array) of each array instead (TinyStories' --dedup drops
+stories so), one array in memory at a time; read(key) gives an array back before that.
 """
 
 import os
@@ -51,19 +53,46 @@ class Spool:
         """The keys added, in arrival order."""
         return [key for key, _, _ in self.places]
 
-    def finish(self, header=None):
+    def read(self, key):
+        """The array added under `key`, read back from the temporary file."""
+        if not self.file.closed:
+            self.file.flush()
+        _, offset, count = next(place for place in self.places if place[0] == key)
+        return np.fromfile(self.spool_path, self.dtype.newbyteorder("<"), count, offset=offset)
+
+    def finish(self, header=None, pick=None):
         """Write the output: header(total ids) (exactly header_bytes long), then every array
-        in key order; return its path. The temporary file is gone after, whatever happens."""
-        head = b"" if header is None else header(self.total)
+        in key order, or pick(key, array) of each; return its path. The temporary file is gone
+        after, whatever happens."""
+        head = self._header(header, self.total) if pick is None else None
+        try:
+            with naming(self.path):  # a full disk names the output
+                return self._write(head) if pick is None else self._write_picked(header, pick)
+        finally:
+            self.discard()
+
+    def _header(self, header, total):
+        head = b"" if header is None else header(total)
         if len(head) != self.header_bytes:
             raise ValueError(
                 f"{self.path.name}: a header of {len(head)} bytes, room for {self.header_bytes}"
             )
-        try:
-            with naming(self.path):  # a full disk names the output
-                return self._write(head)
-        finally:
-            self.discard()
+        return head
+
+    def _write_picked(self, header, pick):
+        """`finish` with pick: the arrays read back one at a time, the header written last."""
+        self.file.close()
+        with open(self.path, "xb") as out:
+            out.write(bytes(self.header_bytes))
+            total = 0
+            for key, _, _ in sorted(self.places, key=lambda place: place[0]):
+                ids = np.ascontiguousarray(pick(key, self.read(key)), self.dtype.newbyteorder("<"))
+                out.write(memoryview(ids).cast("B"))
+                total += len(ids)
+            self.total = total
+            out.seek(0)
+            out.write(self._header(header, total))
+        return self.path
 
     def _write(self, head):
         """`finish`'s writing: the spool renamed into place (its keys came in order), or the

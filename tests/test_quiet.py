@@ -55,7 +55,11 @@ def test_datatrove_prints_what_datasets_prints(docs):
     assert "val has 1 document, " in datasets.stdout
     # the same lines, but the work directory's (where the logs and the resumable work are)
     work_line = "docs.jsonl: 1 file, 2 tasks; work directory "
-    lines = datatrove.stdout.replace("to b\n", "to a\n").splitlines()
+    lines = (
+        datatrove.stdout.replace("to b\n", "to a\n")
+        .replace("overlap b;", "overlap a;")
+        .splitlines()
+    )
     assert [
         line for line in lines if not line.startswith(work_line)
     ] == datasets.stdout.splitlines()
@@ -131,7 +135,11 @@ def test_fineweb_datatrove_prints_what_datasets_prints(docs):
         "data/fineweb/prepare_datatrove.py", *options, "--tasks", 2, "--out-dir", "fb", cwd=docs
     )
     assert datatrove.returncode == 0, datatrove.stderr
-    lines = datatrove.stdout.replace(" to fb\n", " to fa\n").splitlines()
+    lines = (
+        datatrove.stdout.replace(" to fb\n", " to fa\n")
+        .replace("overlap fb;", "overlap fa;")
+        .splitlines()
+    )
     work_line = "docs.jsonl: 1 file, 2 tasks; work directory "
     assert [
         line for line in lines if not line.startswith(work_line)

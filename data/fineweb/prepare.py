@@ -20,11 +20,13 @@ from prepare_common import (
     LLMC_READS,
     HubDataset,
     bpe_encoding,
+    deduplicate,
     dtype_for_vocab,
     id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
+    say_overlap,
     source_name,
     source_record,
     tokenize_documents,
@@ -78,25 +80,32 @@ def main():
             num_proc=min(args.num_proc, len(dataset)),  # datasets warns of more processes than rows
             **ids_cache_options(dataset, tokenizer, dtype, tokenize_documents, eot_first=True),
         )  # fmt: skip
+
+        # 4. --dedup: keep the first of each copy (or of each cluster of near copies), BEFORE the
+        #    shards are cut: no copy can then sit in shard 0 (val) and in a train shard
+        split = {"rule": SPLIT_RULE, "shard_size": args.shard_size}
+        if args.dedup:
+            kept, split["dedup"] = deduplicate(tokenized, args.dedup, eot_first=True)
+            tokenized = tokenized.select(kept)
         num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
         count = -(-num_tokens // args.shard_size)
         print(f"{num_tokens:,} tokens: {count:,} shard{'s' * (count != 1)}")
 
-        # 4. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
-        split = {"rule": SPLIT_RULE, "shard_size": args.shard_size}
+        # 5. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
         if args.shuffle is not None:  # the hub's order gives a periodic loss (docs/fineweb.md)
-            tokenized = tokenized.select(np.random.default_rng(args.shuffle).permutation(len(dataset)))  # fmt: skip
+            tokenized = tokenized.select(np.random.default_rng(args.shuffle).permutation(len(tokenized)))  # fmt: skip
             split.update(rule=SHUFFLED_RULE, shuffle_seed=args.shuffle, numpy=np.__version__)
         names, ids = llmc_names(PREFIXES[args.format][args.type]), id_batches(tokenized)
         shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
 
-        # 5. the metadata, written last: meta.json lists every shard, its tokens and sha256
+        # 6. the metadata, written last: meta.json lists every shard, its tokens and sha256
         write_meta(
             out, script="data/fineweb/prepare.py", tokenizer=tokenizer, dtype=dtype, shards=shards,
             shard_format=args.format, source=source_record(args.data_files, len(dataset), hub), split=split,
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
+    say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 
 
 def fineweb(kind, sample):
@@ -116,6 +125,7 @@ def arguments():
     add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (llm.c's: 10**8)")  # fmt: skip
     add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
     add("--shuffle", type=random_seed, metavar="SEED", help="shuffle the documents (the same order for the same seed) before cutting the shards: in the hub's order, FineWeb-Edu's training loss goes up and down periodically (default: in order)")  # fmt: skip
+    add("--dedup", choices=["exact", "near"], help="drop each document repeating an earlier one, before the shards are cut: exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
     add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")

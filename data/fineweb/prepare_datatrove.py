@@ -5,7 +5,8 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
 (engine/stages.py), with llm.c's rule in place of a split:
 
 1. tokenize (--tasks tasks): each task encodes its slice of the input files
-2. plan (1 task): the documents in order (or --shuffle's permutation), and where each one's ids are
+2. plan (1 task): the documents in order (or --shuffle's permutation), the copies --dedup drops
+   left out, and where each one's ids are
 3. write (--tasks tasks): task r writes its share of the shards (each one a contiguous range of
    the stream, the end of text before each document)
 4. commit (1 task): links the shards into the folder (a copy across file systems); meta.json
@@ -19,7 +20,7 @@ from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # t
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import ShardStream
 from engine.pipeline import Lesson, prepare_with_datatrove
-from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab
+from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab, say_overlap
 from safety import run_main
 
 
@@ -39,6 +40,8 @@ def main():
     prefix = PREFIXES[args.format][args.type]
     lesson = Lesson("data/fineweb/prepare.py", fineweb(args.type, args.sample), prefix, layout)
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
+    if args.executor != "slurm":  # committed by now: said as prepare.py says it
+        say_overlap(args.out_dir)
 
 
 if __name__ == "__main__":

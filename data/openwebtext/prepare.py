@@ -10,15 +10,19 @@ of train_tokenizer.py, --format llmc for llm.c's shards, outputs that appear onl
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+import numpy as np
+
 from prepare_common import (
     HubDataset,
     bpe_encoding,
+    deduplicate,
     dtype_for_vocab,
     id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
     random_split,
+    say_overlap,
     source_name,
     source_record,
     split_record,
@@ -58,22 +62,25 @@ def main():
         source = source_name(args.data_files, OPENWEBTEXT)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
-        # 3. split the documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
-        train, val = random_split(len(dataset), args.val_fraction, args.seed)
-        split_dataset = {"train": dataset.select(train), "val": dataset.select(val)}
+        # 3. --dedup: tokenize every document, keep the first of each copy (or of each cluster of
+        #    near copies), BEFORE the split: no copy can then sit in train and in val
+        kept, whole, dedup = np.arange(len(dataset)), None, None
+        if args.dedup:
+            whole = tokenize(dataset, None, source, encoding, tokenizer, dtype, args.num_proc)
+            kept, dedup = deduplicate(whole, args.dedup)
 
-        # 4. tokenize every document, a batch at a time (nanoGPT's `process`)
+        # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
+        train, val = (kept[side] for side in random_split(len(kept), args.val_fraction, args.seed))
+
+        # 5. tokenize every document, a batch at a time (nanoGPT's `process`): --dedup did already
         tokenized = {}
-        for split, dset in split_dataset.items():
-            options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=f"{source}, {split} document")  # fmt: skip
-            tokenized[split] = dset.map(
-                tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
-                remove_columns=dset.column_names, desc=f"tokenizing {split}",
-                num_proc=min(args.num_proc, len(dset)),  # datasets warns of more processes than rows
-                **ids_cache_options(dset, tokenizer, dtype, tokenize_documents),
-            )  # fmt: skip
+        for split, numbers in (("train", train), ("val", val)):
+            if whole is not None:
+                tokenized[split] = whole.select(numbers)
+            else:
+                tokenized[split] = tokenize(dataset.select(numbers), split, source, encoding, tokenizer, dtype, args.num_proc)  # fmt: skip
 
-        # 5. concatenate all the ids of each split into one large file we can use for training,
+        # 6. concatenate all the ids of each split into one large file we can use for training,
         #    and beside it where each document starts in it (train.docs.npy: what the model sees)
         split_tokens = {}
         for split, dset in tokenized.items():
@@ -89,18 +96,31 @@ def main():
             names = llmc_names("openwebtext", split, first_index=len(shards))
             shards += write_shards(out, id_batches(tokenized[split]), names, args.shard_size, dtype, vocab_size, "llmc")  # fmt: skip
 
-        # 6. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
+        # 7. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
             out, script="data/openwebtext/prepare.py", tokenizer=tokenizer, dtype=dtype,
             split_tokens=split_tokens, shards=shards, shard_format=args.format,
             source=source_record(args.data_files, len(dataset), OPENWEBTEXT),
-            split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}),
+            split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}, dedup=dedup),
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
     meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
     print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
+    say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
+
+
+def tokenize(dset, split, source, encoding, tokenizer, dtype, num_proc):
+    """nanoGPT's `process` on every document of `dset`: the documents of `split`, or (None) all."""
+    where = f"{source}, {split} document" if split else f"{source}, document"
+    options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
+    return dset.map(
+        tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
+        remove_columns=dset.column_names, desc=f"tokenizing {split or ''}".strip(),
+        num_proc=min(num_proc, len(dset)),  # datasets warns of more processes than rows
+        **ids_cache_options(dset, tokenizer, dtype, tokenize_documents),
+    )  # fmt: skip
 
 
 def arguments():
@@ -116,6 +136,7 @@ def arguments():
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
     add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
     add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per llm.c shard (llm.c's: 10**8)")  # fmt: skip
+    add("--dedup", choices=["exact", "near"], help="drop each document repeating an earlier one, before the split: exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
     return parser
 
 

@@ -5,7 +5,8 @@ train.bin, val.bin and meta.json byte for byte, but as datatrove tasks: on this 
 a datatrove executor that waits for the one before (engine/stages.py):
 
 1. tokenize (--tasks tasks): each task encodes its slice of the input files
-2. plan (1 task): nanoGPT's random split, and where each document's ids go
+2. plan (1 task): the copies --dedup drops, nanoGPT's random split, and where each document's
+   ids go
 3. write (--tasks tasks): task r writes part r of each split
 4. commit (1 task): joins the parts into train.bin and val.bin (--format llmc: cuts them into
    llm.c's shards, as prepare.py does); meta.json last
@@ -18,7 +19,7 @@ from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import RandomSplit
 from engine.pipeline import Lesson, prepare_with_datatrove
-from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab
+from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab, say_overlap
 from safety import run_main
 
 
@@ -36,6 +37,8 @@ def main():
     layout = RandomSplit(args.val_fraction, args.seed, SPLIT_RULE, args.format, args.shard_size)
     lesson = Lesson("data/openwebtext/prepare.py", OPENWEBTEXT, "openwebtext", layout)
     prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
+    if args.executor != "slurm":  # committed by now: said as prepare.py says it
+        say_overlap(args.out_dir)
 
 
 if __name__ == "__main__":

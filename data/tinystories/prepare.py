@@ -20,11 +20,13 @@ from stories import SplitFiles, story_vocab_size, train_story_bpe
 
 from bpe import EOT
 from bpe.parallel import ordered_map
+from dedup.drop import document_keys, rule_record, without_boundaries
 from prepare_common import (
     LLMC_READS,
     NANOGPT_READS,
     bpe_encoding,
     dtype_for_vocab,
+    say_overlap,
     text_source,
     tokenize_documents,
     write_bpe_meta_pkl,
@@ -76,25 +78,34 @@ def main():
         with SplitFiles(out, dtype, llmc) as splits:
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
             members, processes = at_most_a_process_a_member(members, args.num_proc)
-            shared = (encoding, tokenizer, dtype, gpt2)
-            for name, ids, lengths, counts in ordered_map(process, members, processes, shared):
-                splits.add("val" if name == VAL else "train", name, ids, lengths, counts)
-
-            # 4. each split's files written in the order of their names, as llm.c sorts them
+            shared = (encoding, tokenizer, dtype, gpt2, args.dedup)
+            for name, ids, lengths, counts, keys in ordered_map(process, members, processes, shared):  # fmt: skip
+                splits.add("val" if name == VAL else "train", name, ids, lengths, counts, keys)
             print(*splits.summary(tokenizer["name"]), sep="\n")
+
+            # 4. --dedup: drop each story repeating an earlier one, val's first: no val story
+            #    keeps a copy in train (stories.py's SplitFiles.deduplicate says the order)
+            split = {"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")}
+            if args.dedup:
+                dropped = splits.deduplicate(args.dedup)
+                split["stories"] = {s: n - dropped[s] for s, n in split["stories"].items()}
+                split["dedup"] = {**rule_record(args.dedup), "stories_dropped": dropped}
+                print(f"--dedup {args.dedup}: {dropped['val']:,} val and {dropped['train']:,} train stories dropped, each repeating an earlier one")  # fmt: skip
+
+            # 5. each split's files written in the order of their names, as llm.c sorts them
             record = splits.finish(archive)  # and each .bin's document index
 
-        # 5. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
+        # 6. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
             out, script="data/tinystories/prepare.py", tokenizer=tokenizer, dtype=dtype,
-            **record, source=source,  # the files, their tokens and sha256; the archive's
-            split={"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")},
+            **record, source=source, split=split,  # the files, their tokens and sha256; the archive's
             options={"format": args.format, "vocab_size": args.vocab_size},
         )  # fmt: skip
     extras = [f"{name}.docs.npy" for name in ("val", "train") if not llmc]
     extras += ["meta.pkl"] * wrote_pkl + ([path.name] if args.vocab_size else []) + ["meta.json"]
     print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")  # fmt: skip
+    say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a story
 
 
 def at_most_a_process_a_member(members, num_proc):
@@ -109,8 +120,9 @@ def at_most_a_process_a_member(members, num_proc):
     return itertools.chain(ahead, members), num_proc
 
 
-def process(name, data, encoding, tokenizer, dtype, gpt2):
-    """llm.c's process_shard: one file's stories shuffled, stripped, each <|endoftext|> first."""
+def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
+    """llm.c's process_shard: one file's stories shuffled, stripped, each <|endoftext|> first;
+    with --dedup, each story's keys (dedup/drop.py's document_keys, its ids without the EOT)."""
     stories = [story.strip() for story in json_stories(name, data)]  # each item's "story"
     random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)  # 1337 + index in split
     where = f"{name}, shuffled story"
@@ -119,7 +131,8 @@ def process(name, data, encoding, tokenizer, dtype, gpt2):
     counts = {"stories": len(stories), "characters": sum(map(len, stories))}
     if gpt2 is not None and name == VAL:
         counts["gpt2"] = sum(len(gpt2.encode_ordinary(story)) + 1 for story in stories)
-    return name, ids, out["len"], counts
+    keys = None if dedup is None else document_keys(dedup, *without_boundaries(ids, out["len"], first=True))  # fmt: skip
+    return name, ids, out["len"], counts, keys
 
 
 def parse_args():
@@ -132,6 +145,7 @@ def parse_args():
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--vocab-size", type=story_vocab_size, metavar="N", help="train a BPE")
     tokens.add_argument("--tokenizer", type=Path, help="from train_tokenizer.py (default: GPT-2)")
+    add("--dedup", choices=["exact", "near"], help="drop each story repeating an earlier one (val's first): exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
     return parser.parse_args()
 
 

@@ -12,6 +12,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 """
 
 import argparse
+import functools
 import warnings
 from collections import Counter
 
@@ -52,20 +53,73 @@ class SplitFiles:
             raise
         self.figures = {split: Counter() for split in SPLITS}
         self.lengths = {split: {} for split in SPLITS}  # {member name: its stories' lengths}
+        self.keys = {split: {} for split in SPLITS}  # {member name: its stories' --dedup keys}
+        self.kept = {}  # after `deduplicate`: {member name: which of its stories are kept}
 
-    def add(self, split, name, ids, lengths, counts):
+    def add(self, split, name, ids, lengths, counts, keys=None):
         """The ids of member `name` (its key in the split), its stories' lengths in tokens (for
-        the document index of nanoGPT's files), and its figures."""
+        the document index of nanoGPT's files), its figures, and for --dedup its stories' keys
+        (dedup/drop.py's document_keys)."""
         self.spools[split].add(name, ids)
         self.lengths[split][name] = np.asarray(lengths, dtype=np.int64)
         self.figures[split].update({"files": 1, **counts})
+        self.keys[split][name] = keys
+
+    def deduplicate(self, rule):
+        """--dedup exact|near: drop each story repeating an earlier one (dedup/drop.py), in the
+        order val's stories (data00.json), then train's by file name, each file's as shuffled:
+        a val story is never dropped for a train copy, and no train story keeps a copy in val.
+        The files are written without them (`finish`); -> {"val": dropped, "train": dropped}."""
+        from dedup.drop import keep_documents
+
+        members = [(split, name) for split in SPLITS for name in sorted(self.lengths[split])]
+        keys = [self.keys[split][name] for split, name in members]
+        keep = keep_documents(rule, keys, lambda numbers: self._signatures(members, numbers))
+        dropped, first = Counter(), 0
+        for split, name in members:
+            count = len(self.lengths[split][name])
+            self.kept[name] = keep[first : first + count]
+            dropped[split] += count - int(self.kept[name].sum())
+            first += count
+        return {split: dropped[split] for split in SPLITS}
+
+    def _signatures(self, members, numbers):
+        """The MinHash signatures of stories `numbers` (sorted, counted across `members`), their
+        ids read back from the spools, the end-of-text token left out."""
+        from dedup.drop import without_boundaries
+        from dedup.fast import minhash_signatures
+        from dedup.overlap import documents_of
+
+        bounds = np.cumsum([0] + [len(self.lengths[s][n]) for s, n in members])
+        member_of = np.searchsorted(bounds, numbers, side="right") - 1
+        signatures = []
+        for m in np.unique(member_of):
+            split, name = members[m]
+            ids, lengths = self.spools[split].read(name), self.lengths[split][name]
+            tokens, offsets = without_boundaries(ids, lengths, first=True)
+            picked = numbers[member_of == m] - bounds[m]
+            stories = [tokens[offsets[i] : offsets[i + 1]] for i in picked]
+            signatures.append(minhash_signatures(*documents_of(stories)))
+        return np.concatenate(signatures)
 
     def names(self):
         """Every member added, sorted by name."""
         return sorted(name for spool in self.spools.values() for name in spool.keys())  # noqa: SIM118
 
     def tokens(self, split):
-        return self.spools[split].total
+        """The ids of the split's file: those of the stories kept, after `deduplicate`."""
+        if not self.kept:
+            return self.spools[split].total
+        return sum(int(self.kept_lengths(split, name).sum()) for name in self.lengths[split])
+
+    def kept_lengths(self, split, name):
+        """The lengths of member `name`'s stories in its split's file (all, or those kept)."""
+        lengths = self.lengths[split][name]
+        return lengths if name not in self.kept else lengths[self.kept[name]]
+
+    def _kept_ids(self, split, name, ids):
+        """The ids of member `name`'s kept stories: Spool.finish's pick."""
+        return ids[np.repeat(self.kept[name], self.lengths[split][name])]
 
     def totals(self, figure):
         """{split: that figure}: totals("stories") -> {"val": 21990, "train": ...}."""
@@ -117,7 +171,8 @@ class SplitFiles:
         self.check(archive)
         shards = []
         for split, spool in self.spools.items():
-            path = spool.finish(self._header_bytes)
+            pick = functools.partial(self._kept_ids, split) if self.kept else None
+            path = spool.finish(self._header_bytes, pick)
             shards.append(
                 {
                     "file": path.name,
@@ -127,7 +182,7 @@ class SplitFiles:
                 }  # fmt: skip
             )
             if not self.llmc:
-                lengths = [self.lengths[split][name] for name in sorted(self.lengths[split])]
+                lengths = [self.kept_lengths(split, name) for name in sorted(self.lengths[split])]
                 write_document_starts(path.with_suffix(".docs.npy"), np.concatenate(lengths))
         if self.llmc:
             return {"shards": shards, "shard_format": "llmc"}
