@@ -30,12 +30,19 @@ import numpy as np
 
 from bpe.io import atomic_path
 from bpe.text import shortened
-from formats.shards import LLMC_HEADER_INTS, LLMC_MAGIC_VERSION, META_FORMAT_VERSION
+from formats.shards import (
+    LLMC_HEADER_INTS,
+    LLMC_MAGIC_VERSION,
+    META_FORMAT_VERSION,
+    splits_record,
+    write_npy,
+)
+from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import check_utf8_names, reserve, sha256_file
 from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
-from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS, TOKEN_BYTES
+from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 
 # ---------------------------------------------------------------------------------------------
 # 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids
@@ -78,29 +85,6 @@ def encode_document(text, encoding, eot_id, dtype, eot_first=False):
     else:
         ids[:-1], ids[-1] = encoded, eot_id
     return ids
-
-
-def nanogpt_sample_maps(encoding):
-    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
-    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
-
-    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
-    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
-    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
-    """
-    itos = {}
-    for token_id in range(encoding.n_vocab):
-        try:
-            token = encoding.decode_single_token_bytes(token_id)
-        except KeyError:  # a gap in a tiktoken vocabulary
-            continue
-        itos[token_id] = token.decode("utf-8", errors="replace")
-    stoi = {
-        text: token_id
-        for token_id, text in sorted(itos.items(), reverse=True)
-        if len(text) == 1 and text != "\ufffd"
-    }
-    return stoi, itos
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,15 +183,6 @@ def write_document_starts(path, lengths):
     np.cumsum(lengths[:-1], out=starts[1:])
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         write_npy(f, starts)
-
-
-def write_npy(file, array):
-    """np.save(file, array) for the 1-D arrays we write (the same bytes: numpy's version 1.0
-    header, then the array's), written through file.write: np.save writes with tofile, whose
-    error on a full disk ("20000 requested and 3056 written") has no errno to say why."""
-    array = np.ascontiguousarray(array)
-    np.lib.format.write_array_header_1_0(file, np.lib.format.header_data_from_array_1_0(array))
-    file.write(memoryview(array).cast("B"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,27 +317,6 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     return write_record(out, meta)
 
 
-def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=None):
-    """token_bytes.npy (each id's UTF-8 byte length, 0 for a special token: what bits per byte
-    divides by) and meta.json's record of it, with the bytes of text each split's ids stand for:
-    {"file": "token_bytes.npy", "sha256": ..., "bytes": {"train": 1003854, "val": 111540}}."""
-    from formats.shards import read_shard
-    from formats.tokenizers import record_byte_lengths, text_bytes
-
-    out, lengths = Path(out), record_byte_lengths(tokenizer)
-    with atomic_path(out / TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
-    totals = {}
-    for name in splits:
-        if shards is None:
-            path = out / f"{name}.bin"
-            arrays = [np.memmap(path, dtype, "r")] if path.stat().st_size else []
-        else:
-            arrays = [read_shard(out / s["file"], shard_format, np.dtype(dtype)) for s in shards if s["split"] == name]  # fmt: skip
-        totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)
-    return {"file": TOKEN_BYTES, "sha256": sha256_file(out / TOKEN_BYTES), "bytes": totals}
-
-
 def write_record(out, meta):
     """meta.json itself, atomically: the dict as indented UTF-8 JSON; return the dict."""
     check_utf8_names(meta)  # a file name that is not UTF-8 cannot be recorded: one line
@@ -370,34 +324,6 @@ def write_record(out, meta):
     with atomic_path(Path(out) / RECORD_NAME) as tmp:
         tmp.write_bytes(data)
     return meta
-
-
-def splits_record(out, split_tokens, shards):
-    """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
-    was written beside it), or each split's shard totals. A shard set without a train shard is
-    refused: llm.c and modded-nanogpt would have nothing to train on.
-
-    {"train": 9, "val": 1} -> {"train": {"file": "train.bin", "tokens": 9, "sha256": ...}, ...}
-    """
-    splits = {}
-    for name, count in (split_tokens or {}).items() if shards is None else ():
-        sha256 = sha256_file(out / f"{name}.bin")
-        splits[name] = {"file": f"{name}.bin", "tokens": count, "sha256": sha256}
-        index = out / f"{name}.docs.npy"
-        if index.is_file():
-            documents = len(np.load(index, mmap_mode="r"))
-            splits[name]["index"] = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}  # fmt: skip
-    if shards is not None and all(shard["split"] != "train" for shard in shards):
-        tokens = sum(shard["tokens"] for shard in shards)
-        raise PrepareError(
-            f"all {tokens:,} tokens fit in shard 0, which is val, so the shard set has no train "
-            f"shard for llm.c or modded-nanogpt to read; choose a --shard-size below {tokens:,}"
-        )
-    for shard in shards or ():
-        totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
-        totals["tokens"] += shard["tokens"]
-        totals["shards"] += 1
-    return splits
 
 
 def text_source(input_path, out_dir, characters, url=None):
@@ -598,48 +524,6 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     return {"ids": ids, "len": [len(doc) for doc in ids]}
 
 
-def document_chunks(tokenized, eot_first=False, desc=None, documents_per_batch=10_000):
-    """A tokenized dataset's documents as dedup/ reads them, a batch at a time: (their ids, the
-    end-of-text token left out, one flat array; offsets), [[17250, 50256], [64, 50256]] ->
-    ([17250, 64], [0, 1, 2]). desc: a tqdm bar of the documents, so named."""
-    from tqdm import tqdm
-
-    from dedup.drop import without_boundaries
-
-    bar = tqdm(total=len(tokenized), unit=" doc", desc=desc, delay=1, leave=False, disable=desc is None)  # fmt: skip
-    for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
-        lengths = batch["len"].to_numpy()
-        bar.update(len(lengths))
-        yield without_boundaries(batch["ids"].combine_chunks().flatten().to_numpy(), lengths, eot_first)  # fmt: skip
-    bar.close()
-
-
-def deduplicate(tokenized, rule, eot_first=False):
-    """--dedup exact|near: the numbers of the documents kept, the first of each copy or cluster of
-    near copies (dedup/drop.py), and meta.json's record of the rule and of the documents dropped.
-    Compared: each document's ids without its end-of-text token, what `overlap` compares."""
-    from dedup.drop import document_keys, keep_documents, rule_record
-    from dedup.fast import minhash_signatures
-
-    def signatures_of(numbers):  # the candidates of "near", read again
-        chunks = document_chunks(tokenized.select(numbers), eot_first, "--dedup near: candidates")
-        return np.concatenate([minhash_signatures(ids, offsets) for ids, offsets in chunks])
-
-    chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
-    keys = (document_keys(rule, ids, offsets) for ids, offsets in chunks)
-    kept = np.flatnonzero(keep_documents(rule, keys, signatures_of))
-    record = {**rule_record(rule), "documents_dropped": len(tokenized) - len(kept)}
-    print(dedup_line(record, len(tokenized)))
-    return kept, record
-
-
-def dedup_line(record, documents):
-    """What --dedup says of the documents it dropped (`deduplicate`'s record), out of `documents`:
-    "--dedup exact: 2 of 23 documents dropped, each an exact copy of an earlier one"."""
-    repeat = "an exact copy of an earlier one" if record["rule"] == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
-    return f"--dedup {record['rule']}: {record['documents_dropped']:,} of {documents:,} document{'s' * (documents != 1)} dropped, each {repeat}"  # fmt: skip
-
-
 def document_batch(data, starts, batch_size, block_size, rng):
     """nanoGPT's get_batch with every row beginning at a document start drawn by `rng` (a numpy
     Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
@@ -657,14 +541,6 @@ def document_batch(data, starts, batch_size, block_size, rng):
 
 # ---------------------------------------------------------------------------------------------
 # 7. the commands over a prepared folder (the inspection package, loaded when one runs)
-
-
-def say_overlap(folder):
-    """Print, at the end of a document lesson, how many val documents have an exact copy in train
-    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
-    from inspection.overlap import exact_overlap_lines
-
-    print(*exact_overlap_lines(folder), sep="\n")
 
 
 def main(argv=None):

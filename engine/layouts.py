@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from bpe.io import atomic_path
+from dedup.tokenized import dedup_line
 from engine.executors import plural
 from prepare_common import (
-    dedup_line,
     llmc_names,
     random_split,
     split_record,

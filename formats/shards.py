@@ -13,6 +13,7 @@ import numpy as np
 
 from bpe.text import shortened
 from safety import PrepareError
+from safety.files import sha256_file
 
 META_FORMAT_VERSION = 1
 SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable
@@ -79,3 +80,40 @@ def read_shard(path, shard_format, dtype):
             f"{path} has {size:,} bytes; its header says {header[2]:,} tokens: {expected:,} bytes"
         )
     return np.memmap(path, dtype=dtype.newbyteorder("<"), mode="r", offset=LLMC_HEADER_INTS * 4)
+
+
+def write_npy(file, array):
+    """np.save(file, array) for the 1-D arrays we write (the same bytes: numpy's version 1.0
+    header, then the array's), written through file.write: np.save writes with tofile, whose
+    error on a full disk ("20000 requested and 3056 written") has no errno to say why."""
+    array = np.ascontiguousarray(array)
+    np.lib.format.write_array_header_1_0(file, np.lib.format.header_data_from_array_1_0(array))
+    file.write(memoryview(array).cast("B"))
+
+
+def splits_record(out, split_tokens, shards):
+    """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
+    was written beside it), or each split's shard totals. A shard set without a train shard is
+    refused: llm.c and modded-nanogpt would have nothing to train on.
+
+    {"train": 9, "val": 1} -> {"train": {"file": "train.bin", "tokens": 9, "sha256": ...}, ...}
+    """
+    splits = {}
+    for name, count in (split_tokens or {}).items() if shards is None else ():
+        sha256 = sha256_file(out / f"{name}.bin")
+        splits[name] = {"file": f"{name}.bin", "tokens": count, "sha256": sha256}
+        index = out / f"{name}.docs.npy"
+        if index.is_file():
+            documents = len(np.load(index, mmap_mode="r"))
+            splits[name]["index"] = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}  # fmt: skip
+    if shards is not None and all(shard["split"] != "train" for shard in shards):
+        tokens = sum(shard["tokens"] for shard in shards)
+        raise PrepareError(
+            f"all {tokens:,} tokens fit in shard 0, which is val, so the shard set has no train "
+            f"shard for llm.c or modded-nanogpt to read; choose a --shard-size below {tokens:,}"
+        )
+    for shard in shards or ():
+        totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
+        totals["tokens"] += shard["tokens"]
+        totals["shards"] += 1
+    return splits

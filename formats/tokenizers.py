@@ -15,9 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from bpe.gpt2 import GPT2_FILES, MIRROR_PATHS
+from bpe.io import atomic_path
+from formats.shards import read_shard
 from safety.downloads import RemoteFile, fetch
 from safety.errors import PrepareError, reading
 from safety.files import data_cache, sha256_file
+from safety.record import TOKEN_BYTES
 
 GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], MIRROR_PATHS["encoder.json"])
 GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], MIRROR_PATHS["vocab.bpe"])
@@ -195,3 +198,44 @@ def trained_tokenizer(tokenizer_path, need_eot=False):
         "sha256": sha256_file(path),
         "encoding_sha256": encoding_sha256(encoding),
     }
+
+
+def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=None):
+    """token_bytes.npy (each id's UTF-8 byte length, 0 for a special token: what bits per byte
+    divides by) and meta.json's record of it, with the bytes of text each split's ids stand for:
+    {"file": "token_bytes.npy", "sha256": ..., "bytes": {"train": 1003854, "val": 111540}}."""
+    out, lengths = Path(out), record_byte_lengths(tokenizer)
+    with atomic_path(out / TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
+        np.save(f, lengths)
+    totals = {}
+    for name in splits:
+        if shards is None:
+            path = out / f"{name}.bin"
+            arrays = [np.memmap(path, dtype, "r")] if path.stat().st_size else []
+        else:
+            arrays = [read_shard(out / s["file"], shard_format, np.dtype(dtype)) for s in shards if s["split"] == name]  # fmt: skip
+        totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)
+    return {"file": TOKEN_BYTES, "sha256": sha256_file(out / TOKEN_BYTES), "bytes": totals}
+
+
+def nanogpt_sample_maps(encoding):
+    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
+    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
+
+    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
+    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
+    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
+    """
+    itos = {}
+    for token_id in range(encoding.n_vocab):
+        try:
+            token = encoding.decode_single_token_bytes(token_id)
+        except KeyError:  # a gap in a tiktoken vocabulary
+            continue
+        itos[token_id] = token.decode("utf-8", errors="replace")
+    stoi = {
+        text: token_id
+        for token_id, text in sorted(itos.items(), reverse=True)
+        if len(text) == 1 and text != "\ufffd"
+    }
+    return stoi, itos

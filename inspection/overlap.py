@@ -263,3 +263,9 @@ def run(args):
     flags = {"train_glob": args.train, "val_glob": args.val, "boundary_id": args.boundary_id}
     flags.update(boundary=args.boundary, dtype=args.dtype)
     overlap(args.folder, args.json, ngram=args.ngram, against=args.against, **flags)
+
+
+def say_overlap(folder):
+    """Print, at the end of a document lesson, how many val documents have an exact copy in train
+    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
+    print(*exact_overlap_lines(folder), sep="\n")

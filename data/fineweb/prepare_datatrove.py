@@ -20,7 +20,8 @@ from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # t
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import ShardStream
 from engine.pipeline import Lesson, prepare_with_datatrove
-from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab, say_overlap
+from inspection.overlap import say_overlap
+from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab
 from safety import run_main
 
 

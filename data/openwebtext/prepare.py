@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
+from dedup.tokenized import deduplicate
+from inspection.overlap import say_overlap
 from prepare_common import (
     HubDataset,
     bpe_encoding,
-    deduplicate,
     dtype_for_vocab,
     id_batches,
     ids_cache_options,
     llmc_names,
     load_documents,
     random_split,
-    say_overlap,
     source_name,
     source_record,
     split_record,

@@ -19,7 +19,8 @@ from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import RandomSplit
 from engine.pipeline import Lesson, prepare_with_datatrove
-from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab, say_overlap
+from inspection.overlap import say_overlap
+from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab
 from safety import run_main
 
 

@@ -21,12 +21,12 @@ from stories import SplitFiles, story_vocab_size, train_story_bpe
 from bpe import EOT
 from bpe.parallel import ordered_map
 from dedup.drop import document_keys, rule_record, without_boundaries
+from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
     NANOGPT_READS,
     bpe_encoding,
     dtype_for_vocab,
-    say_overlap,
     text_source,
     tokenize_documents,
     write_bpe_meta_pkl,
