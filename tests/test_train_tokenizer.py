@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow
 import pyarrow.parquet
 import pytest
-from conftest import REPO, assert_clean_failure, run_python, write_files
+from conftest import REPO, assert_clean_failure, needs_datatrove, run_python, write_files
 
 import train_tokenizer
 from bpe import EOT, Tokenizer, simple, train_bpe_from_iterator
@@ -171,6 +171,7 @@ def assert_usage_error(result, *fragments):
             ["--vocab-size", 300, "--engine", "datatrove", "--workers", 5000],
             ["from 1 to 1,024"],
             id="datatrove-local-workers-5000",
+            marks=needs_datatrove,  # without datatrove: the one line that says to install it
         ),
         pytest.param(["--sweep", "300", "--vocab-size", 400], ["largest --sweep"], id="sweep"),
         pytest.param(["--vocab-size", 300, "--plot", "a.png"], ["give --sweep"], id="plot"),
@@ -178,6 +179,7 @@ def assert_usage_error(result, *fragments):
             ["--vocab-size", 300, "--engine", "datatrove", "--trace", 2],
             ["--trace needs the corpus in this process"],
             id="trace-with-tasks",
+            marks=needs_datatrove,
         ),
     ],
 )
