@@ -19,7 +19,8 @@ from collections import Counter
 import numpy as np
 from archive import ArchiveError
 
-from prepare_common import llmc_header, write_document_starts
+from formats.shards import llmc_header
+from prepare_common import write_document_starts
 from safety.files import sha256_file
 from safety.spool import Spool
 
@@ -30,7 +31,7 @@ class SplitFiles:
     """One output file per split, each the ids of its members in the order of their names.
 
     llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
-    and TinyStories_train.bin, which start with its header (prepare_common.llmc_header). The figures of each
+    and TinyStories_train.bin, which start with its header (formats.shards.llmc_header). The figures of each
     split are added up from what `add` is given (stories, characters, and the tokens of any
     tokenizer compared) and printed by `summary`.
     """
