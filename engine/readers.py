@@ -16,9 +16,6 @@ from safety.errors import PrepareError
 from safety.files import read_text, sha256_file
 from safety.inputs import BUILDERS, expand_data_files, hub_files
 
-# ---------------------------------------------------------------------------------------------
-# the input: files, their lengths, and the slices of the tasks
-
 
 def file_identity(path):
     """What identifies a file's content for the work directory's name: path, size, and its
@@ -32,7 +29,7 @@ def file_lengths(files, kind):
     if kind == "text":
         return [1] * len(files)
     if kind == "json":
-        return [file_identity(path)[1] for path in files]
+        return [os.path.getsize(path) for path in files]
     import pyarrow.parquet as pq
 
     lengths = []
