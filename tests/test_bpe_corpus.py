@@ -156,6 +156,24 @@ def bad_parquet(column):
             id="jsonl-broken-line",
         ),
         pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"id": 1, "text": "b", "id": 2}\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "the key 'id' appears twice"],
+            id="jsonl-key-twice",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n[{"text": "b"}]\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "a JSON array, not an object"],
+            id="jsonl-array-line",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"text": "b\\ud800"}\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "lone surrogate (\\ud800 at character 1)"],
+            id="jsonl-lone-surrogate",
+        ),
+        pytest.param(
             {"d.json": '[{"text": "a"}, {"text": 5}]'},
             ["d.json"],
             ["d.json row 1", "'text' is int"],
