@@ -33,6 +33,7 @@ import numpy as np
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN, PATTERNS, Pretokenizer
 from .simple import split_on_special_tokens
+from .table import LOW_BYTES
 
 # The characters `\s` matches in the patterns (the `regex` module's, Unicode White_Space;
 # a test checks it against every character).
@@ -103,9 +104,6 @@ def fragment_bounds(data, cut_before):
 # A fragment of up to 16 bytes (95% of web text's) is counted by numpy as the integers of its
 # first and last 8 bytes, little-endian (no fragment holds a zero byte: the padding cannot be
 # mistaken for one); the longer ones as bytes, by a Counter.
-_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
-
-
 def _count_short(windows, starts, lengths):
     """{fragment: count} of the fragments of up to 16 bytes at `starts` (windows: the 8 bytes
     from every place as an integer, see FragmentCounter._flush)."""
@@ -113,12 +111,12 @@ def _count_short(windows, starts, lengths):
     for words in (1, 2):  # up to 8 bytes: one integer each, sorted faster than two
         chosen = (lengths > 8 * (words - 1)) & (lengths <= 8 * words)
         at, length = starts[chosen], lengths[chosen]
-        low = windows[at] & _LOW_BYTES[np.minimum(length, 8)]
+        low = windows[at] & LOW_BYTES[np.minimum(length, 8)]
         if words == 1:
             low, repeats = np.unique(low, return_counts=True)
             high = np.zeros_like(low)
         else:
-            high = windows[at + 8] & _LOW_BYTES[length - 8]
+            high = windows[at + 8] & LOW_BYTES[length - 8]
             order = np.lexsort((high, low))
             low, high = low[order], high[order]
             firsts = np.flatnonzero((low[1:] != low[:-1]) | (high[1:] != high[:-1])) + 1

@@ -38,7 +38,7 @@ from .corpus import count_table, straddles_special
 from .fragments import FragmentCounter
 from .patterns import BUILTIN_PATTERNS, is_line_cut
 from .simple import special_token_regex
-from .table import PretokenTable
+from .table import PretokenTable, run_starts
 
 log = logging.getLogger(__name__)
 
@@ -200,13 +200,6 @@ SEPARATOR = -1  # in FlatPretokens.ids, after each pretoken
 GONE = -2  # in FlatPretokens.ids, the right place of a merged pair
 
 
-def _changes(values):
-    """Where a sorted array's value differs from the one before: [3, 3, 5] -> [T, F, T]."""
-    changes = np.ones(len(values), bool)
-    changes[1:] = values[1:] != values[:-1]
-    return changes
-
-
 class FlatPretokens:
     """Phases 1 and 3 over every pretoken at once: the pair counts, then the merges.
 
@@ -260,7 +253,7 @@ class FlatPretokens:
         order = np.argsort(keys, kind="stable")
         places, keys = left[order], keys[order]
         del left, order
-        starts = np.flatnonzero(_changes(keys))
+        starts = run_starts(keys)
         counts = np.add.reduceat(self.weight_np[places], starts, dtype=np.int64)
         keys = keys[starts].astype(np.int64)
         return keys >> 8 << self.shift | keys & 255, counts, places, starts
@@ -393,7 +386,7 @@ def _grouped(keys, weights, places=None):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, int)
     order = keys.argsort(kind="stable")
     keys = keys[order]
-    starts = np.flatnonzero(_changes(keys))
+    starts = run_starts(keys)
     totals = np.add.reduceat(weights[order].astype(np.int64), starts)
     keys = keys[starts].astype(np.int64)
     return keys, totals, None if places is None else places[order], starts
