@@ -140,11 +140,9 @@ class Tokenizer:
         n_base = 256 + len(self.merges)
         self._ranks = _ranks_from(vocab, self.merges)  # bytes -> id of every non-special token
         self.special_tokens = _special_ids(vocab, n_base, special_tokens)
+        # in id order: the ranks run from 0, the special tokens follow them (sorted by id)
         self.vocab = {token_id: token for token, token_id in self._ranks.items()}
-        self.vocab.update(
-            (token_id, text.encode("utf-8")) for text, token_id in self.special_tokens.items()
-        )
-        self.vocab = dict(sorted(self.vocab.items()))
+        self.vocab.update((i, text.encode("utf-8")) for text, i in self.special_tokens.items())
         self.vocab_size = len(self.vocab)
         self.eot_id = self.special_tokens.get(EOT)
 

@@ -24,7 +24,6 @@ a corpus where it happens (merging Tiny Shakespeare line by line until no pair i
 """
 
 import logging
-import multiprocessing
 import os
 import warnings
 from array import array
@@ -36,6 +35,7 @@ import numpy as np
 from .checks import check_pattern, check_training_args, check_workers
 from .corpus import count_table, straddles_special
 from .fragments import FragmentCounter
+from .parallel import ordered_map
 from .patterns import BUILTIN_PATTERNS, is_line_cut
 from .simple import special_token_regex
 from .table import PretokenTable, run_starts
@@ -60,11 +60,6 @@ def count_pretokens(text, pattern="gpt2", special_tokens=()):
     counter = FragmentCounter(check_pattern(pattern), special_tokens)
     counter.add(text)
     return counter.pretoken_counts()
-
-
-def _count_piece(job):
-    text, pattern, special_tokens = job
-    return count_pretokens(text, pattern, special_tokens)
 
 
 def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
@@ -122,12 +117,12 @@ def count_pretokens_parallel(
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
     done = 0
-    with multiprocessing.Pool(min(num_workers, len(jobs))) as pool:
-        for job, piece_counts in zip(jobs, pool.imap(_count_piece, jobs)):
-            counts.update(piece_counts)
-            done += len(job[0])
-            if progress:
-                progress("pretokenize", done, len(text))
+    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
+    for job, piece_counts in zip(jobs, results):
+        counts.update(piece_counts)
+        done += len(job[0])
+        if progress:
+            progress("pretokenize", done, len(text))
     return counts
 
 
