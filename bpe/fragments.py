@@ -33,7 +33,7 @@ import numpy as np
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN, PATTERNS, Pretokenizer
 from .simple import split_on_special_tokens
-from .table import LOW_BYTES
+from .table import LOW_BYTES, run_starts
 
 # The characters `\s` matches in the patterns (the `regex` module's, Unicode White_Space;
 # a test checks it against every character).
@@ -119,8 +119,7 @@ def _count_short(windows, starts, lengths):
             high = windows[at + 8] & LOW_BYTES[length - 8]
             order = np.lexsort((high, low))
             low, high = low[order], high[order]
-            firsts = np.flatnonzero((low[1:] != low[:-1]) | (high[1:] != high[:-1])) + 1
-            firsts = np.concatenate(([0], firsts)) if len(low) else firsts
+            firsts = run_starts(low, high)
             repeats = np.diff(firsts, append=len(low))
             low, high = low[firsts], high[firsts]
         # As "S16" (bytes, trailing zeros dropped) the two integers are the fragment again.
@@ -188,10 +187,8 @@ class FragmentCounter:
         # Batches of joinable fragments with the same count and kind, one regex call each.
         chosen = np.flatnonzero(joinable)
         chosen = chosen[np.lexsort((ascii_only[chosen], repeats[chosen]))]
-        keys = repeats[chosen] * 2 + ascii_only[chosen]
-        bounds = np.flatnonzero(np.diff(keys)) + 1
+        starts = run_starts(repeats[chosen] * 2 + ascii_only[chosen]).tolist()
         chosen = chosen.tolist()
-        starts = [0, *bounds.tolist()] if chosen else []
         for start, end in zip(starts, [*starts[1:], len(chosen)]):
             for first in range(start, end, BATCH_FRAGMENTS):
                 batch = [

@@ -219,8 +219,7 @@ def _parse_merges(path, merge_lines, vocab, first_line):
         if token in known:
             raise TokenizerFileError(
                 f"{path}, {where} ({shown(line)}) makes the duplicate token "
-                f"{shown(render_token(token))}, "
-                f"which already has id {known[token]}"
+                f"{shown(render_token(token))}, which already has id {known[token]}"
             )
         known[token] = 256 + i
         vocab[256 + i] = token
@@ -271,8 +270,7 @@ def read_hf(vocab_json, merges_txt):
             raise TokenizerFileError(
                 f"{vocab_json}: id {token_id} should be {shown(render_token(vocab[token_id]))}, "
                 f"made by merge {token_id - 256} of {merges_txt}, but is "
-                f"{shown(by_id.get(token_id))}; "
-                f"the two files do not belong together"
+                f"{shown(by_id.get(token_id))}; the two files do not belong together"
             )
     special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
     return vocab, merges, special_tokens

@@ -24,10 +24,13 @@ LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
 WORDS_MAX_BYTES = 64
 
 
-def run_starts(values):
-    """Where each run of equal values of a sorted array starts: [3, 3, 5] -> [0, 2]."""
-    changes = np.ones(len(values), bool)
-    changes[1:] = values[1:] != values[:-1]
+def run_starts(*columns):
+    """Where each run of equal rows of sorted columns starts: [3, 3, 5] -> [0, 2];
+    [3, 3, 5], [1, 2, 2] -> [0, 1, 2]."""
+    changes = np.zeros(len(columns[0]), bool)
+    changes[:1] = True
+    for column in columns:
+        changes[1:] |= column[1:] != column[:-1]
     return np.flatnonzero(changes)
 
 
@@ -101,12 +104,7 @@ class PretokenTable:
                 continue
             keys = _keys(codes, words, starts[index], int(capped[index[0]]))
             order = np.lexsort(keys) if len(keys) > 1 else np.argsort(keys[0])
-            changes = np.zeros(len(order), bool)
-            changes[0] = True
-            for key in keys:
-                key = key[order]
-                changes[1:] |= key[1:] != key[:-1]
-            groups = np.flatnonzero(changes)
+            groups = run_starts(*(key[order] for key in keys))
             firsts = np.minimum.reduceat(index[order], groups)
             total_at[firsts] = np.add.reduceat(self.counts[index[order]], groups)
         firsts = np.flatnonzero(total_at)  # every count is at least 1

@@ -137,9 +137,8 @@ class Tokenizer:
         self.merges = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern = check_pattern(pattern)
         self.pattern_name = next((n for n, p in PATTERNS.items() if p == self.pattern), None)
-        n_base = 256 + len(self.merges)
         self._ranks = _ranks_from(vocab, self.merges)  # bytes -> id of every non-special token
-        self.special_tokens = _special_ids(vocab, n_base, special_tokens)
+        self.special_tokens = _special_ids(vocab, len(self._ranks), special_tokens)
         # in id order: the ranks run from 0, the special tokens follow them (sorted by id)
         self.vocab = {token_id: token for token, token_id in self._ranks.items()}
         self.vocab.update((i, text.encode("utf-8")) for text, i in self.special_tokens.items())
@@ -268,9 +267,8 @@ class Tokenizer:
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(
             f"the pattern {shown(self.pattern)} matches no pretoken at position "
-            f"{offset + position:,} "
-            f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
-            f"matches every character, such as 'gpt2'"
+            f"{offset + position:,} (the character {text[position]!r}), so encoding would lose "
+            f"it; use a pattern that matches every character, such as 'gpt2'"
         )
 
     def _encode_pretokens(self, pretokens):
