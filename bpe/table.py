@@ -27,9 +27,10 @@ WORDS_MAX_BYTES = 64
 def run_starts(*columns):
     """Where each run of equal rows of sorted columns starts: [3, 3, 5] -> [0, 2];
     [3, 3, 5], [1, 2, 2] -> [0, 1, 2]."""
-    changes = np.zeros(len(columns[0]), bool)
-    changes[:1] = True
-    for column in columns:
+    first, *others = columns
+    changes = np.ones(len(first), bool)
+    changes[1:] = first[1:] != first[:-1]
+    for column in others:
         changes[1:] |= column[1:] != column[:-1]
     return np.flatnonzero(changes)
 
