@@ -219,21 +219,18 @@ class FlatPretokens:
     def __init__(self, table, shift):
         self.shift = shift
         size = len(table.data) + len(table)  # the bytes of each pretoken, then a SEPARATOR
-        self.ids, ids = _filled(size, np.int32, SEPARATOR)
+        self.ids, self.ids_np = _filled(size, np.int32, SEPARATOR)
         is_byte = np.ones(size, bool)
         is_byte[np.cumsum(table.lengths + 1, dtype=np.int64) - 1] = False
-        ids[is_byte] = np.frombuffer(table.data, np.uint8)
+        self.ids_np[is_byte] = np.frombuffer(table.data, np.uint8)
         del is_byte
         counts = table.counts
         if len(counts) and counts.max() < 2**31:
             counts = counts.astype(np.int32)  # half the memory
-        self.weight, weight = _filled(size, counts.dtype)
-        weight[:] = np.repeat(counts, table.lengths + 1)
-        self.after, self.after_np = _filled(size, np.int32)
-        self.after_np[:] = np.arange(1, size + 1, dtype=np.int32)
-        self.before, self.before_np = _filled(size, np.int32)
-        self.before_np[:] = np.arange(-1, size - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
-        self.ids_np, self.weight_np = ids, weight
+        self.weight, self.weight_np = _shared(np.repeat(counts, table.lengths + 1))
+        self.after, self.after_np = _shared(np.arange(1, size + 1, dtype=np.int32))
+        # before[0] is -1: ids[-1] is a SEPARATOR
+        self.before, self.before_np = _shared(np.arange(-1, size - 1, dtype=np.int32))
         self.pair_counts, self.places = {}, {}
         self.waiting = WaitingPairs()
         self.waiting.add(*self._byte_pairs())
