@@ -147,8 +147,8 @@ class Tokenizer:
 
         self._pretokenizer = Pretokenizer(self.pattern)
         self._regex = self._pretokenizer.regex
-        # GPT-2's and GPT-4's patterns match every character (patterns.py says why); for any
-        # other, encoding compares the pretokens' total length with the text's.
+        # The built-in patterns match every character (patterns.py says why); for any other,
+        # encoding compares the pretokens' total length with the text's.
         self._covers_every_text = self.pattern in BUILTIN_PATTERNS
         self._cache = {}  # pretoken str -> its ids (never changed once stored); see _encode_pretokens
         self.cache_limit = CACHE_LIMIT
@@ -433,12 +433,11 @@ def _ranks_from(vocab, merges):
                 f"(256 single bytes, then one per merge, {len(merges)} merges)"
             )
         token = bytes(vocab[token_id])
-        if token_id < 256:
-            if len(token) != 1:
-                raise ValueError(
-                    f"vocab id {token_id} is {shown(token)}; ids 0..255 must be single bytes"
-                )
-        else:
+        if token_id < 256 and len(token) != 1:
+            raise ValueError(
+                f"vocab id {token_id} is {shown(token)}; ids 0..255 must be single bytes"
+            )
+        if token_id >= 256:
             a, b = merges[token_id - 256]
             if token != a + b:
                 raise ValueError(

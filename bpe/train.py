@@ -47,9 +47,7 @@ log = logging.getLogger(__name__)
 PARALLEL_MIN_CHARS = 500_000
 
 
-# ---------------------------------------------------------------------------
-# Pretokenization: text -> {pretoken: count}
-# ---------------------------------------------------------------------------
+# ------------------------------------------------------ Pretokenization: text -> {pretoken: count}
 
 
 def count_pretokens(text, pattern="gpt2", special_tokens=()):
@@ -126,9 +124,7 @@ def count_pretokens_parallel(
     return counts
 
 
-# ---------------------------------------------------------------------------
-# The fast merge loop over a table of pretoken counts
-# ---------------------------------------------------------------------------
+# --------------------------------------------- The fast merge loop over a table of pretoken counts
 
 # Heap keys must put the greatest (bytes, bytes) first. Token t gets the string
 # chr(256 - b) for each byte b, then _END (greater than all those chars): comparing
@@ -520,9 +516,7 @@ class BestPair:
             heappush(heap, (-count, keys[pair >> shift] + keys[pair & mask], pair))
 
 
-# ---------------------------------------------------------------------------
-# The public trainers
-# ---------------------------------------------------------------------------
+# ---------------------------------------------------------------- The public trainers
 
 
 def train_bpe(
