@@ -38,7 +38,6 @@ the count tasks already done (engine/training.py).
 import argparse
 import contextlib
 import os
-import stat
 import sys
 import time
 import warnings
@@ -311,7 +310,7 @@ def check_out(out):
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
         )
-    if out.exists() and not stat.S_ISREG(out.stat().st_mode):
+    if out.exists() and not out.is_file():
         raise PrepareError(
             f"--out {out} is not a regular file (a device or a FIFO): it would be replaced; "
             f"give the path of a tokenizer file"
