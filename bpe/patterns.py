@@ -49,10 +49,9 @@ ASCII_EQUIVALENTS = {
 }
 
 
-# The patterns we ship (PATTERNS' values): each matches every character of every text, and no
-# pretoken of theirs spans a cut right after a newline with a non-space character on both sides
-# (is_line_cut), so a text may be cut there into pieces and stretches. A user's own pattern may
-# leave characters out, and is cut only before a special token.
+# The patterns we ship: each covers every text (see above), and a text may be cut into pieces
+# and stretches where is_line_cut says. A user's own pattern may leave characters out, and is
+# cut only before a special token.
 BUILTIN_PATTERNS = frozenset(PATTERNS.values())
 
 
@@ -106,7 +105,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 def is_line_cut(text, cut):
     """True if `cut` is right after a newline with a non-space character on both sides.
 
-    "ab\ncd", 3 -> True;  "ab \ncd", 4 -> False.  Cutting there, GPT-2's and GPT-4's
+    "ab\ncd", 3 -> True;  "ab \ncd", 4 -> False.  Cutting there, the built-in patterns'
     pretokens of the two parts are those of the whole: no pretoken spans such a newline,
     and the pattern's `$` and look-aheads see the same thing on either side.
     """

@@ -64,11 +64,9 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     """Cut points that split `text` into pieces of about `target_chars` each, placed where
     pretokenizing the pieces separately gives exactly the pretokens of the whole text.
 
-    For the GPT-2/GPT-4 patterns that is right after a newline which has a non-space
-    character on both sides ("x\\nY"): no pretoken spans it, and the pattern's `$` and
-    look-aheads see the same thing on either side. Any pattern may also be cut right
-    before a special token (the text is split there anyway); a custom pattern only there.
-    Returns [0, ..., len(text)].
+    For the built-in patterns that is right after a newline with a non-space character on both
+    sides ("x\\nY", patterns.is_line_cut); any pattern may also be cut right before a special
+    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
     """
     on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
     special = special_token_regex(special_tokens) if special_tokens else None
