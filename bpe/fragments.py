@@ -187,13 +187,11 @@ class FragmentCounter:
         # Batches of joinable fragments with the same count and kind, one regex call each.
         chosen = np.flatnonzero(joinable)
         chosen = chosen[np.lexsort((ascii_only[chosen], repeats[chosen]))]
-        starts = run_starts(repeats[chosen] * 2 + ascii_only[chosen]).tolist()
+        starts = run_starts(repeats[chosen], ascii_only[chosen]).tolist()
         chosen = chosen.tolist()
         for start, end in zip(starts, [*starts[1:], len(chosen)]):
             for first in range(start, end, BATCH_FRAGMENTS):
-                batch = [
-                    fragments[index] for index in chosen[first : min(end, first + BATCH_FRAGMENTS)]
-                ]
+                batch = [fragments[i] for i in chosen[first : min(end, first + BATCH_FRAGMENTS)]]
                 self._add_pretokens(counts, batch, int(repeats[chosen[start]]))
         return counts
 
