@@ -88,11 +88,8 @@ def tokenizer_to_json(vocab, merges, special_tokens, pattern):
     """The text of our file (see the module docstring): same tokenizer -> same text.
 
     `vocab` id -> bytes, `merges` [(bytes, bytes)], `special_tokens` str -> id,
-    `pattern` the regex string.
+    `pattern` its name ("gpt2", "gpt4", "nanochat") or else the regex string.
     """
-    from .patterns import PATTERNS  # regex: loaded when a file is written, not for atomic_path
-
-    pattern_name = next((name for name, regex in PATTERNS.items() if regex == pattern), pattern)
     single_bytes = "".join(render_token(vocab[i]) for i in range(256))
     specials = dict(sorted(special_tokens.items(), key=lambda item: item[1]))
     merge_lines = ",\n".join(
@@ -103,7 +100,7 @@ def tokenizer_to_json(vocab, merges, special_tokens, pattern):
         "{",
         f'  "format": {json.dumps(FORMAT_NAME)},',
         f'  "version": {FORMAT_VERSION},',
-        f'  "pattern": {json.dumps(pattern_name, ensure_ascii=False)},',
+        f'  "pattern": {json.dumps(pattern, ensure_ascii=False)},',
         f'  "special_tokens": {json.dumps(specials, ensure_ascii=False)},',
         f'  "single_bytes": {json.dumps(single_bytes, ensure_ascii=False)},',
         f'  "merges": [\n{merge_lines}\n  ]' if merges else '  "merges": []',

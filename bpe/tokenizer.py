@@ -361,7 +361,8 @@ class Tokenizer:
 
     def to_json(self):
         """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
-        return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, self.pattern)
+        pattern = self.pattern_name or self.pattern
+        return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, pattern)
 
     def sha256(self):
         """The sha256 of the saved file's bytes: names this tokenizer in a dataset's metadata."""
