@@ -24,13 +24,12 @@ LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
 WORDS_MAX_BYTES = 64
 
 
-def run_starts(*columns):
+def run_starts(values, *more):
     """Where each run of equal rows of sorted columns starts: [3, 3, 5] -> [0, 2];
     [3, 3, 5], [1, 2, 2] -> [0, 1, 2]."""
-    first, *others = columns
-    changes = np.ones(len(first), bool)
-    changes[1:] = first[1:] != first[:-1]
-    for column in others:
+    changes = np.ones(len(values), bool)
+    changes[1:] = values[1:] != values[:-1]
+    for column in more:
         changes[1:] |= column[1:] != column[:-1]
     return np.flatnonzero(changes)
 
