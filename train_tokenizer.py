@@ -38,7 +38,6 @@ the count tasks already done (engine/training.py).
 import argparse
 import contextlib
 import os
-import stat
 import sys
 import time
 import warnings
@@ -75,15 +74,15 @@ from bpe.show_training import (
     sweep_table,
     trace_lines,
 )
+from bpe.text import shortened
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from safety import ArgumentParser, PrepareError, read_text, run_main
 from safety.signals import Terminated
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
-TOKENIZERS = (
-    Path(__file__).resolve().parent / "data" / "tokenizers"
-)  # without --out (git ignores it)
+# Where the tokenizer goes without --out (git ignores it).
+TOKENIZERS = Path(__file__).resolve().parent / "data" / "tokenizers"
 
 
 class UsageError(PrepareError):
@@ -146,7 +145,6 @@ def make_parser():
     parser.add_argument(
         "--workers",
         type=int,
-        default=None,
         metavar="N",
         help="processes for pretokenizing large files (default: all CPUs)",
     )
@@ -312,7 +310,7 @@ def check_out(out):
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
         )
-    if out.exists() and not stat.S_ISREG(out.stat().st_mode):
+    if out.exists() and not out.is_file():
         raise PrepareError(
             f"--out {out} is not a regular file (a device or a FIFO): it would be replaced; "
             f"give the path of a tokenizer file"
@@ -415,9 +413,7 @@ def emptied_by_max_chars(args):
 
 def render_short(token):
     """A token in GPT-2's alphabet, a long one cut: b"x" * 1000 -> "xxx...x... (1,000 bytes)"."""
-    if len(token) <= SHOW_BYTES:
-        return render_token(token)
-    return f"{render_token(token[:SHOW_BYTES])}... ({len(token):,} bytes)"
+    return shortened(render_token(token), SHOW_BYTES, len(token), "bytes")
 
 
 def show_merges(merges):
@@ -511,9 +507,7 @@ def train_here(args):
         print(*trace_lines(counts.to_counter(), merges, args.trace, small_corpus(args)), sep="\n")
     show_merges(merges)
 
-    first_special = 256 + len(merges)
-    special_ids = {token: first_special + i for i, token in enumerate(args.special_tokens)}
-    tokenizer = Tokenizer(vocab, merges, special_tokens=special_ids, pattern=args.pattern)
+    tokenizer = Tokenizer(vocab, merges, args.special_tokens, args.pattern)  # ids as in vocab
     encoding = tokenizer.to_tiktoken()
     print(
         f"compression on the training text: {compression_of_counts(encoding, counts):.3f} "
