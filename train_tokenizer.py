@@ -58,6 +58,7 @@ from bpe.corpus import (
     CorpusError,
     Reading,
     count_table,
+    documents,
     expand_inputs,
     file_kind,
     leaves_out,
@@ -528,14 +529,13 @@ def train_nanochat(args):
     from formats import nanochat
 
     eval_text = read_text(args.eval) if args.eval else None
-    try:
-        documents = input_documents(expand_inputs(args.input), args.text_column)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
     start, bars = time.perf_counter(), ProgressBars()
     try:
+        texts = documents(expand_inputs(args.input), args.text_column)
         doc_cap, max_chars = args.doc_cap or nanochat.DOC_CAP, args.max_chars or nanochat.MAX_CHARS
-        tokenizer = nanochat.train_tokenizer(documents, args.vocab_size, doc_cap, max_chars, bars)
+        tokenizer = nanochat.train_tokenizer(texts, args.vocab_size, doc_cap, max_chars, bars)
+    except CorpusError as exc:  # a file that cannot be read as its kind: one line naming it
+        raise PrepareError(str(exc)) from None
     finally:
         bars.close()
     seconds = time.perf_counter() - start
@@ -550,53 +550,6 @@ def train_nanochat(args):
         npy = Path(args.out) / names[-1]
         print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
-
-
-def input_documents(paths, text_column):
-    """The documents of the files, in order: a .parquet or .jsonl/.json row's text_column each,
-    a .txt file's whole text one (nanochat's tok_train reads its parquet shards' rows). A file
-    that cannot be read so is one line naming it."""
-    for path in paths:
-        kind = file_kind(path)
-        try:
-            if kind == "text":
-                yield read_text(path)
-            elif kind == "parquet":
-                yield from parquet_texts(path, text_column)
-            elif kind == "jsonl":
-                yield from json_lines_texts(path, text_column)
-            else:
-                raise PrepareError(f"{path}: a JSON array; --format nanochat reads .txt, .jsonl and .parquet")  # fmt: skip
-        except (ValueError, OSError) as exc:  # not UTF-8, not JSON, not parquet (ArrowInvalid)
-            raise PrepareError(f"cannot read {path} ({type(exc).__name__}: {exc})") from None
-
-
-def parquet_texts(path, text_column):
-    """A parquet file's text_column, a row group at a time: its documents."""
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(path)
-    if text_column not in parquet.schema_arrow.names:
-        raise PrepareError(f"{path} has no column {text_column!r}; name it with --text-column")
-    for group in range(parquet.num_row_groups):
-        yield from parquet.read_row_group(group, columns=[text_column]).column(0).to_pylist()
-
-
-def json_lines_texts(path, text_column):
-    """A JSON lines file's text_column of each row: {"text": "a"} / {"text": "b"} -> "a", "b"."""
-    import json
-
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise PrepareError(f"{path}, line {number}: not JSON ({exc})") from None
-            if not isinstance(row, dict) or not isinstance(row.get(text_column), str):
-                raise PrepareError(f"{path}, line {number}: no string {text_column!r}")
-            yield row[text_column]
 
 
 def train_with_tasks(args):

@@ -44,7 +44,10 @@ from .fragments import FragmentCounter
 from .parallel import end_workers, start_pool
 from .patterns import BUILTIN_PATTERNS, spaceless_around
 from .table import PretokenTable
-from .text import decode  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
+from .text import (  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
+    decode,
+    read_text,
+)
 
 # between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
 # translated one by one
@@ -400,6 +403,22 @@ def _documents_with_sizes(piece, reading):
             text = decode(data[start:cut], piece.path, offset + start, CorpusError)
             yield offset + start, len(text)
             start = cut
+
+
+def documents(paths, text_column="text"):
+    """Each document's text, in file order, as the trainer reads it: a .txt file whole, a row of
+    a .parquet, .jsonl or .json file each (one without a string text raises, naming it):
+    ["a.txt", "b.jsonl"] -> "all of a.txt", "b.jsonl's first row's text", ... (nanochat's
+    tok_train.py reads documents so, to crop each at --doc-cap)."""
+    for path in paths:
+        kind = file_kind(path)
+        if kind == "text":
+            yield read_text(path, CorpusError)
+            continue
+        size = os.path.getsize(path)
+        pieces = _parquet_pieces(path, text_column) if kind == "parquet" else [Piece(path, kind, 0, size, size)]  # fmt: skip
+        for piece in pieces:
+            yield from (text for _, text in _rows(piece, text_column))
 
 
 # ---------------------------------------------------------------------------

@@ -105,6 +105,15 @@ def test_rows_are_documents_never_merged_across(tmp_path, paragraphs, name):
         assert counts == count_documents(taken)
 
 
+def test_documents_are_each_file_whole_or_each_row_in_order(tmp_path, paragraphs):
+    """nanochat's reading: a .txt file is one document, a row of the others one each."""
+    (tmp_path / "a.txt").write_text("one\r\ntext", encoding="utf-8")  # nanoGPT's newlines
+    paths = [tmp_path / "a.txt"]
+    paths += [write_rows(tmp_path, name, paragraphs[:20]) for name in ("b.jsonl", "c.json")]
+    paths.append(write_rows(tmp_path, "d.parquet", paragraphs[:20]))
+    assert list(corpus.documents(paths)) == ["one\ntext"] + paragraphs[:20] * 3
+
+
 def test_globs_kinds_and_workers_together_equal_training_in_memory(
     tmp_path, monkeypatch, paragraphs
 ):
