@@ -18,6 +18,13 @@ MASK = U64(simple.MASK)
 ROWS_PER_STEP = 8192  # shingles permuted at once: 8,192 x 112 hashes x 8 bytes = 7 MB
 
 
+def offsets_of(lengths):
+    """Where each document begins in the flat array, and where the last ends: [3, 0, 2] -> [0, 3, 3, 5]."""
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
 def mix64(x):
     """simple.mix64 on every element of a uint64 array (x is overwritten and returned)."""
     x ^= x >> U64(30)
@@ -69,8 +76,7 @@ def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     tokens, offsets = np.asarray(tokens), np.asarray(offsets, np.int64)
     lengths = np.diff(offsets)
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
-    begins = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(counts, out=begins[1:])
+    begins = offsets_of(counts)
     flat = np.empty(begins[-1], U64)
     hashes, positions, owners = ngram_hashes(tokens, offsets, n)  # the long documents' windows
     flat[begins[owners] + positions - offsets[owners]] = hashes
