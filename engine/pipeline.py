@@ -39,12 +39,10 @@ from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
     Work,
+    chain_executors,
     join_ray_cluster,
     plural,
-    quiet_logs,
-    show_user_errors_without_traceback,
-    stage_executor,
-    task_bars,
+    run_with_bars,
 )
 from engine.layouts import RandomSplit, ShardStream
 from engine.readers import (
@@ -105,29 +103,6 @@ class Job:
         return dict(self.source_record, documents=plan["documents"])
 
 
-def make_executor(args, work, job):
-    """The chain of four datatrove executors (each depends on the one before); returns the last.
-
-    The commit stage always runs again (skip_completed=False): it rebuilds the outputs from the
-    parts, so a re-run restores outputs deleted since.
-    """
-    from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
-
-    previous = None
-    for name, step in STAGES:
-        tasks = job.tasks if name in ("tokenize", "write") else 1
-        previous = stage_executor(
-            args,
-            f"nanogpt-{name}",
-            pipeline=[step(work, job)],
-            tasks=tasks,
-            logging_dir=work.logs(name),
-            depends=previous,
-            skip_completed=name != "commit",
-        )
-    return previous
-
-
 def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     """Prepare the `lesson`'s outputs and meta.json in args.out_dir with datatrove's executors,
     from its prepare.py's options and the --executor, --tasks ... of the engine."""
@@ -148,7 +123,9 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
 
 
 def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
-    """The job every task reads, its work directory, and the four executors, run."""
+    """The job every task reads, its work directory, and the four executors, chained, run."""
+    from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
+
     job = make_job(args, tokenizer, dtype, out_dir, lesson)
     LOADED_TOKENIZERS[job.tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
     tokens_config = {
@@ -168,15 +145,13 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     work = Work(work_root, tokens_config, split_config)
     work.claim()
     print(f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work directory {work.split}")  # fmt: skip
-    show_user_errors_without_traceback()
-    executor = make_executor(args, work, job)
-    with quiet_logs(work.split / "logs", args.verbose) as terminal:
-        bars = [
-            (f"{name} ({plural(job.tasks, 'task')})", work.logs(name), job.tasks)
-            for name in ("tokenize", "write")
-        ]
-        with task_bars(bars, terminal, show=args.executor != "slurm"):
-            executor.run()
+    stages = [
+        (stage.name, stage(work, job), job.tasks if stage.parallel else 1) for stage in STAGES
+    ]
+    bars = [(name, work.logs(name), job.tasks) for name in ("tokenize", "write")]
+    run_with_bars(
+        chain_executors(args, "nanogpt", stages, work.logs), args, work.split / "logs", bars
+    )
     if args.executor == "slurm":
         print(
             f"submitted to Slurm; the outputs appear in {out_dir} when the commit job ends "

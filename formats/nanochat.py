@@ -48,7 +48,6 @@ SPECIAL_TOKENS = (  # nanochat/tokenizer.py's, numbered in this order right afte
 DOC_CAP = 10_000  # scripts/tok_train.py: each document's first 10,000 characters...
 MAX_CHARS = 2_000_000_000  # ...up to 2B characters in all
 ENCODING_NAME = "rustbpe"  # the name tok_train gives its Encoding: the same merges, the same pickle
-TOKENIZER_FILES = ("tokenizer.pkl", "token_bytes.pt", "token_bytes.npy")
 TORCH_LINE = (  # the one line that makes token_bytes.pt from token_bytes.npy, where torch is
     "python -c \"import numpy, torch; torch.save(torch.from_numpy(numpy.load('{npy}')), '{pt}')\""
 )

@@ -20,7 +20,7 @@ import numpy as np
 from formats.shards import open_npy
 from safety.errors import PrepareError
 
-from .token_bytes import bytes_per_token_line
+from .token_bytes import bytes_per_token_lines
 from .verify import open_split, verified_meta
 
 PERCENTILES = (50, 90, 99)
@@ -223,11 +223,8 @@ def packing(folder, split, block_size, as_json=False, plot=None):
         print(json.dumps(report))
     else:
         best_fit = best_fit_tokens_kept(lengths, block_size)
-        print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
-        if line := bytes_per_token_line(
-            meta, split
-        ):  # a folder written before token_bytes has none
-            print(line)
+        lines = [*packing_lines(report, block_size, best_fit), *bytes_per_token_lines(meta, split)]
+        print(f"{split} of {folder}:", *lines, sep="\n")
     if plot is not None:  # beside the JSON object, on stderr: stdout stays one object
         print(f"wrote {plot}: the document lengths of {split}", file=sys.stderr if as_json else sys.stdout)  # fmt: skip
 

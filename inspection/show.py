@@ -12,7 +12,7 @@ from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.files import sha256_file
 
-from .token_bytes import bytes_per_token_line
+from .token_bytes import bytes_per_token_lines
 from .verify import open_split, verified_meta
 
 
@@ -139,6 +139,5 @@ def show(folder, split="train", block_size=8, offset=0, seed=None):
     if seed is not None:
         _, data = open_split(folder, split)
         offset = random_offset(len(data), block_size, seed)
-    print(*block_lines(folder, split, block_size, offset), sep="\n")
-    if line := bytes_per_token_line(meta, split):  # a folder written before token_bytes has none
-        print(line)
+    lines = block_lines(folder, split, block_size, offset) + bytes_per_token_lines(meta, split)
+    print(*lines, sep="\n")

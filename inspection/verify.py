@@ -138,8 +138,7 @@ def _shape_problem(meta):
     problem = _fields_problem(meta, "", TOP_FIELDS)
     if problem is None and meta["dtype"] not in BIN_DTYPES:
         problem = _wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
-    problem = problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
-    if problem:
+    if problem := problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS):
         return problem
     if meta.get("meta_pkl") is not None and not (
         isinstance(meta["meta_pkl"], dict)
@@ -158,10 +157,7 @@ def _shape_problem(meta):
         )
     for name in SPLIT_NAMES:
         split = meta["splits"][name]
-        if not isinstance(split, dict):
-            return _wrong(f"splits.{name}", split, "a JSON object")
-        problem = _fields_problem(split, f"splits.{name}", SPLIT_FIELDS)
-        if problem:
+        if problem := _fields_problem(split, f"splits.{name}", SPLIT_FIELDS):
             return problem
         if split["file"] != f"{name}.bin":  # the name nanoGPT's train.py opens, whatever we say
             return _wrong(
@@ -180,10 +176,7 @@ def _shards_problem(meta):
     if not isinstance(shards, list) or not shards:
         return _wrong("shards", shards, "a list of the shards")
     for i, shard in enumerate(shards):
-        if not isinstance(shard, dict):
-            return _wrong(f"shards[{i}]", shard, "a JSON object")
-        problem = _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS)
-        if problem:
+        if problem := _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS):
             return problem
     if shards[0]["split"] != "val":
         return _wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
@@ -193,7 +186,10 @@ def _shards_problem(meta):
 
 
 def _fields_problem(record, where, fields):
-    """The first of `fields` (key, check, expected) missing from `record` or failing its check."""
+    """The first of `fields` (key, check, expected) missing from `record` or failing its check;
+    a `record` that is not a JSON object fails first."""
+    if not isinstance(record, dict):
+        return _wrong(where, record, "a JSON object")
     for key, check, expected in fields:
         if key not in record:
             return f'{where} "{key}" is missing'.lstrip()
