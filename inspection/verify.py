@@ -402,18 +402,16 @@ def _audit_tokenizer(folder, tokenizer):
         if len(chars) != vocab_size:
             problems.append(f"{where} has {len(chars)} characters but vocab_size {vocab_size}")
         return (lambda ids: "".join(chars[i] for i in ids)), problems
+    if kind == "tiktoken" and tokenizer.get("name") != "gpt2":
+        return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
     try:
-        if kind == "tiktoken":
-            if tokenizer.get("name") != "gpt2":
-                return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
-            encoding = gpt2_encoding()
-            found = encoding_sha256(encoding)
-        else:
-            encoding, found = _trained_encoding(folder, tokenizer, where)
+        encoding = (
+            gpt2_encoding() if kind == "tiktoken" else _trained_encoding(folder, tokenizer, where)
+        )
     except PrepareError as exc:
         return None, [str(exc)]
     problems = []
-    if found != tokenizer.get("encoding_sha256", tokenizer["sha256"]):
+    if encoding_sha256(encoding) != tokenizer.get("encoding_sha256", tokenizer["sha256"]):
         problems.append(f"{where} sha256 does not match the tokenizer rebuilt from its definition")
     if encoding.n_vocab != vocab_size:
         problems.append(f"{where} vocab_size {vocab_size:,} is not its {encoding.n_vocab:,} tokens")
@@ -421,7 +419,7 @@ def _audit_tokenizer(folder, tokenizer):
 
 
 def _trained_encoding(folder, tokenizer, where):
-    """(Encoding, sha256 of its file) of a trained tokenizer's recorded file."""
+    """The tiktoken Encoding of a trained tokenizer's recorded file, checked against its sha256."""
     if not isinstance(tokenizer.get("path"), str):
         raise PrepareError(f'{where} "path" is missing or not a string')
     path = folder / tokenizer["path"]  # an absolute path stays as it is
@@ -433,8 +431,7 @@ def _trained_encoding(folder, tokenizer, where):
         raise PrepareError(
             f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)"
         )
-    _, encoding = load_trained(path, option="the tokenizer")
-    return encoding, encoding_sha256(encoding)
+    return load_trained(path, option="the tokenizer")[1]
 
 
 def verified_meta(folder):
