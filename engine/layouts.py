@@ -96,15 +96,11 @@ class RandomSplit:
         split["rule"] = self.rule
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
         with output_folder(out_dir) as out:
-            shards = None
-            if self.shard_format == "llmc":  # the same streams cut into llm.c's shards, val first
-                shards = []
-                for name in ("val", "train"):  # llm.c's shard 0 is val
-                    names = llmc_names(job.prefix, name, first_index=len(shards))
-                    ids = part_ids(parts[name], dtype)
-                    shards += write_shards(
-                        out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc"
-                    )
+            shards = [] if self.shard_format == "llmc" else None  # cut from the same streams
+            for name in ("val", "train") if shards is not None else ():  # llm.c's shard 0 is val
+                names = llmc_names(job.prefix, name, first_index=len(shards))
+                ids = part_ids(parts[name], dtype)
+                shards += write_shards(out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc")  # fmt: skip
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
