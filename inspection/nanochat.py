@@ -105,8 +105,7 @@ def _audit_tokenizer(folder, meta):
         if not path.is_file() or sha256_file(path) != item["sha256"]:
             return [f"{path} is missing or does not match the sha256 recorded in meta.json"]
     tokenizer, encoding = meta["tokenizer"], load(folder, meta)
-    problem = nanochat.special_tokens_problem(encoding)
-    if problem:
+    if problem := nanochat.special_tokens_problem(encoding):
         return [f"{Path(folder) / tokenizer['path']}: {problem}"]
     if encoding.n_vocab != tokenizer["vocab_size"] or encoding_sha256(encoding) != tokenizer.get("encoding_sha256"):  # fmt: skip
         return [f"{Path(folder) / tokenizer['path']} is not the tokenizer meta.json records (its vocab_size or encoding_sha256)"]  # fmt: skip

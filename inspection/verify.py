@@ -123,8 +123,7 @@ def checked_meta(folder, leftovers=()):
         raise PrepareError(
             f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
         )
-    problem = _shape_problem(meta) or name_problem(meta)  # every field naming a file
-    if problem:
+    if problem := _shape_problem(meta) or name_problem(meta):  # name_problem: each file named
         raise PrepareError(f"{path}: {problem}")
     return meta
 
@@ -437,8 +436,7 @@ def _trained_encoding(folder, tokenizer, where):
 def verified_meta(folder):
     """meta.json of a folder `verify` finds no problem in (nanoGPT's reads depend on what it
     checks), else a PrepareError of the first one."""
-    problems = verify(folder, quiet=True)
-    if problems:
+    if problems := verify(folder, quiet=True):
         raise PrepareError(problems[0])
     return checked_meta(folder)
 
