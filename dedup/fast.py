@@ -61,11 +61,6 @@ def document_hashes(tokens, offsets):
     return hashes
 
 
-def permutations(num_hashes):
-    """simple.permutations as two uint64 arrays (a, b)."""
-    return tuple(np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
-
-
 def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     """Every document's shingle hashes, one flat array, and where each document's begin in it.
 
@@ -102,7 +97,7 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
     """[simple.minhash(document, n, num_hashes) for each document] as a (documents, num_hashes)
     uint64 array, permuting ROWS_PER_STEP shingle hashes at a time."""
     flat, begins = shingle_hashes(tokens, offsets, n)
-    a, b = permutations(num_hashes)
+    a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
     signatures = np.full((len(begins) - 1, num_hashes), MASK, U64)
     nonempty = np.flatnonzero(np.diff(begins) > 0)
     firsts = begins[nonempty]  # where each nonempty document's hashes begin in `flat`
