@@ -64,8 +64,7 @@ def without_boundaries(ids, lengths, first):
 
     [0, 5, 6, 0, 7], lengths [3, 2], first=True -> ([5, 6, 7], [0, 2, 3])
     """
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    offsets = fast.offsets_of(lengths)
     tokens = np.delete(np.asarray(ids), offsets[:-1] if first else offsets[1:] - 1)
     return tokens, offsets - np.arange(len(offsets))
 
@@ -114,10 +113,7 @@ def rule_record(rule):
         record.update(
             keeps="the first document of each cluster of near copies (pairs linked transitively)",
             hash="MinHash over token shingles, splitmix64 permutations from seed 0",
-            shingle_tokens=simple.SHINGLE,
-            bands=simple.BANDS,
-            rows=simple.ROWS,
-            threshold=simple.THRESHOLD,
-            seed=0,
+            shingle_tokens=simple.SHINGLE, bands=simple.BANDS, rows=simple.ROWS,
+            threshold=simple.THRESHOLD, seed=0,
         )  # fmt: skip
     return record

@@ -18,6 +18,13 @@ MASK = U64(simple.MASK)
 ROWS_PER_STEP = 8192  # shingles permuted at once: 8,192 x 112 hashes x 8 bytes = 7 MB
 
 
+def offsets_of(lengths):
+    """Where each document begins in the flat array, and where the last ends: [3, 0, 2] -> [0, 3, 3, 5]."""
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
 def mix64(x):
     """simple.mix64 on every element of a uint64 array (x is overwritten and returned)."""
     x ^= x >> U64(30)
@@ -54,11 +61,6 @@ def document_hashes(tokens, offsets):
     return hashes
 
 
-def permutations(num_hashes):
-    """simple.permutations as two uint64 arrays (a, b)."""
-    return tuple(np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
-
-
 def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     """Every document's shingle hashes, one flat array, and where each document's begin in it.
 
@@ -69,8 +71,7 @@ def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     tokens, offsets = np.asarray(tokens), np.asarray(offsets, np.int64)
     lengths = np.diff(offsets)
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
-    begins = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(counts, out=begins[1:])
+    begins = offsets_of(counts)
     flat = np.empty(begins[-1], U64)
     hashes, positions, owners = ngram_hashes(tokens, offsets, n)  # the long documents' windows
     flat[begins[owners] + positions - offsets[owners]] = hashes
@@ -96,7 +97,7 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
     """[simple.minhash(document, n, num_hashes) for each document] as a (documents, num_hashes)
     uint64 array, permuting ROWS_PER_STEP shingle hashes at a time."""
     flat, begins = shingle_hashes(tokens, offsets, n)
-    a, b = permutations(num_hashes)
+    a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
     signatures = np.full((len(begins) - 1, num_hashes), MASK, U64)
     nonempty = np.flatnonzero(np.diff(begins) > 0)
     firsts = begins[nonempty]  # where each nonempty document's hashes begin in `flat`

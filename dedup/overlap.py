@@ -45,26 +45,17 @@ def stream_documents(blocks, boundary_id, boundary="last"):
         begins = np.concatenate([[0], cuts[:-1] + 1])
         if boundary == "first" and not opened and cuts[0] == 0:
             begins, ends = begins[1:], ends[1:]  # nothing came before the stream's first BOS
-        lengths = ends - begins
+        documents = data[: cuts[-1]]
         pending, opened = data[cuts[-1] + 1 :], True
-        yield _documents(data[: cuts[-1]], lengths, boundary_id)
+        yield documents[documents != boundary_id], fast.offsets_of(ends - begins)
     if len(pending) or (boundary == "first" and opened):
         yield pending, np.array([0, len(pending)], np.int64)
 
 
-def _documents(data, lengths, boundary_id):
-    """(tokens without the boundaries, offsets) of segments of `lengths` separated by boundaries."""
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return data[data != boundary_id], offsets
-
-
 def documents_of(lists):
     """(tokens, offsets) of a list of documents: [[5, 6], [], [7]] -> ([5, 6, 7], [0, 2, 2, 3])."""
-    offsets = np.zeros(len(lists) + 1, np.int64)
-    np.cumsum([len(ids) for ids in lists], out=offsets[1:])
     tokens = np.concatenate([np.asarray(ids, np.int64) for ids in lists]) if lists else []
-    return np.asarray(tokens, np.int64), offsets
+    return np.asarray(tokens, np.int64), fast.offsets_of([len(ids) for ids in lists])
 
 
 class NgramProbe:
@@ -102,21 +93,13 @@ class ValIndex:
     def __init__(self, tokens, offsets, ngram=simple.NGRAM, bands=simple.BANDS, rows=simple.ROWS):
         self.num_documents, self.num_tokens = len(offsets) - 1, len(tokens)
         self.bands, self.rows = bands, rows
-        hashes = fast.document_hashes(tokens, offsets)
-        self.hashes, self.hash_of = np.unique(hashes, return_inverse=True)
-        self.hash_found = np.zeros(len(self.hashes), bool)
+        self.hashes = fast.document_hashes(tokens, offsets)
         self.signatures = fast.minhash_signatures(tokens, offsets, simple.SHINGLE, bands * rows)
         keys = fast.band_keys(self.signatures, bands, rows)
         self.band_order = np.argsort(keys, axis=0, kind="stable")  # per band, val docs by key
         self.band_keys = np.take_along_axis(keys, self.band_order, axis=0)
         self.near_found = np.zeros(self.num_documents, bool)
         self.ngrams = NgramProbe(tokens, offsets, ngram)
-
-    def match_exact(self, hashes):
-        """Mark the val documents whose hash is among a train chunk's document hashes."""
-        if len(self.hashes):
-            index = np.minimum(np.searchsorted(self.hashes, hashes), len(self.hashes) - 1)
-            self.hash_found[index[self.hashes[index] == hashes]] = True
 
     def match_near(self, signatures, threshold=simple.THRESHOLD):
         """Mark the val documents that share a band with a train document (the chunk's
@@ -134,22 +117,16 @@ class ValIndex:
             self.near_found[val_docs[agree >= threshold]] = True
 
 
-def scan_train(val, train_chunks, probes=()):
-    """Stream train's chunks past `val` (a ValIndex) and the benchmark `probes` (NgramProbes);
-    return each train document's (hash, length), in order, for the repeats."""
-    hashes, lengths = [], []
-    n = val.ngrams.n
-    for tokens, offsets in train_chunks:
-        chunk_hashes = fast.document_hashes(tokens, offsets)
-        hashes.append(chunk_hashes)
+def hash_documents(chunks, visit=None):
+    """(each document's hash, its length) of a stream of (tokens, offsets) chunks, in order;
+    visit(tokens, offsets) is called on each chunk too."""
+    hashes, lengths = [np.zeros(0, np.uint64)], [np.zeros(0, np.uint32)]
+    for tokens, offsets in chunks:
+        hashes.append(fast.document_hashes(tokens, offsets))
         lengths.append(np.diff(offsets).astype(np.uint32))
-        val.match_exact(chunk_hashes)
-        val.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, val.bands * val.rows))  # fmt: skip
-        gram_hashes, _, owners = fast.ngram_hashes(tokens, offsets, n)
-        for probe in (val.ngrams, *probes):
-            probe.look_in(gram_hashes, owners)
-    empty = [np.zeros(0, np.uint64)], [np.zeros(0, np.uint32)]
-    return np.concatenate(hashes or empty[0]), np.concatenate(lengths or empty[1])
+        if visit is not None:
+            visit(tokens, offsets)
+    return np.concatenate(hashes), np.concatenate(lengths)
 
 
 def repeated_documents(hashes, lengths):
@@ -166,23 +143,23 @@ def exact_report(val_chunks, train_chunks):
     val [[1, 2]], train [[1, 2], [3], [3]] -> val_documents_in_train {"documents": 1, "fraction":
     1.0}, train_repeated_documents {"documents": 1, "tokens": 1, "token_fraction": 1/4}
     """
-    val = [fast.document_hashes(tokens, offsets) for tokens, offsets in val_chunks]
-    val = np.concatenate(val or [np.zeros(0, np.uint64)])
-    hashes, lengths = [], []
-    for tokens, offsets in train_chunks:
-        hashes.append(fast.document_hashes(tokens, offsets))
-        lengths.append(np.diff(offsets))
-    hashes = np.concatenate(hashes or [np.zeros(0, np.uint64)])
-    lengths = np.concatenate(lengths or [np.zeros(0, np.int64)])
+    return _exact_figures(hash_documents(val_chunks)[0], *hash_documents(train_chunks))
+
+
+def _exact_figures(val_hashes, hashes, lengths):
+    """exact_report's figures, from val's document hashes and train's (hashes, lengths)."""
     repeats, repeated_tokens = repeated_documents(hashes, lengths)
-    in_train = int(np.isin(val, hashes).sum())
+    in_train = int(np.isin(val_hashes, hashes).sum())
     return {
-        "documents": {"train": len(hashes), "val": len(val)},
-        "val_documents_in_train": {"documents": in_train, "fraction": _share(in_train, len(val))},
+        "documents": {"train": len(hashes), "val": len(val_hashes)},
+        "val_documents_in_train": {
+            "documents": in_train,
+            "fraction": _share(in_train, len(val_hashes)),
+        },  # fmt: skip
         "train_repeated_documents": {
             "documents": repeats,
             "tokens": repeated_tokens,
-            "token_fraction": _share(repeated_tokens, int(lengths.sum())),
+            "token_fraction": _share(repeated_tokens, int(lengths.sum(dtype=np.int64))),
         },  # fmt: skip
     }
 
@@ -197,24 +174,22 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
     """
     index = ValIndex(*val, ngram=ngram)
     probes = {name: NgramProbe(*items, ngram) for name, items in (against or {}).items()}
-    hashes, lengths = scan_train(index, train_chunks, probes.values())
-    repeats, repeated_tokens = repeated_documents(hashes, lengths)
-    train_tokens = int(lengths.sum(dtype=np.int64))
-    exact = int(index.hash_found[index.hash_of].sum())
+
+    def match(tokens, offsets):  # train's chunk against val's and the benchmarks' hashes
+        index.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, index.bands * index.rows))  # fmt: skip
+        gram_hashes, _, owners = fast.ngram_hashes(tokens, offsets, ngram)
+        for probe in (index.ngrams, *probes.values()):
+            probe.look_in(gram_hashes, owners)
+
+    hashes, lengths = hash_documents(train_chunks, match)
+    exact = _exact_figures(index.hashes, hashes, lengths)
     near = int(index.near_found.sum())
     covered = index.ngrams.tokens_covered()
     return {
-        "documents": {"train": len(hashes), "val": index.num_documents},
-        "tokens": {"train": train_tokens, "val": index.num_tokens},
-        "train_repeated_documents": {
-            "documents": repeats,
-            "tokens": repeated_tokens,
-            "token_fraction": _share(repeated_tokens, train_tokens),
-        },  # fmt: skip
-        "val_documents_in_train": {
-            "documents": exact,
-            "fraction": _share(exact, index.num_documents),
-        },  # fmt: skip
+        "documents": exact["documents"],
+        "tokens": {"train": int(lengths.sum(dtype=np.int64)), "val": index.num_tokens},
+        "train_repeated_documents": exact["train_repeated_documents"],
+        "val_documents_in_train": exact["val_documents_in_train"],
         "val_near_duplicates_in_train": {
             "documents": near,
             "fraction": _share(near, index.num_documents),

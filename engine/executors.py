@@ -7,6 +7,7 @@ what to install, without it.
 
 import contextlib
 import hashlib
+import importlib
 import json
 import multiprocessing
 import os
@@ -14,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from bpe.io import atomic_path
+from bpe.io import atomic_write_text
 from safety.errors import PrepareError
 from safety.files import load_json, read_small_file, sha256_file
 
@@ -89,20 +90,8 @@ class Work:
 
     def claim(self):
         """Create the folders, or check that existing ones were made for these same options."""
-        for folder, config in ((self.tokens, self.tokens_config), (self.split, self.split_config)):
-            for sub in ("tasks",) if folder == self.tokens else ("plan", "parts"):
-                (folder / sub).mkdir(parents=True, exist_ok=True)
-            run_json = folder / "run.json"
-            if os.path.lexists(run_json):
-                found = load_json(read_small_file(run_json), run_json)
-                if found != config:
-                    raise PrepareError(
-                        f"the work directory {folder} was made by another run (its run.json "
-                        f"differs from this run's options); delete it or choose another --work-dir"
-                    )
-            else:
-                with atomic_path(run_json) as tmp:
-                    tmp.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        claim_folder(self.tokens, self.tokens_config, ("tasks",))
+        claim_folder(self.split, self.split_config, ("plan", "parts"))
         self.redo_damaged_tasks()
 
     def redo_damaged_tasks(self):
@@ -118,22 +107,34 @@ class Work:
 
     def task_intact(self, stage, rank):
         if stage == "tokenize":
-            return task_files_intact(self.summary_file(rank), *self.tokenize_files(rank))
-        try:
-            written = load_json(read_small_file(self.written_file(rank)), self.written_file(rank))
-            files = [self.split / "parts" / name for name in written["sha256"]]
-        except (PrepareError, KeyError, TypeError):
-            return False
-        return task_files_intact(self.written_file(rank), *files)
+            return task_files_intact(self.summary_file(rank), self.tokenize_files(rank))
+        return task_files_intact(self.written_file(rank))  # the parts it names
 
 
-def task_files_intact(summary_file, *files):
-    """Whether `files` are what `summary_file` recorded (their sha256s, under "sha256")."""
+def task_files_intact(summary_file, files=None):
+    """Whether `files` (default: every file it names, beside it) are what `summary_file`
+    recorded (their sha256s, under "sha256")."""
     try:
-        recorded = load_json(read_small_file(summary_file), summary_file).get("sha256") or {}
+        recorded = load_json(read_small_file(summary_file), summary_file)["sha256"]
+        files = [summary_file.parent / name for name in recorded] if files is None else files
         return all(recorded.get(path.name) == sha256_file(path) for path in files)
-    except (PrepareError, OSError, AttributeError):
+    except (PrepareError, OSError, AttributeError, KeyError, TypeError):
         return False
+
+
+def claim_folder(folder, config, subfolders):
+    """Create `folder` and its `subfolders` with run.json holding `config`, or check that an
+    existing one was made with this same config (another run's work is never reused)."""
+    for sub in subfolders:
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    run_json = folder / "run.json"
+    if not os.path.lexists(run_json):
+        atomic_write_text(run_json, json.dumps(config, indent=2) + "\n")
+    elif load_json(read_small_file(run_json), run_json) != config:
+        raise PrepareError(
+            f"the work directory {folder} was made by another run (its run.json "
+            f"differs from this run's options); delete it or choose another --work-dir"
+        )
 
 
 def config_hash(config):
@@ -145,12 +146,9 @@ def config_hash(config):
 
 
 def add_datatrove_arguments(
-    parser,
-    engines=None,
-    engine_help=None,
+    parser, engines=None, engine_help=None, workers_option=True,
     work_dir_help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work)",
-    workers_option=True,
-):
+):  # fmt: skip
     """The datatrove engine's options, added to the script's parser.
 
     The defaults are the document lessons' prepare_datatrove.py's, which always run on datatrove;
@@ -163,27 +161,11 @@ def add_datatrove_arguments(
     else:
         group.add_argument("--engine", choices=engines, default=engines[0], help=engine_help)
     group.add_argument("--executor", choices=EXECUTORS, default="local", help="where tasks run")
-    group.add_argument(
-        "--tasks",
-        type=int,
-        help="tasks the work is cut into (default: --workers, or 64 on a cluster)",
-    )
+    group.add_argument("--tasks", type=int, help="tasks the work is cut into (default: --workers, or 64 on a cluster)")  # fmt: skip
     if workers_option:
-        group.add_argument(
-            "--workers",
-            type=int,
-            help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
-        )
-    group.add_argument(
-        "--work-dir",
-        type=Path,
-        help=f"{work_dir_help}; on a cluster, a folder every node sees",
-    )
-    group.add_argument(
-        "--verbose",
-        action="store_true",
-        help=f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})",
-    )
+        group.add_argument("--workers", type=int, help="tasks running at once (default: --num-proc locally, no limit on a cluster)")  # fmt: skip
+    group.add_argument("--work-dir", type=Path, help=f"{work_dir_help}; on a cluster, a folder every node sees")  # fmt: skip
+    group.add_argument("--verbose", action="store_true", help=f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})")  # fmt: skip
     group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
     group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
     group.add_argument("--slurm-cpus-per-task", type=int, default=1, help="CPUs per Slurm task")
@@ -215,31 +197,37 @@ def check_datatrove_arguments(parser, args, local_workers=None):
     check_datatrove_installed(args.executor)  # before any work: the one line saying what to install
 
 
+def chain_executors(args, job_name, stages, logs):
+    """The executors of `stages` [(name, step, tasks)] on args.executor, each depending on the one
+    before, logging to logs(name); -> the last, whose run() runs them all. A rerun skips the tasks
+    marked completed, but the last stage (one task: the commit, or the learning) always runs
+    again: it rebuilds an output deleted since."""
+    previous = None
+    for name, step, tasks in stages:
+        last = name == stages[-1][0]
+        common = dict(pipeline=[step], tasks=tasks, logging_dir=logs(name), depends=previous)
+        previous = stage_executor(args, f"{job_name}-{name}", skip_completed=not last, **common)
+    return previous
+
+
 def stage_executor(args, job_name, **common):
-    """One stage's executor on args.executor (local, Slurm or Ray) with the script's options.
+    """One stage's executor on args.executor with the script's options.
 
     common: pipeline, tasks, logging_dir, depends, skip_completed (datatrove's arguments).
     """
     if args.executor == "local":
         from datatrove.executor import LocalPipelineExecutor
 
-        return LocalPipelineExecutor(
-            workers=min(args.workers, common["tasks"]),
-            start_method=local_start_method(),
-            **common,
-        )
+        workers = min(args.workers, common["tasks"])
+        return LocalPipelineExecutor(workers=workers, start_method=local_start_method(), **common)
     if args.executor == "slurm":
         from datatrove.executor import SlurmPipelineExecutor
 
         return SlurmPipelineExecutor(
-            job_name=job_name,
-            partition=args.slurm_partition,
-            time=args.slurm_time,
-            cpus_per_task=args.slurm_cpus_per_task,
-            mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
-            workers=args.workers,
-            **common,
-        )
+            job_name=job_name, partition=args.slurm_partition, time=args.slurm_time,
+            cpus_per_task=args.slurm_cpus_per_task, mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+            workers=args.workers, **common,
+        )  # fmt: skip
     from datatrove.executor.ray import RayPipelineExecutor
 
     return RayPipelineExecutor(workers=args.workers, **common)
@@ -258,19 +246,16 @@ def local_start_method():
 
 def check_datatrove_installed(executor):
     """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to install."""
-    try:
-        import datatrove  # noqa: F401
-    except ImportError:
-        raise PrepareError(
-            'this needs datatrove, which is not installed: pip install -e ".[scale]" (the scale extra)'
-        ) from None
+    needed = {
+        "datatrove": 'this needs datatrove, which is not installed: pip install -e ".[scale]" (the scale extra)'
+    }
     if executor == "ray":
+        needed["ray"] = '--executor ray needs Ray: pip install -e ".[ray]" (the ray extra)'
+    for module, message in needed.items():
         try:
-            import ray  # noqa: F401
+            importlib.import_module(module)
         except ImportError:
-            raise PrepareError(
-                '--executor ray needs Ray: pip install -e ".[ray]" (the ray extra)'
-            ) from None
+            raise PrepareError(message) from None
 
 
 def join_ray_cluster():
@@ -308,16 +293,13 @@ def quiet_logs(logs_folder, verbose=False):
 
 
 @contextlib.contextmanager
-def task_bars(stages, stream, show=True):
+def task_bars(stages, stream):
     """While the block runs, a progress bar of tasks done for each stage of `stages`, in turn.
 
-    stages: [(description, its logging folder, its number of tasks)]; a task is done when
-    datatrove writes its completion marker (LOGGING_FOLDER/completions/RANK), so a resumed run
-    starts with the tasks done before. show=False (Slurm: the tasks run later): no bars.
+    stages: [(name, its logging folder, its number of tasks)]; a task is done when datatrove
+    writes its completion marker (LOGGING_FOLDER/completions/RANK), so a resumed run starts with
+    the tasks done before.
     """
-    if not show:
-        yield
-        return
     from tqdm import tqdm
 
     ended = threading.Event()
@@ -328,9 +310,10 @@ def task_bars(stages, stream, show=True):
         return 0
 
     def watch():
-        for description, folder, tasks in stages:
+        for name, folder, tasks in stages:
             if ended.is_set() and not done(folder):
                 return  # the run stopped before this stage
+            description = f"{name} ({plural(tasks, 'task')})"
             with tqdm(total=tasks, desc=description, unit="task", file=stream) as bar:
                 while bar.n < tasks:
                     if done(folder) != bar.n:  # redrawn only when it moves: a log file stays short
@@ -346,6 +329,15 @@ def task_bars(stages, stream, show=True):
     finally:
         ended.set()
         watcher.join()
+
+
+def run_with_bars(executor, args, logs_folder, bars):
+    """executor.run() with datatrove's logs in LOGS_FOLDER/datatrove.log (shown too with
+    args.verbose: quiet_logs) and the bars of `bars` (task_bars)."""
+    show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
+    bars = bars if args.executor != "slurm" else []  # on Slurm the tasks run later: no bars
+    with quiet_logs(logs_folder, args.verbose) as terminal, task_bars(bars, terminal):
+        executor.run()
 
 
 def plural(count, noun):

@@ -15,12 +15,13 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path
+from bpe.io import atomic_path, atomic_write_text
 from dedup.tokenized import dedup_line
 from engine.executors import plural
 from prepare_common import (
@@ -95,15 +96,11 @@ class RandomSplit:
         split["rule"] = self.rule
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
         with output_folder(out_dir) as out:
-            shards = None
-            if self.shard_format == "llmc":  # the same streams cut into llm.c's shards, val first
-                shards = []
-                for name in ("val", "train"):  # llm.c's shard 0 is val
-                    names = llmc_names(job.prefix, name, first_index=len(shards))
-                    ids = part_ids(parts[name], dtype)
-                    shards += write_shards(
-                        out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc"
-                    )
+            shards = [] if self.shard_format == "llmc" else None  # cut from the same streams
+            for name in ("val", "train") if shards is not None else ():  # llm.c's shard 0 is val
+                names = llmc_names(job.prefix, name, first_index=len(shards))
+                ids = part_ids(parts[name], dtype)
+                shards += write_shards(out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc")  # fmt: skip
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
@@ -120,11 +117,16 @@ class RandomSplit:
         say_split(job, plan, split, split_tokens, shards, wrote_pkl)
 
 
-def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
-    """What the lesson's prepare.py prints of a split run: the documents, and what was written."""
+def say_documents(job, plan):
+    """What the lesson's prepare.py prints first: the documents, and those --dedup dropped."""
     print(f"{job.source}: {plural(plan['documents'], 'document')}")
     if "dedup" in plan:
         print(dedup_line(plan["dedup"], plan["documents"]))
+
+
+def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
+    """What the lesson's prepare.py prints of a split run: the documents, and what was written."""
+    say_documents(job, plan)
     for name, tokens in split_tokens.items():
         print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
     meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
@@ -152,12 +154,9 @@ class ShardStream:
     def config(self):
         """What the plan and the shards depend on (the write tasks cut the shards)."""
         return {
-            "val_fraction": None,
-            "seed": None,
-            "shuffle": self.shuffle_seed,
-            "shard_size": self.shard_size,
-            "format": self.shard_format,
-        }
+            "val_fraction": None, "seed": None, "shuffle": self.shuffle_seed,
+            "shard_size": self.shard_size, "format": self.shard_format,
+        }  # fmt: skip
 
     def write(self, work, job, rank, world_size):
         """Task r: its share of the shards, and their records. Shard k holds tokens
@@ -177,8 +176,7 @@ class ShardStream:
                 work.split / "parts", ids, iter(names[k : k + 1]), size, dtype,
                 job.vocab_size, self.shard_format, say=False,  # the commit says them, in order
             )  # fmt: skip
-        with atomic_path(work.shard_records(rank)) as tmp:
-            tmp.write_text(json.dumps(records) + "\n", encoding="utf-8")
+        atomic_write_text(work.shard_records(rank), json.dumps(records) + "\n")
         return [work.split / "parts" / record["file"] for record in records]
 
     def commit(self, work, job, plan, encoding, tokenizer):  # noqa: ARG002 (no meta.pkl)
@@ -201,9 +199,7 @@ class ShardStream:
         split = {"rule": self.rule, "shard_size": self.shard_size}
         if "dedup" in plan:  # as prepare.py records it, before the shuffle's seed
             split["dedup"] = plan["dedup"]
-        if (
-            self.shuffle_seed is not None
-        ):  # as prepare.py records it; numpy: the plan's, that drew it
+        if self.shuffle_seed is not None:  # numpy: the version that drew the permutation
             split.update(shuffle_seed=self.shuffle_seed, numpy=plan["numpy"])
         with output_folder(Path(job.out_dir)) as out:
             for shard in shards:
@@ -213,10 +209,7 @@ class ShardStream:
                 shard_format=self.shard_format, source=job.source_with(plan),
                 options=job.options, split=split,
             )  # fmt: skip
-        # what the lesson's prepare.py prints
-        print(f"{job.source}: {plural(plan['documents'], 'document')}")
-        if "dedup" in plan:
-            print(dedup_line(plan["dedup"], plan["documents"]))
+        say_documents(job, plan)  # and the rest of what the lesson's prepare.py prints
         print(f"{total:,} tokens: {plural(len(shards), 'shard')}")
         for shard in shards:
             print(f"wrote {shard['file']}: {shard['tokens']:,} tokens")
@@ -236,12 +229,10 @@ def plan_ranges(work, split, low, high, dtype):
     last = int(np.searchsorted(plan["offset"], high, side="left"))
     token_files = {}
     buffer, filled = np.empty(min(TOKENS_PER_WRITE, max(high - low, 1)), dtype), 0
-    for task, start, tokens, offset in zip(
-        plan["task"][first:last].tolist(),
-        plan["start"][first:last].tolist(),
-        plan["tokens"][first:last].tolist(),
-        plan["offset"][first:last].tolist(),
-    ):
+    columns = (
+        plan[column][first:last].tolist() for column in ("task", "start", "tokens", "offset")
+    )
+    for task, start, tokens, offset in zip(*columns):
         skip = max(low - offset, 0)
         take = min(high - offset, tokens) - skip
         if take <= 0:
@@ -299,5 +290,4 @@ def join_files(paths, target):
                             copied += step
                 part.seek(copied)
                 out.seek(0, os.SEEK_END)
-                while block := part.read(1 << 24):
-                    out.write(block)
+                shutil.copyfileobj(part, out, 1 << 24)

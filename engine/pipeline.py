@@ -39,12 +39,10 @@ from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
     Work,
+    chain_executors,
     join_ray_cluster,
     plural,
-    quiet_logs,
-    show_user_errors_without_traceback,
-    stage_executor,
-    task_bars,
+    run_with_bars,
 )
 from engine.layouts import RandomSplit, ShardStream
 from engine.readers import (
@@ -105,29 +103,6 @@ class Job:
         return dict(self.source_record, documents=plan["documents"])
 
 
-def make_executor(args, work, job):
-    """The chain of four datatrove executors (each depends on the one before); returns the last.
-
-    The commit stage always runs again (skip_completed=False): it rebuilds the outputs from the
-    parts, so a re-run restores outputs deleted since.
-    """
-    from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
-
-    previous = None
-    for name, step in STAGES:
-        tasks = job.tasks if name in ("tokenize", "write") else 1
-        previous = stage_executor(
-            args,
-            f"nanogpt-{name}",
-            pipeline=[step(work, job)],
-            tasks=tasks,
-            logging_dir=work.logs(name),
-            depends=previous,
-            skip_completed=name != "commit",
-        )
-    return previous
-
-
 def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     """Prepare the `lesson`'s outputs and meta.json in args.out_dir with datatrove's executors,
     from its prepare.py's options and the --executor, --tasks ... of the engine."""
@@ -148,18 +123,16 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
 
 
 def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
-    """The job every task reads, its work directory, and the four executors, run."""
+    """The job every task reads, its work directory, and the four executors, chained, run."""
+    from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
+
     job = make_job(args, tokenizer, dtype, out_dir, lesson)
     LOADED_TOKENIZERS[job.tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
     tokens_config = {
-        "format": WORK_FORMAT,
-        "files": [file_identity(path) for path in job.files],
-        "kind": job.kind,
-        "tokenizer": tokenizer["sha256"],
-        "eot_id": tokenizer["eot_id"],
-        "dtype": dtype.name,
-        "tasks": job.tasks,
-    }
+        "format": WORK_FORMAT, "files": [file_identity(path) for path in job.files],
+        "kind": job.kind, "tokenizer": tokenizer["sha256"], "eot_id": tokenizer["eot_id"],
+        "dtype": dtype.name, "tasks": job.tasks,
+    }  # fmt: skip
     # the permutation depends on numpy's generator stream
     split_config = {**lesson.layout.config(), "numpy": np.__version__, "out_dir": str(out_dir)}
     if job.dedup:  # the tokenize tasks write each document's keys; the plan drops the copies
@@ -168,15 +141,13 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     work = Work(work_root, tokens_config, split_config)
     work.claim()
     print(f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work directory {work.split}")  # fmt: skip
-    show_user_errors_without_traceback()
-    executor = make_executor(args, work, job)
-    with quiet_logs(work.split / "logs", args.verbose) as terminal:
-        bars = [
-            (f"{name} ({plural(job.tasks, 'task')})", work.logs(name), job.tasks)
-            for name in ("tokenize", "write")
-        ]
-        with task_bars(bars, terminal, show=args.executor != "slurm"):
-            executor.run()
+    stages = [
+        (stage.name, stage(work, job), job.tasks if stage.parallel else 1) for stage in STAGES
+    ]
+    bars = [(name, work.logs(name), job.tasks) for name in ("tokenize", "write")]
+    run_with_bars(
+        chain_executors(args, "nanogpt", stages, work.logs), args, work.split / "logs", bars
+    )
     if args.executor == "slurm":
         print(
             f"submitted to Slurm; the outputs appear in {out_dir} when the commit job ends "
@@ -197,28 +168,15 @@ def make_job(args, tokenizer, dtype, out_dir, lesson):
         )
         args.tasks = most
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
+    options = {
+        "tokenizer": None if args.tokenizer is None else str(args.tokenizer), "engine": "datatrove",
+        "executor": args.executor, "tasks": args.tasks, "workers": args.workers,
+    }  # fmt: skip
     return Job(
-        files=files,
-        kind=kind,
-        lengths=lengths,
-        slices=task_slices(lengths, args.tasks),
-        tasks=args.tasks,
-        source=source_name(args.data_files, lesson.hub),
+        files=files, kind=kind, lengths=lengths, slices=task_slices(lengths, args.tasks),
+        tasks=args.tasks, source=source_name(args.data_files, lesson.hub),
         source_record=source_record(args.data_files, None, lesson.hub),
-        script=lesson.script,
-        prefix=lesson.prefix,
-        layout=lesson.layout,
-        tokenizer_path=tokenizer_path,
-        tokenizer=tokenizer,
-        dtype=dtype.name,
-        out_dir=str(out_dir),
-        out_dir_as_given=str(args.out_dir),
-        options={
-            "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
-            "engine": "datatrove",
-            "executor": args.executor,
-            "tasks": args.tasks,
-            "workers": args.workers,
-        },
-        dedup=args.dedup,
-    )
+        script=lesson.script, prefix=lesson.prefix, layout=lesson.layout,
+        tokenizer_path=tokenizer_path, tokenizer=tokenizer, dtype=dtype.name,
+        out_dir=str(out_dir), out_dir_as_given=str(args.out_dir), options=options, dedup=args.dedup,
+    )  # fmt: skip

@@ -10,7 +10,7 @@ import json
 import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
-from bpe.io import atomic_path
+from bpe.io import atomic_path, atomic_write_text
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
 from dedup.fast import minhash_signatures
 from dedup.overlap import documents_of
@@ -26,6 +26,7 @@ INDEX_DTYPE = np.dtype([("file", "<u4"), ("position", "<i8"), ("tokens", "<u4")]
 
 class Stage(PipelineStep):
     type = "nanoGPT"
+    parallel = True  # a stage of N tasks; False: of one
 
     def __init__(self, work, job):
         super().__init__()
@@ -72,13 +73,11 @@ class TokenizeStage(Stage):
                     rows = np.zeros(len(batch), INDEX_DTYPE)
                     rows["file"] = file_number
                     rows["position"] = [position for position, _ in batch]
+                    missing = [i for i, (_, text) in enumerate(batch) if text is None]
+                    if missing and first_bad is None:  # reported by the plan, with global rows
+                        first_bad = sum(map(len, index)) + missing[0]
+                    bad += len(missing)
                     good = [i for i, (_, text) in enumerate(batch) if text is not None]
-                    if len(good) < len(batch):  # reported by the plan, with global row numbers
-                        if first_bad is None:
-                            first_bad = sum(map(len, index)) + next(
-                                i for i, (_, text) in enumerate(batch) if text is None
-                            )
-                        bad += len(batch) - len(good)
                     texts = [batch[i][1] for i in good]
                     path, positions = job.files[file_number], rows["position"][good]
                     where = functools.partial(document_name, path, job.kind, positions)
@@ -103,14 +102,10 @@ class TokenizeStage(Stage):
         files = self.work.tokenize_files(rank)
         summary = {
             "sha256": {path.name: sha256_file(path) for path in files},  # checked before reuse
-            "documents": len(index),
-            "tokens": int(index["tokens"].sum(dtype=np.int64)),
-            "spans": spans,
-            "bad": bad,
-            "first_bad": first_bad,
-        }
-        with atomic_path(self.work.summary_file(rank)) as tmp:
-            tmp.write_text(json.dumps(summary) + "\n")
+            "documents": len(index), "tokens": int(index["tokens"].sum(dtype=np.int64)),
+            "spans": spans, "bad": bad, "first_bad": first_bad,
+        }  # fmt: skip
+        atomic_write_text(self.work.summary_file(rank), json.dumps(summary) + "\n")
 
 
 def document_name(path, kind, positions, i):
@@ -128,6 +123,7 @@ class PlanStage(Stage):
     """One task: number the documents, check each is there once, draw the split, place them."""
 
     name = "plan"
+    parallel = False
 
     def run_task(self, rank, world_size):  # noqa: ARG002
         job, tasks = self.job, self.job.tasks
@@ -136,8 +132,7 @@ class PlanStage(Stage):
         ]
         index = np.concatenate([np.load(self.work.index_file(r)) for r in range(tasks)])
         plan = make_plan(index, summaries, job, self.work)
-        with atomic_path(self.work.plan_json) as tmp:
-            tmp.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(self.work.plan_json, json.dumps(plan, indent=2) + "\n")
 
 
 def make_plan(index, summaries, job, work):
@@ -177,12 +172,10 @@ def make_plan(index, summaries, job, work):
     for split, documents in splits.items():
         split_tokens = tokens[documents]
         offset = np.concatenate([[0], np.cumsum(split_tokens)])
-        for column, values in (
-            ("task", task[documents]),
-            ("start", start[documents]),
-            ("tokens", split_tokens),
-            ("offset", offset),
-        ):
+        columns = dict(
+            task=task[documents], start=start[documents], tokens=split_tokens, offset=offset
+        )
+        for column, values in columns.items():
             with atomic_path(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
                 np.save(f, values)
         plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
@@ -251,9 +244,8 @@ class WriteStage(Stage):
     def run_task(self, rank, world_size):
         written = self.job.layout.write(self.work, self.job, rank, world_size)
         # checked before a later run reuses them (Work.redo_damaged_tasks)
-        with atomic_path(self.work.written_file(rank)) as tmp:
-            sha256 = {path.name: sha256_file(path) for path in written}
-            tmp.write_text(json.dumps({"sha256": sha256}) + "\n", encoding="utf-8")
+        sha256 = {path.name: sha256_file(path) for path in written}
+        atomic_write_text(self.work.written_file(rank), json.dumps({"sha256": sha256}) + "\n")
 
 
 class CommitStage(Stage):
@@ -261,15 +253,11 @@ class CommitStage(Stage):
     every script commits them (`output_folder`), by the lesson's layout (engine/layouts.py)."""
 
     name = "commit"
+    parallel = False
 
     def run_task(self, rank, world_size):  # noqa: ARG002
         encoding, tokenizer = self.load_tokenizer()
         self.job.layout.commit(self.work, self.job, self.work.read_plan(), encoding, tokenizer)
 
 
-STAGES = (
-    ("tokenize", TokenizeStage),
-    ("plan", PlanStage),
-    ("write", WriteStage),
-    ("commit", CommitStage),
-)
+STAGES = (TokenizeStage, PlanStage, WriteStage, CommitStage)

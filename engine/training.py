@@ -25,7 +25,6 @@ on other files or options never reads another run's tables.
 """
 
 import json
-import os
 from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -43,16 +42,15 @@ from bpe.corpus import (
     no_text_message,
     plan_pieces,
 )
-from bpe.io import atomic_path
+from bpe.io import atomic_write_text
 from engine.executors import (
     EXECUTORS,
+    chain_executors,
+    claim_folder,
     config_hash,
     join_ray_cluster,
-    plural,
-    quiet_logs,
+    run_with_bars,
     show_user_errors_without_traceback,
-    stage_executor,
-    task_bars,
 )
 from engine.readers import file_identity
 from safety.errors import PrepareError
@@ -89,19 +87,10 @@ class CountWork:
 
     def claim(self, tasks):
         """Create the folder, or check that an existing one was made with this config; a task
-        marked completed whose table is gone (removed since) is unmarked, so it runs again."""
-        (self.folder / "counts").mkdir(parents=True, exist_ok=True)
-        run_json = self.folder / "run.json"
-        if os.path.lexists(run_json):
-            if load_json(read_small_file(run_json), run_json) != self.config:
-                raise PrepareError(
-                    f"the work directory {self.folder} was made by another run (its run.json "
-                    "differs from this run's options); delete it or choose another --work-dir"
-                )
-        else:
-            with atomic_path(run_json) as tmp:
-                tmp.write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
-        for rank in range(tasks):  # a table gone or changed since (not its sha256) is made again
+        marked completed whose table is gone or changed since (not its sha256) is unmarked, so
+        it runs again."""
+        claim_folder(self.folder, self.config, ("counts",))
+        for rank in range(tasks):
             marker = Path(self.logs("count")) / "completions" / f"{rank:05d}"
             if marker.exists() and not self.table_intact(rank):
                 marker.unlink()
@@ -127,10 +116,8 @@ def count_task(data, rank=0, world_size=1, *, job, work):
             counts.update(count_piece(piece, job.reading))
     except CorpusError as exc:
         raise PrepareError(str(exc)) from None
-    with atomic_path(work.table(rank)) as tmp:
-        tmp.write_text(json.dumps(counts), encoding="utf-8")
-    with atomic_path(work.table_sha256(rank)) as tmp:
-        tmp.write_text(sha256_file(work.table(rank)) + "\n", encoding="utf-8")
+    atomic_write_text(work.table(rank), json.dumps(counts))
+    atomic_write_text(work.table_sha256(rank), sha256_file(work.table(rank)) + "\n")
     return data
 
 
@@ -158,25 +145,11 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
 
 
 def train_with_datatrove(
-    inputs,
-    vocab_size,
-    special_tokens=(),
-    *,
-    out,
-    work_dir,
-    pattern="gpt2",
-    text_column="text",
-    max_chars=None,
-    tasks=2,
-    workers=2,
-    executor="local",
-    slurm_partition=None,
-    slurm_time="24:00:00",
-    slurm_cpus_per_task=1,
-    slurm_mem_per_cpu_gb=2,
-    piece_bytes=None,
+    inputs, vocab_size, special_tokens=(), *, out, work_dir, pattern="gpt2", text_column="text",
+    max_chars=None, tasks=2, workers=2, executor="local", slurm_partition=None,
+    slurm_time="24:00:00", slurm_cpus_per_task=1, slurm_mem_per_cpu_gb=2, piece_bytes=None,
     verbose=False,
-):
+):  # fmt: skip
     """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
     (on Slurm, when the learn job ends). -> the work folder of the count tables.
 
@@ -193,65 +166,31 @@ def train_with_datatrove(
     if tasks > most:  # each a process to start for nothing, and a table to add up
         print(f"note: --tasks {tasks:,} capped at {most:,}, the input's pieces")
         tasks = most
-    work = CountWork(
-        work_dir,
-        {
-            "format": WORK_FORMAT,
-            "files": [file_identity(path) for path in paths],
-            "reading": asdict(reading),
-            "pieces": [asdict(piece) for piece in pieces],
-            "tasks": tasks,
-        },
-    )
+    config = {
+        "format": WORK_FORMAT, "files": [file_identity(path) for path in paths],
+        "reading": asdict(reading), "pieces": [asdict(piece) for piece in pieces], "tasks": tasks,
+    }  # fmt: skip
+    work = CountWork(work_dir, config)
     work.claim(tasks)
     job = CountJob(
-        inputs=[str(path) for path in inputs],
-        emptied_by_max_chars=max_chars if left_out else None,
-        reading=reading,
-        pieces=pieces,
-        tasks=tasks,
-        vocab_size=vocab_size,
-        pattern_name=pattern,
-    )
-    options = SimpleNamespace(
-        executor=executor,
-        workers=workers,
-        slurm_partition=slurm_partition,
-        slurm_time=slurm_time,
-        slurm_cpus_per_task=slurm_cpus_per_task,
+        inputs=[str(path) for path in inputs], emptied_by_max_chars=max_chars if left_out else None,
+        reading=reading, pieces=pieces, tasks=tasks, vocab_size=vocab_size, pattern_name=pattern,
+    )  # fmt: skip
+    options = SimpleNamespace(  # as a script's arguments, for chain_executors and run_with_bars
+        executor=executor, workers=workers, verbose=verbose, slurm_partition=slurm_partition,
+        slurm_time=slurm_time, slurm_cpus_per_task=slurm_cpus_per_task,
         slurm_mem_per_cpu_gb=slurm_mem_per_cpu_gb,
-    )
+    )  # fmt: skip
     if executor == "ray":
         join_ray_cluster()
-    run_count_and_learn(options, job, work, str(Path(out).resolve()), verbose)
+    out = str(Path(out).resolve())
+    stages = [  # learn waits for every count task
+        ("count", partial(count_task, job=job, work=work), tasks),
+        ("learn", partial(learn_task, job=job, work=work, out=out), 1),
+    ]
+    learn = chain_executors(options, "tokenizer", stages, work.logs)
+    run_with_bars(learn, options, work.folder / "logs", [("count", work.logs("count"), tasks)])
     return work.folder
-
-
-def run_count_and_learn(options, job, work, out, verbose):
-    """The two stages, chained (learn waits for every count task) and run; quiet unless verbose."""
-    count = stage_executor(
-        options,
-        "tokenizer-count",
-        pipeline=[partial(count_task, job=job, work=work)],
-        tasks=job.tasks,
-        logging_dir=work.logs("count"),
-        depends=None,
-        skip_completed=True,
-    )
-    learn = stage_executor(
-        options,
-        "tokenizer-learn",
-        pipeline=[partial(learn_task, job=job, work=work, out=out)],
-        tasks=1,
-        logging_dir=work.logs("learn"),
-        depends=count,
-        skip_completed=False,
-    )
-    show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
-    with quiet_logs(work.folder / "logs", verbose) as terminal:
-        bars = [(f"count ({plural(job.tasks, 'task')})", work.logs("count"), job.tasks)]
-        with task_bars(bars, terminal, show=options.executor != "slurm"):
-            learn.run()
 
 
 def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):

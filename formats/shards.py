@@ -53,14 +53,9 @@ def open_npy(path):
     if dtype.hasobject or size != expected:
         raise PrepareError(
             f"{path} is not a .npy file numpy can read (its header says {dtype} of shape "
-            f"{shapes(shape)}: {expected:,} bytes, but the file has {size:,})"
+            f"{shortened(str(tuple(shape)))}: {expected:,} bytes, but the file has {size:,})"
         )
     return np.load(path, mmap_mode="r")
-
-
-def shapes(shape):
-    """A shape as the line shows it, a huge number cut short: (2**62,) -> "(4611686018427387904,)"."""
-    return shortened(str(tuple(shape)))
 
 
 def read_shard(path, shard_format, dtype):

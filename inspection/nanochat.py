@@ -105,8 +105,7 @@ def _audit_tokenizer(folder, meta):
         if not path.is_file() or sha256_file(path) != item["sha256"]:
             return [f"{path} is missing or does not match the sha256 recorded in meta.json"]
     tokenizer, encoding = meta["tokenizer"], load(folder, meta)
-    problem = nanochat.special_tokens_problem(encoding)
-    if problem:
+    if problem := nanochat.special_tokens_problem(encoding):
         return [f"{Path(folder) / tokenizer['path']}: {problem}"]
     if encoding.n_vocab != tokenizer["vocab_size"] or encoding_sha256(encoding) != tokenizer.get("encoding_sha256"):  # fmt: skip
         return [f"{Path(folder) / tokenizer['path']} is not the tokenizer meta.json records (its vocab_size or encoding_sha256)"]  # fmt: skip
@@ -152,11 +151,6 @@ def split_documents(folder, meta, split):
                 yield from batch
 
 
-def document_ids(encoding, text):
-    """A document as nanochat's dataloader makes it: <|bos|>, then encode_ordinary(text)."""
-    return [encoding._special_tokens[nanochat.BOS], *encoding.encode_ordinary(text)]
-
-
 def show_lines(folder, meta, split, block_size, index):
     """Document `index` of the split: its first block_size tokens, <|bos|> first, each id and text."""
     from bpe.show import token_text
@@ -165,7 +159,8 @@ def show_lines(folder, meta, split, block_size, index):
     text = next((t for i, t in enumerate(documents) if i == index), None)
     if text is None:
         raise PrepareError(f"{split} holds {meta['splits'][split]['documents']:,} documents: --offset {index:,} is past the last")  # fmt: skip
-    ids = document_ids(encoding, text)
+    # the document as nanochat's dataloader makes it: <|bos|>, then encode_ordinary(text)
+    ids = [encoding._special_tokens[nanochat.BOS], *encoding.encode_ordinary(text)]
     size = len(text.encode())
     lines = [
         f"{split} document {index:,}: {len(ids):,} tokens (<|bos|> first), {size:,} bytes of text: {size / max(len(ids) - 1, 1):.2f} bytes per token",  # fmt: skip

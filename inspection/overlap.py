@@ -25,7 +25,7 @@ from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 
-from .verify import read_meta_json
+from .verify import checked_meta
 
 BLOCK_TOKENS = 1 << 20  # train is read 1M tokens at a time (a chunk's arrays: about 130 MB)
 DTYPE_OF_MAGIC = {magic: dtype for dtype, (magic, _) in LLMC_MAGIC_VERSION.items()}
@@ -66,11 +66,7 @@ def folder_layout(folder, train_glob=None, val_glob=None, boundary_id=None, boun
     """What `overlap` reads: {"train": [paths], "val": [paths], "boundary_id", "boundary",
     "dtype", "tokenizer" (meta.json's record, or None)}, from meta.json and the flags (which win)."""
     folder = Path(folder)
-    meta = None
-    if (folder / "meta.json").exists() or not folder.is_dir():
-        meta, problems = read_meta_json(folder)
-        if problems:
-            raise PrepareError(problems[0])
+    meta = checked_meta(folder) if (folder / "meta.json").exists() or not folder.is_dir() else None
     layout = meta_layout(folder, meta) if meta else {"tokenizer": None, "dtype": None}
     for split, glob in (("train", train_glob), ("val", val_glob)):
         if glob is not None or meta is None:
@@ -188,9 +184,10 @@ def folder_overlap(folder, ngram=13, against=(), **flags):
     return overlap_report(val, train, ngram=ngram, against=items), layout
 
 
-def exact_overlap_lines(folder):
-    """What a document lesson prints at its end: overlap's two cheap figures (a hash per document,
-    dedup/overlap.py's exact_report) on the folder it wrote, and the command that tells more."""
+def say_overlap(folder):
+    """Print what a document lesson prints at its end: overlap's two cheap figures (a hash per
+    document, dedup/overlap.py's exact_report) on the folder it wrote, how many val documents
+    have an exact copy in train and how much of train repeats, and the command that tells more."""
     from tqdm import tqdm
 
     layout = folder_layout(folder)
@@ -200,10 +197,8 @@ def exact_overlap_lines(folder):
     report = exact_report(val, tqdm(train, desc="hashing the documents", unit=" blocks", delay=1, leave=False))  # fmt: skip
     docs, exact = report["documents"], report["val_documents_in_train"]
     repeats = report["train_repeated_documents"]
-    return [
-        f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} ({exact['fraction']:.1%}); train documents repeating an earlier one: {repeats['documents']:,} of {docs['train']:,} ({repeats['token_fraction']:.1%} of train's tokens)",  # fmt: skip
-        f"  more (near copies, shared 13-token runs, benchmarks): python prepare_common.py overlap {folder}; --dedup exact|near drops the copies before the split",  # fmt: skip
-    ]
+    print(f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} ({exact['fraction']:.1%}); train documents repeating an earlier one: {repeats['documents']:,} of {docs['train']:,} ({repeats['token_fraction']:.1%} of train's tokens)")  # fmt: skip
+    print(f"  more (near copies, shared 13-token runs, benchmarks): python prepare_common.py overlap {folder}; --dedup exact|near drops the copies before the split")  # fmt: skip
 
 
 def overlap_lines(report):
@@ -263,9 +258,3 @@ def run(args):
     flags = {"train_glob": args.train, "val_glob": args.val, "boundary_id": args.boundary_id}
     flags.update(boundary=args.boundary, dtype=args.dtype)
     overlap(args.folder, args.json, ngram=args.ngram, against=args.against, **flags)
-
-
-def say_overlap(folder):
-    """Print, at the end of a document lesson, how many val documents have an exact copy in train
-    and how much of train repeats (inspection/overlap.py), and the command that tells more."""
-    print(*exact_overlap_lines(folder), sep="\n")

@@ -20,8 +20,8 @@ import numpy as np
 from formats.shards import open_npy
 from safety.errors import PrepareError
 
-from .token_bytes import bytes_per_token_line
-from .verify import open_split, read_meta_json, verify
+from .token_bytes import bytes_per_token_lines
+from .verify import open_split, verified_meta
 
 PERCENTILES = (50, 90, 99)
 # nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
@@ -155,13 +155,8 @@ def packing_lines(report, block_size, best_fit):
 
 def _longer_share(lengths, window):
     """What the percentiles tell of the documents longer than a window: "more than half", ..."""
-    if lengths["p50"] > window:
-        return "more than half"
-    if lengths["p90"] > window:
-        return "10% to 50%"
-    if lengths["p99"] > window:
-        return "1% to 10%"
-    return "under 1%" if lengths["max"] > window else "none"
+    shares = {"p50": "more than half", "p90": "10% to 50%", "p99": "1% to 10%", "max": "under 1%"}
+    return next((share for key, share in shares.items() if lengths[key] > window), "none")
 
 
 def plot_lengths(lengths, block_size, path):
@@ -197,17 +192,15 @@ def plot_lengths(lengths, block_size, path):
 def packing(folder, split, block_size, as_json=False, plot=None):
     """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index:
     a few plain lines, or one JSON object; plot: the lengths' histogram."""
-    problems = verify(folder, quiet=True)
-    if problems:
-        raise PrepareError(problems[0])
-    if read_meta_json(Path(folder))[0].get("format") == "nanochat":  # its shards hold text
+    meta = verified_meta(folder)
+    if meta.get("format") == "nanochat":  # its shards hold text
         from .nanochat import packing_lines as nanochat_lines
 
         if as_json or plot:
             raise PrepareError("--json and --plot are for nanoGPT's folders, not nanochat's")
-        print(*nanochat_lines(folder, read_meta_json(Path(folder))[0], split, block_size), sep="\n")  # fmt: skip
+        print(*nanochat_lines(folder, meta, split, block_size), sep="\n")
         return
-    meta, _ = open_split(folder, split)
+    open_split(folder, split)  # the split's file is there, not empty
     record = meta["splits"].get(split, {}) if "shards" not in meta else {}
     if "index" not in record:
         raise PrepareError(
@@ -217,16 +210,16 @@ def packing(folder, split, block_size, as_json=False, plot=None):
         )
     starts = open_npy(Path(folder) / record["index"]["file"])
     report = packing_report(record["tokens"], starts, block_size)
+    lengths = document_lengths(record["tokens"], starts)
     if plot is not None:
         plot = picture_path(plot)
-        plot_lengths(document_lengths(record["tokens"], starts), block_size, plot)
+        plot_lengths(lengths, block_size, plot)
     if as_json:
         print(json.dumps(report))
     else:
-        best_fit = best_fit_tokens_kept(document_lengths(record["tokens"], starts), block_size)
-        print(f"{split} of {folder}:", *packing_lines(report, block_size, best_fit), sep="\n")
-        if bytes_per_token_line(meta, split):  # a folder written before token_bytes has none
-            print(bytes_per_token_line(meta, split))
+        best_fit = best_fit_tokens_kept(lengths, block_size)
+        lines = [*packing_lines(report, block_size, best_fit), *bytes_per_token_lines(meta, split)]
+        print(f"{split} of {folder}:", *lines, sep="\n")
     if plot is not None:  # beside the JSON object, on stderr: stdout stays one object
         print(f"wrote {plot}: the document lengths of {split}", file=sys.stderr if as_json else sys.stdout)  # fmt: skip
 

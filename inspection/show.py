@@ -12,8 +12,8 @@ from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.files import sha256_file
 
-from .token_bytes import bytes_per_token_line
-from .verify import open_split, read_meta_json, verify
+from .token_bytes import bytes_per_token_lines
+from .verify import open_split, verified_meta
 
 
 def random_offset(num_tokens, block_size, seed):
@@ -127,22 +127,17 @@ def show(folder, split="train", block_size=8, offset=0, seed=None):
     """Print one block of `folder`'s `split` (at `offset`, or at get_batch's random offset for `seed`)."""
     if block_size < 1:
         raise PrepareError(f"--block-size must be at least 1, got {block_size}")
-    problems = verify(folder, quiet=True)  # what verify checks, nanoGPT's reads depend on too
-    if problems:
-        raise PrepareError(problems[0])
-    meta, _ = read_meta_json(Path(folder))
+    meta = verified_meta(folder)
     if meta.get("format") == "nanochat":  # documents, not ids: one document's first tokens
         from .nanochat import show_lines
 
         if seed is not None:
-            offset = random_offset(
-                meta["splits"].get(split, {"documents": 1})["documents"], 0, seed
-            )
+            documents = meta["splits"].get(split, {"documents": 1})["documents"]
+            offset = random_offset(documents, 0, seed)
         print(*show_lines(folder, meta, split, block_size, offset), sep="\n")
         return
     if seed is not None:
         _, data = open_split(folder, split)
         offset = random_offset(len(data), block_size, seed)
-    print(*block_lines(folder, split, block_size, offset), sep="\n")
-    if bytes_per_token_line(meta, split):  # a folder written before token_bytes has none
-        print(bytes_per_token_line(meta, split))
+    lines = block_lines(folder, split, block_size, offset) + bytes_per_token_lines(meta, split)
+    print(*lines, sep="\n")

@@ -53,11 +53,11 @@ def split_bytes(folder, meta, lengths):
     return totals
 
 
-def bytes_per_token_line(meta, split):
-    """The line of a split's bytes per token, "val: 111,540 bytes of text in 111,540 tokens: 1.00 bytes per token", or None
-    for a folder without token_bytes."""
+def bytes_per_token_lines(meta, split):
+    """[the line of a split's bytes per token], "val: 111,540 bytes of text in 111,540 tokens:
+    1.00 bytes per token", or [] for a folder written before token_bytes, which has none."""
     record = meta.get("token_bytes")
     if not isinstance(record, dict) or split not in record.get("bytes", {}):
-        return None
+        return []
     size, tokens = record["bytes"][split], meta["splits"][split]["tokens"]
-    return f"{split}: {size:,} bytes of text in {tokens:,} tokens: {size / max(tokens, 1):.2f} bytes per token"  # fmt: skip
+    return [f"{split}: {size:,} bytes of text in {tokens:,} tokens: {size / max(tokens, 1):.2f} bytes per token"]  # fmt: skip

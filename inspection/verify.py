@@ -31,6 +31,7 @@ from safety.record import (
 from .token_bytes import audit_token_bytes
 
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
+SHA256_DIFFERS = "does not match the sha256 recorded in meta.json"
 
 
 def verify(folder, quiet=False):
@@ -59,9 +60,7 @@ def _audit(folder, quiet=False):
     if holder is not None:
         return [f"{folder} is being written by a run right now ({holder}); verify it after"]
     leftovers = leftover_temporaries(folder)
-    meta, problems = read_meta_json(folder, leftovers)
-    if problems:
-        return problems
+    meta, problems = checked_meta(folder, leftovers), []
     if leftovers and not quiet:
         print(
             f"warning: {folder} holds leftover temporary files of an interrupted run "
@@ -92,17 +91,18 @@ def _audit(folder, quiet=False):
     return problems
 
 
-def read_meta_json(folder, leftovers=()):
-    """(meta, []) for a well-formed meta.json, or (None, [the first problem with it]).
+def checked_meta(folder, leftovers=()):
+    """meta.json of `folder` if it is well-formed, else a PrepareError of its first problem.
 
     Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
     a run was interrupted in while it replaced the files (see safety/commit.py).
     """
+    folder = Path(folder)
     if not folder.is_dir():
         what = "a file" if folder.exists() else "missing"
-        return None, [
+        raise PrepareError(
             f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
-        ]
+        )
     path = folder / "meta.json"
     if not os.path.lexists(path):
         if (
@@ -111,23 +111,21 @@ def read_meta_json(folder, leftovers=()):
             or any(trainer_reads(p.name) for p in folder.iterdir())
         ):
             left = f", leaving {', '.join(leftovers)}" if leftovers else ""
-            return None, [
+            raise PrepareError(
                 f"{path} does not exist: the folder is incomplete (a run was interrupted while "
                 f"replacing its files{left}); run its prepare.py again"
-            ]
-        return None, [f"{path} does not exist; run the folder's prepare.py first"]
-    try:
-        meta = load_json(read_small_file(path), path)
-    except PrepareError as exc:
-        return None, [str(exc)]
+            )
+        raise PrepareError(f"{path} does not exist; run the folder's prepare.py first")
+    meta = load_json(read_small_file(path), path)
     if not isinstance(meta, dict):
-        return None, [f"{path} holds a JSON {json_kind(meta)}, not an object"]
+        raise PrepareError(f"{path} holds a JSON {json_kind(meta)}, not an object")
     if meta.get("format_version") != META_FORMAT_VERSION:
-        return None, [
+        raise PrepareError(
             f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
-        ]
-    problem = _shape_problem(meta) or name_problem(meta)  # every field naming a file
-    return (None, [f"{path}: {problem}"]) if problem else (meta, [])
+        )
+    if problem := _shape_problem(meta) or name_problem(meta):  # name_problem: each file named
+        raise PrepareError(f"{path}: {problem}")
+    return meta
 
 
 def _shape_problem(meta):
@@ -139,8 +137,7 @@ def _shape_problem(meta):
     problem = _fields_problem(meta, "", TOP_FIELDS)
     if problem is None and meta["dtype"] not in BIN_DTYPES:
         problem = _wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
-    problem = problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
-    if problem:
+    if problem := problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS):
         return problem
     if meta.get("meta_pkl") is not None and not (
         isinstance(meta["meta_pkl"], dict)
@@ -159,10 +156,7 @@ def _shape_problem(meta):
         )
     for name in SPLIT_NAMES:
         split = meta["splits"][name]
-        if not isinstance(split, dict):
-            return _wrong(f"splits.{name}", split, "a JSON object")
-        problem = _fields_problem(split, f"splits.{name}", SPLIT_FIELDS)
-        if problem:
+        if problem := _fields_problem(split, f"splits.{name}", SPLIT_FIELDS):
             return problem
         if split["file"] != f"{name}.bin":  # the name nanoGPT's train.py opens, whatever we say
             return _wrong(
@@ -181,10 +175,7 @@ def _shards_problem(meta):
     if not isinstance(shards, list) or not shards:
         return _wrong("shards", shards, "a list of the shards")
     for i, shard in enumerate(shards):
-        if not isinstance(shard, dict):
-            return _wrong(f"shards[{i}]", shard, "a JSON object")
-        problem = _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS)
-        if problem:
+        if problem := _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS):
             return problem
     if shards[0]["split"] != "val":
         return _wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
@@ -194,7 +185,10 @@ def _shards_problem(meta):
 
 
 def _fields_problem(record, where, fields):
-    """The first of `fields` (key, check, expected) missing from `record` or failing its check."""
+    """The first of `fields` (key, check, expected) missing from `record` or failing its check;
+    a `record` that is not a JSON object fails first."""
+    if not isinstance(record, dict):
+        return _wrong(where, record, "a JSON object")
     for key, check, expected in fields:
         if key not in record:
             return f'{where} "{key}" is missing'.lstrip()
@@ -212,43 +206,34 @@ def _is_int(value):
 
 
 def _is_sha256(value):
-    return (
-        isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
-    )
+    return isinstance(value, str) and len(value) == 64 and set(value) <= set("0123456789abcdef")
 
 
+# (key, check, expected) of the fields of each record of meta.json
+FILE = ("file", is_plain_name, "a file name in the folder")
+SHA256 = ("sha256", _is_sha256, "a sha256 (64 hex digits)")
 TOP_FIELDS = (
     ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
     ("splits", lambda v: isinstance(v, dict), "a JSON object"),
     ("dtype", lambda v: isinstance(v, str), "a JSON string"),
 )
-
-
 TOKENIZER_FIELDS = (
     ("kind", lambda v: v in ("char", "tiktoken", "bpe"), '"char", "tiktoken" or "bpe"'),
     ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
-    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+    SHA256,
 )
-
-
 SHARD_FIELDS = (
-    ("file", is_plain_name, "a file name in the folder"),
+    FILE,
     ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
     ("tokens", lambda v: _is_int(v) and v > 0, "a positive count of tokens"),
-    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+    SHA256,
 )
-
-
 INDEX_FIELDS = (
-    ("file", is_plain_name, "a file name in the folder"),
+    FILE,
     ("documents", lambda v: _is_int(v) and v >= 0, "a count of documents"),
-    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
+    SHA256,
 )
-SPLIT_FIELDS = (
-    ("file", is_plain_name, "a file name in the folder"),
-    ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"),
-    ("sha256", _is_sha256, "a sha256 (64 hex digits)"),
-)
+SPLIT_FIELDS = (FILE, ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"), SHA256)
 
 
 def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
@@ -262,10 +247,13 @@ def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
         print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
     if size == 0:
         return [f"{path} holds no tokens: nanoGPT cannot read an empty {name} split"]
-    problems = []
-    if sha256_file(path) != split["sha256"]:
-        problems.append(f"{path} does not match the sha256 recorded in meta.json")
-    highest = int(np.memmap(path, dtype=dtype, mode="r").max())
+    return _ids_problems(path, np.memmap(path, dtype=dtype, mode="r"), split["sha256"], vocab_size)
+
+
+def _ids_problems(path, ids, sha256, vocab_size):
+    """A token file's sha256 against meta.json's, and its largest id against vocab_size."""
+    problems = [] if sha256_file(path) == sha256 else [f"{path} {SHA256_DIFFERS}"]
+    highest = int(ids.max())
     if highest >= vocab_size:
         problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
     return problems
@@ -286,7 +274,7 @@ def _audit_index(folder, split, dtype, tokenizer):
     if not path.is_file():
         return [f"{path} is missing" if not os.path.lexists(path) else f"{path} is not a file"]
     if sha256_file(path) != record["sha256"]:
-        return [f"{path} does not match the sha256 recorded in meta.json"]
+        return [f"{path} {SHA256_DIFFERS}"]
     try:
         starts = open_npy(path)  # its header checked against its size first
     except PrepareError as exc:
@@ -333,11 +321,7 @@ def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
                 f"{path} holds {len(tokens):,} tokens, meta.json says {shard['tokens']:,}"
             )
             continue
-        if sha256_file(path) != shard["sha256"]:
-            problems.append(f"{path} does not match the sha256 recorded in meta.json")
-        highest = int(tokens.max())
-        if highest >= vocab_size:
-            problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+        problems += _ids_problems(path, tokens, shard["sha256"], vocab_size)
     return problems
 
 
@@ -377,7 +361,7 @@ def _audit_meta_pkl(folder, meta, check_content=True):
     if not exists:
         return [f"{path} is missing (nanoGPT reads vocab_size from it); run prepare.py again"]
     if record is not ... and sha256_file(path) != record["sha256"]:
-        return [f"{path} does not match the sha256 recorded in meta.json"]
+        return [f"{path} {SHA256_DIFFERS}"]
     try:
         content = read_plain_pickle(path)
     except PrepareError as exc:
@@ -417,18 +401,16 @@ def _audit_tokenizer(folder, tokenizer):
         if len(chars) != vocab_size:
             problems.append(f"{where} has {len(chars)} characters but vocab_size {vocab_size}")
         return (lambda ids: "".join(chars[i] for i in ids)), problems
+    if kind == "tiktoken" and tokenizer.get("name") != "gpt2":
+        return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
     try:
-        if kind == "tiktoken":
-            if tokenizer.get("name") != "gpt2":
-                return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
-            encoding = gpt2_encoding()
-            found = encoding_sha256(encoding)
-        else:
-            encoding, found = _trained_encoding(folder, tokenizer, where)
+        encoding = (
+            gpt2_encoding() if kind == "tiktoken" else _trained_encoding(folder, tokenizer, where)
+        )
     except PrepareError as exc:
         return None, [str(exc)]
     problems = []
-    if found != tokenizer.get("encoding_sha256", tokenizer["sha256"]):
+    if encoding_sha256(encoding) != tokenizer.get("encoding_sha256", tokenizer["sha256"]):
         problems.append(f"{where} sha256 does not match the tokenizer rebuilt from its definition")
     if encoding.n_vocab != vocab_size:
         problems.append(f"{where} vocab_size {vocab_size:,} is not its {encoding.n_vocab:,} tokens")
@@ -436,7 +418,7 @@ def _audit_tokenizer(folder, tokenizer):
 
 
 def _trained_encoding(folder, tokenizer, where):
-    """(Encoding, sha256 of its file) of a trained tokenizer's recorded file."""
+    """The tiktoken Encoding of a trained tokenizer's recorded file, checked against its sha256."""
     if not isinstance(tokenizer.get("path"), str):
         raise PrepareError(f'{where} "path" is missing or not a string')
     path = folder / tokenizer["path"]  # an absolute path stays as it is
@@ -448,27 +430,30 @@ def _trained_encoding(folder, tokenizer, where):
         raise PrepareError(
             f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)"
         )
-    _, encoding = load_trained(path, option="the tokenizer")
-    return encoding, encoding_sha256(encoding)
+    return load_trained(path, option="the tokenizer")[1]
+
+
+def verified_meta(folder):
+    """meta.json of a folder `verify` finds no problem in (nanoGPT's reads depend on what it
+    checks), else a PrepareError of the first one."""
+    if problems := verify(folder, quiet=True):
+        raise PrepareError(problems[0])
+    return checked_meta(folder)
 
 
 def open_split(folder, split):
     """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
-    meta, problems = read_meta_json(Path(folder))
-    if problems:
-        raise PrepareError(problems[0])
+    folder = Path(folder)
+    meta = checked_meta(folder)
+    dtype = np.dtype(meta["dtype"])
     if "shards" in meta:  # a folder of shards: the split's first one, or the one named
         shard = next((s for s in meta["shards"] if split in (s["file"], s["split"])), None)
         if shard is None:
-            raise PrepareError(f"{Path(folder)} has no shard of split or file {split!r}")
-        return meta, read_shard(
-            Path(folder) / shard["file"], meta["format"], np.dtype(meta["dtype"])
-        )
+            raise PrepareError(f"{folder} has no shard of split or file {split!r}")
+        return meta, read_shard(folder / shard["file"], meta["format"], dtype)
     if split not in meta["splits"]:
-        raise PrepareError(
-            f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}"
-        )
-    path = Path(folder) / meta["splits"][split]["file"]
+        raise PrepareError(f"{folder / 'meta.json'} has no split {split!r}: {list(meta['splits'])}")
+    path = folder / meta["splits"][split]["file"]
     if not path.is_file() or path.stat().st_size == 0:
         raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
-    return meta, np.memmap(path, dtype=np.dtype(meta["dtype"]), mode="r")
+    return meta, np.memmap(path, dtype=dtype, mode="r")
