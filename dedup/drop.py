@@ -113,7 +113,10 @@ def rule_record(rule):
         record.update(
             keeps="the first document of each cluster of near copies (pairs linked transitively)",
             hash="MinHash over token shingles, splitmix64 permutations from seed 0",
-            shingle_tokens=simple.SHINGLE, bands=simple.BANDS, rows=simple.ROWS,
-            threshold=simple.THRESHOLD, seed=0,
+            shingle_tokens=simple.SHINGLE,
+            bands=simple.BANDS,
+            rows=simple.ROWS,
+            threshold=simple.THRESHOLD,
+            seed=0,
         )  # fmt: skip
     return record

@@ -146,9 +146,12 @@ def config_hash(config):
 
 
 def add_datatrove_arguments(
-    parser, engines=None, engine_help=None, workers_option=True,
+    parser,
+    engines=None,
+    engine_help=None,
     work_dir_help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work)",
-):  # fmt: skip
+    workers_option=True,
+):
     """The datatrove engine's options, added to the script's parser.
 
     The defaults are the document lessons' prepare_datatrove.py's, which always run on datatrove;
@@ -161,11 +164,27 @@ def add_datatrove_arguments(
     else:
         group.add_argument("--engine", choices=engines, default=engines[0], help=engine_help)
     group.add_argument("--executor", choices=EXECUTORS, default="local", help="where tasks run")
-    group.add_argument("--tasks", type=int, help="tasks the work is cut into (default: --workers, or 64 on a cluster)")  # fmt: skip
+    group.add_argument(
+        "--tasks",
+        type=int,
+        help="tasks the work is cut into (default: --workers, or 64 on a cluster)",
+    )
     if workers_option:
-        group.add_argument("--workers", type=int, help="tasks running at once (default: --num-proc locally, no limit on a cluster)")  # fmt: skip
-    group.add_argument("--work-dir", type=Path, help=f"{work_dir_help}; on a cluster, a folder every node sees")  # fmt: skip
-    group.add_argument("--verbose", action="store_true", help=f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})")  # fmt: skip
+        group.add_argument(
+            "--workers",
+            type=int,
+            help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
+        )
+    group.add_argument(
+        "--work-dir",
+        type=Path,
+        help=f"{work_dir_help}; on a cluster, a folder every node sees",
+    )
+    group.add_argument(
+        "--verbose",
+        action="store_true",
+        help=f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})",
+    )
     group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
     group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
     group.add_argument("--slurm-cpus-per-task", type=int, default=1, help="CPUs per Slurm task")
@@ -198,10 +217,12 @@ def check_datatrove_arguments(parser, args, local_workers=None):
 
 
 def chain_executors(args, job_name, stages, logs):
-    """The executors of `stages` [(name, step, tasks)] on args.executor, each depending on the one
-    before, logging to logs(name); -> the last, whose run() runs them all. A rerun skips the tasks
-    marked completed, but the last stage (one task: the commit, or the learning) always runs
-    again: it rebuilds an output deleted since."""
+    """The datatrove executors of `stages` [(name, step, tasks)] on args.executor, each depending
+    on the one before and logging to logs(name); returns the last, whose run() runs them all.
+
+    A rerun skips the tasks marked completed, but the last stage (one task: the commit, or the
+    learning) always runs again: it rebuilds an output deleted since.
+    """
     previous = None
     for name, step, tasks in stages:
         last = name == stages[-1][0]
@@ -224,10 +245,14 @@ def stage_executor(args, job_name, **common):
         from datatrove.executor import SlurmPipelineExecutor
 
         return SlurmPipelineExecutor(
-            job_name=job_name, partition=args.slurm_partition, time=args.slurm_time,
-            cpus_per_task=args.slurm_cpus_per_task, mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
-            workers=args.workers, **common,
-        )  # fmt: skip
+            job_name=job_name,
+            partition=args.slurm_partition,
+            time=args.slurm_time,
+            cpus_per_task=args.slurm_cpus_per_task,
+            mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
+            workers=args.workers,
+            **common,
+        )
     from datatrove.executor.ray import RayPipelineExecutor
 
     return RayPipelineExecutor(workers=args.workers, **common)

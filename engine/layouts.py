@@ -154,9 +154,12 @@ class ShardStream:
     def config(self):
         """What the plan and the shards depend on (the write tasks cut the shards)."""
         return {
-            "val_fraction": None, "seed": None, "shuffle": self.shuffle_seed,
-            "shard_size": self.shard_size, "format": self.shard_format,
-        }  # fmt: skip
+            "val_fraction": None,
+            "seed": None,
+            "shuffle": self.shuffle_seed,
+            "shard_size": self.shard_size,
+            "format": self.shard_format,
+        }
 
     def write(self, work, job, rank, world_size):
         """Task r: its share of the shards, and their records. Shard k holds tokens

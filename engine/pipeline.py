@@ -129,10 +129,14 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     job = make_job(args, tokenizer, dtype, out_dir, lesson)
     LOADED_TOKENIZERS[job.tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
     tokens_config = {
-        "format": WORK_FORMAT, "files": [file_identity(path) for path in job.files],
-        "kind": job.kind, "tokenizer": tokenizer["sha256"], "eot_id": tokenizer["eot_id"],
-        "dtype": dtype.name, "tasks": job.tasks,
-    }  # fmt: skip
+        "format": WORK_FORMAT,
+        "files": [file_identity(path) for path in job.files],
+        "kind": job.kind,
+        "tokenizer": tokenizer["sha256"],
+        "eot_id": tokenizer["eot_id"],
+        "dtype": dtype.name,
+        "tasks": job.tasks,
+    }
     # the permutation depends on numpy's generator stream
     split_config = {**lesson.layout.config(), "numpy": np.__version__, "out_dir": str(out_dir)}
     if job.dedup:  # the tokenize tasks write each document's keys; the plan drops the copies
@@ -168,15 +172,28 @@ def make_job(args, tokenizer, dtype, out_dir, lesson):
         )
         args.tasks = most
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
-    options = {
-        "tokenizer": None if args.tokenizer is None else str(args.tokenizer), "engine": "datatrove",
-        "executor": args.executor, "tasks": args.tasks, "workers": args.workers,
-    }  # fmt: skip
     return Job(
-        files=files, kind=kind, lengths=lengths, slices=task_slices(lengths, args.tasks),
-        tasks=args.tasks, source=source_name(args.data_files, lesson.hub),
+        files=files,
+        kind=kind,
+        lengths=lengths,
+        slices=task_slices(lengths, args.tasks),
+        tasks=args.tasks,
+        source=source_name(args.data_files, lesson.hub),
         source_record=source_record(args.data_files, None, lesson.hub),
-        script=lesson.script, prefix=lesson.prefix, layout=lesson.layout,
-        tokenizer_path=tokenizer_path, tokenizer=tokenizer, dtype=dtype.name,
-        out_dir=str(out_dir), out_dir_as_given=str(args.out_dir), options=options, dedup=args.dedup,
-    )  # fmt: skip
+        script=lesson.script,
+        prefix=lesson.prefix,
+        layout=lesson.layout,
+        tokenizer_path=tokenizer_path,
+        tokenizer=tokenizer,
+        dtype=dtype.name,
+        out_dir=str(out_dir),
+        out_dir_as_given=str(args.out_dir),
+        options={
+            "tokenizer": None if args.tokenizer is None else str(args.tokenizer),
+            "engine": "datatrove",
+            "executor": args.executor,
+            "tasks": args.tasks,
+            "workers": args.workers,
+        },
+        dedup=args.dedup,
+    )

@@ -102,9 +102,12 @@ class TokenizeStage(Stage):
         files = self.work.tokenize_files(rank)
         summary = {
             "sha256": {path.name: sha256_file(path) for path in files},  # checked before reuse
-            "documents": len(index), "tokens": int(index["tokens"].sum(dtype=np.int64)),
-            "spans": spans, "bad": bad, "first_bad": first_bad,
-        }  # fmt: skip
+            "documents": len(index),
+            "tokens": int(index["tokens"].sum(dtype=np.int64)),
+            "spans": spans,
+            "bad": bad,
+            "first_bad": first_bad,
+        }
         atomic_write_text(self.work.summary_file(rank), json.dumps(summary) + "\n")
 
 

@@ -145,11 +145,25 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
 
 
 def train_with_datatrove(
-    inputs, vocab_size, special_tokens=(), *, out, work_dir, pattern="gpt2", text_column="text",
-    max_chars=None, tasks=2, workers=2, executor="local", slurm_partition=None,
-    slurm_time="24:00:00", slurm_cpus_per_task=1, slurm_mem_per_cpu_gb=2, piece_bytes=None,
+    inputs,
+    vocab_size,
+    special_tokens=(),
+    *,
+    out,
+    work_dir,
+    pattern="gpt2",
+    text_column="text",
+    max_chars=None,
+    tasks=2,
+    workers=2,
+    executor="local",
+    slurm_partition=None,
+    slurm_time="24:00:00",
+    slurm_cpus_per_task=1,
+    slurm_mem_per_cpu_gb=2,
+    piece_bytes=None,
     verbose=False,
-):  # fmt: skip
+):
     """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
     (on Slurm, when the learn job ends). -> the work folder of the count tables.
 
@@ -166,21 +180,35 @@ def train_with_datatrove(
     if tasks > most:  # each a process to start for nothing, and a table to add up
         print(f"note: --tasks {tasks:,} capped at {most:,}, the input's pieces")
         tasks = most
-    config = {
-        "format": WORK_FORMAT, "files": [file_identity(path) for path in paths],
-        "reading": asdict(reading), "pieces": [asdict(piece) for piece in pieces], "tasks": tasks,
-    }  # fmt: skip
-    work = CountWork(work_dir, config)
+    work = CountWork(
+        work_dir,
+        {
+            "format": WORK_FORMAT,
+            "files": [file_identity(path) for path in paths],
+            "reading": asdict(reading),
+            "pieces": [asdict(piece) for piece in pieces],
+            "tasks": tasks,
+        },
+    )
     work.claim(tasks)
     job = CountJob(
-        inputs=[str(path) for path in inputs], emptied_by_max_chars=max_chars if left_out else None,
-        reading=reading, pieces=pieces, tasks=tasks, vocab_size=vocab_size, pattern_name=pattern,
-    )  # fmt: skip
-    options = SimpleNamespace(  # as a script's arguments, for chain_executors and run_with_bars
-        executor=executor, workers=workers, verbose=verbose, slurm_partition=slurm_partition,
-        slurm_time=slurm_time, slurm_cpus_per_task=slurm_cpus_per_task,
+        inputs=[str(path) for path in inputs],
+        emptied_by_max_chars=max_chars if left_out else None,
+        reading=reading,
+        pieces=pieces,
+        tasks=tasks,
+        vocab_size=vocab_size,
+        pattern_name=pattern,
+    )
+    options = SimpleNamespace(
+        executor=executor,
+        workers=workers,
+        slurm_partition=slurm_partition,
+        slurm_time=slurm_time,
+        slurm_cpus_per_task=slurm_cpus_per_task,
         slurm_mem_per_cpu_gb=slurm_mem_per_cpu_gb,
-    )  # fmt: skip
+        verbose=verbose,
+    )
     if executor == "ray":
         join_ray_cluster()
     out = str(Path(out).resolve())

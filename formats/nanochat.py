@@ -26,15 +26,25 @@ DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR, under $NANOCH
 TOKENIZER_DIR = "tokenizer"
 ROW_GROUP_SIZE = 1024  # dev/repackage_data_reference.py: "multiple of 2, nicer for DDP"
 PARQUET_OPTIONS = dict(  # the reference's pq.write_table arguments
-    row_group_size=ROW_GROUP_SIZE, use_dictionary=False, compression="zstd", compression_level=3,
+    row_group_size=ROW_GROUP_SIZE,
+    use_dictionary=False,
+    compression="zstd",
+    compression_level=3,
     write_statistics=False,
-)  # fmt: skip
+)
 SHARD_CHARS = 250_000_000  # the reference's chars_per_shard
 BOS = "<|bos|>"
 SPECIAL_TOKENS = (  # nanochat/tokenizer.py's, numbered in this order right after the merges
-    BOS, "<|user_start|>", "<|user_end|>", "<|assistant_start|>", "<|assistant_end|>",
-    "<|python_start|>", "<|python_end|>", "<|output_start|>", "<|output_end|>",
-)  # fmt: skip
+    BOS,
+    "<|user_start|>",
+    "<|user_end|>",
+    "<|assistant_start|>",
+    "<|assistant_end|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|output_start|>",
+    "<|output_end|>",
+)
 DOC_CAP = 10_000  # scripts/tok_train.py: each document's first 10,000 characters...
 MAX_CHARS = 2_000_000_000  # ...up to 2B characters in all
 ENCODING_NAME = "rustbpe"  # the name tok_train gives its Encoding: the same merges, the same pickle

@@ -155,8 +155,13 @@ def packing_lines(report, block_size, best_fit):
 
 def _longer_share(lengths, window):
     """What the percentiles tell of the documents longer than a window: "more than half", ..."""
-    shares = {"p50": "more than half", "p90": "10% to 50%", "p99": "1% to 10%", "max": "under 1%"}
-    return next((share for key, share in shares.items() if lengths[key] > window), "none")
+    if lengths["p50"] > window:
+        return "more than half"
+    if lengths["p90"] > window:
+        return "10% to 50%"
+    if lengths["p99"] > window:
+        return "1% to 10%"
+    return "under 1%" if lengths["max"] > window else "none"
 
 
 def plot_lengths(lengths, block_size, path):
