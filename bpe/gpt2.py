@@ -1,13 +1,15 @@
-"""GPT-2's two tokenizer files, pinned once for the whole project: URL and sha256; and where a
+"""GPT-2's two tokenizer files, pinned once for the whole project: URL and sha256; where a
 pinned file is read from (the origin, or a mirror), with the one line of a network that is not
-there.
+there; and where tiktoken's copies of them are kept.
 
 Every reader of them (`python -m bpe show`, the lessons' tiktoken "gpt2", `verify`) checks the
 bytes against these.
 """
 
+import hashlib
 import os
 import socket
+from pathlib import Path
 
 # GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
 GPT2_FILES = {
@@ -24,6 +26,22 @@ GPT2_FILES = {
 MIRROR_ENV = "NANOGPT_DATA_MIRROR"  # a folder or an http(s) address laid out as the origins
 OFFLINE_HELP = "docs/offline.md"
 MIRROR_PATHS = {name: f"gpt2/{name}" for name in GPT2_FILES}  # where each sits in a mirror
+CACHE_ENV = "NANOGPT_DATA_CACHE"  # where downloaded files are kept (default ~/.cache/nanogpt-data)
+
+
+def tiktoken_cache():
+    """Where tiktoken reads GPT-2's files, and the variable that says so: $TIKTOKEN_CACHE_DIR if
+    set, else $NANOGPT_DATA_CACHE/tiktoken (~/.cache/nanogpt-data/tiktoken) -> (folder, variable).
+    The lessons put checked copies there, named as tiktoken names them (`tiktoken_name`)."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return Path(os.environ["TIKTOKEN_CACHE_DIR"]), "TIKTOKEN_CACHE_DIR"
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
+    return root / "tiktoken", CACHE_ENV
+
+
+def tiktoken_name(url):
+    """The name tiktoken gives its copy of `url` in its cache: the sha1 of the URL."""
+    return hashlib.sha1(url.encode()).hexdigest()
 
 
 def mirrored(url, mirror_path):

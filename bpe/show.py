@@ -21,7 +21,15 @@ import regex
 
 from .checks import one_line
 from .cli import ArgumentParser
-from .gpt2 import GPT2_FILES, MIRROR_PATHS, host_unresolved, mirrored, unresolved_message
+from .gpt2 import (
+    GPT2_FILES,
+    MIRROR_PATHS,
+    host_unresolved,
+    mirrored,
+    tiktoken_cache,
+    tiktoken_name,
+    unresolved_message,
+)
 from .text import read_text
 from .tokenizer import Tokenizer
 
@@ -144,19 +152,14 @@ def gpt2_tokenizer():
 def gpt2_file(name):
     """The bytes of GPT-2's `name`, checksummed, from where the project's scripts find them.
 
-    bpe imports nothing of the project, so the two variables prepare_common reads are read here:
-    1. the cache the prepare scripts fill, as tiktoken names its files: sha1(url) in
-       $TIKTOKEN_CACHE_DIR, else in $NANOGPT_DATA_CACHE/tiktoken (~/.cache/nanogpt-data/tiktoken);
+    1. the copy the prepare scripts keep where tiktoken reads it (`tiktoken_cache`);
     2. else $NANOGPT_DATA_MIRROR/gpt2/NAME (a folder, or an http(s) base address; docs/offline.md);
     3. else the origin. 2 and 3 go through tiktoken's loader, which keeps a copy in its own cache.
     """
     from tiktoken.load import read_file_cached
 
     url, sha256 = GPT2_FILES[name]
-    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or Path(
-        os.environ.get("NANOGPT_DATA_CACHE") or Path.home() / ".cache" / "nanogpt-data", "tiktoken"
-    )
-    cached = Path(cache, hashlib.sha1(url.encode()).hexdigest())
+    cached = tiktoken_cache()[0] / tiktoken_name(url)
     if cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == sha256:
         return cached.read_bytes()
     source = mirrored(url, MIRROR_PATHS[name])

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.gpt2 import GPT2_FILES, MIRROR_PATHS
+from bpe.gpt2 import GPT2_FILES, MIRROR_PATHS, tiktoken_cache, tiktoken_name
 from bpe.io import atomic_path
 from formats.shards import read_shard
 from safety.downloads import RemoteFile, fetch
 from safety.errors import PrepareError, reading
-from safety.files import data_cache, sha256_file
+from safety.files import cache_folder, sha256_file
 from safety.record import TOKEN_BYTES
 
 GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], MIRROR_PATHS["encoder.json"])
@@ -33,10 +33,10 @@ def gpt2_encoding():
     """
     import tiktoken
 
-    tiktoken_cache = data_cache("tiktoken", "TIKTOKEN_CACHE_DIR")  # that variable, or ours
+    folder = cache_folder(*tiktoken_cache())  # $TIKTOKEN_CACHE_DIR, or ours
     for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
-        fetch(remote, tiktoken_cache / hashlib.sha1(remote.url.encode()).hexdigest())
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)
+        fetch(remote, folder / tiktoken_name(remote.url))
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
     return tiktoken.get_encoding("gpt2")
 
 

@@ -158,19 +158,6 @@ def cache_folder(folder, variable):
     return folder
 
 
-CACHE_ENV = "NANOGPT_DATA_CACHE"  # where downloaded files are kept (default ~/.cache/nanogpt-data)
-
-
-def data_cache(name, variable=None):
-    """The cache folder for `name`, created if needed: $variable if it is set, else
-    $NANOGPT_DATA_CACHE/name (default ~/.cache/nanogpt-data/name); one that cannot be made
-    (a file is there) is a one-line error naming the variable to set."""
-    if variable and os.environ.get(variable):
-        return cache_folder(Path(os.environ[variable]), variable)
-    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
-    return cache_folder(root / name, CACHE_ENV)
-
-
 def check_utf8_names(record):
     """Refuse a record (meta.json) holding a string UTF-8 cannot encode: a file name whose bytes
     are not UTF-8 (Python's surrogate escapes), in one line naming it."""
