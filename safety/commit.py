@@ -61,7 +61,7 @@ import sys
 from pathlib import Path
 
 from bpe.cli import closed_stdout
-from bpe.io import TEMPORARY_TAG, atomic_path
+from bpe.io import TEMPORARY_TAG, atomic_write_text
 
 from .errors import PrepareError
 from .files import load_json, read_small_file
@@ -353,10 +353,9 @@ def _describe_holder(fd):
 
 
 def _remove_leftovers(folder):
+    # a commit's journal, cut short before or after meta.json: done with
     if os.path.lexists(folder / RECORD_NAME) and os.path.isfile(folder / JOURNAL_NAME):
-        os.unlink(
-            folder / JOURNAL_NAME
-        )  # a commit's, cut short before or after meta.json: done with
+        os.unlink(folder / JOURNAL_NAME)
     names = leftover_temporaries(folder)
     for name in names:
         path = folder / name
@@ -408,21 +407,27 @@ def _commit(staging, folder):
                 f"{target} is a folder where the output {name} goes; move it away and run again "
                 f"(nothing in {folder} was changed)"
             )
+    present = os.listdir(folder)  # and the names in the subfolders the outputs go into
     for sub in {name.split("/")[0] for name in staged if "/" in name}:
-        if os.path.islink(folder / sub) or (os.path.lexists(folder / sub) and not (folder / sub).is_dir()):  # fmt: skip
+        path = folder / sub
+        if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):
             raise PrepareError(
-                f"{folder / sub} is a link or a file where the outputs' folder {sub}/ goes; move "
+                f"{path} is a link or a file where the outputs' folder {sub}/ goes; move "
                 f"it away and run again (nothing in {folder} was changed)"
             )
+        if path.is_dir():
+            present += [f"{sub}/{name}" for name in os.listdir(path)]
     _refuse_strangers(folder, staged, staging=staging)
-    shard_format = _staged_format(staging)  # build-nanogpt's .npy shards: its own name rule
-    _refuse_strangers(
-        folder, set(_present_names(folder, staged)) - set(staged), READ_BY_A_TRAINER, shard_format
-    )
+    # the staged shard format ("llmc", "npy"): build-nanogpt's .npy shards, its own name rule
+    record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
+    shard_format = record.get("format") if isinstance(record, dict) else None
+    _refuse_strangers(folder, set(present) - set(staged), READ_BY_A_TRAINER, shard_format)
     for name in staged:
         _fsync_path(staging / name)
     data_files = [name for name in staged if name != RECORD_NAME]
-    _write_journal(folder, owned | set(staged))  # a failure here changed nothing yet
+    journal = {"owned": sorted(owned | set(staged))}  # a failure writing it changed nothing yet
+    atomic_write_text(folder / JOURNAL_NAME, json.dumps(journal) + "\n")
+    _fsync_path(folder)
     _pause_if_asked("staged")
     with signals_held():
         try:
@@ -455,15 +460,6 @@ def _commit(staging, folder):
     for subfolder in {(folder / name).parent for name in stale} - {folder}:
         with contextlib.suppress(OSError):  # emptied by the removals: a folder of nothing goes too
             subfolder.rmdir()
-
-
-def _present_names(folder, staged):
-    """The names in `folder`, and in the subfolders that `staged` writes into ("sub/name")."""
-    names = os.listdir(folder)
-    for sub in {name.split("/")[0] for name in staged if "/" in name}:
-        if os.path.isdir(folder / sub) and not os.path.islink(folder / sub):
-            names += [f"{sub}/{name}" for name in os.listdir(folder / sub)]
-    return names
 
 
 def owned_files(folder):
@@ -510,18 +506,6 @@ def _refuse_strangers(folder, names, fate=None, shard_format=None, staging=None)
             f"{fate or 'an output of this run would replace it'}; move it away (or choose "
             f"another --out-dir) and run again"
         )
-
-
-def _staged_format(staging):
-    """The shard format the staged meta.json names ("llmc", "npy"), or None."""
-    record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
-    return record.get("format") if isinstance(record, dict) else None
-
-
-def _write_journal(folder, names):
-    with atomic_path(folder / JOURNAL_NAME) as tmp:
-        tmp.write_text(json.dumps({"owned": sorted(names)}) + "\n", encoding="utf-8")
-    _fsync_path(folder)
 
 
 def _failure_message(exc, folder):

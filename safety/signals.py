@@ -57,7 +57,9 @@ def sigterm_raises_terminated():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    install_fork_handler()
+    if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # Windows forks no worker
+        os.register_at_fork(after_in_child=_sigterm_default_in_forked_child)  # once, not at import
+        _FORK_HANDLER.append(True)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
@@ -103,10 +105,3 @@ def end_children():
             for child in module.active_children():
                 with contextlib.suppress(Exception):
                     child.kill()
-
-
-def install_fork_handler():
-    """Register `_sigterm_default_in_forked_child` for every fork, once (not at import)."""
-    if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # Windows forks no worker
-        os.register_at_fork(after_in_child=_sigterm_default_in_forked_child)
-        _FORK_HANDLER.append(True)
