@@ -9,14 +9,14 @@ meta.json is the commit record: a folder with a meta.json is complete and consis
 meta.json is removed before the first data file is replaced and written back last. The exact
 order, and what a crash (SIGKILL, power loss) at each step leaves:
 
-1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on `out_dir/.prepare.lock`, then
-   our pid and command are written into it. If another process holds it, `FolderBusy` (a
-   PrepareError) names it at once: a second run into a busy folder stops; it does not wait. The
-   OS drops the lock when its holder dies, however it dies. A POSIX lock rather than `flock`:
-   worker processes forked by datasets do not inherit it, so one orphaned by a SIGKILL cannot
-   keep the folder locked. The lock file is removed as the run ends, while still locked (or
-   after, on Windows, which removes no file another run has open); a run that locked a file
-   no longer at the path, so removed, locks the one there now instead (`_lock_file`).
+1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on
+   `out_dir/.prepare.lock`, then our pid and command are written into it. If another process
+   holds it, `FolderBusy` (a PrepareError) names it at once: a second run into a busy folder
+   stops; it does not wait. The OS drops the lock when its holder dies, however it dies. A POSIX
+   lock rather than `flock`: worker processes forked by datasets do not inherit it, so one
+   orphaned by a SIGKILL cannot keep the folder locked. The lock file is removed as the run ends,
+   while still locked (or after, on Windows, which removes no file another run has open); a run
+   that locked a file no longer at the path, so removed, locks the one there now (`_lock_file`).
    A run that fails removes the output folder again if it created it and it holds nothing.
    A run whose commit comes later in the same process takes the lock first with `folder_lock`
    (the datatrove engine on this machine); its `output_folder` then goes on under it.
@@ -32,8 +32,8 @@ order, and what a crash (SIGKILL, power loss) at each step leaves:
 5. uncommit: the old meta.json is removed and out_dir fsynced. From here to step 7 the folder
    has no meta.json: `verify` reports it incomplete in one line.
 6. replace: each staged data file is renamed into place (`os.replace`, atomic per file); an
-   output of the old set that this run did not write (one of OUTPUT_NAMES, e.g. a meta.pkl left
-   by a run with another tokenizer) is removed; out_dir is fsynced.
+   output of the old set that this run did not write (one its meta.json or journal lists, e.g. a
+   meta.pkl left by a run with another tokenizer) is removed; out_dir is fsynced.
 7. commit: meta.json is renamed into place and out_dir fsynced: the new set is complete.
 8. the staging folder is removed and the lock released.
 
@@ -45,12 +45,12 @@ Ctrl-C and SIGTERM are held back during steps 5-7 (a few renames), so an interru
 them (old set kept) or after (new set complete), never between; only a crash can, and then the
 folder has no meta.json. An interrupt raises KeyboardInterrupt (`Terminated` for SIGTERM) whose
 message says truthfully what was left.
-
 """
 
 import contextlib
 import errno
 import filecmp
+import itertools
 import json
 import os
 import re
@@ -142,16 +142,16 @@ def output_folder(out_dir):
 def folder_lock(out_dir):
     """Hold `out_dir`'s lock (step 1; the folder is created if needed) for the block; yield it.
 
-    For a run whose commit comes later in the same process, such as the datatrove engine on
-    this machine: it holds the lock from the start, and its last task's `output_folder` goes on
-    under it. Re-entrant: in a process that holds the lock already, the block just runs (a
-    second descriptor of the lock file, once closed, would drop our POSIX lock).
-
-    A block that fails leaves no folder this call created: once the lock file is gone, an empty
-    one is removed again, with the empty folders above it that it created too.
+    Re-entrant: in a process that holds the lock already, the block just runs (a second
+    descriptor of the lock file, once closed, would drop our POSIX lock). A block that fails
+    leaves no folder this call created: once the lock file is gone, the empty ones go again.
     """
-    created = _missing_folders(Path(out_dir))
-    folder = _make_folder(Path(out_dir))
+    out_dir = Path(out_dir)
+    # the folders _make_folder is about to create, deepest first: a/b/c with only a -> [a/b/c, a/b]
+    created = list(
+        itertools.takewhile(lambda p: not os.path.lexists(p), [out_dir, *out_dir.parents])
+    )
+    folder = _make_folder(out_dir)
     if _HELD.get(folder.resolve()) == os.getpid():
         yield folder
         return
@@ -174,9 +174,8 @@ def leftover_temporaries(folder):
 
     def ours(entry):
         if entry.is_dir(follow_symlinks=False):
-            return STAGING_NAME.match(entry.name) and os.path.lexists(
-                os.path.join(entry.path, STAGING_MARKER)
-            )
+            marker = os.path.join(entry.path, STAGING_MARKER)
+            return STAGING_NAME.match(entry.name) and os.path.lexists(marker)
         return entry.is_file(follow_symlinks=False) and OUR_TEMPORARY_FILE.match(entry.name)
 
     with contextlib.suppress(OSError):
@@ -201,16 +200,6 @@ def lock_holder(folder):
 
 # ---------------------------------------------------------------------------------------------
 # the steps
-
-
-def _missing_folders(folder):
-    """The folders `_make_folder` is about to create, deepest first: a/b/c with only a -> [a/b/c, a/b]."""
-    missing = []
-    for path in [folder, *folder.parents]:
-        if os.path.lexists(path):
-            break
-        missing.append(path)
-    return missing
 
 
 def _make_folder(folder):
@@ -280,11 +269,9 @@ def _lock_file(folder, path):
 def _same_file(fd, path):
     """Whether the open file `fd` is the one at `path` (the same device and inode)."""
     try:
-        at_path = os.lstat(path)
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
     except FileNotFoundError:
         return False
-    opened = os.fstat(fd)
-    return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _open_lock(path, flags):
