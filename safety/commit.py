@@ -248,10 +248,7 @@ def _lock_file(folder, path):
         try:
             fd = _open_lock(path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO: a regular file
         except OSError as exc:
-            raise PrepareError(
-                f"cannot write into the output folder {folder}: {exc.strerror}; "
-                f"choose a writable --out-dir"
-            ) from None
+            raise _unwritable(folder, exc) from None
         try:
             if not _try_lock(fd):
                 raise FolderBusy(
@@ -359,10 +356,13 @@ def _create_staging(staging):
         staging.mkdir()
         os.close(os.open(staging / STAGING_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     except OSError as exc:
-        raise PrepareError(
-            f"cannot write into the output folder {staging.parent}: {exc.strerror}; "
-            f"choose a writable --out-dir"
-        ) from None
+        raise _unwritable(staging.parent, exc) from None
+
+
+def _unwritable(folder, exc):
+    return PrepareError(
+        f"cannot write into the output folder {folder}: {exc.strerror}; choose a writable --out-dir"
+    )
 
 
 def _staged_names(staging):

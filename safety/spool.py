@@ -17,6 +17,7 @@ finish(header, pick) writes pick(key, array) of each array instead (TinyStories'
 stories so); read(key) gives an array back before that.
 """
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import numpy as np
 from bpe.io import naming
 
 
-class Spool:
+class Spool(contextlib.AbstractContextManager):
     def __init__(self, path, dtype, header_bytes=0):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
@@ -106,9 +107,6 @@ class Spool:
         self.file.close()
         if self.spool_path.exists():
             self.spool_path.unlink()
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.discard()

@@ -12,6 +12,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 """
 
 import argparse
+import contextlib
 import functools
 import warnings
 from collections import Counter
@@ -27,7 +28,7 @@ from safety.spool import Spool
 SPLITS = ("val", "train")  # llm.c writes val first
 
 
-class SplitFiles:
+class SplitFiles(contextlib.AbstractContextManager):
     """One output file per split, each the ids of its members in the order of their names.
 
     llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
@@ -184,9 +185,6 @@ class SplitFiles:
     def discard(self):
         for spool in self.spools.values():
             spool.discard()
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.discard()
