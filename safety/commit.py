@@ -146,12 +146,17 @@ def folder_lock(out_dir):
     descriptor of the lock file, once closed, would drop our POSIX lock). A block that fails
     leaves no folder this call created: once the lock file is gone, the empty ones go again.
     """
-    out_dir = Path(out_dir)
-    # the folders _make_folder is about to create, deepest first: a/b/c with only a -> [a/b/c, a/b]
-    created = list(
-        itertools.takewhile(lambda p: not os.path.lexists(p), [out_dir, *out_dir.parents])
-    )
-    folder = _make_folder(out_dir)
+    folder = Path(out_dir)
+    # the folders about to be created, deepest first: a/b/c with only a -> [a/b/c, a/b]
+    created = list(itertools.takewhile(lambda p: not os.path.lexists(p), [folder, *folder.parents]))
+    if folder.exists() and not folder.is_dir():
+        raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot create the output folder {folder}: {exc.strerror}; choose another --out-dir"
+        ) from None
     if _HELD.get(folder.resolve()) == os.getpid():
         yield folder
         return
@@ -200,18 +205,6 @@ def lock_holder(folder):
 
 # ---------------------------------------------------------------------------------------------
 # the steps
-
-
-def _make_folder(folder):
-    if folder.exists() and not folder.is_dir():
-        raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrepareError(
-            f"cannot create the output folder {folder}: {exc.strerror}; choose another --out-dir"
-        ) from None
-    return folder
 
 
 @contextlib.contextmanager

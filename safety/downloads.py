@@ -95,9 +95,7 @@ def _last_failure(url, exc, response, retries):
 
 # A remote file, pinned: its URL, its sha256, and where its bytes sit in NANOGPT_DATA_MIRROR.
 # local_option: the lesson's option that takes a copy the user already has (such as --archive).
-RemoteFile = namedtuple(
-    "RemoteFile", ["url", "sha256", "mirror_path", "local_option"], defaults=[None]
-)
+RemoteFile = namedtuple("RemoteFile", "url sha256 mirror_path local_option", defaults=[None])
 
 
 def fetch(remote, dest):

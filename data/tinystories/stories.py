@@ -20,6 +20,7 @@ from collections import Counter
 import numpy as np
 from archive import ArchiveError
 
+from formats.shards import LLMC_HEADER_INTS
 from prepare_common import llmc_header, write_document_starts
 from safety.cli import whole_number
 from safety.files import sha256_file
@@ -32,12 +33,11 @@ class SplitFiles(contextlib.AbstractContextManager):
     """One output file per split, each the ids of its members in the order of their names.
 
     llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
-    and TinyStories_train.bin, which start with its header (prepare_common.llmc_header). The figures of each
-    split are added up from what `add` is given (stories, characters, and the tokens of any
-    tokenizer compared) and printed by `summary`.
+    and TinyStories_train.bin, which start with its header (prepare_common.llmc_header). The
+    figures of each split are added up from what `add` is given (stories, characters, and the
+    tokens of any tokenizer compared) and printed by `summary`.
     """
 
-    HEADER_BYTES = 1024  # llm.c's header: 256 int32
     BASIC = ("files", "stories", "characters")  # the other figures count tokens
 
     def __init__(self, out, dtype, llmc=False):
@@ -47,7 +47,7 @@ class SplitFiles(contextlib.AbstractContextManager):
         self.spools = {}
         try:
             for split, name in self.files.items():
-                self.spools[split] = Spool(out / name, dtype, self.HEADER_BYTES if llmc else 0)
+                self.spools[split] = Spool(out / name, dtype, 4 * LLMC_HEADER_INTS if llmc else 0)
         except BaseException:
             self.discard()
             raise
