@@ -136,18 +136,6 @@ def first_non_utf8(value):
     return None
 
 
-def cache_folder(folder, variable):
-    """`folder`, created if needed; one that cannot be (a file is there) is a one-line error."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrepareError(
-            f"cannot use {folder} as a cache folder ({exc.strerror}); set {variable} to a "
-            f"writable folder"
-        ) from None
-    return folder
-
-
 CACHE_ENV = "NANOGPT_DATA_CACHE"  # where downloaded files are kept (default ~/.cache/nanogpt-data)
 
 
@@ -156,9 +144,18 @@ def data_cache(name, variable=None):
     $NANOGPT_DATA_CACHE/name (default ~/.cache/nanogpt-data/name); one that cannot be made
     (a file is there) is a one-line error naming the variable to set."""
     if variable and os.environ.get(variable):
-        return cache_folder(Path(os.environ[variable]), variable)
-    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
-    return cache_folder(root / name, CACHE_ENV)
+        folder = Path(os.environ[variable])
+    else:
+        variable = CACHE_ENV
+        folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data") / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot use {folder} as a cache folder ({exc.strerror}); set {variable} to a "
+            f"writable folder"
+        ) from None
+    return folder
 
 
 def check_utf8_names(record):

@@ -2,7 +2,7 @@
 
 A streamed .tar.gz gives its members in the archive's order, but llm.c writes them in the order
 of their sorted names. A Spool takes each member's ids as they come and writes the file in key
-order, with memory holding one array (and a copy buffer) whatever the file's size:
+order, with memory holding one array whatever the file's size:
 
     spool = Spool(out / "train.bin", np.uint16, header_bytes=1024)
     spool.add(2, ids_of_data02)        # appended to a temporary file beside the output,
@@ -11,10 +11,10 @@ order, with memory holding one array (and a copy buffer) whatever the file's siz
 
 If the arrays came in key order (an archive stored sorted), the temporary file already is the
 output: its header is written into the room left at its start and it is renamed, no copy. If
-not, the output is written from it array by array in key order (one array in memory at a time),
-and the temporary file removed: one more pass over the bytes and, for a moment, twice the disk.
-finish(header, pick) writes pick(key, array) of each array instead (TinyStories' --dedup drops
-stories so); read(key) gives an array back before that.
+not, the output is written from it array by array in key order and the temporary file removed:
+one more pass over the bytes and, for a moment, twice the disk. finish(header, pick) writes
+pick(key, array) of each array instead (TinyStories' --dedup drops stories so); read(key) gives
+an array back before that.
 """
 
 import contextlib
