@@ -1,16 +1,14 @@
 """What the data/*/prepare.py lessons share: the helpers between "the text" and "train.bin".
 
-Read it top to bottom after data/shakespeare_char/prepare.py, one section a job: 1. the
-tokenizer (GPT-2's or a trained one) and a document's ids; 2. the dtype of the ids, nanoGPT's
-.bin files and where their documents start; 3. llm.c's shards; 4. the folder commit; 5. meta.json
-and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split, the copies --dedup drops
-before it, rows that begin at a document start; 7. the commands over a prepared folder (and the overlap
-figures every document lesson ends with).
+Read it after data/shakespeare_char/prepare.py, a section a job: 1. the tokenizer and a document's
+ids; 2. nanoGPT's .bin files and where their documents start; 3. llm.c's shards; 4. the folder
+commit; 5. meta.json and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split; 7. the
+commands over a prepared folder.
 
 What keeps the lessons safe without being the lesson is the `safety` package, which they import
 from directly: one-line errors (PrepareError, run_main), the argument parser, checked downloads
-(RemoteFile, fetch), strict readers (read_text) and the folder commit (output_folder). The
-commands that inspect a prepared folder are the `inspection` package, run from here:
+(RemoteFile, fetch), strict readers (read_text) and the folder commit (output_folder). What
+inspects a prepared folder is the `inspection` package, run from here:
 
     python prepare_common.py verify data/shakespeare_char
     python prepare_common.py show data/shakespeare_char --split val --block-size 8
@@ -30,13 +28,7 @@ import numpy as np
 
 from bpe.io import atomic_path
 from bpe.text import shortened
-from formats.shards import (
-    LLMC_HEADER_INTS,
-    LLMC_MAGIC_VERSION,
-    META_FORMAT_VERSION,
-    splits_record,
-    write_npy,
-)
+from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
@@ -189,33 +181,15 @@ def write_document_starts(path, lengths):
 # 3. shards: the files of llm.c, modded-nanogpt and build-nanogpt (data/fineweb, --format llmc)
 #
 # Past one .bin file per split, the token stream is cut into shards of `shard_size` tokens
-# (llm.c's default: 100M). An llm.c shard (llm.c, modded-nanogpt) is a header, then the tokens:
-#
-#     bytes 0..1023    256 little-endian int32: [20240520, 1, number of tokens, 0, 0, ..., 0]
-#                                                  magic     version
-#     bytes 1024..     the tokens, uint16
-#
-# and for a vocabulary past 65,536 ids (llm.c's llama-3 files): magic 20240801, version 7, uint32.
-# build-nanogpt's shards are the same tokens saved by np.save: numpy's .npy header, no llm.c one.
-#
-# Every shard but the last is full, a document may straddle two, the last holds the rest (never
-# empty): the bytes of llm.c's "append the document while `count + len(doc) < shard_size`,
-# else top the shard up with its first tokens, write it, and start the next with the rest".
+# (llm.c's default: 100M). An llm.c shard (llm.c, modded-nanogpt) is a header of 256 little-endian
+# int32, [20240520, 1, number of tokens, 0, ...], then the uint16 tokens (past 65,536 ids: 20240801,
+# 7 and uint32: llm.c's llama-3 files); build-nanogpt's shard is the tokens saved by np.save.
+# Every shard but the last is full, and a document may straddle two (llm.c's loop: fill_shards).
 
 LLMC_READS = (  # dtype_for_vocab's warning for shards
     "the shards are llm.c's uint32 variant (magic 20240801, version 7: read by llm.c's "
     "train_llama3.py); modded-nanogpt, llm.c's train_gpt2 and build-nanogpt read uint16 only"
 )
-
-
-def llmc_header(num_tokens, dtype):
-    """The 256 int32 that start an llm.c shard: 1,000 uint16 tokens -> [20240520, 1, 1000, 0, ...]."""
-    if not 0 <= num_tokens < 2**31:
-        raise PrepareError(f"an llm.c shard holds fewer than 2**31 tokens, not {num_tokens:,}")
-    header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
-    header[0], header[1] = LLMC_MAGIC_VERSION[np.dtype(dtype)]
-    header[2] = num_tokens
-    return header
 
 
 def write_shard(path, tokens, shard_format):
@@ -297,16 +271,14 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
     """
     out = Path(out)
-    meta_pkl = out / META_PKL
+    pkl = out / META_PKL
     meta = {
         "format_version": META_FORMAT_VERSION,
         "created_by": script,
         "tokenizer": folder_tokenizer(tokenizer, out),  # its path relative, if in the folder
         "dtype": np.dtype(dtype).name,
         "splits": splits_record(out, split_tokens, shards),
-        "meta_pkl": {"file": META_PKL, "sha256": sha256_file(meta_pkl)}
-        if meta_pkl.is_file()
-        else None,  # fmt: skip
+        "meta_pkl": {"file": META_PKL, "sha256": sha256_file(pkl)} if pkl.is_file() else None,
         "source": source,
         "split": split,
         "options": options,
@@ -362,13 +334,10 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
 # ---------------------------------------------------------------------------------------------
 # 6. documents: a pinned dataset of the hub, nanoGPT's random split, and each document's ids
 #
-# A document lesson pins its dataset (a HubDataset) and loads it with `load_documents`, which
-# refuses in one line what `datasets` would stumble on (safety/inputs.py).
-
-
-# A dataset on the hub, pinned: its repository and revision, its config (the card's name for
-# it), the files it holds (a glob of parquet files, read with datasets' own parquet builder: no
-# loading script runs) and the split they are.
+# A document lesson pins its dataset, a HubDataset: its repository and revision, its config (the
+# card's name for it), the files it holds (a glob of parquet files, read with datasets' own parquet
+# builder: no loading script runs) and the split they are. `load_documents` loads it, and refuses
+# in one line what `datasets` would stumble on (safety/inputs.py).
 HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 
 
@@ -419,41 +388,33 @@ def source_record(data_files, num_documents, hub):
     """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
     if data_files:
         return {"files": data_files, "documents": num_documents}
-    return {
-        "repo": hub.repo,
-        "revision": hub.revision,
-        "config": hub.config,
-        "documents": num_documents,
-    }
+    return dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
 
 
 def id_batches(tokenized, documents_per_batch=10_000):
-    """A tokenized dataset's ids in order, a batch of documents at a time, each one flat array.
-
-    The same ids as np.concatenate(tokenized["ids"]), read through Arrow without a Python
-    object per document: memory holds one batch whatever the dataset's size.
-    """
+    """A tokenized dataset's ids in order, a batch of documents at a time as one flat array: those
+    of np.concatenate(tokenized["ids"]), read through Arrow with no Python object per document."""
     for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
         yield batch["ids"].combine_chunks().flatten().to_numpy()
 
 
-def ids_cache_options(documents, tokenizer, dtype, function, eot_first=False):
-    """`features` and `new_fingerprint` for documents.map(function, ...).
-
-    features: the ids are stored as `dtype` (uint16: 4x less disk than datasets' default int64).
-    new_fingerprint: the cache key, made from what decides the result (the input split, the
-    function, the tokenizer's sha256 and end-of-text id and where it goes, the dtype); datasets'
-    own would pickle the whole vocabulary (~1 s per split).
-    """
+def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):  # fmt: skip
+    """nanoGPT's `documents.map(process, ...)`: every document's ids and length (tokenize_documents),
+    in datasets' cache. The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64)
+    and the cache is keyed by what decides them (the input, the tokenizer's sha256 and end-of-text
+    id and where it goes, the dtype): datasets' own key would pickle the whole vocabulary."""
     import datasets
     from datasets.fingerprint import Hasher
 
-    features = datasets.Features(
-        {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
-    )
-    key = [documents._fingerprint, function, tokenizer["sha256"], tokenizer["eot_id"], eot_first]
-    key.append(dtype.name)
-    return {"features": features, "new_fingerprint": Hasher.hash(key)}
+    key = [documents._fingerprint, tokenize_documents, tokenizer["sha256"], tokenizer["eot_id"], eot_first]  # fmt: skip
+    return documents.map(
+        tokenize_documents, input_columns="text", with_indices=True, batched=True, desc=desc,
+        fn_kwargs=dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where, eot_first=eot_first),
+        remove_columns=documents.column_names,
+        num_proc=min(num_proc, len(documents)),  # datasets warns of more processes than rows
+        features=datasets.Features({"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}),
+        new_fingerprint=Hasher.hash([*key, dtype.name]),
+    )  # fmt: skip
 
 
 def split_sizes(num_documents, val_fraction):
@@ -522,21 +483,6 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     name = where if callable(where) else lambda i: f"{where} {indices[i]}"
     check_documents_covered(texts, ids, encoding, tokenizer, name)
     return {"ids": ids, "len": [len(doc) for doc in ids]}
-
-
-def document_batch(data, starts, batch_size, block_size, rng):
-    """nanoGPT's get_batch with every row beginning at a document start drawn by `rng` (a numpy
-    Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
-    tokens of the stream, on into the next document where its own is shorter; y is x one token
-    on. Starts with fewer than block_size + 1 tokens left are never drawn (docs/bos_batches.md).
-    ([5, 6, 0, 7, 0, 8, 9, 0], [0, 3, 5], 2, 2, default_rng(0)) -> x [[8, 9], [7, 0]], y [[9, 0], [0, 8]]
-    """
-    last = np.searchsorted(starts, len(data) - block_size)  # starts[:last] have T + 1 tokens left
-    if last == 0:
-        raise PrepareError(f"no document start has block_size + 1 = {block_size + 1:,} tokens after it in a split of {len(data):,}")  # fmt: skip
-    ix = starts[rng.integers(last, size=batch_size)].astype(np.int64)
-    rows = np.stack([data[i : i + block_size + 1] for i in ix]).astype(np.int64)
-    return np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, 1:])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -38,7 +38,6 @@ the count tasks already done (engine/training.py).
 import argparse
 import contextlib
 import os
-import stat
 import sys
 import time
 import warnings
@@ -59,6 +58,7 @@ from bpe.corpus import (
     CorpusError,
     Reading,
     count_table,
+    documents,
     expand_inputs,
     file_kind,
     leaves_out,
@@ -75,15 +75,15 @@ from bpe.show_training import (
     sweep_table,
     trace_lines,
 )
+from bpe.text import shortened
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from safety import ArgumentParser, PrepareError, read_text, run_main
 from safety.signals import Terminated
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
-TOKENIZERS = (
-    Path(__file__).resolve().parent / "data" / "tokenizers"
-)  # without --out (git ignores it)
+# Where the tokenizer goes without --out (git ignores it).
+TOKENIZERS = Path(__file__).resolve().parent / "data" / "tokenizers"
 
 
 class UsageError(PrepareError):
@@ -146,7 +146,6 @@ def make_parser():
     parser.add_argument(
         "--workers",
         type=int,
-        default=None,
         metavar="N",
         help="processes for pretokenizing large files (default: all CPUs)",
     )
@@ -312,7 +311,7 @@ def check_out(out):
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
         )
-    if out.exists() and not stat.S_ISREG(out.stat().st_mode):
+    if out.exists() and not out.is_file():
         raise PrepareError(
             f"--out {out} is not a regular file (a device or a FIFO): it would be replaced; "
             f"give the path of a tokenizer file"
@@ -415,9 +414,7 @@ def emptied_by_max_chars(args):
 
 def render_short(token):
     """A token in GPT-2's alphabet, a long one cut: b"x" * 1000 -> "xxx...x... (1,000 bytes)"."""
-    if len(token) <= SHOW_BYTES:
-        return render_token(token)
-    return f"{render_token(token[:SHOW_BYTES])}... ({len(token):,} bytes)"
+    return shortened(render_token(token), SHOW_BYTES, len(token), "bytes")
 
 
 def show_merges(merges):
@@ -511,9 +508,7 @@ def train_here(args):
         print(*trace_lines(counts.to_counter(), merges, args.trace, small_corpus(args)), sep="\n")
     show_merges(merges)
 
-    first_special = 256 + len(merges)
-    special_ids = {token: first_special + i for i, token in enumerate(args.special_tokens)}
-    tokenizer = Tokenizer(vocab, merges, special_tokens=special_ids, pattern=args.pattern)
+    tokenizer = Tokenizer(vocab, merges, args.special_tokens, args.pattern)  # ids as in vocab
     encoding = tokenizer.to_tiktoken()
     print(
         f"compression on the training text: {compression_of_counts(encoding, counts):.3f} "
@@ -534,14 +529,13 @@ def train_nanochat(args):
     from formats import nanochat
 
     eval_text = read_text(args.eval) if args.eval else None
-    try:
-        documents = input_documents(expand_inputs(args.input), args.text_column)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
     start, bars = time.perf_counter(), ProgressBars()
     try:
+        texts = documents(expand_inputs(args.input), args.text_column)
         doc_cap, max_chars = args.doc_cap or nanochat.DOC_CAP, args.max_chars or nanochat.MAX_CHARS
-        tokenizer = nanochat.train_tokenizer(documents, args.vocab_size, doc_cap, max_chars, bars)
+        tokenizer = nanochat.train_tokenizer(texts, args.vocab_size, doc_cap, max_chars, bars)
+    except CorpusError as exc:  # a file that cannot be read as its kind: one line naming it
+        raise PrepareError(str(exc)) from None
     finally:
         bars.close()
     seconds = time.perf_counter() - start
@@ -556,53 +550,6 @@ def train_nanochat(args):
         npy = Path(args.out) / names[-1]
         print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
-
-
-def input_documents(paths, text_column):
-    """The documents of the files, in order: a .parquet or .jsonl/.json row's text_column each,
-    a .txt file's whole text one (nanochat's tok_train reads its parquet shards' rows). A file
-    that cannot be read so is one line naming it."""
-    for path in paths:
-        kind = file_kind(path)
-        try:
-            if kind == "text":
-                yield read_text(path)
-            elif kind == "parquet":
-                yield from parquet_texts(path, text_column)
-            elif kind == "jsonl":
-                yield from json_lines_texts(path, text_column)
-            else:
-                raise PrepareError(f"{path}: a JSON array; --format nanochat reads .txt, .jsonl and .parquet")  # fmt: skip
-        except (ValueError, OSError) as exc:  # not UTF-8, not JSON, not parquet (ArrowInvalid)
-            raise PrepareError(f"cannot read {path} ({type(exc).__name__}: {exc})") from None
-
-
-def parquet_texts(path, text_column):
-    """A parquet file's text_column, a row group at a time: its documents."""
-    import pyarrow.parquet as pq
-
-    parquet = pq.ParquetFile(path)
-    if text_column not in parquet.schema_arrow.names:
-        raise PrepareError(f"{path} has no column {text_column!r}; name it with --text-column")
-    for group in range(parquet.num_row_groups):
-        yield from parquet.read_row_group(group, columns=[text_column]).column(0).to_pylist()
-
-
-def json_lines_texts(path, text_column):
-    """A JSON lines file's text_column of each row: {"text": "a"} / {"text": "b"} -> "a", "b"."""
-    import json
-
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise PrepareError(f"{path}, line {number}: not JSON ({exc})") from None
-            if not isinstance(row, dict) or not isinstance(row.get(text_column), str):
-                raise PrepareError(f"{path}, line {number}: no string {text_column!r}")
-            yield row[text_column]
 
 
 def train_with_tasks(args):

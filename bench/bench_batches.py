@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.shards import document_batch
 from inspection.packing import best_fit_tokens_kept, document_lengths, packing_lines, packing_report
-from prepare_common import document_batch
 
 EOT, VOCAB_SIZE = 50256, 50257  # GPT-2's
 BATCH_SIZE, BLOCK_SIZE = 12, 1024  # nanoGPT's train.py defaults

@@ -7,7 +7,7 @@ line holds the usage), 1 for the rest.
 
 import sys
 
-from .cli import run_main
+from .cli import exit_with, run_main
 from .show import ShowError, main, make_parser
 from .text import shown
 
@@ -18,8 +18,7 @@ def usage():
 
 
 def usage_error(given):
-    print(f"error: {given}; {usage()} (see python -m bpe show --help)", file=sys.stderr)
-    sys.exit(2)
+    exit_with(f"error: {given}; {usage()} (see python -m bpe show --help)", 2)
 
 
 if __name__ == "__main__":

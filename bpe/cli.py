@@ -20,10 +20,9 @@ def run_main(main, user_errors=(), interrupted=None, end_children=lambda: None):
 
     A stdout closed by its reader (`| head -1`) ends the command quietly, exit code 141, after
     `end_children()`. Ctrl-C exits with code 130, or with the line and code `interrupted(exc)`
-    gives. An OSError
-    no code turned into a clearer message still gets one line (with the file it names), and so
-    does, as a last resort, any other exception (with what was being read, see
-    safety.errors.reading): the traceback only with NANOGPT_DEBUG=1.
+    gives. An OSError no code turned into a clearer message still gets one line (with the file
+    it names), and so does, as a last resort, any other exception (with what was being read,
+    see safety.errors.reading): the traceback only with NANOGPT_DEBUG=1.
     """
     # a file name that is not valid UTF-8 must not turn a print into a crash
     sys.stdout.reconfigure(errors="backslashreplace")
@@ -42,12 +41,10 @@ def run_main(main, user_errors=(), interrupted=None, end_children=lambda: None):
             quiet_exit(end_children)
         where = f"{exc.filename}: " if exc.filename else ""
         exit_with(f"error: {where}{exc.strerror or exc}", 1)
-    except Exception as exc:  # the last resort: a case no code foresaw, still one line
-        if os.environ.get(DEBUG_ENV) == "1":
-            raise
-        exit_with(f"error: {unexpected_message(exc)}", 1)
-    except BaseException as exc:  # a panic of Rust code (tiktoken's) is not an Exception
-        if type(exc).__name__ != "PanicException" or os.environ.get(DEBUG_ENV) == "1":
+    except BaseException as exc:  # the last resort: a case no code foresaw, still one line
+        # a panic of Rust code (tiktoken's) is one too, though not an Exception; sys.exit is none
+        failed = isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+        if not failed or os.environ.get(DEBUG_ENV) == "1":
             raise
         exit_with(f"error: {unexpected_message(exc)}", 1)
 

@@ -36,7 +36,6 @@ newline) is read as one block: the only case where a block grows past BLOCK_BYTE
 import glob
 import json
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,7 +44,10 @@ from .fragments import FragmentCounter
 from .parallel import end_workers, start_pool
 from .patterns import BUILTIN_PATTERNS, spaceless_around
 from .table import PretokenTable
-from .text import decode  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
+from .text import (  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
+    decode,
+    read_text,
+)
 
 # between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
 # translated one by one
@@ -264,7 +266,7 @@ def plan_pieces(paths, reading, piece_bytes=None):
 
 
 def _byte_pieces(path, kind, reading, piece_bytes):
-    """Byte ranges of about piece_bytes, cut where `Cutter` allows (JSON lines: at any newline)."""
+    """Byte ranges of about piece_bytes, cut where `Cutter` allows (JSON lines: at line starts)."""
     size = os.path.getsize(path)
     cutter = Cutter(reading.pattern, reading.special_tokens)
     if kind == "text" and not cutter.on_lines and not cutter.specials:
@@ -272,16 +274,17 @@ def _byte_pieces(path, kind, reading, piece_bytes):
     bounds = [0]
     with _open(path) as file:
         while bounds[-1] + piece_bytes < size:
-            cut = _next_cut(file, bounds[-1] + piece_bytes, kind, cutter)
-            if cut is None:
+            at = bounds[-1] + piece_bytes
+            cut = _next_cut(file, at, cutter) if kind == "text" else line_start(file, at)
+            if cut >= size:
                 break
             bounds.append(cut)
     bounds.append(size)
     return [Piece(path, kind, a, b, b - a) for a, b in zip(bounds, bounds[1:])]
 
 
-def _next_cut(file, position, kind, cutter):
-    """The first cut at or after byte `position` of the file, or None (to the end)."""
+def _next_cut(file, position, cutter):
+    """The first cut at or after byte `position` of a text file, or its size (none)."""
     back = min(position, 8)  # the character before a newline is looked at too
     file.seek(position - back)
     data = b""
@@ -289,16 +292,10 @@ def _next_cut(file, position, kind, cutter):
     while True:
         block = file.read(BLOCK_BYTES)
         data += block
-        if kind == "text":
-            cut = cutter.first_cut(data, searched)
-            searched = max(searched, len(data) - cutter.margin - 8)
-        else:
-            newline = data.find(b"\n", back)
-            cut = -1 if newline == -1 else newline + 1
-        if cut != -1:
-            return position - back + cut
-        if not block:
-            return None
+        cut = cutter.first_cut(data, searched)
+        searched = max(searched, len(data) - cutter.margin - 8)
+        if cut != -1 or not block:
+            return position - back + (len(data) if cut == -1 else cut)
 
 
 def _parquet_pieces(path, text_column):
@@ -393,36 +390,35 @@ def _chars_within(piece, reading, budget):
 
 def _documents_with_sizes(piece, reading):
     """(where the document starts, its characters) for each document of the piece in order."""
-    if piece.kind == "parquet":
-        row = piece.first_row
-        for text in _parquet_texts(piece, reading.text_column):
-            yield row, len(text)
-            row += 1
-    elif piece.kind == "json-array":
-        for number, row in enumerate(_json_array_rows(piece.path)):
-            yield number, len(_text_of(row, piece.path, f"row {number}", reading.text_column))
-    else:
-        cutter = Cutter(reading.pattern, reading.special_tokens)
-        for offset, data in _blocks(piece, cutter):
-            if piece.kind == "jsonl":
-                start = 0
-                for line in data.split(b"\n"):
-                    if line.strip():
-                        text = _json_line_text(
-                            line, piece.path, offset + start, reading.text_column
-                        )
-                        yield offset + start, len(text)
-                    start += len(line) + 1
-                continue
-            start = 0
-            while start < len(data):
-                cut = cutter.first_cut(data, start + 1)
-                cut = len(data) if cut == -1 else cut
-                yield (
-                    offset + start,
-                    len(decode(data[start:cut], piece.path, offset + start, CorpusError)),
-                )
-                start = cut
+    if piece.kind != "text":
+        for start, text in _rows(piece, reading.text_column):
+            yield start, len(text)
+        return
+    cutter = Cutter(reading.pattern, reading.special_tokens)
+    for offset, data in _blocks(piece, cutter):
+        start = 0
+        while start < len(data):
+            cut = cutter.first_cut(data, start + 1)
+            cut = len(data) if cut == -1 else cut
+            text = decode(data[start:cut], piece.path, offset + start, CorpusError)
+            yield offset + start, len(text)
+            start = cut
+
+
+def documents(paths, text_column="text"):
+    """Each document's text, in file order, as the trainer reads it: a .txt file whole, a row of
+    a .parquet, .jsonl or .json file each (one without a string text raises, naming it):
+    ["a.txt", "b.jsonl"] -> "all of a.txt", "b.jsonl's first row's text", ... (nanochat's
+    tok_train.py reads documents so, to crop each at --doc-cap)."""
+    for path in paths:
+        kind = file_kind(path)
+        if kind == "text":
+            yield read_text(path, CorpusError)
+            continue
+        size = os.path.getsize(path)
+        pieces = _parquet_pieces(path, text_column) if kind == "parquet" else [Piece(path, kind, 0, size, size)]  # fmt: skip
+        for piece in pieces:
+            yield from (text for _, text in _rows(piece, text_column))
 
 
 # ---------------------------------------------------------------------------
@@ -433,19 +429,18 @@ def _documents_with_sizes(piece, reading):
 def count_piece(piece, reading):
     """{pretoken: count} of one piece's documents."""
     counter = FragmentCounter(reading.pattern, reading.special_tokens)
-    if piece.kind == "parquet":
-        for text in _parquet_texts(piece, reading.text_column):
-            counter.add(text)
-    elif piece.kind == "json-array":
-        _count_json_array(piece, reading.text_column, counter)
+    if piece.kind == "text":
+        for offset, data in _blocks(piece, Cutter(reading.pattern, reading.special_tokens)):
+            counter.add(decode(data, piece.path, offset, CorpusError))
     else:
-        _count_lines_or_text(piece, reading, counter)
+        for _, text in _rows(piece, reading.text_column):
+            counter.add(text)
     return counter.pretoken_counts()
 
 
 def _blocks(piece, cutter):
-    """(byte offset, bytes) of a text or JSON lines piece, in blocks of about BLOCK_BYTES,
-    each ending where the text may be cut (JSON lines: after a newline)."""
+    """(byte offset, bytes) of a text piece, in blocks of about BLOCK_BYTES, each ending where
+    the text may be cut."""
     with _open(piece.path) as file:
         file.seek(piece.start)
         data = b""
@@ -455,96 +450,58 @@ def _blocks(piece, cutter):
             block = file.read(min(BLOCK_BYTES, piece.end - position))
             position = position + len(block) if block else piece.end
             data += block
+            cut = len(data)
             if position < piece.end:
-                if piece.kind == "text":
-                    cut = cutter.last_cut(data, len(data) - cutter.margin)
-                else:
-                    cut = data.rfind(b"\n") + 1 or -1
+                cut = cutter.last_cut(data, len(data) - cutter.margin)
                 if cut == -1:
                     continue  # no place to cut yet: read on
-            else:
-                cut = len(data)
             yield offset, data[:cut]
             data = data[cut:]
             offset += cut
 
 
-def _count_lines_or_text(piece, reading, counter):
-    cutter = Cutter(reading.pattern, reading.special_tokens)
-    for offset, data in _blocks(piece, cutter):
-        if piece.kind == "text":
-            counter.add(decode(data, piece.path, offset, CorpusError))
-            continue
-        start = 0
-        for line in data.split(b"\n"):
-            if line.strip():
-                counter.add(_json_line_text(line, piece.path, offset + start, reading.text_column))
-            start += len(line) + 1
-
-
-def _row_number(path, offset):
-    """The 1-based line number of the line starting at byte `offset` (on the error path only)."""
-    with _open(path) as file:
-        return file.read(offset).count(b"\n") + 1
-
-
-def _json_line_text(line, path, offset, text_column):
-    """The text of one JSON line; an error names the file and the line."""
-    try:
-        row = json.loads(line)
-    except ValueError as exc:
-        where = f"line {_row_number(path, offset)}"
-        raise CorpusError(f"{path} {where}: not valid JSON ({exc})") from None
-    except RecursionError:
-        where = f"line {_row_number(path, offset)}"
-        raise CorpusError(f"{path} {where}: JSON nested too deeply to read") from None
-    if isinstance(row, dict) and isinstance(row.get(text_column), str):
-        text = row[text_column]
-        key = json.dumps(text_column).encode()
-        if line.count(key) > 1 and _repeated_key(line, text_column):
-            where = f"line {_row_number(path, offset)}"
-            raise CorpusError(
-                f"{path} {where}: the key {shown(text_column)} appears twice; which text is meant?"
-            )
-        return _checked_text(text, path, offset)
-    return _text_of(row, path, f"line {_row_number(path, offset)}", text_column)
-
-
-def _repeated_key(line, key):
-    """Whether the JSON object on `line` has `key` twice (json.loads keeps only the last)."""
-    pairs = json.loads(line, object_pairs_hook=lambda pairs: pairs)
-    return isinstance(pairs, list) and [k for k, _ in pairs].count(key) > 1
-
-
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _checked_text(text, path, offset, where=None):
-    """A JSON text with a lone surrogate ("\\ud800": no character, not UTF-8) is refused."""
-    if not text.isascii():
-        found = LONE_SURROGATE.search(text)
-        if found:
-            where = where or f"line {_row_number(path, offset)}"
-            raise CorpusError(
-                f"{path} {where}: the text holds a lone surrogate (\\u{ord(found.group()):04x} at "
-                f"character {found.start():,}), which is no character; fix or remove that row"
-            )
-    return text
+def _rows(piece, text_column):
+    """(where each row starts: its index, or its line's byte offset; its text) of a parquet,
+    JSON array or JSON lines piece. The trainer's rule on top of the shared reader below: a row
+    without a string text is an error naming it."""
+    path = piece.path
+    if piece.kind == "parquet":
+        end = piece.first_row + _rows_in(piece) if piece.stop_row == -1 else piece.stop_row
+        for row, text in parquet_texts(path, text_column, piece.first_row, end):
+            yield row, _string(text, path, f"row {row}", text_column)
+    elif piece.kind == "json-array":
+        rows = _json_array_rows(path)
+        for number in range(len(rows) if piece.stop_row == -1 else piece.stop_row):
+            yield number, _text_of(rows[number], path, f"row {number}", text_column)
+    else:
+        with _open(path) as file:
+            for offset, line in json_lines(file, piece.start, piece.end):
+                text = json_line_text(line, path, offset, text_column)
+                if text is None:  # _text_of says what is there instead (and raises)
+                    _text_of(json.loads(line), path, _line_at(path, offset), text_column)
+                yield offset, text
 
 
 def _text_of(row, path, where, text_column):
-    """row[text_column], which must be a string; else an error naming the file and the row."""
+    """row[text_column], a string without a lone surrogate; else an error naming the row."""
     if not isinstance(row, dict) or text_column not in row:
         raise CorpusError(
             f"{path} {where}: no {shown(text_column)} field; name the text field with --text-column"
         )
-    text = row[text_column]
+    text = _string(row[text_column], path, where, text_column)
+    problem = _lone_surrogate(text)
+    if problem:
+        raise CorpusError(f"{path} {where}: {problem}; fix or remove that row")
+    return text
+
+
+def _string(text, path, where, text_column):
     if not isinstance(text, str):
         kind = "null" if text is None else type(text).__name__
         raise CorpusError(
             f"{path} {where}: {shown(text_column)} is {kind}, not a string; fix or remove that row"
         )
-    return _checked_text(text, path, None, where)
+    return text
 
 
 def _json_array_rows(path):
@@ -560,34 +517,133 @@ def _json_array_rows(path):
     return rows
 
 
-def _count_json_array(piece, text_column, counter):
-    rows = _json_array_rows(piece.path)
-    stop = len(rows) if piece.stop_row == -1 else piece.stop_row
-    for number in range(stop):
-        counter.add(_text_of(rows[number], piece.path, f"row {number}", text_column))
+# ---------------------------------------------------------------------------
+# JSON lines and parquet rows as `datasets` reads them: the trainer's reader and the datatrove
+# engine's (engine/readers.py), which takes a missing or non-string text as None
+# ---------------------------------------------------------------------------
+
+JSON_WHITESPACE = b" \t\r\n"
 
 
-def _parquet_texts(piece, text_column):
-    """The texts of a parquet piece's rows, up to stop_row; a null or non-string raises."""
-    parquet = _parquet_file(piece.path)
-    row = piece.first_row
-    batches = parquet.iter_batches(
-        batch_size=PARQUET_BATCH_ROWS,
-        row_groups=range(piece.start, piece.end),
-        columns=[text_column],
-    )
+def line_start(file, position):
+    """Where the first line that starts at or after byte `position` of a binary file starts (its
+    size if none does): b"ab\\ncd" at 1 -> 3, at 3 -> 3, at 0 -> 0."""
+    if position == 0:
+        return 0
+    file.seek(position - 1)
+    file.readline()
+    return file.tell()
+
+
+def json_lines(file, start, end):
+    """(byte offset, line) of each line of a binary JSON Lines file that starts at a byte in
+    [start, end), blank lines left out and a byte order mark opening the file too, as `datasets`
+    reads them: b'{"text": "a"}\\n\\n{"text": "b"}\\n', 0, 30 -> (0, b'{"text": "a"}\\n'),
+    (15, b'{"text": "b"}\\n'). start must be where a line starts (`line_start`)."""
+    file.seek(start)
+    offset = start
+    while offset < end:
+        line = file.readline()
+        if not line:
+            break
+        content = line.removeprefix(b"\xef\xbb\xbf") if offset == 0 else line
+        if content.strip(JSON_WHITESPACE):
+            yield offset, content
+        offset += len(line)
+
+
+def _object_of_unique_keys(pairs):
+    row = dict(pairs)
+    if len(row) < len(pairs):  # pyarrow, so `datasets`, refuses it (json.loads keeps the last)
+        keys = [key for key, _ in pairs]
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError(f"the key {shown(twice)} appears twice")
+    return row
+
+
+# One decoder for every line (a new one per line took a sixth of the engine's reading time)
+JSON_DECODER = json.JSONDecoder(object_pairs_hook=_object_of_unique_keys)
+
+
+def json_line_text(line, path, offset, text_column="text", error=CorpusError):
+    """The text_column of one JSON Lines object (the line at byte `offset` of `path`), None if
+    it is missing or not a string: b'{"text": "a"}' -> "a"; b'{"text": 5}', b'{}', b'null' -> None.
+
+    What `datasets` refuses raises `error` naming the line: not JSON or not UTF-8, not an
+    object, a key twice, nesting too deep, a lone surrogate in the text.
+    """
+    if line.lstrip(JSON_WHITESPACE).startswith(b"["):  # one line of an array, or its first
+        problem = "a JSON array, not an object (JSON Lines hold one object a line)"
+        raise _bad_line(error, path, offset, problem)
+    try:
+        row = JSON_DECODER.decode(line.decode(json.detect_encoding(line)))
+    except ValueError as exc:  # not JSON, not UTF-8, a key twice
+        raise _bad_line(error, path, offset, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise _bad_line(error, path, offset, "JSON nested too deeply to read") from None
+    if row is not None and not isinstance(row, dict):
+        raise _bad_line(error, path, offset, f"a JSON {type(row).__name__}, not an object")
+    text = None if row is None else row.get(text_column)
+    if not isinstance(text, str):
+        return None
+    # the line is UTF-8: only a "\ud800" escape makes a lone surrogate
+    problem = _lone_surrogate(text) if b"\\u" in line else None
+    if problem:
+        raise _bad_line(error, path, offset, problem)
+    return text
+
+
+def _bad_line(error, path, offset, problem):
+    return error(f"{path} {_line_at(path, offset)}: {problem}; fix or remove that line")
+
+
+def _lone_surrogate(text):
+    """What is wrong with a text that holds a lone surrogate (no character, not UTF-8), or
+    None: "a\\ud800" -> "the text holds a lone surrogate (\\ud800 at character 1), which is no
+    character"; "é" -> None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"the text holds a lone surrogate (\\u{ord(text[exc.start]):04x} at character "
+            f"{exc.start:,}), which is no character"
+        )
+    return None
+
+
+def _line_at(path, offset):
+    """ "line 2" for the line that starts at byte `offset` of the file (on the error path only)."""
+    newlines = 0
+    with _open(path) as file:
+        for block in iter(lambda: file.read(min(1 << 20, offset - file.tell())), b""):
+            newlines += block.count(b"\n")
+    return f"line {newlines + 1:,}"
+
+
+def parquet_texts(path, text_column, start, end):
+    """(row, value of text_column) for rows [start, end) of a parquet file, PARQUET_BATCH_ROWS
+    at a time, from the row groups that hold them: ("a.parquet", "text", 2, 4) -> (2, "c"),
+    (3, None)."""
+    parquet = _parquet_file(path)
+    groups, row = [], None  # the row groups to read; the first one's first row
+    first = 0
+    for group in range(parquet.metadata.num_row_groups):
+        rows = parquet.metadata.row_group(group).num_rows
+        if first < end and first + rows > start:
+            groups.append(group)
+            row = first if row is None else row
+        first += rows
+    if not groups:
+        return
+    batches = parquet.iter_batches(PARQUET_BATCH_ROWS, row_groups=groups, columns=[text_column])
     for batch in batches:
-        for text in batch.column(0).to_pylist():
-            if row == piece.stop_row:
-                return
-            if not isinstance(text, str):
-                kind = "null" if text is None else type(text).__name__
-                raise CorpusError(
-                    f"{piece.path} row {row}: {shown(text_column)} is {kind}, not a string; "
-                    "fix or remove that row"
-                )
-            yield text
-            row += 1
+        low, high = max(start - row, 0), min(end - row, batch.num_rows)
+        if low < high:
+            for number, text in enumerate(batch.column(0).slice(low, high - low).to_pylist()):
+                yield row + low + number, text
+        row += batch.num_rows
 
 
 # ---------------------------------------------------------------------------

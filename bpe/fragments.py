@@ -33,6 +33,7 @@ import numpy as np
 
 from .patterns import GPT2_PATTERN, GPT4_PATTERN, NANOCHAT_PATTERN, PATTERNS, Pretokenizer
 from .simple import split_on_special_tokens
+from .table import LOW_BYTES, run_starts
 
 # The characters `\s` matches in the patterns (the `regex` module's, Unicode White_Space;
 # a test checks it against every character).
@@ -103,9 +104,6 @@ def fragment_bounds(data, cut_before):
 # A fragment of up to 16 bytes (95% of web text's) is counted by numpy as the integers of its
 # first and last 8 bytes, little-endian (no fragment holds a zero byte: the padding cannot be
 # mistaken for one); the longer ones as bytes, by a Counter.
-_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
-
-
 def _count_short(windows, starts, lengths):
     """{fragment: count} of the fragments of up to 16 bytes at `starts` (windows: the 8 bytes
     from every place as an integer, see FragmentCounter._flush)."""
@@ -113,16 +111,15 @@ def _count_short(windows, starts, lengths):
     for words in (1, 2):  # up to 8 bytes: one integer each, sorted faster than two
         chosen = (lengths > 8 * (words - 1)) & (lengths <= 8 * words)
         at, length = starts[chosen], lengths[chosen]
-        low = windows[at] & _LOW_BYTES[np.minimum(length, 8)]
+        low = windows[at] & LOW_BYTES[np.minimum(length, 8)]
         if words == 1:
             low, repeats = np.unique(low, return_counts=True)
             high = np.zeros_like(low)
         else:
-            high = windows[at + 8] & _LOW_BYTES[length - 8]
+            high = windows[at + 8] & LOW_BYTES[length - 8]
             order = np.lexsort((high, low))
             low, high = low[order], high[order]
-            firsts = np.flatnonzero((low[1:] != low[:-1]) | (high[1:] != high[:-1])) + 1
-            firsts = np.concatenate(([0], firsts)) if len(low) else firsts
+            firsts = run_starts(low, high)
             repeats = np.diff(firsts, append=len(low))
             low, high = low[firsts], high[firsts]
         # As "S16" (bytes, trailing zeros dropped) the two integers are the fragment again.
@@ -190,15 +187,11 @@ class FragmentCounter:
         # Batches of joinable fragments with the same count and kind, one regex call each.
         chosen = np.flatnonzero(joinable)
         chosen = chosen[np.lexsort((ascii_only[chosen], repeats[chosen]))]
-        keys = repeats[chosen] * 2 + ascii_only[chosen]
-        bounds = np.flatnonzero(np.diff(keys)) + 1
+        starts = run_starts(repeats[chosen], ascii_only[chosen]).tolist()
         chosen = chosen.tolist()
-        starts = [0, *bounds.tolist()] if chosen else []
         for start, end in zip(starts, [*starts[1:], len(chosen)]):
             for first in range(start, end, BATCH_FRAGMENTS):
-                batch = [
-                    fragments[index] for index in chosen[first : min(end, first + BATCH_FRAGMENTS)]
-                ]
+                batch = [fragments[i] for i in chosen[first : min(end, first + BATCH_FRAGMENTS)]]
                 self._add_pretokens(counts, batch, int(repeats[chosen[start]]))
         return counts
 

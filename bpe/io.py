@@ -57,24 +57,14 @@ def bytes_to_unicode():
     Printable bytes map to themselves; the rest (controls, space, ...) to chars from U+0100 on:
     0x21 ('!') -> '!',  0x20 (space) -> 'Ġ',  0x0A (newline) -> 'Ċ'.
     """
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    chars = list(printable)
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            chars.append(256 + extra)
-            extra += 1
-    return {byte: chr(char) for byte, char in zip(printable, chars)}
+    ranges = [("!", "~"), ("¡", "¬"), ("®", "ÿ")]
+    printable = [b for first, last in ranges for b in range(ord(first), ord(last) + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {b: chr(b) for b in printable} | {b: chr(256 + i) for i, b in enumerate(others)}
 
 
-BYTE_TO_CHAR = bytes_to_unicode()
+BYTE_TO_CHAR = bytes_to_unicode()  # also str.translate's table: byte value -> character
 CHAR_TO_BYTE = {char: byte for byte, char in BYTE_TO_CHAR.items()}
-_RENDER_TABLE = {byte: char for byte, char in BYTE_TO_CHAR.items()}  # for str.translate
 
 
 def render_token(token: bytes) -> str:
@@ -83,7 +73,7 @@ def render_token(token: bytes) -> str:
     Equal to "".join(BYTE_TO_CHAR[b] for b in token), at C speed (latin-1 maps byte b to
     chr(b)): a token of a million bytes is written in milliseconds, not seconds.
     """
-    return token.decode("latin-1").translate(_RENDER_TABLE)
+    return token.decode("latin-1").translate(BYTE_TO_CHAR)
 
 
 def parse_token(text: str) -> bytes:
@@ -98,31 +88,24 @@ def tokenizer_to_json(vocab, merges, special_tokens, pattern):
     """The text of our file (see the module docstring): same tokenizer -> same text.
 
     `vocab` id -> bytes, `merges` [(bytes, bytes)], `special_tokens` str -> id,
-    `pattern` the regex string.
+    `pattern` its name ("gpt2", "gpt4", "nanochat") or else the regex string.
     """
-    from .patterns import PATTERNS  # regex: loaded when a file is written, not for atomic_path
-
-    pattern_name = next((name for name, regex in PATTERNS.items() if regex == pattern), pattern)
     single_bytes = "".join(render_token(vocab[i]) for i in range(256))
     specials = dict(sorted(special_tokens.items(), key=lambda item: item[1]))
-    merge_lines = [
-        json.dumps(f"{render_token(a)} {render_token(b)}", ensure_ascii=False) for a, b in merges
-    ]
+    merge_lines = ",\n".join(
+        "    " + json.dumps(f"{render_token(a)} {render_token(b)}", ensure_ascii=False)
+        for a, b in merges
+    )
     lines = [
         "{",
         f'  "format": {json.dumps(FORMAT_NAME)},',
         f'  "version": {FORMAT_VERSION},',
-        f'  "pattern": {json.dumps(pattern_name, ensure_ascii=False)},',
+        f'  "pattern": {json.dumps(pattern, ensure_ascii=False)},',
         f'  "special_tokens": {json.dumps(specials, ensure_ascii=False)},',
         f'  "single_bytes": {json.dumps(single_bytes, ensure_ascii=False)},',
+        f'  "merges": [\n{merge_lines}\n  ]' if merges else '  "merges": []',
+        "}",
     ]
-    if merge_lines:
-        lines.append('  "merges": [')
-        lines.append(",\n".join("    " + line for line in merge_lines))
-        lines.append("  ]")
-    else:
-        lines.append('  "merges": []')
-    lines.append("}")
     return "\n".join(lines) + "\n"
 
 
@@ -163,10 +146,8 @@ def tokenizer_from_json(path):
     merges = _parse_merges(path, merge_lines, vocab, first_line=None)
 
     specials = document["special_tokens"]
-    if not isinstance(specials, dict) or not all(
-        isinstance(token_id, int) and not isinstance(token_id, bool)
-        for token_id in specials.values()
-    ):
+    # type() is int: JSON's true and false are Python bools, an int subclass, and no ids
+    if not isinstance(specials, dict) or not all(type(i) is int for i in specials.values()):
         raise TokenizerFileError(f'{path}: "special_tokens" must map strings to integer ids')
     pattern = document["pattern"]
     if not isinstance(pattern, str):
@@ -235,8 +216,7 @@ def _parse_merges(path, merge_lines, vocab, first_line):
         if token in known:
             raise TokenizerFileError(
                 f"{path}, {where} ({shown(line)}) makes the duplicate token "
-                f"{shown(render_token(token))}, "
-                f"which already has id {known[token]}"
+                f"{shown(render_token(token))}, which already has id {known[token]}"
             )
         known[token] = 256 + i
         vocab[256 + i] = token
@@ -287,8 +267,7 @@ def read_hf(vocab_json, merges_txt):
             raise TokenizerFileError(
                 f"{vocab_json}: id {token_id} should be {shown(render_token(vocab[token_id]))}, "
                 f"made by merge {token_id - 256} of {merges_txt}, but is "
-                f"{shown(by_id.get(token_id))}; "
-                f"the two files do not belong together"
+                f"{shown(by_id.get(token_id))}; the two files do not belong together"
             )
     special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
     return vocab, merges, special_tokens
@@ -297,10 +276,7 @@ def read_hf(vocab_json, merges_txt):
 def _hf_ids(vocab_json):
     """vocab.json as {id: token text}; it must map tokens to distinct integer ids."""
     entries = _read_json(vocab_json)
-    if not isinstance(entries, dict) or not all(
-        isinstance(token_id, int) and not isinstance(token_id, bool)
-        for token_id in entries.values()
-    ):
+    if not isinstance(entries, dict) or not all(type(i) is int for i in entries.values()):
         raise TokenizerFileError(
             f"{vocab_json} must be a JSON object mapping tokens to integer ids"
         )
@@ -335,10 +311,7 @@ def _hf_single_bytes(by_id, vocab_json):
             f"{vocab_json}: ids 0..255 must be the 256 single bytes, written in GPT-2's byte "
             f"alphabet; {shown(exc.args[0])} is missing or not in it"
         ) from None
-    if (
-        sorted(len(token) for token in vocab.values()) != [1] * 256
-        or len(set(vocab.values())) != 256
-    ):
+    if sorted(vocab.values()) != [bytes([b]) for b in range(256)]:
         raise TokenizerFileError(f"{vocab_json}: ids 0..255 must be the 256 distinct single bytes")
     return vocab
 

@@ -79,22 +79,19 @@ def trace_lines(counts, merges, rounds, corpus=None):
     return lines
 
 
-def prefix_tokenizer(vocab, merges, vocab_size, special_tokens=(), pattern="gpt2"):
-    """The tokenizer that training to `vocab_size` gives: the first merges of a larger one."""
-    num_merges = vocab_size - 256 - len(special_tokens)
-    base = {token_id: vocab[token_id] for token_id in range(256 + num_merges)}
-    return Tokenizer(base, merges[:num_merges], list(special_tokens), pattern)
-
-
 def prefix_encodings(vocab, merges, sizes, special_tokens=(), pattern="gpt2"):
-    """(size, tiktoken Encoding) for each vocab size, from the merges of the largest.
+    """(size, tiktoken Encoding) for each vocab size, from the merges of the largest: the
+    tokenizer that training to that size gives is the first merges of the largest.
 
     Sizes that training did not reach (it stopped early: no pair left) are left out.
     """
     for size in sizes:
-        if size - 256 - len(special_tokens) > len(merges):
+        num_merges = size - 256 - len(special_tokens)
+        if num_merges > len(merges):
             return
-        yield size, prefix_tokenizer(vocab, merges, size, special_tokens, pattern).to_tiktoken()
+        base = {token_id: vocab[token_id] for token_id in range(256 + num_merges)}
+        tokenizer = Tokenizer(base, merges[:num_merges], list(special_tokens), pattern)
+        yield size, tokenizer.to_tiktoken()
 
 
 def sweep_table(rows, names):

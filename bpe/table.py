@@ -18,10 +18,20 @@ from collections import Counter
 
 import numpy as np
 
-# (1 << 8 * n) - 1: the low n bytes of a little-endian uint64.
-_LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
+# (1 << 8 * n) - 1: the low n bytes of a little-endian uint64 (fragments.py's too).
+LOW_BYTES = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)
 # Up to this many bytes a pretoken is compared as uint64 words, longer ones as rows of bytes.
 WORDS_MAX_BYTES = 64
+
+
+def run_starts(values, *more):
+    """Where each run of equal rows of sorted columns starts: [3, 3, 5] -> [0, 2];
+    [3, 3, 5], [1, 2, 2] -> [0, 1, 2]."""
+    changes = np.ones(len(values), bool)
+    changes[1:] = values[1:] != values[:-1]
+    for column in more:
+        changes[1:] |= column[1:] != column[:-1]
+    return np.flatnonzero(changes)
 
 
 class PretokenTable:
@@ -82,7 +92,7 @@ class PretokenTable:
         # (rare) pretokens of 0xFFFF bytes or more are grouped by a dict.
         capped = np.minimum(self.lengths, 0xFFFF).astype(np.uint16)
         by_length = np.argsort(capped, kind="stable")
-        bounds = [*np.flatnonzero(_changes(capped[by_length])).tolist(), len(by_length)]
+        bounds = [*run_starts(capped[by_length]).tolist(), len(by_length)]
         total_at = np.zeros(len(self), np.int64)  # each distinct one's total, at its first index
         starts, codes = self.starts(), np.frombuffer(self.data, np.uint8)
         # The 8 bytes from every place of data (past its end: zeros), as one integer.
@@ -94,12 +104,7 @@ class PretokenTable:
                 continue
             keys = _keys(codes, words, starts[index], int(capped[index[0]]))
             order = np.lexsort(keys) if len(keys) > 1 else np.argsort(keys[0])
-            changes = np.zeros(len(order), bool)
-            changes[0] = True
-            for key in keys:
-                key = key[order]
-                changes[1:] |= key[1:] != key[:-1]
-            groups = np.flatnonzero(changes)
+            groups = run_starts(*(key[order] for key in keys))
             firsts = np.minimum.reduceat(index[order], groups)
             total_at[firsts] = np.add.reduceat(self.counts[index[order]], groups)
         firsts = np.flatnonzero(total_at)  # every count is at least 1
@@ -134,12 +139,5 @@ def _keys(codes, words, starts, length):
         rows = np.lib.stride_tricks.sliding_window_view(codes, length)[starts]
         return [rows.view(f"V{length}").ravel()]
     keys = [words[starts + at] for at in range(0, length, 8)] or [words[starts]]
-    keys[-1] &= _LOW_BYTES[length - 8 * (len(keys) - 1)]
+    keys[-1] &= LOW_BYTES[length - 8 * (len(keys) - 1)]
     return keys
-
-
-def _changes(values):
-    """Where a sorted array's value differs from the one before: [3, 3, 5] -> [T, F, T]."""
-    changes = np.ones(len(values), bool)
-    changes[1:] = values[1:] != values[:-1]
-    return changes

@@ -137,21 +137,18 @@ class Tokenizer:
         self.merges = [(bytes(a), bytes(b)) for a, b in merges]
         self.pattern = check_pattern(pattern)
         self.pattern_name = next((n for n, p in PATTERNS.items() if p == self.pattern), None)
-        n_base = 256 + len(self.merges)
         self._ranks = _ranks_from(vocab, self.merges)  # bytes -> id of every non-special token
-        self.special_tokens = _special_ids(vocab, n_base, special_tokens)
+        self.special_tokens = _special_ids(vocab, len(self._ranks), special_tokens)
+        # in id order: the ranks run from 0, the special tokens follow them (sorted by id)
         self.vocab = {token_id: token for token, token_id in self._ranks.items()}
-        self.vocab.update(
-            (token_id, text.encode("utf-8")) for text, token_id in self.special_tokens.items()
-        )
-        self.vocab = dict(sorted(self.vocab.items()))
+        self.vocab.update((i, text.encode("utf-8")) for text, i in self.special_tokens.items())
         self.vocab_size = len(self.vocab)
         self.eot_id = self.special_tokens.get(EOT)
 
         self._pretokenizer = Pretokenizer(self.pattern)
         self._regex = self._pretokenizer.regex
-        # GPT-2's and GPT-4's patterns match every character (patterns.py says why); for any
-        # other, encoding compares the pretokens' total length with the text's.
+        # The built-in patterns match every character (patterns.py says why); for any other,
+        # encoding compares the pretokens' total length with the text's.
         self._covers_every_text = self.pattern in BUILTIN_PATTERNS
         self._cache = {}  # pretoken str -> its ids (never changed once stored); see _encode_pretokens
         self.cache_limit = CACHE_LIMIT
@@ -270,9 +267,8 @@ class Tokenizer:
     def _refuse_uncovered(self, text, position, offset):
         raise ValueError(
             f"the pattern {shown(self.pattern)} matches no pretoken at position "
-            f"{offset + position:,} "
-            f"(the character {text[position]!r}), so encoding would lose it; use a pattern that "
-            f"matches every character, such as 'gpt2'"
+            f"{offset + position:,} (the character {text[position]!r}), so encoding would lose "
+            f"it; use a pattern that matches every character, such as 'gpt2'"
         )
 
     def _encode_pretokens(self, pretokens):
@@ -365,7 +361,8 @@ class Tokenizer:
 
     def to_json(self):
         """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
-        return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, self.pattern)
+        pattern = self.pattern_name or self.pattern
+        return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, pattern)
 
     def sha256(self):
         """The sha256 of the saved file's bytes: names this tokenizer in a dataset's metadata."""
@@ -437,12 +434,11 @@ def _ranks_from(vocab, merges):
                 f"(256 single bytes, then one per merge, {len(merges)} merges)"
             )
         token = bytes(vocab[token_id])
-        if token_id < 256:
-            if len(token) != 1:
-                raise ValueError(
-                    f"vocab id {token_id} is {shown(token)}; ids 0..255 must be single bytes"
-                )
-        else:
+        if token_id < 256 and len(token) != 1:
+            raise ValueError(
+                f"vocab id {token_id} is {shown(token)}; ids 0..255 must be single bytes"
+            )
+        if token_id >= 256:
             a, b = merges[token_id - 256]
             if token != a + b:
                 raise ValueError(

@@ -24,7 +24,6 @@ a corpus where it happens (merging Tiny Shakespeare line by line until no pair i
 """
 
 import logging
-import multiprocessing
 import os
 import warnings
 from array import array
@@ -36,9 +35,10 @@ import numpy as np
 from .checks import check_pattern, check_training_args, check_workers
 from .corpus import count_table, straddles_special
 from .fragments import FragmentCounter
+from .parallel import ordered_map
 from .patterns import BUILTIN_PATTERNS, is_line_cut
 from .simple import special_token_regex
-from .table import PretokenTable
+from .table import PretokenTable, run_starts
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,7 @@ log = logging.getLogger(__name__)
 PARALLEL_MIN_CHARS = 500_000
 
 
-# ---------------------------------------------------------------------------
-# Pretokenization: text -> {pretoken: count}
-# ---------------------------------------------------------------------------
+# ------------------------------------------------------ Pretokenization: text -> {pretoken: count}
 
 
 def count_pretokens(text, pattern="gpt2", special_tokens=()):
@@ -62,20 +60,13 @@ def count_pretokens(text, pattern="gpt2", special_tokens=()):
     return counter.pretoken_counts()
 
 
-def _count_piece(job):
-    text, pattern, special_tokens = job
-    return count_pretokens(text, pattern, special_tokens)
-
-
 def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     """Cut points that split `text` into pieces of about `target_chars` each, placed where
     pretokenizing the pieces separately gives exactly the pretokens of the whole text.
 
-    For the GPT-2/GPT-4 patterns that is right after a newline which has a non-space
-    character on both sides ("x\\nY"): no pretoken spans it, and the pattern's `$` and
-    look-aheads see the same thing on either side. Any pattern may also be cut right
-    before a special token (the text is split there anyway); a custom pattern only there.
-    Returns [0, ..., len(text)].
+    For the built-in patterns that is right after a newline with a non-space character on both
+    sides ("x\\nY", patterns.is_line_cut); any pattern may also be cut right before a special
+    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
     """
     on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
     special = special_token_regex(special_tokens) if special_tokens else None
@@ -122,18 +113,16 @@ def count_pretokens_parallel(
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
     done = 0
-    with multiprocessing.Pool(min(num_workers, len(jobs))) as pool:
-        for job, piece_counts in zip(jobs, pool.imap(_count_piece, jobs)):
-            counts.update(piece_counts)
-            done += len(job[0])
-            if progress:
-                progress("pretokenize", done, len(text))
+    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
+    for job, piece_counts in zip(jobs, results):
+        counts.update(piece_counts)
+        done += len(job[0])
+        if progress:
+            progress("pretokenize", done, len(text))
     return counts
 
 
-# ---------------------------------------------------------------------------
-# The fast merge loop over a table of pretoken counts
-# ---------------------------------------------------------------------------
+# --------------------------------------------- The fast merge loop over a table of pretoken counts
 
 # Heap keys must put the greatest (bytes, bytes) first. Token t gets the string
 # chr(256 - b) for each byte b, then _END (greater than all those chars): comparing
@@ -200,13 +189,6 @@ SEPARATOR = -1  # in FlatPretokens.ids, after each pretoken
 GONE = -2  # in FlatPretokens.ids, the right place of a merged pair
 
 
-def _changes(values):
-    """Where a sorted array's value differs from the one before: [3, 3, 5] -> [T, F, T]."""
-    changes = np.ones(len(values), bool)
-    changes[1:] = values[1:] != values[:-1]
-    return changes
-
-
 class FlatPretokens:
     """Phases 1 and 3 over every pretoken at once: the pair counts, then the merges.
 
@@ -231,21 +213,18 @@ class FlatPretokens:
     def __init__(self, table, shift):
         self.shift = shift
         size = len(table.data) + len(table)  # the bytes of each pretoken, then a SEPARATOR
-        self.ids, ids = _filled(size, np.int32, SEPARATOR)
+        self.ids, self.ids_np = _filled(size, np.int32, SEPARATOR)
         is_byte = np.ones(size, bool)
         is_byte[np.cumsum(table.lengths + 1, dtype=np.int64) - 1] = False
-        ids[is_byte] = np.frombuffer(table.data, np.uint8)
+        self.ids_np[is_byte] = np.frombuffer(table.data, np.uint8)
         del is_byte
         counts = table.counts
         if len(counts) and counts.max() < 2**31:
             counts = counts.astype(np.int32)  # half the memory
-        self.weight, weight = _filled(size, counts.dtype)
-        weight[:] = np.repeat(counts, table.lengths + 1)
-        self.after, self.after_np = _filled(size, np.int32)
-        self.after_np[:] = np.arange(1, size + 1, dtype=np.int32)
-        self.before, self.before_np = _filled(size, np.int32)
-        self.before_np[:] = np.arange(-1, size - 1, dtype=np.int32)  # ids[-1] is a SEPARATOR
-        self.ids_np, self.weight_np = ids, weight
+        self.weight, self.weight_np = _shared(np.repeat(counts, table.lengths + 1))
+        self.after, self.after_np = _shared(np.arange(1, size + 1, dtype=np.int32))
+        # before[0] is -1: ids[-1] is a SEPARATOR
+        self.before, self.before_np = _shared(np.arange(-1, size - 1, dtype=np.int32))
         self.pair_counts, self.places = {}, {}
         self.waiting = WaitingPairs()
         self.waiting.add(*self._byte_pairs())
@@ -260,7 +239,7 @@ class FlatPretokens:
         order = np.argsort(keys, kind="stable")
         places, keys = left[order], keys[order]
         del left, order
-        starts = np.flatnonzero(_changes(keys))
+        starts = run_starts(keys)
         counts = np.add.reduceat(self.weight_np[places], starts, dtype=np.int64)
         keys = keys[starts].astype(np.int64)
         return keys >> 8 << self.shift | keys & 255, counts, places, starts
@@ -393,7 +372,7 @@ def _grouped(keys, weights, places=None):
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, int)
     order = keys.argsort(kind="stable")
     keys = keys[order]
-    starts = np.flatnonzero(_changes(keys))
+    starts = run_starts(keys)
     totals = np.add.reduceat(weights[order].astype(np.int64), starts)
     keys = keys[starts].astype(np.int64)
     return keys, totals, None if places is None else places[order], starts
@@ -535,9 +514,7 @@ class BestPair:
             heappush(heap, (-count, keys[pair >> shift] + keys[pair & mask], pair))
 
 
-# ---------------------------------------------------------------------------
-# The public trainers
-# ---------------------------------------------------------------------------
+# ---------------------------------------------------------------- The public trainers
 
 
 def train_bpe(

@@ -5,21 +5,16 @@ files (rows of parquet files, lines of JSON Lines files, whole .txt files), in `
 (files in order, rows in file order), so that both engines see the same documents.
 """
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
+from bpe.corpus import json_line_text, json_lines, line_start, parquet_texts
 from prepare_common import source_name
 from safety.errors import PrepareError
 from safety.files import read_text, sha256_file
 from safety.inputs import BUILDERS, expand_data_files, hub_files
-
-JSON_WHITESPACE = b" \t\r\n"
-
-# ---------------------------------------------------------------------------------------------
-# the input: files, their lengths, and the slices of the tasks
 
 
 def file_identity(path):
@@ -29,21 +24,12 @@ def file_identity(path):
     return [os.path.abspath(path), os.stat(path).st_size, sha256_file(path)]
 
 
-def text_field_type(schema, path):
-    """The arrow type of a parquet file's `text` column; no such column is the datasets engine's error."""
-    if "text" not in schema.names:
-        raise PrepareError(
-            f"{path} has no 'text' column; its columns are: {', '.join(schema.names)}"
-        )
-    return schema.field("text").type
-
-
 def file_lengths(files, kind):
     """How much of each file there is to share out: rows (parquet), bytes (JSON), 1 (.txt)."""
     if kind == "text":
         return [1] * len(files)
     if kind == "json":
-        return [file_identity(path)[1] for path in files]
+        return [os.path.getsize(path) for path in files]
     import pyarrow.parquet as pq
 
     lengths = []
@@ -51,7 +37,11 @@ def file_lengths(files, kind):
         try:
             with open(path, "rb") as f:
                 parquet = pq.ParquetFile(f)
-                text_field_type(parquet.schema_arrow, path)
+                names = parquet.schema_arrow.names
+                if "text" not in names:  # the datasets engine's error
+                    raise PrepareError(
+                        f"{path} has no 'text' column; its columns are: {', '.join(names)}"
+                    )
                 lengths.append(parquet.metadata.num_rows)
         except PrepareError:
             raise
@@ -83,43 +73,6 @@ def task_slices(lengths, tasks):
                 pieces.append((file_number, start, end))
         slices.append(pieces)
     return slices
-
-
-# ---------------------------------------------------------------------------------------------
-# reading a piece: the documents `datasets` reads, row for row
-
-
-def read_parquet_rows(path, start, end):
-    import pyarrow.parquet as pq
-
-    with open(path, "rb") as f:
-        parquet = pq.ParquetFile(f)
-        is_string = holds_strings(text_field_type(parquet.schema_arrow, path))
-        row = 0
-        for group in range(parquet.metadata.num_row_groups):
-            group_rows = parquet.metadata.row_group(group).num_rows
-            if row + group_rows > start and row < end:
-                texts = parquet.read_row_group(group, columns=["text"]).column("text")
-                low, high = max(start - row, 0), min(end - row, group_rows)
-                values = texts.slice(low, high - low).to_pylist()
-                for offset, text in enumerate(values):
-                    yield row + low + offset, text if is_string else None
-            row += group_rows
-
-
-def holds_strings(arrow_type):
-    """Whether a column of this arrow type holds strings, however encoded: string, large_string,
-    string_view, or a dictionary of them (what datasets reads as strings too)."""
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(arrow_type):
-        arrow_type = arrow_type.value_type
-    is_view = getattr(pa.types, "is_string_view", lambda _: False)
-    return (
-        pa.types.is_string(arrow_type)
-        or pa.types.is_large_string(arrow_type)
-        or is_view(arrow_type)
-    )
 
 
 # A task costs about 60 ms to start, run and record (600 short documents take 1.1 s in 1 task,
@@ -160,39 +113,6 @@ def count_lines(path):
     return lines + (last != b"\n")
 
 
-def _refuse_duplicate_keys(pairs):
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        raise ValueError("a key is specified twice")  # pyarrow, hence datasets, refuses it too
-    return obj
-
-
-# json.loads(line, object_pairs_hook=...) without a new JSONDecoder per line (a sixth of the
-# reader's time on short documents): bytes are decoded as json.loads decodes them
-JSON_DECODER = json.JSONDecoder(object_pairs_hook=_refuse_duplicate_keys)
-
-
-def json_text(line, path, offset):
-    """The `text` of one JSON Lines object; None when missing, null or not a string."""
-    try:
-        if line.lstrip(JSON_WHITESPACE).startswith(b"["):
-            raise ValueError("a JSON array; the datatrove engine reads JSON Lines only")
-        document = JSON_DECODER.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
-        if document is not None and not isinstance(document, dict):
-            raise ValueError(f"a JSON {type(document).__name__}, not an object")
-        text = None if document is None else document.get("text")
-        if isinstance(text, str) and b"\\u" in line:
-            text.encode("utf-8")  # a lone surrogate (\ud800): datasets refuses it
-    except (ValueError, UnicodeError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        reason = reason.splitlines()[0][:200]
-        raise PrepareError(
-            f"{path}: the line at byte {offset:,} is not a valid JSON Lines object ({reason}); "
-            f"fix or remove that line"
-        ) from None
-    return text if isinstance(text, str) else None
-
-
 def batches(items, size):
     """[1, 2, 3, 4, 5] with size 2 -> [1, 2], [3, 4], [5]"""
     batch = []
@@ -212,8 +132,9 @@ class PieceReader:
     JSON Lines: every line that starts at a byte offset in [start, end), position = that offset;
     blank lines are skipped, as datasets' JSON reader skips them. .txt: the whole file is one
     document, position 0. What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8)
-    is a PrepareError naming the file and the byte offset. After the iteration, .begin and .end
-    are the span of the file covered (rows, or bytes for JSON Lines), which the plan checks.
+    is a PrepareError naming the file and the line (bpe.corpus.json_line_text). After the
+    iteration, .begin and .end are the span of the file covered (rows, or bytes for JSON Lines),
+    which the plan checks.
     """
 
     def __init__(self, path, kind, start, end):
@@ -222,27 +143,15 @@ class PieceReader:
 
     def __iter__(self):
         if self.kind == "parquet":
-            yield from read_parquet_rows(self.path, self.start, self.end)
-            return
-        if self.kind == "text":
+            for row, text in parquet_texts(self.path, "text", self.start, self.end):
+                yield row, text if isinstance(text, str) else None
+        elif self.kind == "text":
             yield 0, read_text(self.path)  # as datasets' text reader opens it
-            return
-        with open(self.path, "rb") as f:
-            if self.start > 0:  # the line that straddles `start` belongs to the piece before
-                f.seek(self.start - 1)
-                f.readline()
-            offset = self.begin = f.tell()
-            while offset < self.end:
-                line = f.readline()
-                if not line:
-                    break
-                position = offset
-                if offset == 0 and line.startswith(b"\xef\xbb\xbf"):
-                    line, position = line[3:], 3  # a byte order mark: datasets ignores it
-                if line.strip(JSON_WHITESPACE):
-                    yield position, json_text(line, self.path, position)
-                offset = position + len(line)
-            self.end = offset
+        else:  # the line that straddles `start` belongs to the piece before
+            with open(self.path, "rb") as f:
+                self.begin, self.end = line_start(f, self.start), line_start(f, self.end)
+                for offset, line in json_lines(f, self.begin, self.end):
+                    yield offset, json_line_text(line, self.path, offset, "text", PrepareError)
 
 
 def input_files(data_files, hub):

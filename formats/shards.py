@@ -3,7 +3,8 @@
 nanoGPT's train.bin and val.bin: raw ids, no header. llm.c's shards: a header of 256
 little-endian int32 ([magic, version, number of tokens, 0, ...]), then the ids; build-nanogpt's:
 the ids saved by np.save. prepare_common.py writes them (its section on shards); `read_shard`
-reads one back with every check a trainer's reader makes.
+reads one back with every check a trainer's reader makes, and `document_batch` draws nanoGPT's
+rows from a split's document starts.
 """
 
 import math
@@ -21,6 +22,16 @@ BIN_DTYPES = ("uint16", "uint32")
 LLMC_HEADER_INTS = 256
 # (magic, version) of an llm.c shard by its dtype: uint16 GPT-2 ids, uint32 for llama-3's
 LLMC_MAGIC_VERSION = {np.dtype(np.uint16): (20240520, 1), np.dtype(np.uint32): (20240801, 7)}
+
+
+def llmc_header(num_tokens, dtype):
+    """The 256 int32 that start an llm.c shard: 1,000 uint16 tokens -> [20240520, 1, 1000, 0, ...]."""
+    if not 0 <= num_tokens < 2**31:
+        raise PrepareError(f"an llm.c shard holds fewer than 2**31 tokens, not {num_tokens:,}")
+    header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
+    header[0], header[1] = LLMC_MAGIC_VERSION[np.dtype(dtype)]
+    header[2] = num_tokens
+    return header
 
 
 def open_npy(path):
@@ -117,3 +128,18 @@ def splits_record(out, split_tokens, shards):
         totals["tokens"] += shard["tokens"]
         totals["shards"] += 1
     return splits
+
+
+def document_batch(data, starts, batch_size, block_size, rng):
+    """nanoGPT's get_batch with every row beginning at a document start drawn by `rng` (a numpy
+    Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
+    tokens of the stream, on into the next document where its own is shorter; y is x one token
+    on. Starts with fewer than block_size + 1 tokens left are never drawn (docs/bos_batches.md).
+    ([5, 6, 0, 7, 0, 8, 9, 0], [0, 3, 5], 2, 2, default_rng(0)) -> x [[8, 9], [7, 0]], y [[9, 0], [0, 8]]
+    """
+    last = np.searchsorted(starts, len(data) - block_size)  # starts[:last] have T + 1 tokens left
+    if last == 0:
+        raise PrepareError(f"no document start has block_size + 1 = {block_size + 1:,} tokens after it in a split of {len(data):,}")  # fmt: skip
+    ix = starts[rng.integers(last, size=batch_size)].astype(np.int64)
+    rows = np.stack([data[i : i + block_size + 1] for i in ix]).astype(np.int64)
+    return np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, 1:])

@@ -111,16 +111,15 @@ def inputs_sha256(files):
     return digest.hexdigest()
 
 
-def _blocks_ending_at_newlines(file, size=1 << 24):
+def _blocks_ending_at_newlines(file):
+    """The file in blocks of about 16 MB, each but the last ending at a newline."""
     rest = b""
-    for block in iter(lambda: file.read(size), b""):
+    for block in iter(lambda: file.read(1 << 24), b""):
         block = rest + block
         cut = block.rfind(b"\n") + 1
-        if cut == 0:
-            rest = block
-            continue
+        if cut:
+            yield block[:cut]
         rest = block[cut:]
-        yield block[:cut]
     if rest:
         yield rest
 

@@ -57,9 +57,7 @@ def sigterm_raises_terminated():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # Windows forks no worker
-        os.register_at_fork(after_in_child=_sigterm_default_in_forked_child)  # once, not at import
-        _FORK_HANDLER.append(True)
+    install_fork_handler()
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
@@ -83,8 +81,9 @@ def _sigterm_default_in_forked_child():
 
     A Python signal handler runs between bytecodes only: a SIGTERM that lands just before the
     worker blocks in a C call (waiting for the lock of its pool's task queue) is never handled,
-    the worker lives on, and Pool.terminate, which datasets calls when a worker raised, waits for
-    it forever. The default action ends the worker in the kernel, at once.
+    the worker lives on, and Pool.terminate waits for it forever. The default action ends the
+    worker in the kernel, at once; a SIGTERM sent during the fork was held back
+    (`_block_sigterm_for_fork`) and is delivered only now, under that action.
     """
     if signal.getsignal(signal.SIGTERM) is _raise_terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -92,6 +91,7 @@ def _sigterm_default_in_forked_child():
         # Ctrl-C reaches the whole group: a worker (a pool's, datatrove's) leaves it to the
         # main process, which ends its workers (end_children) and says one line
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _unblock_after_fork()
 
 
 def end_children():
@@ -105,3 +105,35 @@ def end_children():
             for child in module.active_children():
                 with contextlib.suppress(Exception):
                     child.kill()
+
+
+# The signal mask each forking thread had before the fork, restored on both sides after it
+_MASK_BEFORE_FORK = {}
+
+
+def _block_sigterm_for_fork():
+    """Block SIGTERM across a fork while it raises Terminated: CPython drops a signal that reaches
+    the child before its after-fork handler has set its action (Pool.terminate right after a short
+    map sends one then), and Pool.terminate would wait forever for the worker that missed it.
+    In the parent, a SIGTERM that lands during the fork is raised when the run ends (run_main)."""
+    if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        _MASK_BEFORE_FORK[threading.get_ident()] = mask
+
+
+def _unblock_after_fork():
+    previous = _MASK_BEFORE_FORK.pop(threading.get_ident(), None)
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def install_fork_handler():
+    """Register the fork handlers, once (not at import): a fork blocks SIGTERM until the child
+    has set its action (`_sigterm_default_in_forked_child`)."""
+    if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # Windows forks no worker
+        os.register_at_fork(
+            before=_block_sigterm_for_fork,
+            after_in_parent=_unblock_after_fork,
+            after_in_child=_sigterm_default_in_forked_child,
+        )
+        _FORK_HANDLER.append(True)

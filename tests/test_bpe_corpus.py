@@ -105,6 +105,15 @@ def test_rows_are_documents_never_merged_across(tmp_path, paragraphs, name):
         assert counts == count_documents(taken)
 
 
+def test_documents_are_each_file_whole_or_each_row_in_order(tmp_path, paragraphs):
+    """nanochat's reading: a .txt file is one document, a row of the others one each."""
+    (tmp_path / "a.txt").write_text("one\r\ntext", encoding="utf-8")  # nanoGPT's newlines
+    paths = [tmp_path / "a.txt"]
+    paths += [write_rows(tmp_path, name, paragraphs[:20]) for name in ("b.jsonl", "c.json")]
+    paths.append(write_rows(tmp_path, "d.parquet", paragraphs[:20]))
+    assert list(corpus.documents(paths)) == ["one\ntext"] + paragraphs[:20] * 3
+
+
 def test_globs_kinds_and_workers_together_equal_training_in_memory(
     tmp_path, monkeypatch, paragraphs
 ):
@@ -154,6 +163,24 @@ def bad_parquet(column):
             ["d.jsonl"],
             ["d.jsonl line 2", "not valid JSON"],
             id="jsonl-broken-line",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"id": 1, "text": "b", "id": 2}\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "the key 'id' appears twice"],
+            id="jsonl-key-twice",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n[{"text": "b"}]\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "a JSON array, not an object"],
+            id="jsonl-array-line",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"text": "b\\ud800"}\n'},
+            ["d.jsonl"],
+            ["d.jsonl line 2", "lone surrogate (\\ud800 at character 1)"],
+            id="jsonl-lone-surrogate",
         ),
         pytest.param(
             {"d.json": '[{"text": "a"}, {"text": 5}]'},

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from prepare_common import (
     encode_document,
-    ids_cache_options,
     load_documents,
     random_split,
     split_sizes,
+    tokenize_dataset,
     tokenize_documents,
 )
 from safety import PrepareError
@@ -61,17 +61,7 @@ def tokenized(corpus, tmp_path_factory, gpt2_encoding):
     documents = load_documents(OPENWEBTEXT, [str(folder / "*.jsonl")], 1, cache)
     split = documents.train_test_split(test_size=0.1, seed=1)["train"]
     dtype = np.dtype(np.uint16)
-    options = {"encoding": gpt2_encoding, "tokenizer": GPT2_RECORD, "dtype": dtype, "where": "doc"}
-    return split.map(
-        tokenize_documents,
-        fn_kwargs=options,
-        input_columns="text",
-        with_indices=True,
-        batched=True,
-        remove_columns=["text"],
-        num_proc=2,
-        **ids_cache_options(split, GPT2_RECORD, dtype, tokenize_documents),
-    )
+    return tokenize_dataset(split, gpt2_encoding, GPT2_RECORD, dtype, "doc", 2, "tokenizing")
 
 
 def lesson_batches(tokenized, batch_size):

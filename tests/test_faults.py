@@ -238,6 +238,32 @@ def test_workers_forked_during_a_run_die_of_sigterm_at_once(tmp_path):
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # restored after the run
 
 
+FORK_WITH_SIGTERM_IN_THE_WINDOW = """
+import os, signal, sys
+from safety.signals import sigterm_raises_terminated
+# runs in the child before the project's own after-fork handler: a SIGTERM there, as
+# Pool.terminate sends one to a worker forked an instant before
+os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGTERM))
+with sigterm_raises_terminated():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)  # the worker lived on: the SIGTERM was lost
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_sigterm_sent_while_a_worker_is_forked_ends_it():
+    """CPython drops a signal that reaches a forked child before its after-fork handlers have run,
+    and one that lands while they run is raised inside them, where it is ignored: the worker lived
+    on, and datasets' Pool.terminate, which SIGTERMs workers right after a short map, waited for
+    it forever. SIGTERM is blocked across the fork, so the worker dies of it."""
+    run = subprocess.run(
+        [sys.executable, "-c", FORK_WITH_SIGTERM_IN_THE_WINDOW],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.stdout.strip() == str(-signal.SIGTERM), run.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # two runs into one folder
 

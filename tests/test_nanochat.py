@@ -248,10 +248,13 @@ def test_train_tokenizer_nanochat_refuses(tmp_path, args, message):
     "name, data, message",
     [
         pytest.param(
-            "a.jsonl", b'{"text": "a"}\nnot json\n', "a.jsonl, line 2: not JSON", id="bad-json-line"
+            "a.jsonl",
+            b'{"text": "a"}\nnot json\n',
+            "a.jsonl line 2: not valid JSON",
+            id="bad-json-line",
         ),  # fmt: skip
         pytest.param(
-            "a.jsonl", b'{"body": "a"}\n', "a.jsonl, line 1: no string 'text'", id="no-text"
+            "a.jsonl", b'{"body": "a"}\n', "a.jsonl line 1: no 'text' field", id="no-text"
         ),  # fmt: skip
         pytest.param("a.parquet", b"not parquet", "cannot read", id="not-parquet"),
         pytest.param("a.txt", b"\xff\xfe bad", "a.txt", id="not-utf8"),

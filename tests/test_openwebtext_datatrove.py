@@ -436,8 +436,8 @@ BAD_JSONL = {
             "3 of 5 documents have a missing or non-string 'text' (the first at row 2)",
             id="missing-text",
         ),
-        pytest.param("invalid-json-line", [], "the line at byte 14 is not a valid", id="bad-json"),
-        pytest.param("duplicate-key", [], "a key is specified twice", id="duplicate-key"),
+        pytest.param("invalid-json-line", [], "line 2: not valid JSON", id="bad-json"),
+        pytest.param("duplicate-key", [], "the key 'text' appears twice", id="duplicate-key"),
         pytest.param("corrupt.parquet", [], "as a parquet file", id="corrupt-parquet"),
         pytest.param(
             "no-text.parquet",

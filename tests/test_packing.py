@@ -1,4 +1,4 @@
-"""inspection.packing and prepare_common.document_batch: the figures of issue 27 against brute force, and
+"""inspection.packing and formats.shards.document_batch: the figures of issue 27 against brute force, and
 document-aligned batches."""
 
 import sys
@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formats.shards import document_batch
 from inspection.packing import (
     PackingError,
     best_fit_tokens_kept,
@@ -15,7 +16,6 @@ from inspection.packing import (
     packing_report,
     plot_lengths,
 )
-from prepare_common import document_batch
 from safety import PrepareError
 
 

@@ -24,12 +24,11 @@ from prepare_common import (
     bpe_encoding,
     dtype_for_vocab,
     id_batches,
-    ids_cache_options,
     llmc_names,
     load_documents,
     source_name,
     source_record,
-    tokenize_documents,
+    tokenize_dataset,
     write_meta,
     write_shards,
 )
@@ -73,13 +72,7 @@ def main():
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
-        options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=f"{source}, document", eot_first=True)  # fmt: skip
-        tokenized = dataset.map(
-            tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
-            remove_columns=dataset.column_names, desc="tokenizing",
-            num_proc=min(args.num_proc, len(dataset)),  # datasets warns of more processes than rows
-            **ids_cache_options(dataset, tokenizer, dtype, tokenize_documents, eot_first=True),
-        )  # fmt: skip
+        tokenized = tokenize_dataset(dataset, encoding, tokenizer, dtype, f"{source}, document", args.num_proc, "tokenizing", eot_first=True)  # fmt: skip
 
         # 4. --dedup: keep the first of each copy (or of each cluster of near copies), BEFORE the
         #    shards are cut: no copy can then sit in shard 0 (val) and in a train shard

@@ -19,14 +19,13 @@ from prepare_common import (
     bpe_encoding,
     dtype_for_vocab,
     id_batches,
-    ids_cache_options,
     llmc_names,
     load_documents,
     random_split,
     source_name,
     source_record,
     split_record,
-    tokenize_documents,
+    tokenize_dataset,
     write_bpe_meta_pkl,
     write_document_starts,
     write_memmap,
@@ -114,13 +113,7 @@ def main():
 def tokenize(dset, split, source, encoding, tokenizer, dtype, num_proc):
     """nanoGPT's `process` on every document of `dset`: the documents of `split`, or (None) all."""
     where = f"{source}, {split} document" if split else f"{source}, document"
-    options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
-    return dset.map(
-        tokenize_documents, fn_kwargs=options, input_columns="text", with_indices=True, batched=True,
-        remove_columns=dset.column_names, desc=f"tokenizing {split or ''}".strip(),
-        num_proc=min(num_proc, len(dset)),  # datasets warns of more processes than rows
-        **ids_cache_options(dset, tokenizer, dtype, tokenize_documents),
-    )  # fmt: skip
+    return tokenize_dataset(dset, encoding, tokenizer, dtype, where, num_proc, f"tokenizing {split or ''}".strip())  # fmt: skip
 
 
 def arguments():

@@ -20,8 +20,8 @@ from collections import Counter
 import numpy as np
 from archive import ArchiveError
 
-from formats.shards import LLMC_HEADER_INTS
-from prepare_common import llmc_header, write_document_starts
+from formats.shards import LLMC_HEADER_INTS, llmc_header
+from prepare_common import write_document_starts
 from safety.cli import whole_number
 from safety.files import sha256_file
 from safety.spool import Spool
@@ -33,7 +33,7 @@ class SplitFiles(contextlib.AbstractContextManager):
     """One output file per split, each the ids of its members in the order of their names.
 
     llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
-    and TinyStories_train.bin, which start with its header (prepare_common.llmc_header). The
+    and TinyStories_train.bin, which start with its header (formats.shards.llmc_header). The
     figures of each split are added up from what `add` is given (stories, characters, and the
     tokens of any tokenizer compared) and printed by `summary`.
     """
