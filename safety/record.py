@@ -105,7 +105,8 @@ def name_problem(meta):
                 return f"{field} is {_shown(value)}, expected a name of nanochat's folder (base_data_climbmix/shard_00000.parquet, tokenizer/tokenizer.pkl, ...)"  # fmt: skip
             continue
         if not is_plain_name(value):
-            if field in ("tokenizer.path", "source.path") and _is_absolute(value):
+            absolute = isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
+            if field in ("tokenizer.path", "source.path") and absolute:
                 continue  # an input outside the folder: read by verify, never owned
             return f"{field} is {_shown(value)}, expected a file name inside the folder"
         expected = None
@@ -118,10 +119,6 @@ def name_problem(meta):
         if expected is not None:
             return f"{field} is {_shown(value)}, expected {expected}"
     return None
-
-
-def _is_absolute(value):
-    return isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
 
 
 def journal_problem(journal):

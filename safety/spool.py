@@ -48,10 +48,6 @@ class Spool(contextlib.AbstractContextManager):
             self.file.write(memoryview(ids).cast("B"))  # no copy
         self.total += len(ids)
 
-    def keys(self):
-        """The keys added, in arrival order."""
-        return [key for key, _, _ in self.places]
-
     def read(self, key):
         """The array added under `key`, read back from the temporary file."""
         if not self.file.closed:

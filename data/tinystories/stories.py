@@ -125,7 +125,7 @@ class SplitFiles(contextlib.AbstractContextManager):
         """TinyStories' files, sorted, must be data00.json (val), data01.json, ... (train), none
         missing: a file's index within its split, which seeds its shuffle, is then its number
         (minus 1 in train); and neither split may be empty. Else an ArchiveError."""
-        names = sorted(name for spool in self.spools.values() for name in spool.keys())  # noqa: SIM118
+        names = sorted(name for split in SPLITS for name in self.lengths[split])
         if len(names) < 2 or names != [f"data{i:02d}.json" for i in range(len(names))]:
             raise ArchiveError(
                 f"{archive} holds {', '.join(names) or 'no JSON file'}; expected data00.json "
