@@ -21,14 +21,7 @@ here imports a layer above it, and importing a module runs nothing but definitio
 
 from bpe.cli import ArgumentParser
 
-from .cli import (
-    default_num_proc,
-    fraction,
-    positive_int,
-    random_seed,
-    run_main,
-    tokens_per_shard,
-)
+from .cli import default_num_proc, fraction, positive_int, random_seed, run_main, tokens_per_shard
 from .commit import output_folder
 from .downloads import RemoteFile, fetch
 from .errors import PrepareError

@@ -63,7 +63,7 @@ def fraction(text):
     return value
 
 
-def _whole_number(text):
+def whole_number(text):
     """The integer `text` names: "12" -> 12; "1.5", "x" -> error."""
     try:
         return int(text)
@@ -73,7 +73,7 @@ def _whole_number(text):
 
 def random_seed(text):
     """A random seed numpy accepts, 0 to 2**32 - 1: "2357" -> 2357; "-1" -> error."""
-    value = _whole_number(text)
+    value = whole_number(text)
     if not 0 <= value < 2**32:
         raise argparse.ArgumentTypeError(f"{text} is not between 0 and 2**32 - 1")
     return value
@@ -81,7 +81,7 @@ def random_seed(text):
 
 def positive_int(text):
     """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
-    value = _whole_number(text)
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is less than 1")
     return value

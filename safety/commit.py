@@ -9,14 +9,14 @@ meta.json is the commit record: a folder with a meta.json is complete and consis
 meta.json is removed before the first data file is replaced and written back last. The exact
 order, and what a crash (SIGKILL, power loss) at each step leaves:
 
-1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on `out_dir/.prepare.lock`, then
-   our pid and command are written into it. If another process holds it, `FolderBusy` (a
-   PrepareError) names it at once: a second run into a busy folder stops; it does not wait. The
-   OS drops the lock when its holder dies, however it dies. A POSIX lock rather than `flock`:
-   worker processes forked by datasets do not inherit it, so one orphaned by a SIGKILL cannot
-   keep the folder locked. The lock file is removed as the run ends, while still locked (or
-   after, on Windows, which removes no file another run has open); a run that locked a file
-   no longer at the path, so removed, locks the one there now instead (`_lock_file`).
+1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on
+   `out_dir/.prepare.lock`, then our pid and command are written into it. If another process
+   holds it, `FolderBusy` (a PrepareError) names it at once: a second run into a busy folder
+   stops; it does not wait. The OS drops the lock when its holder dies, however it dies. A POSIX
+   lock rather than `flock`: worker processes forked by datasets do not inherit it, so one
+   orphaned by a SIGKILL cannot keep the folder locked. The lock file is removed as the run ends,
+   while still locked (or after, on Windows, which removes no file another run has open); a run
+   that locked a file no longer at the path, so removed, locks the one there now (`_lock_file`).
    A run that fails removes the output folder again if it created it and it holds nothing.
    A run whose commit comes later in the same process takes the lock first with `folder_lock`
    (the datatrove engine on this machine); its `output_folder` then goes on under it.
@@ -32,8 +32,8 @@ order, and what a crash (SIGKILL, power loss) at each step leaves:
 5. uncommit: the old meta.json is removed and out_dir fsynced. From here to step 7 the folder
    has no meta.json: `verify` reports it incomplete in one line.
 6. replace: each staged data file is renamed into place (`os.replace`, atomic per file); an
-   output of the old set that this run did not write (one of OUTPUT_NAMES, e.g. a meta.pkl left
-   by a run with another tokenizer) is removed; out_dir is fsynced.
+   output of the old set that this run did not write (one its meta.json or journal lists, e.g. a
+   meta.pkl left by a run with another tokenizer) is removed; out_dir is fsynced.
 7. commit: meta.json is renamed into place and out_dir fsynced: the new set is complete.
 8. the staging folder is removed and the lock released.
 
@@ -45,12 +45,12 @@ Ctrl-C and SIGTERM are held back during steps 5-7 (a few renames), so an interru
 them (old set kept) or after (new set complete), never between; only a crash can, and then the
 folder has no meta.json. An interrupt raises KeyboardInterrupt (`Terminated` for SIGTERM) whose
 message says truthfully what was left.
-
 """
 
 import contextlib
 import errno
 import filecmp
+import itertools
 import json
 import os
 import re
@@ -61,7 +61,7 @@ import sys
 from pathlib import Path
 
 from bpe.cli import closed_stdout
-from bpe.io import TEMPORARY_TAG, atomic_path
+from bpe.io import TEMPORARY_TAG, atomic_write_text
 
 from .errors import PrepareError
 from .files import load_json, read_small_file
@@ -142,16 +142,21 @@ def output_folder(out_dir):
 def folder_lock(out_dir):
     """Hold `out_dir`'s lock (step 1; the folder is created if needed) for the block; yield it.
 
-    For a run whose commit comes later in the same process, such as the datatrove engine on
-    this machine: it holds the lock from the start, and its last task's `output_folder` goes on
-    under it. Re-entrant: in a process that holds the lock already, the block just runs (a
-    second descriptor of the lock file, once closed, would drop our POSIX lock).
-
-    A block that fails leaves no folder this call created: once the lock file is gone, an empty
-    one is removed again, with the empty folders above it that it created too.
+    Re-entrant: in a process that holds the lock already, the block just runs (a second
+    descriptor of the lock file, once closed, would drop our POSIX lock). A block that fails
+    leaves no folder this call created: once the lock file is gone, the empty ones go again.
     """
-    created = _missing_folders(Path(out_dir))
-    folder = _make_folder(Path(out_dir))
+    folder = Path(out_dir)
+    # the folders about to be created, deepest first: a/b/c with only a -> [a/b/c, a/b]
+    created = list(itertools.takewhile(lambda p: not os.path.lexists(p), [folder, *folder.parents]))
+    if folder.exists() and not folder.is_dir():
+        raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrepareError(
+            f"cannot create the output folder {folder}: {exc.strerror}; choose another --out-dir"
+        ) from None
     if _HELD.get(folder.resolve()) == os.getpid():
         yield folder
         return
@@ -174,9 +179,8 @@ def leftover_temporaries(folder):
 
     def ours(entry):
         if entry.is_dir(follow_symlinks=False):
-            return STAGING_NAME.match(entry.name) and os.path.lexists(
-                os.path.join(entry.path, STAGING_MARKER)
-            )
+            marker = os.path.join(entry.path, STAGING_MARKER)
+            return STAGING_NAME.match(entry.name) and os.path.lexists(marker)
         return entry.is_file(follow_symlinks=False) and OUR_TEMPORARY_FILE.match(entry.name)
 
     with contextlib.suppress(OSError):
@@ -201,28 +205,6 @@ def lock_holder(folder):
 
 # ---------------------------------------------------------------------------------------------
 # the steps
-
-
-def _missing_folders(folder):
-    """The folders `_make_folder` is about to create, deepest first: a/b/c with only a -> [a/b/c, a/b]."""
-    missing = []
-    for path in [folder, *folder.parents]:
-        if os.path.lexists(path):
-            break
-        missing.append(path)
-    return missing
-
-
-def _make_folder(folder):
-    if folder.exists() and not folder.is_dir():
-        raise PrepareError(f"--out-dir {folder} is a file, not a folder; choose another path")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrepareError(
-            f"cannot create the output folder {folder}: {exc.strerror}; choose another --out-dir"
-        ) from None
-    return folder
 
 
 @contextlib.contextmanager
@@ -259,10 +241,7 @@ def _lock_file(folder, path):
         try:
             fd = _open_lock(path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO: a regular file
         except OSError as exc:
-            raise PrepareError(
-                f"cannot write into the output folder {folder}: {exc.strerror}; "
-                f"choose a writable --out-dir"
-            ) from None
+            raise _unwritable(folder, exc) from None
         try:
             if not _try_lock(fd):
                 raise FolderBusy(
@@ -280,11 +259,9 @@ def _lock_file(folder, path):
 def _same_file(fd, path):
     """Whether the open file `fd` is the one at `path` (the same device and inode)."""
     try:
-        at_path = os.lstat(path)
+        return os.path.samestat(os.fstat(fd), os.lstat(path))
     except FileNotFoundError:
         return False
-    opened = os.fstat(fd)
-    return (at_path.st_dev, at_path.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _open_lock(path, flags):
@@ -353,10 +330,9 @@ def _describe_holder(fd):
 
 
 def _remove_leftovers(folder):
+    # a commit's journal, cut short before or after meta.json: done with
     if os.path.lexists(folder / RECORD_NAME) and os.path.isfile(folder / JOURNAL_NAME):
-        os.unlink(
-            folder / JOURNAL_NAME
-        )  # a commit's, cut short before or after meta.json: done with
+        os.unlink(folder / JOURNAL_NAME)
     names = leftover_temporaries(folder)
     for name in names:
         path = folder / name
@@ -373,10 +349,13 @@ def _create_staging(staging):
         staging.mkdir()
         os.close(os.open(staging / STAGING_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     except OSError as exc:
-        raise PrepareError(
-            f"cannot write into the output folder {staging.parent}: {exc.strerror}; "
-            f"choose a writable --out-dir"
-        ) from None
+        raise _unwritable(staging.parent, exc) from None
+
+
+def _unwritable(folder, exc):
+    return PrepareError(
+        f"cannot write into the output folder {folder}: {exc.strerror}; choose a writable --out-dir"
+    )
 
 
 def _staged_names(staging):
@@ -408,21 +387,27 @@ def _commit(staging, folder):
                 f"{target} is a folder where the output {name} goes; move it away and run again "
                 f"(nothing in {folder} was changed)"
             )
+    present = os.listdir(folder)  # and the names in the subfolders the outputs go into
     for sub in {name.split("/")[0] for name in staged if "/" in name}:
-        if os.path.islink(folder / sub) or (os.path.lexists(folder / sub) and not (folder / sub).is_dir()):  # fmt: skip
+        path = folder / sub
+        if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):
             raise PrepareError(
-                f"{folder / sub} is a link or a file where the outputs' folder {sub}/ goes; move "
+                f"{path} is a link or a file where the outputs' folder {sub}/ goes; move "
                 f"it away and run again (nothing in {folder} was changed)"
             )
+        if path.is_dir():
+            present += [f"{sub}/{name}" for name in os.listdir(path)]
     _refuse_strangers(folder, staged, staging=staging)
-    shard_format = _staged_format(staging)  # build-nanogpt's .npy shards: its own name rule
-    _refuse_strangers(
-        folder, set(_present_names(folder, staged)) - set(staged), READ_BY_A_TRAINER, shard_format
-    )
+    # the staged shard format ("llmc", "npy"): build-nanogpt's .npy shards, its own name rule
+    record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
+    shard_format = record.get("format") if isinstance(record, dict) else None
+    _refuse_strangers(folder, set(present) - set(staged), READ_BY_A_TRAINER, shard_format)
     for name in staged:
         _fsync_path(staging / name)
     data_files = [name for name in staged if name != RECORD_NAME]
-    _write_journal(folder, owned | set(staged))  # a failure here changed nothing yet
+    journal = {"owned": sorted(owned | set(staged))}  # a failure writing it changed nothing yet
+    atomic_write_text(folder / JOURNAL_NAME, json.dumps(journal) + "\n")
+    _fsync_path(folder)
     _pause_if_asked("staged")
     with signals_held():
         try:
@@ -455,15 +440,6 @@ def _commit(staging, folder):
     for subfolder in {(folder / name).parent for name in stale} - {folder}:
         with contextlib.suppress(OSError):  # emptied by the removals: a folder of nothing goes too
             subfolder.rmdir()
-
-
-def _present_names(folder, staged):
-    """The names in `folder`, and in the subfolders that `staged` writes into ("sub/name")."""
-    names = os.listdir(folder)
-    for sub in {name.split("/")[0] for name in staged if "/" in name}:
-        if os.path.isdir(folder / sub) and not os.path.islink(folder / sub):
-            names += [f"{sub}/{name}" for name in os.listdir(folder / sub)]
-    return names
 
 
 def owned_files(folder):
@@ -510,18 +486,6 @@ def _refuse_strangers(folder, names, fate=None, shard_format=None, staging=None)
             f"{fate or 'an output of this run would replace it'}; move it away (or choose "
             f"another --out-dir) and run again"
         )
-
-
-def _staged_format(staging):
-    """The shard format the staged meta.json names ("llmc", "npy"), or None."""
-    record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
-    return record.get("format") if isinstance(record, dict) else None
-
-
-def _write_journal(folder, names):
-    with atomic_path(folder / JOURNAL_NAME) as tmp:
-        tmp.write_text(json.dumps({"owned": sorted(names)}) + "\n", encoding="utf-8")
-    _fsync_path(folder)
 
 
 def _failure_message(exc, folder):

@@ -36,12 +36,9 @@ def download_blocks(url, save, retries=3, backoff=1.0):
     after `retries` retries the last failure is raised as a PrepareError naming the URL.
     """
     import requests
+    from requests import exceptions
 
-    transient = (
-        requests.ConnectionError,
-        requests.Timeout,
-        requests.exceptions.ChunkedEncodingError,
-    )
+    transient = (exceptions.ConnectionError, exceptions.Timeout, exceptions.ChunkedEncodingError)
     for attempt in range(retries + 1):
         response = None
         try:
@@ -54,7 +51,7 @@ def download_blocks(url, save, retries=3, backoff=1.0):
                 compressed = response.headers.get("Content-Encoding")
                 total = int(length) if length and length.isdigit() and not compressed else None
                 return save(response.iter_content(1 << 16), total)
-        except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema) as exc:
+        except (exceptions.InvalidURL, exceptions.MissingSchema) as exc:
             raise PrepareError(
                 f"{url} is not a valid URL ({exc}); check {MIRROR_ENV} if it is set"
             ) from None
@@ -64,7 +61,6 @@ def download_blocks(url, save, retries=3, backoff=1.0):
             if attempt == retries:
                 raise PrepareError(_last_failure(url, exc, response, retries)) from None
             time.sleep(backoff * 2**attempt)
-    raise AssertionError("unreachable")
 
 
 def _check_status(url, response):
@@ -99,9 +95,7 @@ def _last_failure(url, exc, response, retries):
 
 # A remote file, pinned: its URL, its sha256, and where its bytes sit in NANOGPT_DATA_MIRROR.
 # local_option: the lesson's option that takes a copy the user already has (such as --archive).
-RemoteFile = namedtuple(
-    "RemoteFile", ["url", "sha256", "mirror_path", "local_option"], defaults=[None]
-)
+RemoteFile = namedtuple("RemoteFile", "url sha256 mirror_path local_option", defaults=[None])
 
 
 def fetch(remote, dest):
@@ -127,11 +121,9 @@ def fetch(remote, dest):
         return download_blocks(url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total))  # fmt: skip
     source = Path(url)  # a mirror folder
     if not source.is_file():
-        layout = "laid out as docs/offline.md lists"
-        copy = (
-            f", or pass a copy you have with {remote.local_option}" if remote.local_option else ""
-        )
-        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder {layout}{copy}")  # fmt: skip
+        option = remote.local_option
+        copy = f", or pass a copy you have with {option}" if option else ""
+        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder laid out as docs/offline.md lists{copy}")  # fmt: skip
     with open(source, "rb") as f:
         blocks = iter(lambda: f.read(1 << 20), b"")
         return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)

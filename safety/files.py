@@ -9,6 +9,7 @@ bpe.io.atomic_path, which bpe and the project share).
 
 import errno
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -115,12 +116,9 @@ class _PlainDataUnpickler(pickle.Unpickler):
 
 def read_plain_pickle(path):
     """The plain data of a pickle file, read without running anything (`_PlainDataUnpickler`)."""
-    import io
-
+    data = read_small_file(path)
     try:
-        return _PlainDataUnpickler(io.BytesIO(read_small_file(path))).load()
-    except PrepareError:
-        raise
+        return _PlainDataUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # any malformed pickle: UnpicklingError, EOFError, ValueError...
         raise PrepareError(f"{path} is not a pickle of plain data ({exc})") from None
 
@@ -131,19 +129,11 @@ def first_non_utf8(value):
     {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes caf\\xe9.txt)
     """
     if isinstance(value, str):
-        return None if value.isascii() or _encodes(value) else value
+        return None if bpe_text.without_lone_surrogates(value) == value else value
     children = value.values() if isinstance(value, dict) else value
     if isinstance(value, (dict, list, tuple)):
         return next((bad for bad in map(first_non_utf8, children) if bad is not None), None)
     return None
-
-
-def _encodes(text):
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def cache_folder(folder, variable):

@@ -15,11 +15,7 @@ from bpe.text import shortened
 from .errors import PrepareError
 
 META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
-
-
 SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
-
-
 RECORD_NAME = "meta.json"
 DOCUMENT_INDEXES = ("train.docs.npy", "val.docs.npy")  # read by docs/bos_batches.md's train.py
 TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special token
@@ -42,9 +38,7 @@ def listed_files(meta, where=RECORD_NAME):
     problem = name_problem(meta)
     if problem is not None:
         raise PrepareError(refused_record(where, problem))
-    names = {RECORD_NAME}
-    names |= {name for _, name, owned, _ in record_names(meta) if owned}
-    return names
+    return {RECORD_NAME} | {name for _, name, owned, _ in record_names(meta) if owned}
 
 
 def refused_record(where, problem):
@@ -65,8 +59,8 @@ def record_names(meta):
     """
     if not isinstance(meta, dict):
         return []
-    found = []
-    for split, record in _items(meta.get("splits")):
+    found, splits = [], meta.get("splits")
+    for split, record in splits.items() if isinstance(splits, dict) else ():
         index = _field(record, "index")
         if isinstance(record, dict) and "file" in record:
             found.append((f"{_key('splits', split)}.file", record["file"], True, f"{split}.bin"))
@@ -111,7 +105,8 @@ def name_problem(meta):
                 return f"{field} is {_shown(value)}, expected a name of nanochat's folder (base_data_climbmix/shard_00000.parquet, tokenizer/tokenizer.pkl, ...)"  # fmt: skip
             continue
         if not is_plain_name(value):
-            if field in ("tokenizer.path", "source.path") and _is_absolute(value):
+            absolute = isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
+            if field in ("tokenizer.path", "source.path") and absolute:
                 continue  # an input outside the folder: read by verify, never owned
             return f"{field} is {_shown(value)}, expected a file name inside the folder"
         expected = None
@@ -126,22 +121,15 @@ def name_problem(meta):
     return None
 
 
-def _is_absolute(value):
-    return isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
-
-
 def journal_problem(journal):
     """The first name of a commit's journal ({"owned": [names]}) that is not a plain name of the
     folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        if not is_listed_name(name) or name.startswith("."):
+        nanochat = isinstance(name, str) and NANOCHAT_NAME.fullmatch(name)  # its subfolders' names
+        if not (is_plain_name(name) or nanochat) or name.startswith("."):
             return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
     return None
-
-
-def _items(value):
-    return value.items() if isinstance(value, dict) else ()
 
 
 def _field(record, key):
@@ -157,11 +145,6 @@ def _key(field, key):
 def _shown(value):
     """A value as the line shows it: JSON, cut short (a 10 MB name makes no 10 MB line)."""
     return shortened(json.dumps(value))
-
-
-def is_listed_name(value):
-    """A name a record may list: a plain one, or one of a nanochat folder's (NANOCHAT_NAME)."""
-    return is_plain_name(value) or (isinstance(value, str) and bool(NANOCHAT_NAME.fullmatch(value)))
 
 
 def is_plain_name(value):

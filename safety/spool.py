@@ -2,7 +2,7 @@
 
 A streamed .tar.gz gives its members in the archive's order, but llm.c writes them in the order
 of their sorted names. A Spool takes each member's ids as they come and writes the file in key
-order, with memory holding one array (and a copy buffer) whatever the file's size:
+order, with memory holding one array whatever the file's size:
 
     spool = Spool(out / "train.bin", np.uint16, header_bytes=1024)
     spool.add(2, ids_of_data02)        # appended to a temporary file beside the output,
@@ -11,12 +11,13 @@ order, with memory holding one array (and a copy buffer) whatever the file's siz
 
 If the arrays came in key order (an archive stored sorted), the temporary file already is the
 output: its header is written into the room left at its start and it is renamed, no copy. If
-not, the output is copied from it range by range in key order (COPY_BYTES at a time), and the
-temporary file removed: one more pass over the bytes and, for a moment, twice the disk.
-finish(header, pick) writes pick(key, array) of each array instead (TinyStories' --dedup drops
-stories so), one array in memory at a time; read(key) gives an array back before that.
+not, the output is written from it array by array in key order and the temporary file removed:
+one more pass over the bytes and, for a moment, twice the disk. finish(header, pick) writes
+pick(key, array) of each array instead (TinyStories' --dedup drops stories so); read(key) gives
+an array back before that.
 """
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -24,10 +25,8 @@ import numpy as np
 
 from bpe.io import naming
 
-COPY_BYTES = 1 << 24  # 16 MB per read while the output is copied out in key order
 
-
-class Spool:
+class Spool(contextlib.AbstractContextManager):
     def __init__(self, path, dtype, header_bytes=0):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
@@ -49,25 +48,29 @@ class Spool:
             self.file.write(memoryview(ids).cast("B"))  # no copy
         self.total += len(ids)
 
-    def keys(self):
-        """The keys added, in arrival order."""
-        return [key for key, _, _ in self.places]
-
     def read(self, key):
         """The array added under `key`, read back from the temporary file."""
         if not self.file.closed:
             self.file.flush()
         _, offset, count = next(place for place in self.places if place[0] == key)
-        return np.fromfile(self.spool_path, self.dtype.newbyteorder("<"), count, offset=offset)
+        ids = np.fromfile(self.spool_path, self.dtype.newbyteorder("<"), count, offset=offset)
+        if len(ids) != count:
+            raise OSError(f"{self.spool_path} is shorter than what was written")
+        return ids
 
     def finish(self, header=None, pick=None):
         """Write the output: header(total ids) (exactly header_bytes long), then every array
         in key order, or pick(key, array) of each; return its path. The temporary file is gone
         after, whatever happens."""
-        head = self._header(header, self.total) if pick is None else None
         try:
             with naming(self.path):  # a full disk names the output
-                return self._write(head) if pick is None else self._write_picked(header, pick)
+                if pick is None and self.places == sorted(self.places, key=lambda p: p[0]):
+                    self.file.seek(0)  # arrived in key order: the spool is the output
+                    self.file.write(self._header(header, self.total))
+                    self.file.close()
+                    os.replace(self.spool_path, self.path)
+                    return self.path
+                return self._write_in_key_order(header, pick or (lambda _key, ids: ids))
         finally:
             self.discard()
 
@@ -79,8 +82,9 @@ class Spool:
             )
         return head
 
-    def _write_picked(self, header, pick):
-        """`finish` with pick: the arrays read back one at a time, the header written last."""
+    def _write_in_key_order(self, header, pick):
+        """`finish` out of the spool: the arrays read back one at a time in key order, each
+        `pick`ed, the header written last."""
         self.file.close()
         with open(self.path, "xb") as out:
             out.write(bytes(self.header_bytes))
@@ -94,38 +98,11 @@ class Spool:
             out.write(self._header(header, total))
         return self.path
 
-    def _write(self, head):
-        """`finish`'s writing: the spool renamed into place (its keys came in order), or the
-        output copied out of it in key order."""
-        ordered = sorted(self.places, key=lambda place: place[0])
-        if ordered == self.places:  # arrived in key order: the spool is the output
-            self.file.seek(0)
-            self.file.write(head)
-            self.file.close()
-            os.replace(self.spool_path, self.path)
-            return self.path
-        self.file.close()
-        with open(self.spool_path, "rb") as source, open(self.path, "xb") as out:
-            out.write(head)
-            for _, offset, count in ordered:
-                source.seek(offset)
-                left = count * self.dtype.itemsize
-                while left:
-                    block = source.read(min(left, COPY_BYTES))
-                    if not block:
-                        raise OSError(f"{self.spool_path} is shorter than what was written")
-                    out.write(block)
-                    left -= len(block)
-        return self.path
-
     def discard(self):
         """Close and remove the temporary file (the output, if written, stays)."""
         self.file.close()
         if self.spool_path.exists():
             self.spool_path.unlink()
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.discard()

@@ -12,6 +12,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 """
 
 import argparse
+import contextlib
 import functools
 import warnings
 from collections import Counter
@@ -19,36 +20,34 @@ from collections import Counter
 import numpy as np
 from archive import ArchiveError
 
-from formats.shards import llmc_header
+from formats.shards import LLMC_HEADER_INTS, llmc_header
 from prepare_common import write_document_starts
+from safety.cli import whole_number
 from safety.files import sha256_file
 from safety.spool import Spool
 
 SPLITS = ("val", "train")  # llm.c writes val first
 
 
-class SplitFiles:
+class SplitFiles(contextlib.AbstractContextManager):
     """One output file per split, each the ids of its members in the order of their names.
 
     llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
-    and TinyStories_train.bin, which start with its header (formats.shards.llmc_header). The figures of each
-    split are added up from what `add` is given (stories, characters, and the tokens of any
-    tokenizer compared) and printed by `summary`.
+    and TinyStories_train.bin, which start with its header (formats.shards.llmc_header). The
+    figures of each split are added up from what `add` is given (stories, characters, and the
+    tokens of any tokenizer compared) and printed by `summary`.
     """
 
-    HEADER_BYTES = 1024  # llm.c's header: 256 int32
     BASIC = ("files", "stories", "characters")  # the other figures count tokens
 
     def __init__(self, out, dtype, llmc=False):
         self.dtype, self.llmc = np.dtype(dtype), llmc
-        self.files = {
-            split: f"TinyStories_{split}.bin" if llmc else f"{split}.bin" for split in SPLITS
-        }
-        room = self.HEADER_BYTES if llmc else 0
+        prefix = "TinyStories_" if llmc else ""
+        self.files = {split: f"{prefix}{split}.bin" for split in SPLITS}
         self.spools = {}
         try:
             for split, name in self.files.items():
-                self.spools[split] = Spool(out / name, dtype, header_bytes=room)
+                self.spools[split] = Spool(out / name, dtype, 4 * LLMC_HEADER_INTS if llmc else 0)
         except BaseException:
             self.discard()
             raise
@@ -103,10 +102,6 @@ class SplitFiles:
             signatures.append(minhash_signatures(*documents_of(stories)))
         return np.concatenate(signatures)
 
-    def names(self):
-        """Every member added, sorted by name."""
-        return sorted(name for spool in self.spools.values() for name in spool.keys())  # noqa: SIM118
-
     def tokens(self, split):
         """The ids of the split's file: those of the stories kept, after `deduplicate`."""
         if not self.kept:
@@ -130,7 +125,7 @@ class SplitFiles:
         """TinyStories' files, sorted, must be data00.json (val), data01.json, ... (train), none
         missing: a file's index within its split, which seeds its shuffle, is then its number
         (minus 1 in train); and neither split may be empty. Else an ArchiveError."""
-        names = self.names()
+        names = sorted(name for split in SPLITS for name in self.lengths[split])
         if len(names) < 2 or names != [f"data{i:02d}.json" for i in range(len(names))]:
             raise ArchiveError(
                 f"{archive} holds {', '.join(names) or 'no JSON file'}; expected data00.json "
@@ -174,14 +169,8 @@ class SplitFiles:
         for split, spool in self.spools.items():
             pick = functools.partial(self._kept_ids, split) if self.kept else None
             path = spool.finish(self._header_bytes, pick)
-            shards.append(
-                {
-                    "file": path.name,
-                    "split": split,
-                    "tokens": spool.total,
-                    "sha256": sha256_file(path),
-                }  # fmt: skip
-            )
+            shard = {"file": path.name, "split": split, "tokens": spool.total}
+            shards.append({**shard, "sha256": sha256_file(path)})
             if not self.llmc:
                 lengths = [self.kept_lengths(split, name) for name in sorted(self.lengths[split])]
                 write_document_starts(path.with_suffix(".docs.npy"), np.concatenate(lengths))
@@ -190,19 +179,12 @@ class SplitFiles:
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
 
     def _header_bytes(self, total):
-        if not self.llmc:
-            return b""
-        head = np.asarray(llmc_header(total, self.dtype), dtype="<i4").tobytes()
-        if len(head) != self.HEADER_BYTES:
-            raise ValueError(f"a header of {len(head)} bytes, not {self.HEADER_BYTES}")
-        return head
+        """llm.c's header (its length checked by the Spool), or none for nanoGPT's files."""
+        return llmc_header(total, self.dtype).tobytes() if self.llmc else b""
 
     def discard(self):
         for spool in self.spools.values():
             spool.discard()
-
-    def __enter__(self):
-        return self
 
     def __exit__(self, *exc):
         self.discard()
@@ -213,10 +195,7 @@ def story_vocab_size(text):
     from bpe import EOT
     from bpe.checks import check_training_args
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = whole_number(text)
     try:
         check_training_args(value, [EOT], "gpt2")
     except ValueError as exc:
