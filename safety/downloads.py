@@ -1,7 +1,7 @@
 """Downloads checked against a pinned sha256, with retries of what may pass and nothing else.
 
-    TINY_SHAKESPEARE = RemoteFile(url, sha256, mirror_path="tinyshakespeare/input.txt")
-    fetch(TINY_SHAKESPEARE, out_dir / "input.txt")  # downloaded once, checked, reused after
+    CORPUS = RemoteFile(url, sha256, mirror_path="corpus/input.txt")
+    fetch(CORPUS, out_dir / "input.txt")  # downloaded once, checked, reused after
 
 The classic failure this prevents is an HTML error page saved as input.txt: whatever server
 answered, the bytes are renamed into place only if their sha256 is the pinned one.

@@ -163,7 +163,7 @@ def trainer_reads(name, shard_format=None):
     train.bin, val.bin and meta.pkl, and the document starts the BOS-aligned train.py of
     docs/bos_batches.md reads (train.docs.npy, val.docs.npy); llm.c's and modded-nanogpt's
     `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val"
-    (its listdir filter), in a folder of .npy shards. "edu_fineweb_train_000002 (1).bin" -> True."""
+    (its listdir filter), in a folder of .npy shards. "corpus_train_000002 (1).bin" -> True."""
     if name in ("train.bin", "val.bin", META_PKL, *DOCUMENT_INDEXES):
         return True
     if shard_format == "nanochat":  # its dataset.py lists every *.parquet of the data folder

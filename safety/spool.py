@@ -13,7 +13,7 @@ If the arrays came in key order (an archive stored sorted), the temporary file a
 output: its header is written into the room left at its start and it is renamed, no copy. If
 not, the output is written from it array by array in key order and the temporary file removed:
 one more pass over the bytes and, for a moment, twice the disk. finish(header, pick) writes
-pick(key, array) of each array instead (TinyStories' --dedup drops stories so); read(key) gives
+pick(key, array) of each array instead (a lesson's --dedup drops documents so); read(key) gives
 an array back before that.
 """
 
