@@ -89,3 +89,8 @@ def shown(value, limit=SHOWN_CHARS):
         unit = "bytes" if isinstance(value, bytes) else "characters"
         return shortened(text, limit, len(value), unit)
     return shortened(text, limit, unit="characters in all")
+
+
+def plural(count, noun):
+    """A count as a line says it: 1, "file" -> "1 file"; 2, "file" -> "2 files"."""
+    return f"{count:,} {noun}{'s' * (count != 1)}"

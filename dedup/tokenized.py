@@ -7,6 +7,8 @@ which documents to keep (dedup/drop.py) and what the run says of the ones it dro
 import numpy as np
 from tqdm import tqdm
 
+from bpe.text import plural
+
 from .drop import document_keys, keep_documents, rule_record, without_boundaries
 from .fast import minhash_signatures
 
@@ -44,4 +46,4 @@ def dedup_line(record, documents):
     """What --dedup says of the documents it dropped (`deduplicate`'s record), out of `documents`:
     "--dedup exact: 2 of 23 documents dropped, each an exact copy of an earlier one"."""
     repeat = "an exact copy of an earlier one" if record["rule"] == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
-    return f"--dedup {record['rule']}: {record['documents_dropped']:,} of {documents:,} document{'s' * (documents != 1)} dropped, each {repeat}"  # fmt: skip
+    return f"--dedup {record['rule']}: {record['documents_dropped']:,} of {plural(documents, 'document')} dropped, each {repeat}"  # fmt: skip

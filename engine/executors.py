@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from bpe.io import atomic_write_text
+from bpe.text import plural
 from safety.errors import PrepareError
 from safety.files import load_json, read_small_file, sha256_file
 
@@ -363,11 +364,6 @@ def run_with_bars(executor, args, logs_folder, bars):
     bars = bars if args.executor != "slurm" else []  # on Slurm the tasks run later: no bars
     with quiet_logs(logs_folder, args.verbose) as terminal, task_bars(bars, terminal):
         executor.run()
-
-
-def plural(count, noun):
-    """1, "file" -> "1 file"; 2, "file" -> "2 files"."""
-    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def show_user_errors_without_traceback():

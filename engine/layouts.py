@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from bpe.io import atomic_path, atomic_write_text
+from bpe.text import plural
 from dedup.tokenized import dedup_line
-from engine.executors import plural
 from prepare_common import (
     llmc_names,
     random_split,

@@ -35,13 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bpe.text import plural
 from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
     Work,
     chain_executors,
     join_ray_cluster,
-    plural,
     run_with_bars,
 )
 from engine.layouts import RandomSplit, ShardStream

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bpe.text import plural
 from dedup.overlap import documents_of, exact_report, overlap_report, stream_documents
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
@@ -208,7 +209,7 @@ def overlap_lines(report):
     shared, repeats = report["val_tokens_in_shared_ngrams"], report["train_repeated_documents"]
     rule = near["rule"]
     lines = [
-        f"train: {_many(docs['train'], 'document')}, {tokens['train']:,} tokens; val: {_many(docs['val'], 'document')}, {tokens['val']:,} tokens (the boundary token left out)",  # fmt: skip
+        f"train: {plural(docs['train'], 'document')}, {tokens['train']:,} tokens; val: {plural(docs['val'], 'document')}, {tokens['val']:,} tokens (the boundary token left out)",  # fmt: skip
         f"val documents with an exact copy in train: {exact['documents']:,} ({exact['fraction']:.1%}): the model is trained on these, so its val loss on them measures memory, not how it does on unseen text",  # fmt: skip
         f"val documents with a near copy in train: {near['documents']:,} ({near['fraction']:.1%}) (estimated Jaccard >= {rule['threshold']} over {rule['shingle_tokens']}-token shingles; MinHash, {rule['bands']} bands of {rule['rows']} rows): they lower the val loss the same way",  # fmt: skip
         f"val tokens inside a {shared['ngram']}-token run that train also holds: {shared['fraction']:.1%} (GPT-3's contamination rule): the share of val the model may predict from memory",  # fmt: skip
@@ -219,11 +220,6 @@ def overlap_lines(report):
             f"{record['file']}: {record['items_with_ngram_in_train']:,} of {record['items']:,} items share a {shared['ngram']}-token run with train, held by {record['train_documents_holding_one']:,} train documents ({record['items_shorter_than_ngram']:,} items are shorter than {shared['ngram']} tokens, not checked): scores on those items may come from memory"  # fmt: skip
         )
     return lines
-
-
-def _many(count, noun):
-    """1, "document" -> "1 document"; 2 -> "2 documents"."""
-    return f"{count:,} {noun}{'s' * (count != 1)}"
 
 
 def overlap(folder, as_json=False, **options):
