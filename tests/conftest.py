@@ -24,6 +24,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import runpy
 import signal
 import subprocess
@@ -530,3 +531,23 @@ def assert_one_line(result, *fragments, code=1, alone=True, absent=(), limit=Non
 def assert_ok(result):
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.left == [], result.left
+
+
+def tree(folder):
+    """Every path under `folder` -> its bytes (a file), its target (a link) or None (a folder)."""
+    found = {}
+    for path in sorted(Path(folder).rglob("*")):
+        if path.is_symlink():
+            found[path] = ("link", os.readlink(path))
+        else:
+            found[path] = path.read_bytes() if path.is_file() else None
+    return found
+
+
+def documented_replacements(doc):
+    """A doc's ```python blocks, in pairs: (what to replace, what replaces it), as docs/bos_batches.md
+    and docs/bits_per_byte.md give their changes to nanoGPT's train.py."""
+    text = (REPO / "docs" / doc).read_text(encoding="utf-8")
+    found = re.findall(r"^```python\n(.*?)^```$", text, flags=re.M | re.S)
+    assert found and len(found) % 2 == 0, "the doc's python blocks come in pairs"
+    return list(zip(found[0::2], found[1::2]))

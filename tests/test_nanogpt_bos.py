@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import REPO, documented_replacements
 
 NANOGPT_FILES = ("train.py", "model.py", "configurator.py")
 VOCAB_SIZE, EOT = 64, 63
@@ -41,16 +41,8 @@ TINY_RUN = {  # nanoGPT's own --key=value overrides: a model of one layer, on th
 }
 
 
-def documented_replacements():
-    """docs/bos_batches.md's ```python blocks, in pairs: (what to replace, what replaces it)."""
-    text = (REPO / "docs" / "bos_batches.md").read_text(encoding="utf-8")
-    found = re.findall(r"^```python\n(.*?)^```$", text, flags=re.M | re.S)
-    assert found and len(found) % 2 == 0, "the doc's python blocks come in pairs"
-    return list(zip(found[0::2], found[1::2]))
-
-
 def patched_train_py(source):
-    for old, new in documented_replacements():
+    for old, new in documented_replacements("bos_batches.md"):
         assert source.count(old) == 1, f"train.py does not hold, exactly once:\n{old}"
         source = source.replace(old, new)
     return source
@@ -116,7 +108,7 @@ def test_train_py_reads_the_document_starts(nanogpt):
 
 def test_the_change_replaces_get_batchs_random_windows():
     """Checked without nanoGPT: the doc's lines are nanoGPT's, and the new ones use the starts."""
-    (old_loader, new_loader), (old_rows, new_rows) = documented_replacements()
+    (old_loader, new_loader), (old_rows, new_rows) = documented_replacements("bos_batches.md")
     assert new_loader.startswith(old_loader)  # the data folder line stays
     assert "torch.randint(len(data) - block_size" in old_rows
     assert "np.load(os.path.join(data_dir, f'{split}.docs.npy'))" in new_loader

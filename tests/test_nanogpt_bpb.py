@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_python
+from conftest import REPO, documented_replacements, run_python
 
 NANOGPT_FILES = ("train.py", "model.py", "configurator.py")
 TINY_RUN = {  # nanoGPT's own --key=value overrides: a model of one layer, on the CPU, in seconds
@@ -40,17 +40,11 @@ TINY_RUN = {  # nanoGPT's own --key=value overrides: a model of one layer, on th
 }
 
 
-def documented_replacements():
-    """docs/bits_per_byte.md's ```python blocks, in pairs: (what to replace, what replaces it)."""
-    text = (REPO / "docs" / "bits_per_byte.md").read_text(encoding="utf-8")
-    found = re.findall(r"^```python\n(.*?)^```$", text, flags=re.M | re.S)
-    assert found and len(found) % 2 == 0, "the doc's python blocks come in pairs"
-    return list(zip(found[0::2], found[1::2]))
-
-
 def test_the_change_sums_nats_and_bytes_as_nanochat_does():
     """Checked without nanoGPT: nanochat's evaluate_bpb, in nanoGPT's estimate_loss."""
-    (old_dir, new_dir), (old_loop, new_loop), (old_print, new_print) = documented_replacements()
+    (old_dir, new_dir), (old_loop, new_loop), (old_print, new_print) = documented_replacements(
+        "bits_per_byte.md"
+    )
     assert new_dir.startswith(old_dir) and "token_bytes.npy" in new_dir
     assert "reduction='none'" in new_loop and "(target_bytes > 0)" in new_loop
     assert "nats / math.log(2) / nbytes" in new_loop
@@ -68,7 +62,7 @@ def nanogpt(shakespeare_path, tmp_path):
     for name in NANOGPT_FILES:
         shutil.copy(Path(checkout) / name, tmp_path / name)
     source = (tmp_path / "train.py").read_text(encoding="utf-8")
-    for old, new in documented_replacements():
+    for old, new in documented_replacements("bits_per_byte.md"):
         assert source.count(old) == 1, f"train.py does not hold, exactly once:\n{old}"
         source = source.replace(old, new)
     (tmp_path / "train.py").write_text(source, encoding="utf-8")

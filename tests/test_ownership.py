@@ -20,7 +20,6 @@ file as it was; a run that succeeds leaves a folder that `verify` passes.
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run, write_jsonl
+from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run, tree, write_jsonl
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -54,17 +53,6 @@ def assert_verifies(folder):
     assert_ok(result)
     assert result.stdout.rstrip("\n").endswith(": OK"), result.stdout[-1000:]
     assert "error" not in result.stderr, result.stderr
-
-
-def tree(folder):
-    """Every path under `folder` -> its bytes (a file), its target (a link) or None (a folder)."""
-    found = {}
-    for path in sorted(Path(folder).rglob("*")):
-        if path.is_symlink():
-            found[path] = ("link", os.readlink(path))
-        else:
-            found[path] = path.read_bytes() if path.is_file() else None
-    return found
 
 
 def sha256(data):

@@ -26,24 +26,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run
+from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run, tree
 
 CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 OWT = REPO / "data" / "openwebtext" / "prepare.py"
 TINYSTORIES = REPO / "data" / "tinystories" / "prepare.py"
 COMMON = REPO / "prepare_common.py"
 VICTIM = b"a file of the user's, outside the prepared folder\n"
-
-
-def tree(folder):
-    """Every path under `folder` -> its bytes (a file), its target (a link) or None (a folder)."""
-    found = {}
-    for path in sorted(Path(folder).rglob("*")):
-        if path.is_symlink():
-            found[path] = ("link", os.readlink(path))
-        else:
-            found[path] = path.read_bytes() if path.is_file() else None
-    return found
 
 
 def words(count, seed):
