@@ -26,15 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path
-from bpe.text import shortened
 from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
-from safety.files import check_utf8_names, reserve, sha256_file
+from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
 from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
 from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
+from safety.text import shortened
 
 # ---------------------------------------------------------------------------------------------
 # 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids

@@ -75,10 +75,11 @@ from bpe.show_training import (
     sweep_table,
     trace_lines,
 )
-from bpe.text import shortened
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from safety import ArgumentParser, PrepareError, read_text, run_main
+from safety.files import atomic_write_text
 from safety.signals import Terminated
+from safety.text import shortened
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
@@ -520,7 +521,7 @@ def train_here(args):
         show_sweep(args, vocab, merges, counts, eval_text)
     if args.out:
         make_default_folder(args.out)
-        tokenizer.save(args.out)
+        atomic_write_text(args.out, tokenizer.to_json())
         print(f"wrote {args.out}")
 
 

@@ -44,10 +44,6 @@ from .fragments import FragmentCounter
 from .parallel import end_workers, start_pool
 from .patterns import BUILTIN_PATTERNS, spaceless_around
 from .table import PretokenTable
-from .text import (  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
-    decode,
-    read_text,
-)
 
 # between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
 # translated one by one
@@ -68,8 +64,8 @@ PARALLEL_MIN_BYTES = 1 << 20
 PARQUET_BATCH_ROWS = 1024
 
 
-class CorpusError(ValueError):
-    """A file that cannot be read as the corpus says: the message names the file."""
+from safety.errors import PrepareError as CorpusError  # noqa: E402
+from safety.text import decode, read_text  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -400,7 +396,7 @@ def _documents_with_sizes(piece, reading):
         while start < len(data):
             cut = cutter.first_cut(data, start + 1)
             cut = len(data) if cut == -1 else cut
-            text = decode(data[start:cut], piece.path, offset + start, CorpusError)
+            text = decode(data[start:cut], piece.path, offset + start)
             yield offset + start, len(text)
             start = cut
 
@@ -413,7 +409,7 @@ def documents(paths, text_column="text"):
     for path in paths:
         kind = file_kind(path)
         if kind == "text":
-            yield read_text(path, CorpusError)
+            yield read_text(path)
             continue
         size = os.path.getsize(path)
         pieces = _parquet_pieces(path, text_column) if kind == "parquet" else [Piece(path, kind, 0, size, size)]  # fmt: skip
@@ -431,7 +427,7 @@ def count_piece(piece, reading):
     counter = FragmentCounter(reading.pattern, reading.special_tokens)
     if piece.kind == "text":
         for offset, data in _blocks(piece, Cutter(reading.pattern, reading.special_tokens)):
-            counter.add(decode(data, piece.path, offset, CorpusError))
+            counter.add(decode(data, piece.path, offset))
     else:
         for _, text in _rows(piece, reading.text_column):
             counter.add(text)

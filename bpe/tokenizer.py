@@ -25,10 +25,10 @@ from .checks import (
     one_line,
     shown,
     tiktoken_failed,
+    without_lone_surrogates,
 )
 from .patterns import BUILTIN_PATTERNS, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
-from .text import without_lone_surrogates
 
 CACHE_LIMIT = 1 << 16  # distinct pretokens kept encoded (~130 bytes each); emptied when full
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
@@ -370,7 +370,7 @@ class Tokenizer:
 
     def save(self, path):
         """Write our JSON file (bpe/io.py describes it) atomically: temp name, then rename."""
-        io.atomic_write_text(path, self.to_json())
+        io.write_text_atomically(path, self.to_json())
 
     @classmethod
     def load(cls, path):
@@ -391,10 +391,10 @@ class Tokenizer:
         GPT-2 itself, saved this way, gives its own encoder.json and vocab.bpe byte for
         byte. The pair carries no pattern: give it again to `load_hf`.
         """
-        io.atomic_write_text(
+        io.write_text_atomically(
             f"{folder}/vocab.json", io.hf_vocab_json(self.vocab, self.special_tokens)
         )
-        io.atomic_write_text(f"{folder}/merges.txt", io.hf_merges_txt(self.merges))
+        io.write_text_atomically(f"{folder}/merges.txt", io.hf_merges_txt(self.merges))
 
     @classmethod
     def load_hf(cls, vocab_json, merges_txt=None, pattern="gpt2"):

@@ -15,10 +15,9 @@ import sys
 import threading
 from pathlib import Path
 
-from bpe.io import atomic_write_text
-from bpe.text import plural
 from safety.errors import PrepareError
-from safety.files import load_json, read_small_file, sha256_file
+from safety.files import atomic_write_text, load_json, read_small_file, sha256_file
+from safety.text import plural
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path, atomic_write_text
-from bpe.text import plural
 from dedup.tokenized import dedup_line
 from prepare_common import (
     llmc_names,
@@ -35,7 +33,9 @@ from prepare_common import (
 )
 from safety.commit import output_folder
 from safety.errors import PrepareError
+from safety.files import atomic_path, atomic_write_text
 from safety.record import SHARD_FORMATS
+from safety.text import plural
 
 TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
 

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import plural
 from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
@@ -56,6 +55,7 @@ from engine.readers import (
 )
 from prepare_common import HubDataset, source_name, source_record
 from safety.commit import folder_lock
+from safety.text import plural
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import numpy as np
 from bpe.corpus import json_line_text, json_lines, line_start, parquet_texts
 from prepare_common import source_name
 from safety.errors import PrepareError
-from safety.files import read_text, sha256_file
+from safety.files import sha256_file
 from safety.inputs import BUILDERS, expand_data_files, hub_files
+from safety.text import read_text
 
 
 def file_identity(path):

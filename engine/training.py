@@ -42,7 +42,6 @@ from bpe.corpus import (
     no_text_message,
     plan_pieces,
 )
-from bpe.io import atomic_write_text
 from engine.executors import (
     EXECUTORS,
     chain_executors,
@@ -54,7 +53,7 @@ from engine.executors import (
 )
 from engine.readers import file_identity
 from safety.errors import PrepareError
-from safety.files import load_json, read_small_file, sha256_file
+from safety.files import atomic_write_text, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 
@@ -140,7 +139,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
     vocab, merges = train_bpe_from_counts(counts, job.vocab_size, special_tokens)
     first_special = 256 + len(merges)
     special_ids = {token: first_special + i for i, token in enumerate(special_tokens)}
-    Tokenizer(vocab, merges, special_ids, pattern=job.pattern_name).save(out)
+    atomic_write_text(out, Tokenizer(vocab, merges, special_ids, job.pattern_name).to_json())
     return data
 
 

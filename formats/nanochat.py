@@ -19,8 +19,8 @@ import numpy as np
 
 from bpe import NANOCHAT_PATTERN, Tokenizer, train_bpe_from_counts
 from bpe.fragments import FragmentCounter
-from bpe.io import atomic_path
 from safety.errors import PrepareError
+from safety.files import atomic_path
 
 DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR, under $NANOCHAT_BASE_DIR
 TOKENIZER_DIR = "tokenizer"

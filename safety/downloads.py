@@ -15,11 +15,9 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
-from bpe.gpt2 import MIRROR_ENV, OFFLINE_HELP, host_unresolved, mirrored, unresolved_message
-from bpe.io import atomic_path
-
 from .errors import PrepareError
-from .files import sha256_file
+from .files import atomic_path, sha256_file
+from .gpt2 import MIRROR_ENV, OFFLINE_HELP, host_unresolved, mirrored, unresolved_message
 
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds
 

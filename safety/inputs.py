@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import shortened
-
 from .errors import PrepareError
 from .files import sha256_file
+from .text import shortened
 
 # Which datasets builder reads which local files; .txt files are one document each.
 BUILDERS = {

@@ -10,9 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from bpe.text import shortened
-
 from .errors import PrepareError
+from .text import shortened
 
 META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
 SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpe import EOT, corpus
-from bpe.text import universal_newlines
 from bpe.train import count_pretokens, train_bpe_from_files, train_bpe_from_iterator
+from safety.text import universal_newlines
 
 # Fragments that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
 # prefixes, multi-byte characters, long runs.

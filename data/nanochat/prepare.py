@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path
 from formats import nanochat
 from formats.tokenizers import encoding_sha256
 from prepare_common import load_documents, source_name, text_source, write_record
@@ -33,7 +32,7 @@ from safety import (
     read_text,
     run_main,
 )
-from safety.files import sha256_file
+from safety.files import atomic_path, sha256_file
 
 TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
     url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",

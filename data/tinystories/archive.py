@@ -36,8 +36,8 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-from bpe.text import shortened
 from safety.errors import PrepareError
+from safety.text import shortened
 
 MAX_MEMBER_BYTES = 1 << 30  # 1 GiB: TinyStories' 50 members come from 1.6 GB of gzip in all
 MAX_TRAILING_BYTES = 1 << 24  # after the archive's end: tar's zero padding, not another corpus

@@ -213,7 +213,7 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
     story holding that text literally is cut there too: a few pretokens fewer, nothing else).
     Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
     from bpe import Tokenizer, train_bpe_from_iterator
-    from bpe.text import without_lone_surrogates
+    from safety.text import without_lone_surrogates
 
     texts = (
         without_lone_surrogates(end_of_text.join(s.strip() for s in stories)) for stories in files

@@ -2,8 +2,8 @@
 pinned file is read from (the origin, or a mirror), with the one line of a network that is not
 there; and where tiktoken's copies of them are kept.
 
-Every reader of them (`python -m bpe show`, the lessons' tiktoken "gpt2", `verify`) checks the
-bytes against these.
+Every reader of them (the lessons' tiktoken "gpt2", `verify`) checks the bytes against these;
+`python -m bpe show` reads them through tiktoken's cache, where the lessons put checked copies.
 """
 
 import hashlib
