@@ -26,12 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from documents.inputs import builder, check_texts, expand_data_files, hub_files, inputs_sha256
 from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
-from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
 from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 from safety.text import shortened
 
@@ -336,7 +336,7 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
 # A document lesson pins its dataset, a HubDataset: its repository and revision, its config (the
 # card's name for it), the files it holds (a glob of parquet files, read with datasets' own parquet
 # builder: no loading script runs) and the split they are. `load_documents` loads it, and refuses
-# in one line what `datasets` would stumble on (safety/inputs.py).
+# in one line what `datasets` would stumble on (documents/inputs.py).
 HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 
 
@@ -357,15 +357,19 @@ def load_documents(hub, data_files, num_proc, cache_dir):
     else:
         files = expand_data_files(data_files)
         content = inputs_sha256(files)
-    builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+    name, options = builder(files[0])
     # datasets knows a local file by its path, size and time: its cache of the documents goes
     # in a folder named by their content, so an input edited in place is read again
     cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
     try:
         dataset = datasets.load_dataset(
-            builder, data_files={"train": files}, split="train", cache_dir=str(cache_dir),
-            num_proc=min(num_proc, len(files)), **options,
-        )  # fmt: skip
+            name,
+            data_files={"train": files},
+            split="train",
+            cache_dir=str(cache_dir),
+            num_proc=min(num_proc, len(files)),
+            **options,
+        )
     except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
         cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
         detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))

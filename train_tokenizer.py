@@ -54,16 +54,6 @@ from bpe.checks import (
     check_workers,
     shown,
 )
-from bpe.corpus import (
-    CorpusError,
-    Reading,
-    count_table,
-    documents,
-    expand_inputs,
-    file_kind,
-    leaves_out,
-    no_text_message,
-)
 from bpe.io import render_token
 from bpe.patterns import PATTERNS
 from bpe.show_training import (
@@ -74,6 +64,15 @@ from bpe.show_training import (
     sweep_bars,
     sweep_table,
     trace_lines,
+)
+from documents.corpus import (
+    Reading,
+    count_table,
+    documents,
+    expand_inputs,
+    file_kind,
+    leaves_out,
+    no_text_message,
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from safety import ArgumentParser, PrepareError, read_text, run_main
@@ -275,7 +274,7 @@ def default_out(inputs, vocab_size):
     """
     try:
         first = Path(expand_inputs(inputs)[0])
-    except (CorpusError, IndexError):  # said when the files are read, a line later
+    except (PrepareError, IndexError):  # said when the files are read, a line later
         first = Path(inputs[0] if not set("*?[") & set(inputs[0]) else "tokenizer")
     name = first.parent.resolve().name if first.stem == "input" else first.stem
     return TOKENIZERS / f"{name}-{vocab_size}.json"  # the folder is made when it is written
@@ -324,10 +323,7 @@ def check_out_is_no_input(out, args):
     Checked by identity (os.path.samefile), so a link or another spelling of the path counts."""
     if not out.exists():
         return
-    try:
-        inputs = expand_inputs(args.input)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
+    inputs = expand_inputs(args.input)
     for option, paths in (("--input", inputs), ("--eval", [args.eval] if args.eval else [])):
         for path in paths:
             if os.path.exists(path) and os.path.samefile(path, out):
@@ -396,8 +392,6 @@ def train(args):
             vocab, merges = train_bpe_from_counts(
                 counts, args.vocab_size, args.special_tokens, progress=bars
             )
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
     finally:
         bars.close()
     for warning in caught:
@@ -535,8 +529,6 @@ def train_nanochat(args):
         texts = documents(expand_inputs(args.input), args.text_column)
         doc_cap, max_chars = args.doc_cap or nanochat.DOC_CAP, args.max_chars or nanochat.MAX_CHARS
         tokenizer = nanochat.train_tokenizer(texts, args.vocab_size, doc_cap, max_chars, bars)
-    except CorpusError as exc:  # a file that cannot be read as its kind: one line naming it
-        raise PrepareError(str(exc)) from None
     finally:
         bars.close()
     seconds = time.perf_counter() - start

@@ -330,3 +330,19 @@ def write_text_atomically(path, text):
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name)
+
+
+def read_text(path):
+    """A UTF-8 text file as nanoGPT reads it, with Python's universal newlines ("\\r\\n" and
+    "\\r" are "\\n"); a missing file, a folder or a byte that is not UTF-8 raise a ValueError
+    naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist or is not a regular file; check the path")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not valid UTF-8 (byte offset {exc.start:,})") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")

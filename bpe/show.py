@@ -22,6 +22,7 @@ from pathlib import Path
 import regex
 
 from .checks import one_line
+from .io import read_text
 from .tokenizer import Tokenizer
 
 # Background colors cycled over the tokens (256-color codes, pale, with black text), and reset.
@@ -178,20 +179,6 @@ def load_tokenizer(path=None):
         raise ShowError(f"{path} is not a tokenizer file ({exc})") from None
 
 
-def read_text(path):
-    """A UTF-8 file as nanoGPT reads it (its newlines); a missing or bad file is a ShowError."""
-    path = Path(path)
-    if not path.is_file():
-        raise ShowError(f"{path} does not exist or is not a regular file; check the path")
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ShowError(f"{path} is not valid UTF-8 (byte offset {exc.start:,})") from None
-    except OSError as exc:
-        raise ShowError(f"cannot read {path}: {exc.strerror}") from None
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 class _Parser(argparse.ArgumentParser):
     """A usage error is one line, exit code 2; a misspelled option is named with the closest
     one ("--tokenzier": did you mean --tokenizer?), never taken for an abbreviation."""
@@ -230,7 +217,10 @@ def make_parser():
 def main(argv=None):
     args = make_parser().parse_args(argv)
 
-    text = read_text(args.file) if args.file else args.text or args.explain
+    try:
+        text = read_text(args.file) if args.file else args.text or args.explain
+    except ValueError as exc:
+        raise ShowError(str(exc)) from None
     if not text:
         raise ShowError(f"{args.file or 'the text'} is empty: nothing to show")
     try:

@@ -24,7 +24,9 @@ a corpus where it happens (merging Tiny Shakespeare line by line until no pair i
 """
 
 import logging
+import multiprocessing
 import os
+import signal
 import warnings
 from array import array
 from collections import Counter, defaultdict
@@ -33,9 +35,8 @@ from heapq import heapify, heappop, heappush
 import numpy as np
 
 from .checks import check_pattern, check_training_args, check_workers
-from .corpus import count_table, straddles_special
 from .fragments import FragmentCounter
-from .parallel import ordered_map
+from .io import read_text
 from .patterns import BUILTIN_PATTERNS, is_line_cut
 from .simple import special_token_regex
 from .table import PretokenTable, run_starts
@@ -58,6 +59,19 @@ def count_pretokens(text, pattern="gpt2", special_tokens=()):
     counter = FragmentCounter(check_pattern(pattern), special_tokens)
     counter.add(text)
     return counter.pretoken_counts()
+
+
+def straddles_special(text, position, special_tokens):
+    """True if an occurrence of a special token has `position` strictly inside it.
+
+    Works on str with str tokens and on bytes with bytes tokens:
+    "a<|x|>b", 3, ["<|x|>"] -> True (between "<|" and "x"); "a<|x|>b", 1, ["<|x|>"] -> False.
+    """
+    for token in special_tokens:
+        start = max(0, position - len(token) + 1)
+        if text.find(token, start, position + len(token) - 1) != -1:
+            return True
+    return False
 
 
 def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
@@ -113,13 +127,26 @@ def count_pretokens_parallel(
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
     done = 0
-    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
-    for job, piece_counts in zip(jobs, results):
+    for job, piece_counts in zip(jobs, _in_workers(count_pretokens, jobs, num_workers)):
         counts.update(piece_counts)
         done += len(job[0])
         if progress:
             progress("pretokenize", done, len(text))
     return counts
+
+
+def _in_workers(function, jobs, num_workers):
+    """function(*job) for each job, in worker processes, in order; the workers leave Ctrl-C to
+    this process, which ends them."""
+    processes = min(num_workers, len(jobs))
+    ignore_ctrl_c = (signal.SIGINT, signal.SIG_IGN)
+    with multiprocessing.Pool(processes, signal.signal, ignore_ctrl_c) as pool:
+        yield from pool.imap(_call, [(function, job) for job in jobs])
+
+
+def _call(function_and_job):
+    function, job = function_and_job
+    return function(*job)
 
 
 # --------------------------------------------- The fast merge loop over a table of pretoken counts
@@ -527,44 +554,14 @@ def train_bpe(
     merges: [(left bytes, right bytes), ...] in creation order.
     vocab_size counts all three. The rule, ties and pairs passed over: see simple.train.
 
-    The file is read in pieces by `num_workers` processes (default: all CPUs), never whole
-    (train_bpe_from_files, which also reads .jsonl/.json/.parquet files as rows).
-    `progress(stage, done, total)`, if given, is called during "read" (bytes) and "merge"
-    (merges), e.g. to drive a progress bar.
+    The text is counted in pieces by `num_workers` processes (default: all CPUs).
+    `progress(stage, done, total)`, if given, is called during "pretokenize" (characters) and
+    "merge" (merges), e.g. to drive a progress bar.
     """
-    return train_bpe_from_files(
-        [input_path],
-        vocab_size,
-        special_tokens,
-        pattern,
-        num_workers=num_workers,
-        progress=progress,
-    )
-
-
-def train_bpe_from_files(
-    inputs,
-    vocab_size,
-    special_tokens=(),
-    pattern="gpt2",
-    text_column="text",
-    max_chars=None,
-    num_workers=None,
-    progress=None,
-):
-    """train_bpe on files and globs: .txt, .jsonl/.json or .parquet (a row is a document).
-
-    ["a.txt", "shards/*.parquet"], 4096 -> the same as train_bpe_from_iterator on their documents
-    (a .txt file's whole text is one iterator item). The files are read by worker processes
-    in pieces and blocks (corpus.count_corpus), so memory is the pretoken count table plus a
-    constant, not the corpus. `progress` sees "read" (bytes) then "merge"; text_column and
-    max_chars (the first documents up to that many characters): see corpus.count_corpus.
-    """
-    num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
-    table = count_table(
-        inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
-    )
-    return _train_on_counts(table, num_merges, vocab_size, special_tokens, progress)
+    check_training_args(vocab_size, special_tokens, pattern)  # before the file is read
+    check_workers(num_workers)
+    text = read_text(input_path)
+    return _train_on_texts([text], vocab_size, special_tokens, pattern, num_workers, progress)
 
 
 def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progress=None):

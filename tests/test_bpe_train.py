@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe import EOT, Tokenizer, corpus, simple
+from bpe import EOT, Tokenizer, simple
 from bpe import train as train_module
 from bpe.table import PretokenTable
 from bpe.train import (
@@ -200,8 +200,7 @@ def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
     )
 
 
-def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, monkeypatch):
-    monkeypatch.setattr(corpus, "PIECE_BYTES", 200_000)  # six pieces, read by two workers
+def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare):
     from_file = train_bpe(shakespeare_path, 2000, [EOT], num_workers=2)
     assert from_file == train_bpe_from_iterator([shakespeare], 2000, [EOT])
     vocab, merges = from_file

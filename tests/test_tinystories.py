@@ -34,7 +34,7 @@ from conftest import REPO, assert_clean_failure, files_in, run_python, tokenizer
 from llmc_tinystories import split_tokens, write_llmc_tinystories
 
 from bpe import EOT, Tokenizer
-from bpe.parallel import ordered_map
+from documents.parallel import ordered_map
 from safety.spool import Spool
 
 sys.path.insert(

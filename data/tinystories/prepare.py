@@ -19,8 +19,8 @@ from archive import archive_file, json_members, json_stories
 from stories import SplitFiles, story_vocab_size, train_story_bpe
 
 from bpe import EOT
-from bpe.parallel import ordered_map
 from dedup.drop import document_keys, rule_record, without_boundaries
+from documents.parallel import ordered_map
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,

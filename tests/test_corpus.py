@@ -1,4 +1,4 @@
-"""bpe/corpus.py: files read as pretoken counts in pieces and blocks, equal to counting each
+"""documents/corpus.py: files read as pretoken counts in pieces and blocks, equal to counting each
 document whole; the file kinds, --max-chars, and one clear error for each bad input."""
 
 import json
@@ -10,8 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpe import EOT, corpus
-from bpe.train import count_pretokens, train_bpe_from_files, train_bpe_from_iterator
+from bpe import EOT
+from bpe.train import count_pretokens, train_bpe_from_iterator
+from documents import corpus
+from documents.corpus import train_bpe_from_files
+from safety.errors import PrepareError
 from safety.text import universal_newlines
 
 # Fragments that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
@@ -213,7 +216,7 @@ def test_bad_input_is_one_error_naming_the_file(tmp_path, monkeypatch, files, in
 
     write_files(tmp_path, files)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(corpus.CorpusError) as error:
+    with pytest.raises(PrepareError) as error:
         corpus.count_corpus(inputs, special_tokens=[EOT])
     for fragment in fragments:
         assert fragment in str(error.value)
