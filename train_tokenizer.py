@@ -8,9 +8,9 @@ the rule), prints the first and last merges in GPT-2's printable alphabet (Ġ is
 Ċ a newline) and how many bytes one token covers on average, and writes the tokenizer
 file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
 
-Several --input files and globs are trained on as one corpus: .txt files (special tokens
-such as <|endoftext|> separate documents), .jsonl/.json and .parquet files (each row's
---text-column is a document). No pretoken spans two documents or two files. --workers
+Several --input files and globs are trained on as one corpus: .txt files (one document each,
+as to the lessons' --data-files), .jsonl/.json and .parquet files (each row's --text-column is
+a document). No pretoken spans two documents, two files or a special token. --workers
 processes read their own pieces of the files and send back pretoken counts, never text,
 so memory stays the size of the count table however large the corpus; --max-chars N trains
 on the first documents only, up to N characters.
@@ -98,7 +98,8 @@ def make_parser():
         nargs="+",
         required=True,
         metavar="FILE|GLOB",
-        help="files to train on: .txt (UTF-8 text), .jsonl/.json or .parquet (a row is a document)",
+        help="files to train on: .txt (UTF-8 text, one document each), .jsonl/.json or .parquet "
+        "(a row is a document)",
     )
     parser.add_argument(
         "--text-column",
