@@ -52,7 +52,13 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
         return trained_tokenizer(tokenizer_path, need_eot)
     encoding = gpt2_encoding()
     n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
-    record = {"kind": "tiktoken", "name": "gpt2", "vocab_size": n_vocab, "eot_id": eot, "sha256": sha256}  # fmt: skip
+    record = {
+        "kind": "tiktoken",
+        "name": "gpt2",
+        "vocab_size": n_vocab,
+        "eot_id": eot,
+        "sha256": sha256,
+    }
     return encoding, record
 
 
@@ -262,7 +268,19 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 # 5. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
 
 
-def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_tokens=None, shards=None, shard_format=None):  # fmt: skip
+def write_meta(
+    out,
+    *,
+    script,
+    tokenizer,
+    dtype,
+    source,
+    split,
+    options,
+    split_tokens=None,
+    shards=None,
+    shard_format=None,
+):
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
@@ -284,7 +302,9 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
-    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, meta["splits"], shards, shard_format)  # fmt: skip
+    meta["token_bytes"] = write_token_bytes(
+        out, tokenizer, dtype, meta["splits"], shards, shard_format
+    )
     return write_record(out, meta)
 
 
@@ -325,7 +345,12 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
     tokenizer = folder_tokenizer(tokenizer, out)  # as meta.json records it
-    meta = {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer, "stoi": stoi, "itos": itos}  # fmt: skip
+    meta = {
+        "vocab_size": tokenizer["vocab_size"],
+        "tokenizer": tokenizer,
+        "stoi": stoi,
+        "itos": itos,
+    }
     write_pickle(Path(out) / META_PKL, meta)
     return True
 
@@ -380,7 +405,8 @@ def load_documents(hub, data_files, num_proc, cache_dir):
 
 
 def source_name(data_files, hub):
-    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
+    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl
+    b.txt"."""
     if data_files:
         return " ".join(data_files)
     config = f" ({hub.config})" if hub.config not in hub.files else ""
@@ -401,23 +427,38 @@ def id_batches(tokenized, documents_per_batch=10_000):
         yield batch["ids"].combine_chunks().flatten().to_numpy()
 
 
-def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):  # fmt: skip
-    """nanoGPT's `documents.map(process, ...)`: every document's ids and length (tokenize_documents),
+def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):
+    """nanoGPT's `documents.map(process, ...)`: every document's ids and length
+    (tokenize_documents),
     in datasets' cache. The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64)
     and the cache is keyed by what decides them (the input, the tokenizer's sha256 and end-of-text
     id and where it goes, the dtype): datasets' own key would pickle the whole vocabulary."""
     import datasets
     from datasets.fingerprint import Hasher
 
-    key = [documents._fingerprint, tokenize_documents, tokenizer["sha256"], tokenizer["eot_id"], eot_first]  # fmt: skip
+    key = [
+        documents._fingerprint,
+        tokenize_documents,
+        tokenizer["sha256"],
+        tokenizer["eot_id"],
+        eot_first,
+    ]
     return documents.map(
-        tokenize_documents, input_columns="text", with_indices=True, batched=True, desc=desc,
-        fn_kwargs=dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where, eot_first=eot_first),
+        tokenize_documents,
+        input_columns="text",
+        with_indices=True,
+        batched=True,
+        desc=desc,
+        fn_kwargs=dict(
+            encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where, eot_first=eot_first
+        ),
         remove_columns=documents.column_names,
         num_proc=min(num_proc, len(documents)),  # datasets warns of more processes than rows
-        features=datasets.Features({"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}),
+        features=datasets.Features(
+            {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
+        ),
         new_fingerprint=Hasher.hash([*key, dtype.name]),
-    )  # fmt: skip
+    )
 
 
 def split_sizes(num_documents, val_fraction):

@@ -243,16 +243,26 @@ def check_nanochat_args(args):
     given = [o for o in ("special_tokens", "sweep", "trace", "plot") if getattr(args, o)]
     if args.pattern != "nanochat" or args.engine != "bpe" or given:
         what = f"--{given[0].replace('_', '-')}" if given else "--pattern or --engine"
-        raise UsageError(f"{what} does not go with --format nanochat (nanochat's pattern and special tokens, trained here)")  # fmt: skip
+        raise UsageError(
+            f"{what} does not go with --format nanochat (nanochat's pattern and special "
+            "tokens, trained here)"
+        )
     from formats import nanochat
 
     nanochat.check_vocab_size(args.vocab_size)
     if args.out is None:
-        raise UsageError("--format nanochat writes a folder: give --out DIR (nanochat reads $NANOCHAT_BASE_DIR/tokenizer)")  # fmt: skip
+        raise UsageError(
+            "--format nanochat writes a folder: give --out DIR (nanochat reads "
+            "$NANOCHAT_BASE_DIR/tokenizer)"
+        )
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise PrepareError(f"--out {args.out} is a file; give the folder to write tokenizer.pkl into")  # fmt: skip
+        raise PrepareError(
+            f"--out {args.out} is a file; give the folder to write tokenizer.pkl into"
+        )
     if not Path(args.out).parent.is_dir():
-        raise PrepareError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first")  # fmt: skip
+        raise PrepareError(
+            f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first"
+        )
 
 
 def check_eval(path):
@@ -416,7 +426,10 @@ def render_short(token):
 def show_merges(merges):
     def line(i, pair):
         left, right = pair
-        return f"  {256 + i:>6}: {render_short(left)} + {render_short(right)} -> {render_short(left + right)}"
+        return (
+            f"  {256 + i:>6}: {render_short(left)} + {render_short(right)} -> "
+            f"{render_short(left + right)}"
+        )
 
     shown = list(enumerate(merges))
     if len(shown) > 2 * SHOW_MERGES:
@@ -533,7 +546,10 @@ def train_nanochat(args):
     finally:
         bars.close()
     seconds = time.perf_counter() - start
-    print(f"learned {len(tokenizer.merges):,} merges in {seconds:.2f} s; vocab size {tokenizer.vocab_size:,}")  # fmt: skip
+    print(
+        f"learned {len(tokenizer.merges):,} merges in {seconds:.2f} s; vocab size "
+        f"{tokenizer.vocab_size:,}"
+    )
     show_merges(tokenizer.merges)
     encoding = nanochat.nanochat_encoding(tokenizer)
     if eval_text is not None:

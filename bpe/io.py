@@ -77,7 +77,8 @@ def render_token(token: bytes) -> str:
 
 
 def parse_token(text: str) -> bytes:
-    """The inverse of render_token: "Ġthe" -> b" the". A char outside the alphabet raises KeyError."""
+    """The inverse of render_token: "Ġthe" -> b" the". A char outside the alphabet raises
+    KeyError."""
     return bytes(CHAR_TO_BYTE[c] for c in text)
 
 

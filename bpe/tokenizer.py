@@ -150,7 +150,8 @@ class Tokenizer:
         # The built-in patterns match every character (patterns.py says why); for any other,
         # encoding compares the pretokens' total length with the text's.
         self._covers_every_text = self.pattern in BUILTIN_PATTERNS
-        self._cache = {}  # pretoken str -> its ids (never changed once stored); see _encode_pretokens
+        # pretoken str -> its ids (never changed once stored); see _encode_pretokens
+        self._cache = {}
         self.cache_limit = CACHE_LIMIT
         self._special_regex = (
             special_token_regex(self.special_tokens) if self.special_tokens else None
@@ -166,7 +167,8 @@ class Tokenizer:
     # ------------------------------------------------------------ encoding
 
     def encode_ordinary(self, text):
-        """Text -> ids, with special-token strings treated as plain text (tiktoken's encode_ordinary).
+        """Text -> ids, with special-token strings treated as plain text (tiktoken's
+        encode_ordinary).
 
         "hello world" -> [31373, 995] with GPT-2's files.
         Equal to simple.encode without special tokens.
@@ -360,7 +362,8 @@ class Tokenizer:
             ) from None
 
     def to_json(self):
-        """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
+        """The text `save` writes: one fixed layout, so same tokenizer -> same text (see
+        bpe/io.py)."""
         pattern = self.pattern_name or self.pattern
         return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, pattern)
 

@@ -113,7 +113,8 @@ def expand_inputs(inputs):
         for path in matches:
             if os.path.isdir(path):
                 raise PrepareError(
-                    f"{path} is a folder; give the files in it, or a glob such as {folder_glob(path)}"
+                    f"{path} is a folder; give the files in it, or a glob such as "
+                    f"{folder_glob(path)}"
                 )
             if not os.path.isfile(path):
                 raise PrepareError(f"{path} is not a file; give files or a glob of files")
@@ -403,7 +404,11 @@ def documents(paths, text_column="text"):
             yield read_text(path)
             continue
         size = os.path.getsize(path)
-        pieces = _parquet_pieces(path, text_column) if kind == "parquet" else [Piece(path, kind, 0, size, size)]  # fmt: skip
+        pieces = (
+            _parquet_pieces(path, text_column)
+            if kind == "parquet"
+            else [Piece(path, kind, 0, size, size)]
+        )
         for piece in pieces:
             yield from (text for _, text in _rows(piece, text_column))
 

@@ -157,7 +157,8 @@ def _check_json_depth(block, depth, path, first_line):
 
 
 def expand_data_files(patterns):
-    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt, a/1.txt, a/2.txt.
+    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt,
+    a/1.txt, a/2.txt.
 
     Sorting makes the row order, and so the split and the .bin files, independent of the file
     system's listing order. The files must be of one known kind and not all empty.
@@ -170,7 +171,8 @@ def expand_data_files(patterns):
     if not kinds or not kinds <= KINDS.keys():
         unknown = sorted(kinds - KINDS.keys()) or ["no files"]
         raise PrepareError(
-            f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}"
+            "--data-files must name .parquet, .jsonl, .json or .txt files; found "
+            f"{', '.join(unknown)}"
         )
     if len({KINDS[kind] for kind in kinds}) > 1:
         raise PrepareError(
@@ -184,7 +186,8 @@ def expand_data_files(patterns):
 
 
 def _holds_nothing(path):
-    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure error)."""
+    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure
+    error)."""
     if Path(path).stat().st_size == 0:
         return True
     if Path(path).suffix.lower() != ".parquet":

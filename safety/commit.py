@@ -363,7 +363,11 @@ def _staged_names(staging):
         if TEMPORARY_NAME.match(entry.name) or entry.name == STAGING_MARKER:
             continue
         if entry.is_dir(follow_symlinks=False):
-            names += [f"{entry.name}/{name}" for name in os.listdir(entry.path) if not TEMPORARY_NAME.match(name)]  # fmt: skip
+            names += [
+                f"{entry.name}/{name}"
+                for name in os.listdir(entry.path)
+                if not TEMPORARY_NAME.match(name)
+            ]
         else:
             names.append(entry.name)
     return sorted(names)

@@ -120,7 +120,8 @@ def read_plain_pickle(path):
 def first_non_utf8(value):
     """The first string in a JSON-like value that UTF-8 cannot encode (a lone surrogate), or None.
 
-    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes caf\\xe9.txt)
+    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes
+    caf\\xe9.txt)
     """
     if isinstance(value, str):
         return None if without_lone_surrogates(value) == value else value

@@ -11,7 +11,8 @@ import os
 import socket
 from pathlib import Path
 
-# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
+# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL,
+# sha256.
 GPT2_FILES = {
     "encoder.json": (
         "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",

@@ -19,7 +19,8 @@ SHOWN_CHARS = 200  # a value quoted in an error line is cut to this many charact
 
 def universal_newlines(text):
     """nanoGPT's newlines: its open(path, "r").read() reads "\\r\\n" and a lone "\\r" as
-    "\\n" (Python's universal newlines): "a\\r\\nb\\rc" -> "a\\nb\\nc". Every text file is read this way,
+    "\\n" (Python's universal newlines): "a\\r\\nb\\rc" -> "a\\nb\\nc". Every text file is read this
+    way,
     by the trainer and by the lessons."""
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 

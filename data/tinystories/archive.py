@@ -132,9 +132,11 @@ class TarStream:
                 break
             if member.size > MAX_EXTENSION_BYTES:
                 raise self._damaged(
-                    offset, block, f"an extension header of {member.size:,} bytes, more than "
-                    f"the {MAX_EXTENSION_BYTES:,} one may have"
-                )  # fmt: skip
+                    offset,
+                    block,
+                    f"an extension header of {member.size:,} bytes, more than "
+                    f"the {MAX_EXTENSION_BYTES:,} one may have",
+                )
             data = bytes(self.read_data(member.size))
             if member.type in LONG_NAMES:
                 text = data.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
