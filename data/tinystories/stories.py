@@ -14,6 +14,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 import argparse
 import contextlib
 import functools
+import sys
 import warnings
 from collections import Counter
 
@@ -229,3 +230,8 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
             f"(they give {len(vocab):,}); ask for fewer"
         )
     return Tokenizer(vocab, merges, special_tokens={end_of_text: vocab_size - 1})
+
+
+if __name__ == "__main__":
+    print("error: stories.py is a module of data/tinystories/prepare.py; run that", file=sys.stderr)
+    sys.exit(2)
