@@ -6,9 +6,8 @@
 bytes already are a token passed over, an early stop with a warning) and this module follows
 it exactly; the tests prove the two equal on random and real text. It is fast in three ways:
 
-1. Pretokens are counted once, and the merges are learned from those counts. Files are
-   counted by worker processes that read their own pieces (corpus.py), so memory is the
-   count table, not the corpus; texts in memory by `count_pretokens_parallel`.
+1. Pretokens are counted once, and the merges are learned from those counts (which worker
+   processes, or many machines, may count: `train_bpe_from_counts`).
 2. `learn_merges` never rescans: a merge only changes the places that hold the pair, so
    it keeps, for each pair, its count and where it is, and a heap of the counts. Memory: the
    pretokens are a PretokenTable (table.py), and the pairs far below the top (most of them)
@@ -24,9 +23,6 @@ a corpus where it happens (merging Tiny Shakespeare line by line until no pair i
 """
 
 import logging
-import multiprocessing
-import os
-import signal
 import warnings
 from array import array
 from collections import Counter, defaultdict
@@ -34,19 +30,12 @@ from heapq import heapify, heappop, heappush
 
 import numpy as np
 
-from .checks import check_pattern, check_training_args, check_workers
+from .checks import check_pattern, check_training_args
 from .fragments import FragmentCounter
 from .io import read_text
-from .patterns import BUILTIN_PATTERNS, is_line_cut
-from .simple import special_token_regex
 from .table import PretokenTable, run_starts
 
 log = logging.getLogger(__name__)
-
-# Below this many characters a text is pretokenized in this process: starting worker
-# processes and shipping text to them costs more than it saves.
-PARALLEL_MIN_CHARS = 500_000
-
 
 # ------------------------------------------------------ Pretokenization: text -> {pretoken: count}
 
@@ -59,94 +48,6 @@ def count_pretokens(text, pattern="gpt2", special_tokens=()):
     counter = FragmentCounter(check_pattern(pattern), special_tokens)
     counter.add(text)
     return counter.pretoken_counts()
-
-
-def straddles_special(text, position, special_tokens):
-    """True if an occurrence of a special token has `position` strictly inside it.
-
-    Works on str with str tokens and on bytes with bytes tokens:
-    "a<|x|>b", 3, ["<|x|>"] -> True (between "<|" and "x"); "a<|x|>b", 1, ["<|x|>"] -> False.
-    """
-    for token in special_tokens:
-        start = max(0, position - len(token) + 1)
-        if text.find(token, start, position + len(token) - 1) != -1:
-            return True
-    return False
-
-
-def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
-    """Cut points that split `text` into pieces of about `target_chars` each, placed where
-    pretokenizing the pieces separately gives exactly the pretokens of the whole text.
-
-    For the built-in patterns that is right after a newline with a non-space character on both
-    sides ("x\\nY", patterns.is_line_cut); any pattern may also be cut right before a special
-    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
-    """
-    on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
-    special = special_token_regex(special_tokens) if special_tokens else None
-    bounds = [0]
-    position = target_chars
-    while position < len(text):
-        cut = None
-        if on_lines:
-            newline = text.find("\n", position)
-            while newline != -1 and cut is None:
-                if is_line_cut(text, newline + 1) and not straddles_special(
-                    text, newline + 1, special_tokens
-                ):
-                    cut = newline + 1
-                else:
-                    newline = text.find("\n", newline + 1)
-        if special is not None:
-            match = special.search(text, position)
-            while match and straddles_special(text, match.start(), special_tokens):
-                match = special.search(text, match.start() + 1)
-            if match and (cut is None or match.start() < cut):
-                cut = match.start()
-        if cut is None or cut >= len(text):
-            break
-        bounds.append(cut)
-        position = cut + target_chars
-    bounds.append(len(text))
-    return bounds
-
-
-def count_pretokens_parallel(
-    text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
-):
-    """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
-    num_workers = check_workers(num_workers) or os.cpu_count() or 1
-    if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
-        counts = count_pretokens(text, pattern, special_tokens)
-        if progress:
-            progress("pretokenize", len(text), len(text))
-        return counts
-    # Large texts get a few pieces per worker, to keep them all busy to the end.
-    num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
-    bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
-    jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
-    counts = Counter()
-    done = 0
-    for job, piece_counts in zip(jobs, _in_workers(count_pretokens, jobs, num_workers)):
-        counts.update(piece_counts)
-        done += len(job[0])
-        if progress:
-            progress("pretokenize", done, len(text))
-    return counts
-
-
-def _in_workers(function, jobs, num_workers):
-    """function(*job) for each job, in worker processes, in order; the workers leave Ctrl-C to
-    this process, which ends them."""
-    processes = min(num_workers, len(jobs))
-    ignore_ctrl_c = (signal.SIGINT, signal.SIG_IGN)
-    with multiprocessing.Pool(processes, signal.signal, ignore_ctrl_c) as pool:
-        yield from pool.imap(_call, [(function, job) for job in jobs])
-
-
-def _call(function_and_job):
-    function, job = function_and_job
-    return function(*job)
 
 
 # --------------------------------------------- The fast merge loop over a table of pretoken counts
@@ -544,61 +445,46 @@ class BestPair:
 # ---------------------------------------------------------------- The public trainers
 
 
-def train_bpe(
-    input_path, vocab_size, special_tokens=(), pattern="gpt2", num_workers=None, progress=None
-):
+def train_bpe(input_path, vocab_size, special_tokens=(), pattern="gpt2", progress=None):
     """Train a byte-level BPE on a UTF-8 text file -> (vocab, merges); equal to simple.train.
 
     vocab: {id: bytes}, ids 0..len-1: 0-255 the single bytes, then one id per merge in
     order (the two parts joined), then the special tokens in the order given.
     merges: [(left bytes, right bytes), ...] in creation order.
     vocab_size counts all three. The rule, ties and pairs passed over: see simple.train.
-
-    The text is counted in pieces by `num_workers` processes (default: all CPUs).
     `progress(stage, done, total)`, if given, is called during "pretokenize" (characters) and
     "merge" (merges), e.g. to drive a progress bar.
     """
     check_training_args(vocab_size, special_tokens, pattern)  # before the file is read
-    check_workers(num_workers)
     text = read_text(input_path)
-    return _train_on_texts([text], vocab_size, special_tokens, pattern, num_workers, progress)
+    return _train_on_texts([text], vocab_size, special_tokens, pattern, progress)
 
 
 def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progress=None):
-    """train_bpe on a {pretoken: count} dict, or a PretokenTable, already made
-    (corpus.count_table, or the count tables of many machines added up); the special tokens
-    only get their ids at the end."""
+    """train_bpe on a {pretoken: count} dict, or a PretokenTable, already made (by worker
+    processes, or by many machines, added up); the special tokens only get their ids at the
+    end."""
     num_merges, special_tokens, _ = check_training_args(vocab_size, special_tokens, "gpt2")
     return _train_on_counts(pretoken_counts, num_merges, vocab_size, special_tokens, progress)
 
 
-def train_bpe_from_iterator(
-    texts, vocab_size, special_tokens=(), pattern="gpt2", num_workers=1, progress=None
-):
+def train_bpe_from_iterator(texts, vocab_size, special_tokens=(), pattern="gpt2", progress=None):
     """train_bpe over strings already in memory; each text is split and pretokenized alone.
 
     ["aaabdaaabac"], vocab_size=259 -> the same as simple.train("aaabdaaabac", 259).
-    num_workers and progress as in train_bpe (one process by default).
     """
-    return _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, progress)
+    return _train_on_texts(texts, vocab_size, special_tokens, pattern, progress)
 
 
-def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, progress):
+def _train_on_texts(texts, vocab_size, special_tokens, pattern, progress):
     num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
     total = sum(map(len, texts)) if isinstance(texts, (list, tuple)) else None
-    counts = Counter()
-    done = 0
+    counts, done = Counter(), 0
     for text in texts:
-
-        def report(stage, chars, _, before=done):
-            progress(stage, before + chars, total)
-
-        counts.update(
-            count_pretokens_parallel(
-                text, pattern, special_tokens, num_workers, report if progress else None
-            )
-        )
+        counts.update(count_pretokens(text, pattern, special_tokens))
         done += len(text)
+        if progress:
+            progress("pretokenize", done, total)
     return _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress)
 
 

@@ -39,18 +39,20 @@ newline) is read as one block: the only case where a block grows past BLOCK_BYTE
 import glob
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bpe.checks import check_pattern, check_special_tokens, check_training_args, check_workers
 from bpe.fragments import FragmentCounter
-from bpe.patterns import BUILTIN_PATTERNS, spaceless_around
+from bpe.patterns import BUILTIN_PATTERNS, is_line_cut, spaceless_around
+from bpe.simple import special_token_regex
 from bpe.table import PretokenTable
-from bpe.train import straddles_special, train_bpe_from_counts
+from bpe.train import count_pretokens, train_bpe_from_counts
 from safety.errors import PrepareError
 from safety.text import decode, read_text, shown
 
-from .parallel import end_workers, start_pool
+from .parallel import end_workers, ordered_map, start_pool
 
 # between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
 # translated one by one
@@ -69,6 +71,9 @@ PIECES_PER_WORKER = 16
 # processes costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 20
 PARQUET_BATCH_ROWS = 1024
+# Below this many characters a text in memory is pretokenized in this process: starting worker
+# processes and shipping text to them costs more than it saves.
+PARALLEL_MIN_CHARS = 500_000
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,90 @@ def _char_starting_at(data, start):
     lead = data[start]
     length = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
     return data[start : start + length].decode("utf-8", "replace")[:1]
+
+
+def straddles_special(text, position, special_tokens):
+    """True if an occurrence of a special token has `position` strictly inside it.
+
+    Works on str with str tokens and on bytes with bytes tokens:
+    "a<|x|>b", 3, ["<|x|>"] -> True (between "<|" and "x"); "a<|x|>b", 1, ["<|x|>"] -> False.
+    """
+    for token in special_tokens:
+        start = max(0, position - len(token) + 1)
+        if text.find(token, start, position + len(token) - 1) != -1:
+            return True
+    return False
+
+
+def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
+    """Cut points that split `text` into pieces of about `target_chars` each, placed where
+    pretokenizing the pieces separately gives exactly the pretokens of the whole text.
+
+    For the built-in patterns that is right after a newline with a non-space character on both
+    sides ("x\\nY", bpe.patterns.is_line_cut); any pattern may also be cut right before a special
+    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
+    """
+    on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
+    special = special_token_regex(special_tokens) if special_tokens else None
+    bounds = [0]
+    position = target_chars
+    while position < len(text):
+        cut = None
+        if on_lines:
+            newline = text.find("\n", position)
+            while newline != -1 and cut is None:
+                if is_line_cut(text, newline + 1) and not straddles_special(
+                    text, newline + 1, special_tokens
+                ):
+                    cut = newline + 1
+                else:
+                    newline = text.find("\n", newline + 1)
+        if special is not None:
+            match = special.search(text, position)
+            while match and straddles_special(text, match.start(), special_tokens):
+                match = special.search(text, match.start() + 1)
+            if match and (cut is None or match.start() < cut):
+                cut = match.start()
+        if cut is None or cut >= len(text):
+            break
+        bounds.append(cut)
+        position = cut + target_chars
+    bounds.append(len(text))
+    return bounds
+
+
+def count_pretokens_parallel(
+    text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
+):
+    """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
+    num_workers = check_workers(num_workers) or os.cpu_count() or 1
+    if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
+        counts = count_pretokens(text, pattern, special_tokens)
+        if progress:
+            progress("pretokenize", len(text), len(text))
+        return counts
+    # Large texts get a few pieces per worker, to keep them all busy to the end.
+    num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
+    bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
+    jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
+    counts = Counter()
+    done = 0
+    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
+    for job, piece_counts in zip(jobs, results):
+        counts.update(piece_counts)
+        done += len(job[0])
+        if progress:
+            progress("pretokenize", done, len(text))
+    return counts
+
+
+def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
+    """{pretoken: count} of texts in memory, each cut into pieces for `num_workers` processes
+    (count_pretokens_parallel): equal to bpe.train.count_pretokens of each text, summed."""
+    counts = Counter()
+    for text in texts:
+        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers))
+    return counts
 
 
 class Cutter:
