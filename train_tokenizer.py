@@ -249,7 +249,10 @@ def check_nanochat_args(args):
         )
     from formats import nanochat
 
-    nanochat.check_vocab_size(args.vocab_size)
+    try:
+        nanochat.check_vocab_size(args.vocab_size)
+    except PrepareError as exc:
+        raise UsageError(str(exc)) from None
     if args.out is None:
         raise UsageError(
             "--format nanochat writes a folder: give --out DIR (nanochat reads "

@@ -56,8 +56,6 @@ def main():
         name = source_name(args.data_files, None) if args.data_files else "Tiny Shakespeare"
         print(f"{name}: {len(documents):,} documents")
         check_val_docs(len(documents), val_docs)
-        if args.vocab_size:
-            nanochat.check_vocab_size(args.vocab_size)  # before any shard is written
 
         # 2. shuffle them (the same order for the same --seed), the last val_docs for val
         order = np.random.default_rng(args.seed).permutation(len(documents))
@@ -221,6 +219,15 @@ def split_totals(shards):
     return totals
 
 
+def nanochat_vocab_size(text):
+    """--vocab-size: room for the bytes, a merge and nanochat's nine special tokens: "4096" ->
+    4096; "265" -> error (nanochat.check_vocab_size)."""
+    try:
+        return nanochat.check_vocab_size(positive_int(text))
+    except PrepareError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
 def whole_row_groups(text):
     """--val-docs: a positive multiple of 1,024 (whole row groups): "2048" -> 2048; "1000" ->
     error."""
@@ -262,7 +269,7 @@ def parse_args():
     )
     add(
         "--vocab-size",
-        type=positive_int,
+        type=nanochat_vocab_size,
         metavar="N",
         help="train nanochat's tokenizer too (nanochat's: 32,768)",
     )
