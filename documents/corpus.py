@@ -402,7 +402,7 @@ def _parquet_file(path):
     try:
         return pyarrow.parquet.ParquetFile(path)
     except (OSError, pyarrow.ArrowException) as exc:
-        raise PrepareError(f"cannot read {path} as parquet: {exc}") from None
+        raise PrepareError(f"{path}: cannot be read as parquet ({exc})") from None
 
 
 def cap_pieces(pieces, reading, max_chars):

@@ -206,7 +206,7 @@ def bad_parquet(column):
         pytest.param(
             {"d.parquet": b"PAR1 not really"},
             ["d.parquet"],
-            ["d.parquet", "cannot read", "as parquet"],
+            ["d.parquet: cannot be read as parquet"],
             id="parquet-broken",
         ),
     ],
