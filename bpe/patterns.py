@@ -134,7 +134,7 @@ def is_line_cut(text, cut):
 
 def spaceless_around(before_newline, after_newline):
     """The rule of is_line_cut for the two characters around a newline, wherever they are read
-    from (a str, or UTF-8 bytes: bpe.corpus.Cutter): ("b", "c") -> True; (" ", "c") -> False."""
+    from (a str, or UTF-8 bytes): ("b", "c") -> True; (" ", "c") -> False."""
     return not before_newline.isspace() and not after_newline.isspace()
 
 
