@@ -51,6 +51,31 @@ def window_hashes(tokens, n):
     return h
 
 
+def gram_hashes(tokens, n):
+    """[simple.gram_hash(tokens[i:i + n]) for each i], in one pass whatever n is: with prefix
+    sums P[i] of mix64(id) * BASE**i, window i is (P[i + n] - P[i]) * BASE**-i (all mod 2**64).
+
+    [5, 6, 7], n=2 -> [gram_hash((5, 6)), gram_hash((6, 7))];  fewer than n tokens -> []
+    """
+    count = len(tokens) - n + 1
+    if count <= 0:
+        return np.zeros(0, U64)
+    terms = mix64(np.asarray(tokens).astype(U64) ^ U64(simple.SEED))
+    terms *= powers(simple.GRAM_BASE, len(terms))
+    prefix = np.zeros(len(terms) + 1, U64)
+    np.cumsum(terms, out=prefix[1:])
+    windows = prefix[n:] - prefix[:count]
+    windows *= powers(pow(simple.GRAM_BASE, -1, 2**64), count)
+    return mix64(windows)
+
+
+def powers(base, count):
+    """[base**k mod 2**64 for k in range(count)] as uint64: 3, 4 -> [1, 3, 9, 27]."""
+    result = np.full(count, U64(base), U64)
+    result[:1] = 1
+    return np.multiply.accumulate(result, out=result)
+
+
 def document_hashes(tokens, offsets):
     """[simple.document_hash(document) for each document]: blake2b of each one's 4-byte ids."""
     data = memoryview(np.ascontiguousarray(tokens, dtype="<u4")).cast("B")
@@ -73,7 +98,7 @@ def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
     begins = offsets_of(counts)
     flat = np.empty(begins[-1], U64)
-    hashes, positions, owners = ngram_hashes(tokens, offsets, n)  # the long documents' windows
+    hashes, positions, owners = ngram_hashes(tokens, offsets, n, window_hashes)  # long documents
     flat[begins[owners] + positions - offsets[owners]] = hashes
     for length in range(1, n):  # the short documents, those of one length at a time
         short = np.flatnonzero(lengths == length)
@@ -124,13 +149,14 @@ def band_keys(signatures, bands=simple.BANDS, rows=simple.ROWS):
     return keys
 
 
-def ngram_hashes(tokens, offsets, n=simple.NGRAM):
+def ngram_hashes(tokens, offsets, n=simple.NGRAM, hashes=gram_hashes):
     """Every n-gram inside a document: (hashes, positions, owners), the hash of tokens[p:p + n]
-    (simple.sequence_hash) for each position p whose n tokens all lie in one document, and that
-    document's number. [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions
-    [0, 1, 3]; owners [0, 0, 1]"""
+    (`hashes`: gram_hashes, simple.gram_hash; shingles' window_hashes, simple.sequence_hash) for
+    each position p whose n tokens all lie in one document, and that document's number.
+    [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions [0, 1, 3]; owners [0, 0, 1]
+    """
     offsets = np.asarray(offsets, np.int64)
-    windows = window_hashes(tokens, n)
+    windows = hashes(tokens, n)
     positions = np.arange(len(windows))
     owners = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[: len(windows)]
     inside = positions + n <= offsets[owners + 1]

@@ -3,15 +3,15 @@
     report = overlap_report(val, train_chunks, ngram=13, against={"quiz.txt": items})
 
 val (and each benchmark file in `against`) is (tokens, offsets), its documents held: a hash per
-document, a MinHash signature per document (112 x 8 bytes), a hash per n-gram (8 bytes a token).
+document, 14 MinHash band keys per document (14 x 16 bytes), a hash per n-gram (8 bytes a token).
 train comes as an iterator of (tokens, offsets) chunks of whole documents (`stream_documents`
 cuts a token stream into them); each chunk is compared with val and forgotten, except 12 bytes a
 train document (its hash and length) for `train_repeated_documents`. So memory is val's size
 plus one chunk, whatever train's: flat as train grows to billions of tokens.
 
 The figures (see overlap_report): train documents repeated in train; val documents with an exact
-copy in train; val documents with a near copy in train (MinHash + LSH, estimated Jaccard >= 0.8
-over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a 13-gram that
+copy in train; val documents with a near copy in train (sharing a MinHash band key with a train
+document, over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a 13-gram that
 also occurs in train (GPT-3's contamination rule); per benchmark file, its items with a 13-gram
 in train and the train documents holding one. Documents are compared without their boundary
 token (the end-of-text or BOS id), and every token count leaves it out.
@@ -88,33 +88,36 @@ class NgramProbe:
 
 
 class ValIndex:
-    """val's documents held as hashes: exact, MinHash bands, n-grams; and what train matched."""
+    """val's documents held as hashes: exact, MinHash band keys, n-grams; and what train matched."""
 
     def __init__(self, tokens, offsets, ngram=simple.NGRAM, bands=simple.BANDS, rows=simple.ROWS):
         self.num_documents, self.num_tokens = len(offsets) - 1, len(tokens)
         self.bands, self.rows = bands, rows
         self.hashes = fast.document_hashes(tokens, offsets)
-        self.signatures = fast.minhash_signatures(tokens, offsets, simple.SHINGLE, bands * rows)
-        keys = fast.band_keys(self.signatures, bands, rows)
-        self.band_order = np.argsort(keys, axis=0, kind="stable")  # per band, val docs by key
-        self.band_keys = np.take_along_axis(keys, self.band_order, axis=0)
-        self.near_found = np.zeros(self.num_documents, bool)
+        signatures = fast.minhash_signatures(tokens, offsets, simple.SHINGLE, bands * rows)
+        keys = fast.band_keys(signatures, bands, rows)
+        self.band_keys = [np.unique(column) for column in keys.T]  # each band's distinct keys
+        self.keys_found = [np.zeros(len(column), bool) for column in self.band_keys]
+        self.key_of = [np.searchsorted(u, column) for u, column in zip(self.band_keys, keys.T)]
         self.ngrams = NgramProbe(tokens, offsets, ngram)
 
-    def match_near(self, signatures, threshold=simple.THRESHOLD):
-        """Mark the val documents that share a band with a train document (the chunk's
-        `signatures`) and agree with it on at least `threshold` of the signature."""
+    def match_near(self, signatures):
+        """Mark the band keys of val that a train chunk's documents (their `signatures`) hold:
+        a val document sharing one with a train document is a near copy (dedup/drop.py's rule).
+        One look-up a train document and band: no pair of documents is ever made."""
         keys = fast.band_keys(signatures, self.bands, self.rows)
-        for band in range(self.bands):
-            column = self.band_keys[:, band]
-            left = np.searchsorted(column, keys[:, band], side="left")
-            right = np.searchsorted(column, keys[:, band], side="right")
-            counts = right - left
-            train_docs = np.repeat(np.arange(len(keys)), counts)
-            slots = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            val_docs = self.band_order[np.repeat(left, counts) + slots, band]
-            agree = (signatures[train_docs] == self.signatures[val_docs]).mean(axis=1)
-            self.near_found[val_docs[agree >= threshold]] = True
+        for distinct, found, column in zip(self.band_keys, self.keys_found, keys.T):
+            if len(distinct):
+                where = np.minimum(np.searchsorted(distinct, column), len(distinct) - 1)
+                found[where[distinct[where] == column]] = True
+
+    @property
+    def near_found(self):
+        """Which val documents share a band key with some train document seen so far."""
+        near = np.zeros(self.num_documents, bool)
+        for found, key_of in zip(self.keys_found, self.key_of):
+            near |= found[key_of]
+        return near
 
 
 def hash_documents(chunks, visit=None):
@@ -197,8 +200,7 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
                 "shingle_tokens": simple.SHINGLE,
                 "bands": index.bands,
                 "rows": index.rows,
-                "threshold": simple.THRESHOLD,
-            },  # fmt: skip
+            },
         },
         "val_tokens_in_shared_ngrams": {
             "ngram": ngram,

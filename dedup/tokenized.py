@@ -10,7 +10,6 @@ from tqdm import tqdm
 from bpe.text import plural
 
 from .drop import document_keys, keep_documents, rule_record, without_boundaries
-from .fast import minhash_signatures
 
 
 def document_chunks(tokenized, eot_first=False, desc=None, documents_per_batch=10_000):
@@ -30,13 +29,9 @@ def deduplicate(tokenized, rule, eot_first=False):
     near copies (dedup/drop.py), and meta.json's record of the rule and of the documents dropped.
     Compared: each document's ids without its end-of-text token, what `overlap` compares."""
 
-    def signatures_of(numbers):  # the candidates of "near", read again
-        chunks = document_chunks(tokenized.select(numbers), eot_first, "--dedup near: candidates")
-        return np.concatenate([minhash_signatures(ids, offsets) for ids, offsets in chunks])
-
     chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
     keys = (document_keys(rule, ids, offsets) for ids, offsets in chunks)
-    kept = np.flatnonzero(keep_documents(rule, keys, signatures_of))
+    kept = np.flatnonzero(keep_documents(rule, keys))
     record = {**rule_record(rule), "documents_dropped": len(tokenized) - len(kept)}
     print(dedup_line(record, len(tokenized)))
     return kept, record

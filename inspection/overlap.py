@@ -211,7 +211,7 @@ def overlap_lines(report):
     lines = [
         f"train: {plural(docs['train'], 'document')}, {tokens['train']:,} tokens; val: {plural(docs['val'], 'document')}, {tokens['val']:,} tokens (the boundary token left out)",  # fmt: skip
         f"val documents with an exact copy in train: {exact['documents']:,} ({exact['fraction']:.1%}): the model is trained on these, so its val loss on them measures memory, not how it does on unseen text",  # fmt: skip
-        f"val documents with a near copy in train: {near['documents']:,} ({near['fraction']:.1%}) (estimated Jaccard >= {rule['threshold']} over {rule['shingle_tokens']}-token shingles; MinHash, {rule['bands']} bands of {rule['rows']} rows): they lower the val loss the same way",  # fmt: skip
+        f"val documents with a near copy in train: {near['documents']:,} ({near['fraction']:.1%}) (sharing one of {rule['bands']} MinHash band keys of {rule['rows']} rows over {rule['shingle_tokens']}-token shingles: likely from Jaccard 0.7, near certain from 0.85): they lower the val loss the same way",  # fmt: skip
         f"val tokens inside a {shared['ngram']}-token run that train also holds: {shared['fraction']:.1%} (GPT-3's contamination rule): the share of val the model may predict from memory",  # fmt: skip
         f"train documents repeating an earlier one: {repeats['documents']:,}, {repeats['token_fraction']:.1%} of train's tokens: gradient steps spent again on the same text (prepare.py --dedup exact drops them)",  # fmt: skip
     ]

@@ -70,7 +70,7 @@ def assert_fast_equals_simple(documents, n=simple.SHINGLE, ngram=simple.NGRAM):
     assert hashes == fast.document_hashes(tokens, offsets).tolist()
     grams, positions, owners = fast.ngram_hashes(tokens, offsets, ngram)
     expected = [
-        (simple.sequence_hash(tuple(d[i : i + ngram].tolist())), offsets[k] + i, k)
+        (simple.gram_hash(tuple(d[i : i + ngram].tolist())), offsets[k] + i, k)
         for k, d in enumerate(documents)
         for i in range(len(d) - ngram + 1)
     ]
@@ -106,6 +106,26 @@ def test_window_hashes_of_large_ids():
     assert fast.window_hashes(ids, 2).tolist() == [
         simple.sequence_hash(tuple(ids[i : i + 2].tolist())) for i in range(4)
     ]
+    assert fast.gram_hashes(ids, 2).tolist() == [
+        simple.gram_hash(tuple(ids[i : i + 2].tolist())) for i in range(4)
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 2, 13, 1000, 2999, 3000, 3001])
+def test_gram_hashes_roll_whatever_n(n):
+    """One pass for any n: each window's hash is simple.gram_hash of its n ids, a window of
+    equal ids hashes equal wherever it lies, and one id changed changes every window holding it."""
+    ids = np.random.default_rng(n).integers(0, 50257, size=3000)
+    ids[1500:] = ids[:1500]
+    hashes = fast.gram_hashes(ids, n)
+    assert len(hashes) == max(len(ids) - n + 1, 0)
+    for i in sorted({0, len(hashes) // 2, len(hashes) - 1} if len(hashes) else set()):
+        assert hashes[i] == simple.gram_hash(ids[i : i + n].tolist())
+    if n <= 1500:
+        assert (hashes[: 1501 - n] == hashes[1500 : 3001 - n]).all()
+        ids[1000] += 1
+        changed = fast.gram_hashes(ids, n) != hashes
+        assert changed.tolist() == [i <= 1000 < i + n for i in range(len(hashes))]
 
 
 # ---------------------------------------------------------------- streams of documents
@@ -201,7 +221,8 @@ def test_planted_exact_near_and_unrelated_pairs(paragraphs, gpt2_encoding):
     assert report["val_documents_in_train"]["documents"] == len(exact)  # every exact pair
     assert report["val_near_duplicates_in_train"]["documents"] == len(exact)
     assert found_near(near).mean() >= 0.95
-    assert found_near(unrelated).mean() <= 0.01
+    # sharing a band is the rule: 1 - (1 - s**8)**14 is 5% at Jaccard 0.5, 1% at 0.4
+    assert found_near(unrelated).mean() <= 0.02
     # and the readable version agrees on a few of them
     for a, b in near[:3] + unrelated[:3]:
         pairs = simple.near_duplicate_pairs([a, b])
@@ -240,7 +261,7 @@ def test_exact_keep():
 @pytest.mark.parametrize("seed", range(3))
 def test_near_keep_equals_simple(seed):
     """Documents with planted copies, near copies and chains of them: the clusters' first kept."""
-    from dedup.drop import near_keep, near_pairs
+    from dedup.drop import near_keep, near_links
 
     rng = random.Random(seed)
     documents = [[rng.randrange(500) for _ in range(rng.randrange(0, 80))] for _ in range(40)]
@@ -251,10 +272,11 @@ def test_near_keep_equals_simple(seed):
                 copy[rng.randrange(len(copy))] = rng.randrange(500)
         documents.insert(rng.randrange(len(documents) + 1), copy)
     tokens, offsets = documents_of(documents)
-    signatures = fast.minhash_signatures(tokens, offsets)
+    keys = fast.band_keys(fast.minhash_signatures(tokens, offsets))
     expected = simple.near_duplicate_pairs(documents)
-    assert near_pairs(signatures) == expected and expected
-    keep = near_keep(signatures)
+    links = near_links(keys)
+    assert set(links) <= expected and expected
+    keep = near_keep(keys)
     assert keep.tolist() == simple.first_of_clusters(len(documents), expected)
     kept = [d for d, k in zip(documents, keep) if k]
     assert simple.near_duplicate_pairs(kept) == set()  # no two kept documents are near

@@ -56,7 +56,7 @@ def assert_figures(report, expected):
         assert report[key] == pytest.approx(value), key
     near = report["val_near_duplicates_in_train"]
     assert near["documents"] >= report["val_documents_in_train"]["documents"]
-    assert near["rule"] == {"shingle_tokens": 5, "bands": 14, "rows": 8, "threshold": 0.8}
+    assert near["rule"] == {"shingle_tokens": 5, "bands": 14, "rows": 8}
 
 
 def split_documents(data, eot, first):
