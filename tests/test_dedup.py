@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dedup import fast, simple
+from dedup.drop import document_keys
 from dedup.overlap import (
     ValIndex,
     documents_of,
@@ -256,6 +257,25 @@ def test_exact_keep():
     from dedup.drop import exact_keep
 
     assert exact_keep([7, 8, 7, 9, 8]).tolist() == [True, True, False, True, False]
+
+
+def test_a_boilerplate_repeated_costs_its_copies_not_their_pairs():
+    """100,000 copies of one document and 1,000 of 100 others: one link a copy (not the
+    5 billion pairs of a bucket); each keeps its first; overlap finds every val copy."""
+    from dedup.drop import keep_documents, near_links
+
+    rng = np.random.default_rng(0)
+    boilerplate = rng.integers(0, 50257, 40)
+    keys = np.repeat(fast.band_keys(fast.minhash_signatures(boilerplate, [0, 40])), 100_000, 0)
+    assert near_links(keys) == [(0, i) for i in range(1, 100_000)]
+    others = [rng.integers(0, 50257, 30) for _ in range(100)]
+    documents = [others[i % 100] for i in range(1000)] + [boilerplate] * 5000
+    chunks = [documents_of(documents[i : i + 700]) for i in range(0, len(documents), 700)]
+    keep = keep_documents("near", [document_keys("near", *chunk) for chunk in chunks])
+    assert np.flatnonzero(keep).tolist() == [*range(100), 1000]
+    val = documents_of([boilerplate] * 3000 + others)
+    report = overlap_report(val, iter(chunks[:3]))
+    assert report["val_near_duplicates_in_train"]["documents"] == 3100
 
 
 @pytest.mark.parametrize("seed", range(3))
