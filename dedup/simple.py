@@ -37,7 +37,7 @@ GRAM_BASE = SEED  # gram_hash's base: odd, so its powers mod 2**64 are all inver
 
 
 def mix64(x):
-    """splitmix64's finalizer: a 64-bit integer -> a 64-bit integer whose bits all depend on all of x.
+    """splitmix64's finalizer: a 64-bit integer -> one whose bits all depend on all of x.
 
     0 -> 0; 1 -> 0x5692161D100B05E5 (each output bit flips with about half the input bits)
     """
@@ -47,7 +47,8 @@ def mix64(x):
 
 
 def sequence_hash(values):
-    """A 64-bit hash of a sequence of integers, one mix per value: (5, 6) -> mix64(mix64(SEED ^ 5) ^ 6)."""
+    """A 64-bit hash of a sequence of integers, one mix per value:
+    (5, 6) -> mix64(mix64(SEED ^ 5) ^ 6)."""
     h = SEED
     for value in values:
         h = mix64(h ^ value)
@@ -74,7 +75,7 @@ def document_hash(ids):
 
 
 def text_hash(text):
-    """A text's 64-bit hash: blake2b of its UTF-8 bytes ("a" and "a" -> equal; "a" and "a " -> not)."""
+    """A text's 64-bit hash: blake2b of its UTF-8 bytes ("a", "a" -> equal; "a", "a " -> not)."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
@@ -150,7 +151,7 @@ def near_duplicate_pairs(documents, bands=BANDS, rows=ROWS, n=SHINGLE):
 def first_of_clusters(num_documents, pairs):
     """Which documents to keep: the first of each cluster that `pairs` link (union-find).
 
-    5 documents, pairs {(0, 2), (2, 4)} -> [True, True, False, True, False]: 2 and 4 join 0's cluster
+    5 documents, pairs {(0, 2), (2, 4)} -> [True, True, False, True, False]: 2, 4 join 0's cluster
     """
     parent = list(range(num_documents))
 

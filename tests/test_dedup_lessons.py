@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import REPO, needs_datatrove, run_python, write_jsonl
+from conftest import REPO, assert_clean_failure, needs_datatrove, run_python, write_jsonl
 from test_tinystories import story_items, write_archive
 
 from dedup import fast
@@ -211,6 +211,25 @@ def test_tinystories(rule, fmt, story_archive, tmp_path):
 
 
 # ---------------------------------------------------------------- the parts
+
+
+@pytest.mark.parametrize(
+    "documents, rule, fragments",
+    [
+        pytest.param(
+            [""] * 5, "exact", ["every token (1)", "needs more text"], id="empty-documents"
+        ),
+        pytest.param(["One document, said twice."] * 2, "near", ["every token"], id="one-document"),
+    ],
+)
+def test_too_little_left_for_a_train_shard(documents, rule, fragments, tmp_path):
+    """FineWeb's shards need a train shard after val's: when --dedup leaves too few tokens for
+    one, the error's advice is one a user can follow (never a --shard-size below 1)."""
+    data = write_jsonl(tmp_path / "docs.jsonl", documents)
+    args = ["--data-files", data, "--dedup", rule, "--out-dir", tmp_path / "out"]
+    result = run_python(LESSONS["fineweb"], *args, "--num-proc", "1", "--cache-dir", tmp_path / "c")
+    assert_clean_failure(result, *fragments, logs_before=True)
+    assert "below 1" not in result.stderr
 
 
 def test_without_boundaries():
