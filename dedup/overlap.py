@@ -11,10 +11,10 @@ plus one chunk, whatever train's: flat as train grows to billions of tokens.
 
 The figures (see overlap_report): train documents repeated in train; val documents with an exact
 copy in train; val documents with a near copy in train (sharing a MinHash band key with a train
-document, over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a 13-gram that
-also occurs in train (GPT-3's contamination rule); per benchmark file, its items with a 13-gram
-in train and the train documents holding one. Documents are compared without their boundary
-token (the end-of-text or BOS id), and every token count leaves it out.
+document, over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a
+13-gram that also occurs in train (GPT-3's contamination rule); per benchmark file, its items
+with a 13-gram in train and the train documents holding one. Documents are compared without
+their boundary token (the end-of-text or BOS id), and every token count leaves it out.
 """
 
 import numpy as np
@@ -64,19 +64,17 @@ class NgramProbe:
     def __init__(self, tokens, offsets, n):
         self.num_documents, self.num_tokens, self.n = len(offsets) - 1, len(tokens), n
         hashes, self.positions, self.owners = fast.ngram_hashes(tokens, offsets, n)
-        self.unique, self.which = np.unique(hashes, return_inverse=True)
-        self.found = np.zeros(len(self.unique), bool)  # which n-grams train holds
+        unique, self.which = np.unique(hashes, return_inverse=True)
+        self.positions_of = fast.lookup(unique)
+        self.found = np.zeros(len(unique), bool)  # which n-grams train holds
         self.train_documents = 0  # the train documents holding at least one of them
 
     def look_in(self, hashes, owners):
         """Mark the n-grams found among a train chunk's (hashes, owners); count its documents."""
-        if len(self.unique) == 0 or len(hashes) == 0:
-            return
-        order = np.argsort(hashes)  # sorted, the look-ups walk `unique` once: cache-friendly
-        index = np.minimum(np.searchsorted(self.unique, hashes[order]), len(self.unique) - 1)
-        hit = self.unique[index] == hashes[order]
-        self.found[index[hit]] = True
-        self.train_documents += len(np.unique(owners[order[hit]]))
+        where = self.positions_of(hashes)
+        hit = where >= 0
+        self.found[where[hit]] = True
+        self.train_documents += len(np.unique(owners[hit]))
 
     def documents_found(self):
         """How many of the documents hold an n-gram train holds."""
@@ -133,7 +131,8 @@ def hash_documents(chunks, visit=None):
 
 
 def repeated_documents(hashes, lengths):
-    """(documents, tokens) of the documents whose hash occurs earlier: [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
+    """(documents, tokens) of the documents whose hash occurs earlier:
+    [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
     repeated = np.ones(len(hashes), bool)
     repeated[np.unique(hashes, return_index=True)[1]] = False  # each hash's first occurrence
     return int(repeated.sum()), int(lengths[repeated].sum(dtype=np.int64))
@@ -158,12 +157,12 @@ def _exact_figures(val_hashes, hashes, lengths):
         "val_documents_in_train": {
             "documents": in_train,
             "fraction": _share(in_train, len(val_hashes)),
-        },  # fmt: skip
+        },
         "train_repeated_documents": {
             "documents": repeats,
             "tokens": repeated_tokens,
             "token_fraction": _share(repeated_tokens, int(lengths.sum(dtype=np.int64))),
-        },  # fmt: skip
+        },
     }
 
 
@@ -179,7 +178,8 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
     probes = {name: NgramProbe(*items, ngram) for name, items in (against or {}).items()}
 
     def match(tokens, offsets):  # train's chunk against val's and the benchmarks' hashes
-        index.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, index.bands * index.rows))  # fmt: skip
+        num_hashes = index.bands * index.rows
+        index.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, num_hashes))
         gram_hashes, _, owners = fast.ngram_hashes(tokens, offsets, ngram)
         for probe in (index.ngrams, *probes.values()):
             probe.look_in(gram_hashes, owners)
@@ -206,13 +206,14 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
             "ngram": ngram,
             "tokens": covered,
             "fraction": _share(covered, index.num_tokens),
-        },  # fmt: skip
+        },
         "against": [_against_record(name, probe) for name, probe in probes.items()],
     }
 
 
 def _against_record(name, probe):
-    """One benchmark file's figures: its items, those with an n-gram in train, the train documents."""
+    """One benchmark file's figures: its items, those with an n-gram in train, the train
+    documents holding one."""
     found = probe.documents_found()
     return {
         "file": name,

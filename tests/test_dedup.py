@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from dedup import fast, simple
+from dedup import compiled, fast, simple
 from dedup.drop import document_keys
 from dedup.overlap import (
     ValIndex,
@@ -127,6 +127,52 @@ def test_gram_hashes_roll_whatever_n(n):
         ids[1000] += 1
         changed = fast.gram_hashes(ids, n) != hashes
         assert changed.tolist() == [i <= 1000 < i + n for i in range(len(hashes))]
+
+
+@pytest.mark.skipif(
+    compiled.KERNELS is None, reason="numba is not installed (the fast-dedup extra)"
+)
+def test_compiled_equals_numpy(monkeypatch, paragraphs, gpt2_encoding):
+    """dedup/compiled.py's kernels give fast.py's numpy values, each one: MinHash signatures,
+    n-gram hashes at n = 1 to 3,001, look-ups; on random ids, uint32 ids past 2**16, the -1 of
+    a character a vocabulary lacks, and Tiny Shakespeare."""
+    rng = np.random.default_rng(5)
+    shakespeare = [np.array(gpt2_encoding.encode_ordinary(p)) for p in paragraphs[:300]]
+    corpora = [
+        random_documents(1, count=200),
+        [rng.integers(0, 2**32, size=rng.integers(0, 3000), dtype=np.uint32) for _ in range(9)],
+        [np.array([-1, 5, 6, -1, 7] * 40, np.int64)],
+        shakespeare,
+    ]
+    unique = np.unique(fast.gram_hashes(documents_of(shakespeare)[0][::3], 13))
+
+    def values():
+        out = []
+        for documents in corpora:
+            tokens, offsets = documents_of(documents)
+            out.append(fast.minhash_signatures(tokens, offsets))
+            for n in (1, 2, 13, 1000, 3001):
+                out += fast.ngram_hashes(tokens, offsets, n)
+            out.append(fast.lookup(unique)(fast.ngram_hashes(tokens, offsets)[0]))
+        return out
+
+    compiled_values = values()
+    monkeypatch.setattr(fast, "KERNELS", None)
+    for got, expected in zip(compiled_values, values(), strict=True):
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
+    assert (fast.lookup(unique)(unique) == np.arange(len(unique))).all()
+
+
+NO_NUMBA = pytest.mark.skipif(compiled.KERNELS is None, reason="numba is not installed")
+
+
+@pytest.mark.parametrize("path", ["numpy", pytest.param("compiled", marks=NO_NUMBA)])
+def test_lookup(monkeypatch, path):
+    if path == "numpy":
+        monkeypatch.setattr(fast, "KERNELS", None)
+    positions = fast.lookup(np.array([3, 7, 9], np.uint64))
+    assert positions(np.array([9, 4, 3], np.uint64)).tolist() == [2, -1, 0]
+    assert fast.lookup(np.zeros(0, np.uint64))(np.array([1], np.uint64)).tolist() == [-1]
 
 
 # ---------------------------------------------------------------- streams of documents
