@@ -23,6 +23,9 @@ from dedup.overlap import (
 def test_simple_examples():
     assert simple.mix64(0) == 0 and simple.mix64(1) == 0x5692161D100B05E5
     assert simple.sequence_hash((5, 6)) == simple.mix64(simple.mix64(simple.SEED ^ 5) ^ 6)
+    mixed = [simple.mix64(t ^ simple.SEED) for t in (5, 6)]
+    expected = simple.mix64((mixed[0] + mixed[1] * simple.GRAM_BASE) & simple.MASK)
+    assert simple.gram_hash((5, 6)) == expected
     assert simple.document_hash([5, 6, 7]) == simple.document_hash(np.array([5, 6, 7], np.uint16))
     assert simple.document_hash([5, 6, 7]) != simple.document_hash([5, 6, 7, 0])
     assert simple.text_hash("a") == simple.text_hash("a") != simple.text_hash("a ")
@@ -314,6 +317,7 @@ def test_a_boilerplate_repeated_costs_its_copies_not_their_pairs():
     boilerplate = rng.integers(0, 50257, 40)
     keys = np.repeat(fast.band_keys(fast.minhash_signatures(boilerplate, [0, 40])), 100_000, 0)
     assert near_links(keys) == [(0, i) for i in range(1, 100_000)]
+    assert near_links(np.array([[1, 5], [2, 5], [1, 6]], np.uint64)) == [(0, 1), (0, 2)]
     others = [rng.integers(0, 50257, 30) for _ in range(100)]
     documents = [others[i % 100] for i in range(1000)] + [boilerplate] * 5000
     chunks = [documents_of(documents[i : i + 700]) for i in range(0, len(documents), 700)]
