@@ -28,13 +28,13 @@ import numpy as np
 
 from bpe.io import atomic_path
 from bpe.text import shortened
-from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
+from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.shards import llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import check_utf8_names, reserve, sha256_file
 from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
-from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 
 # ---------------------------------------------------------------------------------------------
 # 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids
@@ -263,7 +263,19 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 # 5. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
 
 
-def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_tokens=None, shards=None, shard_format=None):  # fmt: skip
+def write_meta(
+    out,
+    *,
+    script,
+    tokenizer,
+    dtype,
+    source,
+    split,
+    options,
+    split_tokens=None,
+    shards=None,
+    shard_format=None,
+):
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
@@ -285,7 +297,8 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
-    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, meta["splits"], shards, shard_format)  # fmt: skip
+    splits = meta["splits"]
+    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
     return write_record(out, meta)
 
 
@@ -326,7 +339,7 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
     tokenizer = folder_tokenizer(tokenizer, out)  # as meta.json records it
-    meta = {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer, "stoi": stoi, "itos": itos}  # fmt: skip
+    meta = dict(vocab_size=tokenizer["vocab_size"], tokenizer=tokenizer, stoi=stoi, itos=itos)
     write_pickle(Path(out) / META_PKL, meta)
     return True
 

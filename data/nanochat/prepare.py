@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from bpe.io import atomic_path
-from formats import nanochat
+from formats import nanochat, schema
+from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
 from prepare_common import load_documents, source_name, text_source, write_record
 from safety import (
@@ -46,7 +47,9 @@ SPLIT_RULE = "the documents in the order of np.random.default_rng(seed).permutat
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(
+        args.out_dir, schema
+    ) as out:  # written in `out`, moved into out_dir together
         # 1. the documents: --data-files, or Tiny Shakespeare's 7,222 speeches (blank-line apart)
         documents, source = load(args)
         val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
@@ -113,12 +116,12 @@ def texts(documents, order):
 
 def write_shard(out, index, split, docs):
     """Write one shard; its meta.json record: file, split, documents, characters, bytes, sha256."""
-    path = Path(out) / nanochat.shard_name(index)
+    path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     nanochat.write_text_shard(path, docs)
     characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)  # fmt: skip
-    print(f"wrote {nanochat.shard_name(index)} ({split}): {len(docs):,} documents, {characters:,} characters")  # fmt: skip
-    return {"file": nanochat.shard_name(index), "split": split, "documents": len(docs), "characters": characters, "bytes": size, "sha256": sha256_file(path)}  # fmt: skip
+    print(f"wrote {schema.nanochat_shard_name(index)} ({split}): {len(docs):,} documents, {characters:,} characters")  # fmt: skip
+    return {"file": schema.nanochat_shard_name(index), "split": split, "documents": len(docs), "characters": characters, "bytes": size, "sha256": sha256_file(path)}  # fmt: skip
 
 
 def write_tokenizer(out, shards, args):
@@ -129,8 +132,8 @@ def write_tokenizer(out, shards, args):
     encoding = nanochat.nanochat_encoding(
         nanochat.train_tokenizer(documents, args.vocab_size, args.doc_cap, args.max_chars)
     )
-    names = nanochat.write_tokenizer_dir(Path(out) / nanochat.TOKENIZER_DIR, encoding)
-    files = [f"{nanochat.TOKENIZER_DIR}/{name}" for name in names]
+    names = nanochat.write_tokenizer_dir(Path(out) / schema.NANOCHAT_TOKENIZER_DIR, encoding)
+    files = [f"{schema.NANOCHAT_TOKENIZER_DIR}/{name}" for name in names]
     print(f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = {encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}")  # fmt: skip
     if files[-1].endswith(".npy"):
         npy = args.out_dir / files[-1]
@@ -138,7 +141,7 @@ def write_tokenizer(out, shards, args):
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
     lengths = nanochat.token_byte_lengths(encoding)
     with atomic_path(Path(out) / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
+        write_npy(f, lengths)
     record = {
         "kind": "nanochat", "name": f"nanochat-{encoding.n_vocab}", "path": files[0],
         "vocab_size": encoding.n_vocab, "bos_id": encoding._special_tokens[nanochat.BOS],
