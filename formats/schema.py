@@ -19,9 +19,9 @@ import json
 import re
 from pathlib import Path
 
-from bpe.text import shortened
 from safety.commit import RECORD_NAME  # the commit record, named by the commit
 from safety.errors import PrepareError
+from safety.text import shortened
 
 META_FORMAT_VERSION = 1
 SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import shortened
 from safety import PrepareError
 from safety.files import open_regular, sha256_file
+from safety.text import shortened
 
 from .schema import bin_name, index_name
 

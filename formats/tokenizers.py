@@ -12,14 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.gpt2 import GPT2_FILES, MIRROR_PATHS, tiktoken_cache, tiktoken_name
-from bpe.io import atomic_path
 from formats.nanochat import load_encoding, token_byte_lengths
 from formats.schema import TOKEN_BYTES, bin_name
 from formats.shards import read_shard, write_npy
 from safety.downloads import RemoteFile, fetch
 from safety.errors import PrepareError, reading
-from safety.files import cache_folder, sha256_file
+from safety.files import atomic_path, cache_folder, sha256_file
+from safety.gpt2 import GPT2_FILES, MIRROR_PATHS, tiktoken_cache, tiktoken_name
 
 GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], MIRROR_PATHS["encoder.json"])
 GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], MIRROR_PATHS["vocab.bpe"])

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.cli import closed_stdout
 from formats.schema import (
     META_PKL,
     NANOCHAT,
@@ -28,6 +27,7 @@ from formats.tokenizers import encoding_sha256, record_encoding
 from safety.commit import leftover_temporaries, lock_holder
 from safety.errors import PrepareError, reading
 from safety.files import read_plain_pickle, sha256_file
+from safety.signals import closed_stdout
 
 from . import nanochat
 from .folder import checked_meta, open_split
