@@ -134,9 +134,12 @@ def splits_record(out, split_tokens, shards):
             splits[name]["index"] = record
     if shards is not None and all(shard["split"] != "train" for shard in shards):
         tokens = sum(shard["tokens"] for shard in shards)
+        advice = f"choose a --shard-size below {tokens:,}"
+        if tokens < 2:  # no shard size leaves a token for train
+            advice = "the corpus (after --dedup, if given) needs more text than that"
         raise PrepareError(
-            f"all {tokens:,} tokens fit in shard 0, which is val, so the shard set has no train "
-            f"shard for llm.c or modded-nanogpt to read; choose a --shard-size below {tokens:,}"
+            f"shard 0, which is val, holds every token ({tokens:,}), so the shard set has no "
+            f"train shard for llm.c or modded-nanogpt to read; {advice}"
         )
     for shard in shards or ():
         totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
