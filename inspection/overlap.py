@@ -394,7 +394,7 @@ def add_parser(commands):
     parser.add_argument(
         "--boundary",
         choices=["first", "last"],
-        help="it comes before each document (llm.c, nanochat) or after (nanoGPT)",
+        help="it comes before each document (llm.c, parameter-golf) or after (nanoGPT)",
     )
     parser.add_argument("--dtype", choices=["uint16", "uint32"], help="the ids' type in raw files")
     parser.add_argument("--train", metavar="GLOB", help="the train files (default: *train*)")
