@@ -23,6 +23,13 @@ TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special
 NANOCHAT_NAME = re.compile(
     r"base_data_climbmix/shard_\d{5}\.parquet|tokenizer/(tokenizer\.pkl|token_bytes\.(pt|npy))"
 )
+# parameter-golf's: its documents, tokenizers/ and datasets/fineweb10B_{suffix}/ of shards
+GOLF_NAME = re.compile(
+    r"(manifest|tokenizer_config\.export)\.json|docs_selected\.(jsonl|source_manifest\.json)"
+    r"|tokenizers/[\w.-]+\.(model|vocab|json)"
+    r"|datasets/fineweb10B_\w+/fineweb_(train|val|val_bytes)_\d{6}\.bin"
+)
+GOLF_FORMAT = "parameter_golf"
 
 
 def listed_files(meta, where=RECORD_NAME):
@@ -81,11 +88,31 @@ def record_names(meta):
         found.append(("source.path", meta["source"]["path"], False, None))
     if _field(meta.get("token_bytes"), "file") is not None:
         found.append(("token_bytes.file", meta["token_bytes"]["file"], True, TOKEN_BYTES))
+    if meta.get("format") == GOLF_FORMAT:
+        found += _golf_names(meta)
     files = meta.get("tokenizer_files") if isinstance(meta.get("tokenizer_files"), list) else []
     for i, item in enumerate(files):  # a nanochat folder's tokenizer directory
         if isinstance(item, dict) and "file" in item:
             found.append((f"tokenizer_files[{i}].file", item["file"], True, None))
     return found
+
+
+def _golf_names(meta):
+    """The names of a parameter-golf folder's record: its files, and each dataset's tokenizer
+    files, shards and val bytes sidecars, (field, name, True, None) each."""
+    found = [(f"files[{i}].file", item.get("file"), True, None) for i, item in _items(meta, "files")]
+    for i, dataset in _items(meta, "datasets"):
+        for key in ("shards", "val_bytes"):
+            found += [(f"datasets[{i}].{key}[{j}].file", item.get("file"), True, None) for j, item in _items(dataset, key)]  # fmt: skip
+        tokenizer = dataset.get("tokenizer")
+        found += [(f"datasets[{i}].tokenizer.files[{j}].file", item.get("file"), True, None) for j, item in _items(tokenizer, "files")]  # fmt: skip
+    return found
+
+
+def _items(record, key):
+    """(index, item) of the dicts in record[key], a list (anything else holds none)."""
+    items = record.get(key) if isinstance(record, dict) else None
+    return [(i, item) for i, item in enumerate(items if isinstance(items, list) else []) if isinstance(item, dict)]  # fmt: skip
 
 
 def name_problem(meta):
@@ -99,7 +126,12 @@ def name_problem(meta):
     """
     suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
     nanochat = isinstance(meta, dict) and meta.get("format") == "nanochat"
+    golf = isinstance(meta, dict) and meta.get("format") == GOLF_FORMAT
     for field, value, _, form in record_names(meta):
+        if golf and field.startswith(("files", "datasets")):
+            if not (isinstance(value, str) and GOLF_NAME.fullmatch(value)):
+                return f"{field} is {_shown(value)}, expected a name of parameter-golf's folder (manifest.json, datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)"  # fmt: skip
+            continue
         if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
             if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
                 return f"{field} is {_shown(value)}, expected a name of nanochat's folder (base_data_climbmix/shard_00000.parquet, tokenizer/tokenizer.pkl, ...)"  # fmt: skip
@@ -126,8 +158,8 @@ def journal_problem(journal):
     folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        nanochat = isinstance(name, str) and NANOCHAT_NAME.fullmatch(name)  # its subfolders' names
-        if not (is_plain_name(name) or nanochat) or name.startswith("."):
+        nested = isinstance(name, str) and (NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name))  # fmt: skip
+        if not (is_plain_name(name) or nested) or name.startswith("."):
             return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
     return None
 
@@ -168,6 +200,8 @@ def trainer_reads(name, shard_format=None):
         return True
     if shard_format == "nanochat":  # its dataset.py lists every *.parquet of the data folder
         return name.startswith("base_data_climbmix/") and name.endswith(".parquet")
+    if shard_format == GOLF_FORMAT:  # train_gpt.py's DATA_PATH globs, in a dataset's folder
+        return fnmatch.fnmatchcase(name, "datasets/*/fineweb_*.bin")
     globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
     if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
         return True

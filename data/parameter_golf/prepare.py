@@ -1,0 +1,273 @@
+"""
+Prepare FineWeb as openai/parameter-golf's train_gpt.py reads it: its frozen selection of
+documents (docs_selected.jsonl) tokenized by each --variant: SentencePiece BPE (sp1024, sp4096,
+sp8192, sp<N>) trained here with parameter-golf's options, its pure-byte byte260, or a
+--tokenizer of train_tokenizer.py. Byte for byte what its data/download_hf_docs_and_tokenize.py
+writes from the same documents: tokenizers/, datasets/fineweb10B_{suffix}/fineweb_{val,train}_
+000000.bin (llm.c's header, uint16 ids, each document its BOS then its ids; the first --val-docs
+documents are val), tokenizer_config.export.json and manifest.json. Unlike it: --data-files, each
+split's true byte figures in meta.json (`python prepare_common.py bpb DIR`), --val-bytes (the
+CaseOps records' per-token byte sidecar), a folder that changes as one transaction.
+
+    python data/parameter_golf/prepare.py --data-files docs.jsonl --variant sp1024 byte260
+    DATA_PATH=$OUT/datasets/fineweb10B_sp1024 TOKENIZER_PATH=$OUT/tokenizers/fineweb_1024_bpe.model \\
+        torchrun --nproc_per_node=1 train_gpt.py
+"""
+
+import itertools
+import json
+import os
+import re
+import shutil
+from argparse import ArgumentTypeError, RawDescriptionHelpFormatter
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from bpe.corpus import CorpusError, documents
+from formats import golf
+from inspection.bpb import FIGURES, add_figures, audit_lines
+from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
+from safety import ArgumentParser, PrepareError, output_folder, run_main, tokens_per_shard
+from safety.files import sha256_file
+from safety.inputs import expand_data_files, hub_files
+from safety.record import GOLF_FORMAT
+
+# The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
+# sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
+REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
+DOCS, SIDECAR = "docs_selected.jsonl", "docs_selected.source_manifest.json"
+BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
+SPLIT_RULE = "parameter-golf's: the documents in order; the first val_docs are val, the others train; each split's stream cut every shard_size tokens"  # fmt: skip
+
+
+def main():
+    args = arguments().parse_args()
+    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+        # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
+        #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
+        sidecar, source = copy_documents(args.data_files, out)
+        num_docs = sum(1 for _ in read_documents(out / DOCS))
+        val_docs = args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)  # fmt: skip
+        print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
+        if not 0 <= val_docs <= num_docs:
+            raise PrepareError(f"--val-docs {val_docs:,} is more than the {num_docs:,} documents")  # fmt: skip
+        if sidecar and sidecar.get("num_docs") not in (None, num_docs):
+            raise PrepareError(f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}")  # fmt: skip
+
+        # 2. the tokenizers: SentencePiece trained on every document, byte260, or yours
+        variants = [make_tokenizer(v, num_docs, out) for v in args.variant or ["sp1024"] * (not args.tokenizer)]  # fmt: skip
+        variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
+        check_names(variants)
+
+        # 3. each tokenizer's shards: every document as BOS + ids, val first, then train; the
+        #    figures bits per byte needs; with --val-bytes each val token's share of the text
+        for variant in variants:
+            variant["dataset"] = write_dataset(out, variant, num_docs, val_docs, args)
+
+        # 4. parameter-golf's manifest.json and tokenizer_config.export.json; meta.json, last
+        specs = [variant["spec"] for variant in variants]
+        (out / "tokenizer_config.export.json").write_text(json.dumps({"tokenizers": specs}, indent=2) + "\n")  # fmt: skip
+        manifest = golf_manifest(variants, num_docs, val_docs, args.shard_size, sidecar, source)
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        files = [DOCS, *([SIDECAR] * bool(sidecar)), "tokenizer_config.export.json", "manifest.json"]  # fmt: skip
+        write_record(out, {
+            "format_version": 1, "created_by": "data/parameter_golf/prepare.py", "format": GOLF_FORMAT,
+            "files": [{"file": name, "sha256": sha256_file(out / name)} for name in files],
+            "datasets": [variant["dataset"] for variant in variants], "source": source["record"],
+            "split": {"rule": SPLIT_RULE, "val_docs": val_docs, "shard_size": args.shard_size},
+        })  # fmt: skip
+    for variant in variants:
+        print("\n".join(audit_lines(variant["dataset"]["name"], variant["dataset"]["bytes"])))
+    print(f"wrote tokenizers/, datasets/ ({', '.join(v['dataset']['name'] for v in variants)}), manifest.json and meta.json to {args.out_dir}")  # fmt: skip
+
+
+def copy_documents(data_files, out):
+    """Put the documents in `out` as docs_selected.jsonl (a link or a copy of a single .jsonl
+    file, else one {"text": ...} a line); -> (its sidecar's dict or None, the source)."""
+    if data_files is None:
+        hub = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}")
+        (path,), _ = hub_files(hub, f"{REPO}@{REVISION}")
+        (meta_path,), _ = hub_files(hub._replace(files=f"{REMOTE_ROOT}/{SIDECAR}"), f"{REPO}@{REVISION}")  # fmt: skip
+        name, record = f"{REPO}@{REVISION}", {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"}  # fmt: skip
+        paths, remote = [Path(path)], (REPO, REMOTE_ROOT)
+    else:
+        paths, remote = [Path(p) for p in expand_data_files(data_files)], (None, None)
+        meta_path = paths[0].with_name(f"{paths[0].stem}.source_manifest.json")
+        name, record = " ".join(data_files), {"files": data_files}
+    if len(paths) == 1 and paths[0].suffix == ".jsonl":
+        link_or_copy(paths[0], out / DOCS)
+    else:
+        with open(out / DOCS, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps({"text": text}) + "\n" for text in read_documents(*paths))
+    sidecar = None
+    if len(paths) == 1 and Path(meta_path).is_file():
+        sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+        link_or_copy(Path(meta_path), out / SIDECAR)
+        if sidecar.get("docs_sha256") not in (None, sha256_file(out / DOCS)):
+            raise PrepareError(f"{paths[0]} is not the selection its sidecar {meta_path} describes (docs_sha256 differs); download both again")  # fmt: skip
+    record["sha256"] = sha256_file(out / DOCS)
+    return sidecar, {"name": name, "record": record, "remote": remote}
+
+
+def link_or_copy(source, target):
+    try:
+        os.link(os.path.realpath(source), target)  # the file, not the hub cache's link to it
+    except OSError:  # another file system, or links not allowed
+        shutil.copyfile(source, target)
+
+
+def read_documents(*paths):
+    try:
+        yield from documents(paths)
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
+
+
+def make_tokenizer(variant, num_docs, out):
+    """A --variant's tokenizer, its files written in out/tokenizers/, and its spec."""
+    folder = out / "tokenizers"
+    folder.mkdir(exist_ok=True)
+    if variant == "byte260":
+        (folder / golf.BYTE260_FILE).write_bytes(golf.byte260_json())
+        spec = {"name": "pure_byte_260", "dataset_suffix": "byte260"}
+        return {"spec": spec, "tokens": golf.ByteTokens(), "files": [f"tokenizers/{golf.BYTE260_FILE}"]}  # fmt: skip
+    vocab_size = int(variant[2:])
+    prefix = folder / f"fineweb_{vocab_size}_bpe"
+    print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
+    try:
+        golf.train_sentencepiece(read_documents(out / DOCS), vocab_size, prefix)
+    except RuntimeError as exc:  # sentencepiece's own checks: one line of its message
+        raise PrepareError(f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})") from None  # fmt: skip
+    tokens = golf.SentencePieceTokens(prefix.with_suffix(".model"))
+    print(f"{prefix.name}.model: {tokens.vocab_size:,} pieces")
+    spec = {"name": f"sp_bpe_{vocab_size}", "dataset_suffix": variant, "vocab_size": vocab_size}
+    files = [f"tokenizers/{prefix.name}.model", f"tokenizers/{prefix.name}.vocab"]
+    return {"spec": spec, "tokens": tokens, "files": files}
+
+
+def our_tokenizer(path, out):
+    """A --tokenizer of train_tokenizer.py, copied into out/tokenizers/; its <|endoftext|> is BOS."""
+    encoding, record = bpe_encoding(path, need_eot=True)
+    name = f"tokenizers/{Path(path).stem}.json"
+    shutil.copyfile(path, out / name)
+    spec = {"name": record["name"], "kind": "bpe", "dataset_suffix": f"bpe{encoding.n_vocab}"}
+    return {"spec": spec, "tokens": golf.BpeTokens(encoding, record["eot_id"]), "files": [name]}
+
+
+def check_names(variants):
+    for key in ("name", "dataset_suffix"):
+        names = [variant["spec"][key] for variant in variants]
+        if len(set(names)) < len(names):
+            raise PrepareError(f"two tokenizers have the same {key} ({names}); give each once")
+    for variant in variants:
+        if variant["tokens"].vocab_size > 2**16:
+            raise PrepareError(f"{variant['spec']['name']} has {variant['tokens'].vocab_size:,} ids: parameter-golf's uint16 shards hold 65,536")  # fmt: skip
+
+
+def write_dataset(out, variant, num_docs, val_docs, args):
+    """datasets/fineweb10B_{suffix}/: the shards (and sidecars); -> meta.json's dataset record."""
+    tokens, name = variant["tokens"], f"fineweb10B_{variant['spec']['dataset_suffix']}"
+    folder = out / "datasets" / name
+    folder.mkdir(parents=True)
+    encoded = encode(tokens, read_documents(out / DOCS), num_docs, name)
+    figures, shares, shards = {}, [], []
+    for split, part in (("val", itertools.islice(encoded, val_docs)), ("train", encoded)):
+        figures[split] = dict.fromkeys(FIGURES, 0)
+
+        def ids_with_bos(part=part, totals=figures[split], val=split == "val"):
+            for text, ids, text_shares in part:
+                add_figures(totals, text, ids, tokens)
+                if val and args.val_bytes:  # the BOS: 0, or a document of no token's bytes
+                    shares.append(np.concatenate([[0 if len(ids) else len(text.encode())], text_shares]))  # fmt: skip
+                yield np.concatenate([[tokens.bos_id], ids])
+
+        names = llmc_names("fineweb", split)
+        shards += write_shards(folder, ids_with_bos(), names, args.shard_size, np.uint16, tokens.vocab_size, "llmc", say=False)  # fmt: skip
+    sidecars = []
+    if args.val_bytes:
+        names = ((s, f"fineweb_val_bytes_{i:06d}") for i, (s, _) in enumerate(llmc_names("fineweb", "val")))  # fmt: skip
+        sidecars = write_shards(folder, shares, names, args.shard_size, np.uint16, 2**16, "llmc", say=False)  # fmt: skip
+    for record in shards + sidecars:
+        record["file"] = f"datasets/{name}/{record['file']}"
+    print(f"wrote datasets/{name}: {len(shards)} shard(s), {sum(s['tokens'] for s in shards):,} tokens" + (f", {len(sidecars)} val bytes sidecar(s)" if sidecars else ""))  # fmt: skip
+    files = [{"file": f, "sha256": sha256_file(out / f)} for f in variant["files"]]
+    tokenizer = {"kind": tokens.kind, "name": variant["spec"]["name"], "vocab_size": tokens.vocab_size, "bos_id": tokens.bos_id, "files": files}  # fmt: skip
+    return {"name": name, "tokenizer": tokenizer, "shards": shards, "val_bytes": sidecars, "bytes": figures}  # fmt: skip
+
+
+def encode(tokens, texts, total, desc):
+    """(text, ids, shares) of each text, a batch at a time, behind a progress bar."""
+    with tqdm(total=total, desc=f"tokenizing {desc}", unit=" documents", disable=None) as bar:
+        texts = iter(texts)
+        while batch := list(itertools.islice(texts, BATCH)):
+            for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
+                yield text, ids, golf.checked_shares(shares, desc)
+            bar.update(len(batch))
+
+
+def golf_manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
+    """manifest.json as download_hf_docs_and_tokenize.py's main() writes it."""
+    repo, root = source["remote"]
+    docs_meta = {"remote_repo_id": repo, "remote_root": root, "num_docs": num_docs, "docs_sha256": (sidecar or {}).get("docs_sha256"), "source_manifest": SIDECAR if sidecar else None}  # fmt: skip
+    if sidecar is not None:
+        docs_meta["source_sidecar"] = sidecar
+    manifest = {
+        "version": "10B", "num_docs": num_docs, "num_val_docs": val_docs,
+        "shuffle_seed": (sidecar or {}).get("shuffle_seed"), "shard_size": shard_size,
+        "append_eos": False, "docs_jsonl": DOCS, "docs_meta": docs_meta,
+        "tokenizer_specs": [variant["spec"] for variant in variants], "tokenizers": [], "datasets": [],
+    }  # fmt: skip
+    for variant in variants:
+        tokens, spec, name = variant["tokens"], variant["spec"], variant["dataset"]["name"]
+        common = {"vocab_size": tokens.vocab_size, "bos_id": tokens.bos_id, "eos_id": tokens.eos_id, "recommended_bigram_vocab_size": (tokens.vocab_size + 127) // 128 * 128 * 5}  # fmt: skip
+        paths = dict(zip(("model_path", "vocab_path"), variant["files"]))
+        if tokens.kind != "sentencepiece_bpe":
+            paths = {"path": variant["files"][0], "pad_id": 0, "unk_id": 3}
+        manifest["tokenizers"].append({"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths})  # fmt: skip
+        counts = dataset_stats(variant["dataset"], val_docs, num_docs)
+        folder = f"datasets/{name}"
+        manifest["datasets"].append({"name": name, "tokenizer_name": spec["name"], "tokenizer_kind": tokens.kind, "path": folder, "train_glob": f"{folder}/fineweb_train_*.bin", "val_glob": f"{folder}/fineweb_val_*.bin", **common, "stats": counts})  # fmt: skip
+    return manifest
+
+
+def dataset_stats(dataset, val_docs, num_docs):
+    """export_shards' stats: documents, files and tokens, in all and per split."""
+    shards = dataset["shards"]
+    files = {s: sum(x["split"] == s for x in shards) for s in ("val", "train")}
+    tokens = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in ("val", "train")}
+    stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
+    stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
+    stats.update(tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"])  # fmt: skip
+    return stats
+
+
+def variant_name(text):
+    """--variant: "sp1024" ... "sp<N>" (SentencePiece BPE at N ids) or "byte260"."""
+    if text == "byte260" or (re.fullmatch(r"sp[1-9]\d*", text) and int(text[2:]) <= 2**16):
+        return text
+    raise ArgumentTypeError(f"{text!r} is not byte260 nor sp<N> with N at most 65,536 (sp1024, sp4096, sp8192, ...)")  # fmt: skip
+
+
+def val_count(text):
+    if not text.isdigit():
+        raise ArgumentTypeError(f"{text!r} is not a whole number of documents")
+    return int(text)
+
+
+def arguments():
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"local .jsonl ('text' field), .parquet or .txt files (default: the hub's {REPO} {REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256)")  # fmt: skip
+    add("--variant", nargs="+", type=variant_name, default=[], metavar="sp1024|sp4096|sp8192|sp<N>|byte260", help="the tokenizers, several at once (default: sp1024 unless --tokenizer is given)")  # fmt: skip
+    add("--tokenizer", nargs="+", type=Path, metavar="TOK.json", help="tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)")  # fmt: skip
+    add("--val-docs", type=val_count, help="the first N documents are val (default: the sidecar's docs_val, else 50,000)")  # fmt: skip
+    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (default: 10**8)")  # fmt: skip
+    add("--val-bytes", action="store_true", help="write fineweb_val_bytes_*.bin beside each val shard: each token's share of the text's UTF-8 bytes (stock train_gpt.py's fineweb_val_*.bin glob reads them too: see docs/bits_per_byte.md)")  # fmt: skip
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
+    return parser
+
+
+if __name__ == "__main__":
+    run_main(main)
