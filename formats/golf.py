@@ -35,6 +35,7 @@ SENTENCEPIECE_OPTIONS = {
 # PureByteTokenizer: pad, bos, eos, unk, then byte b at id 4 + b
 BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4, "byte_count": 256}
 BYTE260_FILE = "fineweb_pure_byte_260.json"
+DOCS = "docs_selected.jsonl"  # the documents, in the folder: {"text": ...} a line
 SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
 
 
@@ -45,6 +46,16 @@ def training_text(texts):
         text = text.replace("\x00", " ").strip()
         if text:
             yield text
+
+
+def documents_of(*paths):
+    """The documents of files (bpe.corpus's reader: a row of a .jsonl file each), or one line."""
+    from bpe.corpus import CorpusError, documents
+
+    try:
+        yield from documents(paths)
+    except CorpusError as exc:
+        raise PrepareError(str(exc)) from None
 
 
 def train_sentencepiece(texts, vocab_size, prefix):

@@ -4,12 +4,15 @@
     python prepare_common.py show FOLDER      # one block as nanoGPT's get_batch reads it
     python prepare_common.py packing FOLDER --block-size T  # what get_batch draws, BOS alignment
     python prepare_common.py overlap FOLDER   # what val shares with train, what train repeats
+    python prepare_common.py bpb FOLDER       # lossless or not, and what bits per byte divides by
 
 - verify.py: the auditor, recomputing, not trusting, a folder's meta.json
 - show.py: one block, x and y side by side, each document start marked
 - packing.py: document lengths against the block size; nanochat's best-fit packing simulated
 - overlap.py: val's exact and near copies in train, shared 13-grams, train's repeats (dedup/)
 - token_bytes.py: token_bytes.npy and each split's bytes of text, for bits per byte
+- bpb.py: each split's bytes as the text, the tokenizer and decode(encode(doc)) count them
+- golf.py: verify on a parameter-golf folder (its datasets, tokenizers and val bytes sidecars)
 - nanochat.py: the three commands on a nanochat folder (parquet shards of text)
 """
 
@@ -20,7 +23,20 @@ from safety import ArgumentParser, positive_int, random_seed
 from . import overlap
 from .packing import packing
 from .show import show
-from .verify import verify
+from .verify import verified_meta, verify
+
+
+def bpb_audit(folder):
+    """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
+    from safety import PrepareError
+
+    from .bpb import audit_lines
+
+    meta = verified_meta(folder)  # every figure recomputed first
+    if "datasets" not in meta:
+        raise PrepareError(f"{folder}/meta.json records no byte figures; data/parameter_golf/prepare.py's folders do")  # fmt: skip
+    for dataset in meta["datasets"]:
+        print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
 
 
 def main(argv=None):
@@ -44,7 +60,11 @@ def main(argv=None):
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
     pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked, into this file (not a folder)")  # fmt: skip
     overlap.add_parser(commands)
+    bits = commands.add_parser("bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by")  # fmt: skip
+    bits.add_argument("folder", help="a folder data/parameter_golf/prepare.py wrote")
     args = parser.parse_args(argv)
+    if args.command == "bpb":
+        return bpb_audit(args.folder)
     if args.command == "overlap":
         return overlap.run(args)
     if args.command == "packing":

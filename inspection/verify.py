@@ -20,6 +20,7 @@ from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
 from safety.errors import PrepareError, reading
 from safety.files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
 from safety.record import (
+    GOLF_FORMAT,
     META_PKL,
     SHARD_FORMATS,
     is_plain_name,
@@ -69,6 +70,10 @@ def _audit(folder, quiet=False):
         )
     if meta.get("format") == "nanochat":  # parquet shards of text: inspection/nanochat.py
         from .nanochat import audit
+
+        return audit(folder, meta, quiet)
+    if meta.get("format") == GOLF_FORMAT:  # parameter-golf's datasets: inspection/golf.py
+        from .golf import audit
 
         return audit(folder, meta, quiet)
     dtype = np.dtype(meta["dtype"])
@@ -132,6 +137,10 @@ def _shape_problem(meta):
     """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
     if meta.get("format") == "nanochat":
         from .nanochat import shape_problem
+
+        return shape_problem(meta)
+    if meta.get("format") == GOLF_FORMAT:
+        from .golf import shape_problem
 
         return shape_problem(meta)
     problem = _fields_problem(meta, "", TOP_FIELDS)

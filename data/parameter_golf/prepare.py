@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from bpe.corpus import CorpusError, documents
 from formats import golf
 from inspection.bpb import FIGURES, add_figures, audit_lines
 from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
@@ -37,7 +36,7 @@ from safety.record import GOLF_FORMAT
 # The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
 # sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
 REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
-DOCS, SIDECAR = "docs_selected.jsonl", "docs_selected.source_manifest.json"
+DOCS, SIDECAR = golf.DOCS, "docs_selected.source_manifest.json"
 BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
 SPLIT_RULE = "parameter-golf's: the documents in order; the first val_docs are val, the others train; each split's stream cut every shard_size tokens"  # fmt: skip
 
@@ -48,7 +47,7 @@ def main():
         # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
         #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
         sidecar, source = copy_documents(args.data_files, out)
-        num_docs = sum(1 for _ in read_documents(out / DOCS))
+        num_docs = sum(1 for _ in golf.documents_of(out / DOCS))
         val_docs = args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)  # fmt: skip
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
         if not 0 <= val_docs <= num_docs:
@@ -100,7 +99,7 @@ def copy_documents(data_files, out):
         link_or_copy(paths[0], out / DOCS)
     else:
         with open(out / DOCS, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps({"text": text}) + "\n" for text in read_documents(*paths))
+            f.writelines(json.dumps({"text": text}) + "\n" for text in golf.documents_of(*paths))
     sidecar = None
     if len(paths) == 1 and Path(meta_path).is_file():
         sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
@@ -118,13 +117,6 @@ def link_or_copy(source, target):
         shutil.copyfile(source, target)
 
 
-def read_documents(*paths):
-    try:
-        yield from documents(paths)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
-
-
 def make_tokenizer(variant, num_docs, out):
     """A --variant's tokenizer, its files written in out/tokenizers/, and its spec."""
     folder = out / "tokenizers"
@@ -137,7 +129,7 @@ def make_tokenizer(variant, num_docs, out):
     prefix = folder / f"fineweb_{vocab_size}_bpe"
     print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
     try:
-        golf.train_sentencepiece(read_documents(out / DOCS), vocab_size, prefix)
+        golf.train_sentencepiece(golf.documents_of(out / DOCS), vocab_size, prefix)
     except RuntimeError as exc:  # sentencepiece's own checks: one line of its message
         raise PrepareError(f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})") from None  # fmt: skip
     tokens = golf.SentencePieceTokens(prefix.with_suffix(".model"))
@@ -171,7 +163,7 @@ def write_dataset(out, variant, num_docs, val_docs, args):
     tokens, name = variant["tokens"], f"fineweb10B_{variant['spec']['dataset_suffix']}"
     folder = out / "datasets" / name
     folder.mkdir(parents=True)
-    encoded = encode(tokens, read_documents(out / DOCS), num_docs, name)
+    encoded = encode(tokens, golf.documents_of(out / DOCS), num_docs, name)
     figures, shares, shards = {}, [], []
     for split, part in (("val", itertools.islice(encoded, val_docs)), ("train", encoded)):
         figures[split] = dict.fromkeys(FIGURES, 0)
