@@ -100,7 +100,10 @@ def covered_shares(ends, size):
 def checked_shares(shares, where):
     """Shares as SHARE_DTYPE, or one line if one does not fit (a run of 65,536 spaces)."""
     if len(shares) and int(np.max(shares)) > np.iinfo(SHARE_DTYPE).max:
-        raise PrepareError(f"{where}: a token stands for more than 65,535 bytes of text, more than a uint16 sidecar holds")  # fmt: skip
+        raise PrepareError(
+            f"{where}: a token stands for more than 65,535 bytes of text, more than a uint16 "
+            "sidecar holds"
+        )
     return np.asarray(shares).astype(SHARE_DTYPE)
 
 
@@ -171,7 +174,9 @@ class ByteTokens:
         pairs = []
         for text in texts:
             data = np.frombuffer(text.encode("utf-8", errors="replace"), dtype=np.uint8)
-            pairs.append((data.astype(np.int64) + BYTE260["byte_offset"], np.ones(len(data), np.int64)))  # fmt: skip
+            pairs.append(
+                (data.astype(np.int64) + BYTE260["byte_offset"], np.ones(len(data), np.int64))
+            )
         return pairs
 
     def decode(self, ids):

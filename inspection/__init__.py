@@ -34,7 +34,10 @@ def bpb_audit(folder):
 
     meta = verified_meta(folder)  # every figure recomputed first
     if "datasets" not in meta:
-        raise PrepareError(f"{folder}/meta.json records no byte figures; data/parameter_golf/prepare.py's folders do")  # fmt: skip
+        raise PrepareError(
+            f"{folder}/meta.json records no byte figures; data/parameter_golf/prepare.py's "
+            "folders do"
+        )
     for dataset in meta["datasets"]:
         print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
 
@@ -60,7 +63,9 @@ def main(argv=None):
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
     pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked, into this file (not a folder)")  # fmt: skip
     overlap.add_parser(commands)
-    bits = commands.add_parser("bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by")  # fmt: skip
+    bits = commands.add_parser(
+        "bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by"
+    )
     bits.add_argument("folder", help="a folder data/parameter_golf/prepare.py wrote")
     args = parser.parse_args(argv)
     if args.command == "bpb":

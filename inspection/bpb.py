@@ -84,7 +84,8 @@ def audit_lines(name, figures):
         side = "below" if own < size else "above"
         lines.append(
             f"  the tokenizer counts {own:,} bytes, {abs(own - size) / max(size, 1):.2%} {side} "
-            f"the text's {size:,}: bits per byte over its count read {'low' if own > size else 'high'}"  # fmt: skip
+            f"the text's {size:,}: bits per byte over its count read "
+            f"{'low' if own > size else 'high'}"
         )
         lines.append(
             f"  divide by the text's {size:,} bytes (the sum of fineweb_val_bytes_*.bin, "

@@ -25,7 +25,9 @@ KINDS = ("sentencepiece_bpe", "byte", "bpe")
 
 def shape_problem(meta):
     """The first field of a parameter-golf meta.json that is missing or wrong, or None."""
-    if not isinstance(meta.get("files"), list) or not any(f.get("file") == golf.DOCS for f in meta["files"] if isinstance(f, dict)):  # fmt: skip
+    if not isinstance(meta.get("files"), list) or not any(
+        f.get("file") == golf.DOCS for f in meta["files"] if isinstance(f, dict)
+    ):
         return f"files is not a list naming {golf.DOCS}"
     datasets = meta.get("datasets")
     if not isinstance(datasets, list) or not datasets:
@@ -35,8 +37,15 @@ def shape_problem(meta):
         if not isinstance(dataset, dict) or any(key not in dataset for key in keys):
             return f"datasets[{i}] is not a record of {', '.join(keys)}"
         tokenizer = dataset["tokenizer"]
-        if not isinstance(tokenizer, dict) or tokenizer.get("kind") not in KINDS or not isinstance(tokenizer.get("files"), list):  # fmt: skip
-            return f"datasets[{i}].tokenizer is not a record of kind {' or '.join(KINDS)} and its files"  # fmt: skip
+        if (
+            not isinstance(tokenizer, dict)
+            or tokenizer.get("kind") not in KINDS
+            or not isinstance(tokenizer.get("files"), list)
+        ):
+            return (
+                f"datasets[{i}].tokenizer is not a record of kind {' or '.join(KINDS)} and its "
+                "files"
+            )
         for key in ("shards", "val_bytes"):
             for j, shard in enumerate(dataset[key] if isinstance(dataset[key], list) else [None]):
                 fields = ("file", "split", "tokens", "sha256")
@@ -48,7 +57,7 @@ def shape_problem(meta):
 
 
 def audit(folder, meta, quiet=False):
-    """verify's problems with a parameter-golf folder, one line each; prints each dataset's audit."""
+    """verify's problems with a parameter-golf folder, one line each; prints each audit."""
     from .verify import SHA256_DIFFERS, _audit_shards
 
     folder, problems = Path(folder), []
@@ -66,7 +75,13 @@ def audit(folder, meta, quiet=False):
         except PrepareError as exc:
             problems.append(str(exc))
             continue
-        shards = _audit_shards(folder, {"format": "llmc", "shards": dataset["shards"]}, np.dtype(np.uint16), tokens.vocab_size, quiet=True)  # fmt: skip
+        shards = _audit_shards(
+            folder,
+            {"format": "llmc", "shards": dataset["shards"]},
+            np.dtype(np.uint16),
+            tokens.vocab_size,
+            quiet=True,
+        )
         if shards:
             problems += shards
             continue
@@ -82,7 +97,9 @@ def rebuilt_tokenizer(folder, record, where):
     for item in record["files"]:
         path = folder / item["file"]
         if not path.is_file() or sha256_file(path) != item.get("sha256"):
-            raise PrepareError(f"{path} is missing or does not match the sha256 recorded in meta.json")  # fmt: skip
+            raise PrepareError(
+                f"{path} is missing or does not match the sha256 recorded in meta.json"
+            )
     path = folder / record["files"][0]["file"]
     if record["kind"] == "byte":
         if path.read_bytes() != golf.byte260_json():
@@ -93,7 +110,10 @@ def rebuilt_tokenizer(folder, record, where):
     else:
         tokens = golf.BpeTokens(load_trained(path, option="the tokenizer")[1], record.get("bos_id"))
     if (tokens.vocab_size, tokens.bos_id) != (record.get("vocab_size"), record.get("bos_id")):
-        raise PrepareError(f"{where}.tokenizer says {record.get('vocab_size')} ids and BOS {record.get('bos_id')}, its files {tokens.vocab_size} and {tokens.bos_id}")  # fmt: skip
+        raise PrepareError(
+            f"{where}.tokenizer says {record.get('vocab_size')} ids and BOS "
+            f"{record.get('bos_id')}, its files {tokens.vocab_size} and {tokens.bos_id}"
+        )
     return tokens
 
 
@@ -109,12 +129,15 @@ def _audit_figures(folder, dataset, tokens, where):
     problems = []
     for split in ("val", "train"):
         figures = dict.fromkeys(FIGURES, 0)
-        recorded = dataset["bytes"][split]
+        recorded = dataset["bytes"][split] if isinstance(dataset["bytes"][split], dict) else {}
         for ids, text in zip(document_ids(split_ids(folder, dataset, split), tokens.bos_id), texts):
             add_figures(figures, text, ids, tokens)
         for name in FIGURES:
-            if figures[name] != (recorded.get(name) if isinstance(recorded, dict) else None):
-                problems.append(f"{where}.bytes.{split}.{name} is {json.dumps(recorded.get(name) if isinstance(recorded, dict) else recorded)}, recomputed from the documents and the ids: {figures[name]:,}")  # fmt: skip
+            if figures[name] != recorded.get(name):
+                problems.append(
+                    f"{where}.bytes.{split}.{name} is {json.dumps(recorded.get(name))}, "
+                    f"recomputed from the documents and the ids: {figures[name]:,}"
+                )
     return problems
 
 
@@ -135,22 +158,37 @@ def _audit_sidecars(folder, dataset, tokens):
         if sha256_file(path) != sidecar["sha256"]:
             problems.append(f"{path} does not match the sha256 recorded in meta.json")
         if len(shares) != val["tokens"]:
-            problems.append(f"{path} holds {len(shares):,} shares, its val shard {folder / val['file']} {val['tokens']:,} tokens")  # fmt: skip
+            problems.append(
+                f"{path} holds {len(shares):,} shares, its val shard {folder / val['file']} "
+                f"{val['tokens']:,} tokens"
+            )
     if len(sidecars) != len(vals):
-        problems.append(f"{folder / vals[0]['file']}: {len(vals)} val shard(s) but {len(sidecars)} val bytes sidecar(s)")  # fmt: skip
+        problems.append(
+            f"{folder / vals[0]['file']}: {len(vals)} val shard(s) but {len(sidecars)} val "
+            "bytes sidecar(s)"
+        )
     if problems:
         return problems
     ids = np.concatenate(split_ids(folder, dataset, "val"))
-    sums = document_share_sums(ids, np.concatenate(split_ids(folder, dataset, "val", "val_bytes")), tokens.bos_id)  # fmt: skip
+    sums = document_share_sums(
+        ids, np.concatenate(split_ids(folder, dataset, "val", "val_bytes")), tokens.bos_id
+    )
     for index, (total, text) in enumerate(zip(sums, golf.documents_of(folder / golf.DOCS))):
         if int(total) != len(text.encode()):
-            return [f"{folder / sidecars[0]['file']}: the shares of val document {index:,} sum to {int(total):,}, its text has {len(text.encode()):,} UTF-8 bytes"]  # fmt: skip
+            return [
+                (
+                    f"{folder / sidecars[0]['file']}: the shares of val document {index:,} sum to "
+                    f"{int(total):,}, its text has {len(text.encode()):,} UTF-8 bytes"
+                )
+            ]
     return []
 
 
 def _unlisted(folder, meta):
     """Shards in datasets/*/ that train_gpt.py's globs read but meta.json does not list."""
-    listed = {s["file"] for d in meta["datasets"] for key in ("shards", "val_bytes") for s in d[key]}
+    listed = {
+        s["file"] for d in meta["datasets"] for key in ("shards", "val_bytes") for s in d[key]
+    }
     found = sorted(
         path.relative_to(folder).as_posix()
         for path in folder.glob("datasets/*/fineweb_*.bin")
@@ -159,4 +197,9 @@ def _unlisted(folder, meta):
     if not found:
         return []
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3:,} more" if len(found) > 3 else "")
-    return [f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read them: move them away, or run prepare.py again"]  # fmt: skip
+    return [
+        (
+            f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read "
+            "them: move them away, or run prepare.py again"
+        )
+    ]

@@ -100,19 +100,31 @@ def record_names(meta):
 def _golf_names(meta):
     """The names of a parameter-golf folder's record: its files, and each dataset's tokenizer
     files, shards and val bytes sidecars, (field, name, True, None) each."""
-    found = [(f"files[{i}].file", item.get("file"), True, None) for i, item in _items(meta, "files")]
+    found = [
+        (f"files[{i}].file", item.get("file"), True, None) for i, item in _items(meta, "files")
+    ]
     for i, dataset in _items(meta, "datasets"):
         for key in ("shards", "val_bytes"):
-            found += [(f"datasets[{i}].{key}[{j}].file", item.get("file"), True, None) for j, item in _items(dataset, key)]  # fmt: skip
+            found += [
+                (f"datasets[{i}].{key}[{j}].file", item.get("file"), True, None)
+                for j, item in _items(dataset, key)
+            ]
         tokenizer = dataset.get("tokenizer")
-        found += [(f"datasets[{i}].tokenizer.files[{j}].file", item.get("file"), True, None) for j, item in _items(tokenizer, "files")]  # fmt: skip
+        found += [
+            (f"datasets[{i}].tokenizer.files[{j}].file", item.get("file"), True, None)
+            for j, item in _items(tokenizer, "files")
+        ]
     return found
 
 
 def _items(record, key):
     """(index, item) of the dicts in record[key], a list (anything else holds none)."""
     items = record.get(key) if isinstance(record, dict) else None
-    return [(i, item) for i, item in enumerate(items if isinstance(items, list) else []) if isinstance(item, dict)]  # fmt: skip
+    return [
+        (i, item)
+        for i, item in enumerate(items if isinstance(items, list) else [])
+        if isinstance(item, dict)
+    ]
 
 
 def name_problem(meta):
@@ -130,7 +142,10 @@ def name_problem(meta):
     for field, value, _, form in record_names(meta):
         if golf and field.startswith(("files", "datasets")):
             if not (isinstance(value, str) and GOLF_NAME.fullmatch(value)):
-                return f"{field} is {_shown(value)}, expected a name of parameter-golf's folder (manifest.json, datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)"  # fmt: skip
+                return (
+                    f"{field} is {_shown(value)}, expected a name of parameter-golf's folder "
+                    "(manifest.json, datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)"
+                )
             continue
         if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
             if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
@@ -158,7 +173,9 @@ def journal_problem(journal):
     folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        nested = isinstance(name, str) and (NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name))  # fmt: skip
+        nested = isinstance(name, str) and (
+            NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)
+        )
         if not (is_plain_name(name) or nested) or name.startswith("."):
             return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
     return None

@@ -10,8 +10,8 @@ split's true byte figures in meta.json (`python prepare_common.py bpb DIR`), --v
 CaseOps records' per-token byte sidecar), a folder that changes as one transaction.
 
     python data/parameter_golf/prepare.py --data-files docs.jsonl --variant sp1024 byte260
-    DATA_PATH=$OUT/datasets/fineweb10B_sp1024 TOKENIZER_PATH=$OUT/tokenizers/fineweb_1024_bpe.model \\
-        torchrun --nproc_per_node=1 train_gpt.py
+    DATA_PATH=$OUT/datasets/fineweb10B_sp1024 \\
+        TOKENIZER_PATH=$OUT/tokenizers/fineweb_1024_bpe.model torchrun train_gpt.py
 """
 
 import itertools
@@ -38,7 +38,10 @@ from safety.record import GOLF_FORMAT
 REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
 DOCS, SIDECAR = golf.DOCS, "docs_selected.source_manifest.json"
 BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
-SPLIT_RULE = "parameter-golf's: the documents in order; the first val_docs are val, the others train; each split's stream cut every shard_size tokens"  # fmt: skip
+SPLIT_RULE = (
+    "parameter-golf's: the documents in order; the first val_docs are val, the others train; "
+    "each split's stream cut every shard_size tokens"
+)
 
 
 def main():
@@ -48,15 +51,22 @@ def main():
         #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
         sidecar, source = copy_documents(args.data_files, out)
         num_docs = sum(1 for _ in golf.documents_of(out / DOCS))
-        val_docs = args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)  # fmt: skip
+        val_docs = (
+            args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)
+        )
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
         if not 0 <= val_docs <= num_docs:
-            raise PrepareError(f"--val-docs {val_docs:,} is more than the {num_docs:,} documents")  # fmt: skip
+            raise PrepareError(f"--val-docs {val_docs:,} is more than the {num_docs:,} documents")
         if sidecar and sidecar.get("num_docs") not in (None, num_docs):
-            raise PrepareError(f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}")  # fmt: skip
+            raise PrepareError(
+                f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}"
+            )
 
         # 2. the tokenizers: SentencePiece trained on every document, byte260, or yours
-        variants = [make_tokenizer(v, num_docs, out) for v in args.variant or ["sp1024"] * (not args.tokenizer)]  # fmt: skip
+        variants = [
+            make_tokenizer(v, num_docs, out)
+            for v in args.variant or ["sp1024"] * (not args.tokenizer)
+        ]
         variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
         check_names(variants)
 
@@ -67,19 +77,35 @@ def main():
 
         # 4. parameter-golf's manifest.json and tokenizer_config.export.json; meta.json, last
         specs = [variant["spec"] for variant in variants]
-        (out / "tokenizer_config.export.json").write_text(json.dumps({"tokenizers": specs}, indent=2) + "\n")  # fmt: skip
+        (out / "tokenizer_config.export.json").write_text(
+            json.dumps({"tokenizers": specs}, indent=2) + "\n"
+        )
         manifest = golf_manifest(variants, num_docs, val_docs, args.shard_size, sidecar, source)
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        files = [DOCS, *([SIDECAR] * bool(sidecar)), "tokenizer_config.export.json", "manifest.json"]  # fmt: skip
-        write_record(out, {
-            "format_version": 1, "created_by": "data/parameter_golf/prepare.py", "format": GOLF_FORMAT,
-            "files": [{"file": name, "sha256": sha256_file(out / name)} for name in files],
-            "datasets": [variant["dataset"] for variant in variants], "source": source["record"],
-            "split": {"rule": SPLIT_RULE, "val_docs": val_docs, "shard_size": args.shard_size},
-        })  # fmt: skip
+        files = [
+            DOCS,
+            *([SIDECAR] * bool(sidecar)),
+            "tokenizer_config.export.json",
+            "manifest.json",
+        ]
+        write_record(
+            out,
+            {
+                "format_version": 1,
+                "created_by": "data/parameter_golf/prepare.py",
+                "format": GOLF_FORMAT,
+                "files": [{"file": name, "sha256": sha256_file(out / name)} for name in files],
+                "datasets": [variant["dataset"] for variant in variants],
+                "source": source["record"],
+                "split": {"rule": SPLIT_RULE, "val_docs": val_docs, "shard_size": args.shard_size},
+            },
+        )
     for variant in variants:
         print("\n".join(audit_lines(variant["dataset"]["name"], variant["dataset"]["bytes"])))
-    print(f"wrote tokenizers/, datasets/ ({', '.join(v['dataset']['name'] for v in variants)}), manifest.json and meta.json to {args.out_dir}")  # fmt: skip
+    print(
+        f"wrote tokenizers/, datasets/ ({', '.join(v['dataset']['name'] for v in variants)}), "
+        f"manifest.json and meta.json to {args.out_dir}"
+    )
 
 
 def copy_documents(data_files, out):
@@ -88,8 +114,13 @@ def copy_documents(data_files, out):
     if data_files is None:
         hub = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}")
         (path,), _ = hub_files(hub, f"{REPO}@{REVISION}")
-        (meta_path,), _ = hub_files(hub._replace(files=f"{REMOTE_ROOT}/{SIDECAR}"), f"{REPO}@{REVISION}")  # fmt: skip
-        name, record = f"{REPO}@{REVISION}", {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"}  # fmt: skip
+        (meta_path,), _ = hub_files(
+            hub._replace(files=f"{REMOTE_ROOT}/{SIDECAR}"), f"{REPO}@{REVISION}"
+        )
+        name, record = (
+            f"{REPO}@{REVISION}",
+            {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"},
+        )
         paths, remote = [Path(path)], (REPO, REMOTE_ROOT)
     else:
         paths, remote = [Path(p) for p in expand_data_files(data_files)], (None, None)
@@ -105,7 +136,10 @@ def copy_documents(data_files, out):
         sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
         link_or_copy(Path(meta_path), out / SIDECAR)
         if sidecar.get("docs_sha256") not in (None, sha256_file(out / DOCS)):
-            raise PrepareError(f"{paths[0]} is not the selection its sidecar {meta_path} describes (docs_sha256 differs); download both again")  # fmt: skip
+            raise PrepareError(
+                f"{paths[0]} is not the selection its sidecar {meta_path} describes "
+                "(docs_sha256 differs); download both again"
+            )
     record["sha256"] = sha256_file(out / DOCS)
     return sidecar, {"name": name, "record": record, "remote": remote}
 
@@ -124,14 +158,20 @@ def make_tokenizer(variant, num_docs, out):
     if variant == "byte260":
         (folder / golf.BYTE260_FILE).write_bytes(golf.byte260_json())
         spec = {"name": "pure_byte_260", "dataset_suffix": "byte260"}
-        return {"spec": spec, "tokens": golf.ByteTokens(), "files": [f"tokenizers/{golf.BYTE260_FILE}"]}  # fmt: skip
+        return {
+            "spec": spec,
+            "tokens": golf.ByteTokens(),
+            "files": [f"tokenizers/{golf.BYTE260_FILE}"],
+        }
     vocab_size = int(variant[2:])
     prefix = folder / f"fineweb_{vocab_size}_bpe"
     print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
     try:
         golf.train_sentencepiece(golf.documents_of(out / DOCS), vocab_size, prefix)
     except RuntimeError as exc:  # sentencepiece's own checks: one line of its message
-        raise PrepareError(f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})") from None  # fmt: skip
+        raise PrepareError(
+            f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})"
+        ) from None
     tokens = golf.SentencePieceTokens(prefix.with_suffix(".model"))
     print(f"{prefix.name}.model: {tokens.vocab_size:,} pieces")
     spec = {"name": f"sp_bpe_{vocab_size}", "dataset_suffix": variant, "vocab_size": vocab_size}
@@ -140,7 +180,7 @@ def make_tokenizer(variant, num_docs, out):
 
 
 def our_tokenizer(path, out):
-    """A --tokenizer of train_tokenizer.py, copied into out/tokenizers/; its <|endoftext|> is BOS."""
+    """A --tokenizer of train_tokenizer.py, copied into out/tokenizers/; <|endoftext|> is BOS."""
     encoding, record = bpe_encoding(path, need_eot=True)
     name = f"tokenizers/{Path(path).stem}.json"
     shutil.copyfile(path, out / name)
@@ -155,7 +195,10 @@ def check_names(variants):
             raise PrepareError(f"two tokenizers have the same {key} ({names}); give each once")
     for variant in variants:
         if variant["tokens"].vocab_size > 2**16:
-            raise PrepareError(f"{variant['spec']['name']} has {variant['tokens'].vocab_size:,} ids: parameter-golf's uint16 shards hold 65,536")  # fmt: skip
+            raise PrepareError(
+                f"{variant['spec']['name']} has {variant['tokens'].vocab_size:,} ids: "
+                "parameter-golf's uint16 shards hold 65,536"
+            )
 
 
 def write_dataset(out, variant, num_docs, val_docs, args):
@@ -172,21 +215,55 @@ def write_dataset(out, variant, num_docs, val_docs, args):
             for text, ids, text_shares in part:
                 add_figures(totals, text, ids, tokens)
                 if val and args.val_bytes:  # the BOS: 0, or a document of no token's bytes
-                    shares.append(np.concatenate([[0 if len(ids) else len(text.encode())], text_shares]))  # fmt: skip
+                    shares.append(
+                        np.concatenate([[0 if len(ids) else len(text.encode())], text_shares])
+                    )
                 yield np.concatenate([[tokens.bos_id], ids])
 
         names = llmc_names("fineweb", split)
-        shards += write_shards(folder, ids_with_bos(), names, args.shard_size, np.uint16, tokens.vocab_size, "llmc", say=False)  # fmt: skip
+        shards += write_shards(
+            folder,
+            ids_with_bos(),
+            names,
+            args.shard_size,
+            np.uint16,
+            tokens.vocab_size,
+            "llmc",
+            say=False,
+        )
     sidecars = []
     if args.val_bytes:
-        names = ((s, f"fineweb_val_bytes_{i:06d}") for i, (s, _) in enumerate(llmc_names("fineweb", "val")))  # fmt: skip
-        sidecars = write_shards(folder, shares, names, args.shard_size, np.uint16, 2**16, "llmc", say=False)  # fmt: skip
+        names = (
+            (s, f"fineweb_val_bytes_{i:06d}")
+            for i, (s, _) in enumerate(llmc_names("fineweb", "val"))
+        )
+        sidecars = write_shards(
+            folder, shares, names, args.shard_size, np.uint16, 2**16, "llmc", say=False
+        )
     for record in shards + sidecars:
         record["file"] = f"datasets/{name}/{record['file']}"
-    print(f"wrote datasets/{name}: {len(shards)} shard(s), {sum(s['tokens'] for s in shards):,} tokens" + (f", {len(sidecars)} val bytes sidecar(s)" if sidecars else ""))  # fmt: skip
+    print(
+        (
+            f"wrote datasets/{name}: {len(shards)} shard(s), {sum(s['tokens'] for s in shards):,} "
+            "tokens"
+        )
+        + (f", {len(sidecars)} val bytes sidecar(s)" if sidecars else "")
+    )
     files = [{"file": f, "sha256": sha256_file(out / f)} for f in variant["files"]]
-    tokenizer = {"kind": tokens.kind, "name": variant["spec"]["name"], "vocab_size": tokens.vocab_size, "bos_id": tokens.bos_id, "files": files}  # fmt: skip
-    return {"name": name, "tokenizer": tokenizer, "shards": shards, "val_bytes": sidecars, "bytes": figures}  # fmt: skip
+    tokenizer = {
+        "kind": tokens.kind,
+        "name": variant["spec"]["name"],
+        "vocab_size": tokens.vocab_size,
+        "bos_id": tokens.bos_id,
+        "files": files,
+    }
+    return {
+        "name": name,
+        "tokenizer": tokenizer,
+        "shards": shards,
+        "val_bytes": sidecars,
+        "bytes": figures,
+    }
 
 
 def encode(tokens, texts, total, desc):
@@ -202,25 +279,56 @@ def encode(tokens, texts, total, desc):
 def golf_manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
     """manifest.json as download_hf_docs_and_tokenize.py's main() writes it."""
     repo, root = source["remote"]
-    docs_meta = {"remote_repo_id": repo, "remote_root": root, "num_docs": num_docs, "docs_sha256": (sidecar or {}).get("docs_sha256"), "source_manifest": SIDECAR if sidecar else None}  # fmt: skip
+    docs_meta = {
+        "remote_repo_id": repo,
+        "remote_root": root,
+        "num_docs": num_docs,
+        "docs_sha256": (sidecar or {}).get("docs_sha256"),
+        "source_manifest": SIDECAR if sidecar else None,
+    }
     if sidecar is not None:
         docs_meta["source_sidecar"] = sidecar
     manifest = {
-        "version": "10B", "num_docs": num_docs, "num_val_docs": val_docs,
-        "shuffle_seed": (sidecar or {}).get("shuffle_seed"), "shard_size": shard_size,
-        "append_eos": False, "docs_jsonl": DOCS, "docs_meta": docs_meta,
-        "tokenizer_specs": [variant["spec"] for variant in variants], "tokenizers": [], "datasets": [],
-    }  # fmt: skip
+        "version": "10B",
+        "num_docs": num_docs,
+        "num_val_docs": val_docs,
+        "shuffle_seed": (sidecar or {}).get("shuffle_seed"),
+        "shard_size": shard_size,
+        "append_eos": False,
+        "docs_jsonl": DOCS,
+        "docs_meta": docs_meta,
+        "tokenizer_specs": [variant["spec"] for variant in variants],
+        "tokenizers": [],
+        "datasets": [],
+    }
     for variant in variants:
         tokens, spec, name = variant["tokens"], variant["spec"], variant["dataset"]["name"]
-        common = {"vocab_size": tokens.vocab_size, "bos_id": tokens.bos_id, "eos_id": tokens.eos_id, "recommended_bigram_vocab_size": (tokens.vocab_size + 127) // 128 * 128 * 5}  # fmt: skip
+        common = {
+            "vocab_size": tokens.vocab_size,
+            "bos_id": tokens.bos_id,
+            "eos_id": tokens.eos_id,
+            "recommended_bigram_vocab_size": (tokens.vocab_size + 127) // 128 * 128 * 5,
+        }
         paths = dict(zip(("model_path", "vocab_path"), variant["files"]))
         if tokens.kind != "sentencepiece_bpe":
             paths = {"path": variant["files"][0], "pad_id": 0, "unk_id": 3}
-        manifest["tokenizers"].append({"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths})  # fmt: skip
+        manifest["tokenizers"].append(
+            {"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths}
+        )
         counts = dataset_stats(variant["dataset"], val_docs, num_docs)
         folder = f"datasets/{name}"
-        manifest["datasets"].append({"name": name, "tokenizer_name": spec["name"], "tokenizer_kind": tokens.kind, "path": folder, "train_glob": f"{folder}/fineweb_train_*.bin", "val_glob": f"{folder}/fineweb_val_*.bin", **common, "stats": counts})  # fmt: skip
+        manifest["datasets"].append(
+            {
+                "name": name,
+                "tokenizer_name": spec["name"],
+                "tokenizer_kind": tokens.kind,
+                "path": folder,
+                "train_glob": f"{folder}/fineweb_train_*.bin",
+                "val_glob": f"{folder}/fineweb_val_*.bin",
+                **common,
+                "stats": counts,
+            }
+        )
     return manifest
 
 
@@ -231,7 +339,9 @@ def dataset_stats(dataset, val_docs, num_docs):
     tokens = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in ("val", "train")}
     stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
     stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
-    stats.update(tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"])  # fmt: skip
+    stats.update(
+        tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"]
+    )
     return stats
 
 
@@ -239,7 +349,9 @@ def variant_name(text):
     """--variant: "sp1024" ... "sp<N>" (SentencePiece BPE at N ids) or "byte260"."""
     if text == "byte260" or (re.fullmatch(r"sp[1-9]\d*", text) and int(text[2:]) <= 2**16):
         return text
-    raise ArgumentTypeError(f"{text!r} is not byte260 nor sp<N> with N at most 65,536 (sp1024, sp4096, sp8192, ...)")  # fmt: skip
+    raise ArgumentTypeError(
+        f"{text!r} is not byte260 nor sp<N> with N at most 65,536 (sp1024, sp4096, sp8192, ...)"
+    )
 
 
 def val_count(text):
@@ -251,12 +363,50 @@ def val_count(text):
 def arguments():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"local .jsonl ('text' field), .parquet or .txt files (default: the hub's {REPO} {REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256)")  # fmt: skip
-    add("--variant", nargs="+", type=variant_name, default=[], metavar="sp1024|sp4096|sp8192|sp<N>|byte260", help="the tokenizers, several at once (default: sp1024 unless --tokenizer is given)")  # fmt: skip
-    add("--tokenizer", nargs="+", type=Path, metavar="TOK.json", help="tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)")  # fmt: skip
-    add("--val-docs", type=val_count, help="the first N documents are val (default: the sidecar's docs_val, else 50,000)")  # fmt: skip
-    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (default: 10**8)")  # fmt: skip
-    add("--val-bytes", action="store_true", help="write fineweb_val_bytes_*.bin beside each val shard: each token's share of the text's UTF-8 bytes (stock train_gpt.py's fineweb_val_*.bin glob reads them too: see docs/bits_per_byte.md)")  # fmt: skip
+    add(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help=(
+            f"local .jsonl ('text' field), .parquet or .txt files (default: the hub's {REPO} "
+            f"{REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256)"
+        ),
+    )
+    add(
+        "--variant",
+        nargs="+",
+        type=variant_name,
+        default=[],
+        metavar="sp1024|sp4096|sp8192|sp<N>|byte260",
+        help="the tokenizers, several at once (default: sp1024 unless --tokenizer is given)",
+    )
+    add(
+        "--tokenizer",
+        nargs="+",
+        type=Path,
+        metavar="TOK.json",
+        help="tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)",
+    )
+    add(
+        "--val-docs",
+        type=val_count,
+        help="the first N documents are val (default: the sidecar's docs_val, else 50,000)",
+    )
+    add(
+        "--shard-size",
+        type=tokens_per_shard,
+        default=10**8,
+        help="tokens per shard (default: 10**8)",
+    )
+    add(
+        "--val-bytes",
+        action="store_true",
+        help=(
+            "write fineweb_val_bytes_*.bin beside each val shard: each token's share of the "
+            "text's UTF-8 bytes (stock train_gpt.py's fineweb_val_*.bin glob reads them too: see "
+            "docs/bits_per_byte.md)"
+        ),
+    )
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
     return parser
 
