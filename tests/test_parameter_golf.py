@@ -344,3 +344,30 @@ def test_bad_options_fail_in_one_line(golf_docs, tmp_path, args, fragments):
     assert "Traceback" not in result.stderr
     assert all(fragment in result.stderr for fragment in fragments), result.stderr
     assert not (tmp_path / "out" / "meta.json").exists()
+
+
+def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path):
+    """train_tokenizer.py --kind sentencepiece on the lesson's documents writes a model of the
+    same pieces and scores as the lesson's sp1024."""
+    spm = pytest.importorskip("sentencepiece")
+    out, _ = prepared
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        "--kind",
+        "sentencepiece",
+        "--vocab-size",
+        1024,
+        "--input",
+        out / "docs_selected.jsonl",
+        "--out",
+        tmp_path / "sp",
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sp.model", "sp.vocab"]
+    models = [tmp_path / "sp.model", out / "tokenizers" / "fineweb_1024_bpe.model"]
+    a, b = (spm.SentencePieceProcessor(model_file=str(path)) for path in models)
+    pieces = [[(p.id_to_piece(i), p.get_score(i)) for i in range(p.vocab_size())] for p in (a, b)]
+    assert pieces[0] == pieces[1]
+    assert (tmp_path / "sp.vocab").read_bytes() == (
+        out / "tokenizers" / "fineweb_1024_bpe.vocab"
+    ).read_bytes()
