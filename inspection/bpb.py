@@ -73,9 +73,9 @@ def audit_lines(name, figures):
     else:
         lines = [
             f"{name}: NOT lossless on val: {changed:,} of {docs:,} documents "
-            f"({changed / max(docs, 1):.1%}) change under decode(encode(doc)), losing "
+            f"({percent(changed, docs)}) change under decode(encode(doc)), losing "
             f"{val['lost_bytes']:,} and gaining {val['gained_bytes']:,} of their {size:,} bytes "
-            f"({(val['lost_bytes'] + val['gained_bytes']) / max(size, 1):.2%})"
+            f"({percent(val['lost_bytes'] + val['gained_bytes'], size)})"
         ]
     if own == size:
         lines.append(f"  the tokenizer counts {own:,} bytes, the text's {size:,}: equal")
@@ -83,7 +83,7 @@ def audit_lines(name, figures):
     else:
         side = "below" if own < size else "above"
         lines.append(
-            f"  the tokenizer counts {own:,} bytes, {abs(own - size) / max(size, 1):.2%} {side} "
+            f"  the tokenizer counts {own:,} bytes, {percent(abs(own - size), size)} {side} "
             f"the text's {size:,}: bits per byte over its count read "
             f"{'low' if own > size else 'high'}"
         )
@@ -92,3 +92,9 @@ def audit_lines(name, figures):
             f"--val-bytes), not by the tokenizer's {own:,}"
         )
     return lines
+
+
+def percent(part, whole):
+    """part / whole as a percentage that shows a small one: (4, 131880) -> "0.003%"."""
+    fraction = part / max(whole, 1)
+    return f"{fraction:.3%}" if fraction < 0.01 else f"{fraction:.1%}"
