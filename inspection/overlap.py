@@ -25,6 +25,7 @@ from dedup.overlap import documents_of, exact_report, overlap_report, stream_doc
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
+from safety.record import GOLF_FORMAT
 
 from .verify import checked_meta
 
@@ -87,6 +88,10 @@ def folder_layout(folder, train_glob=None, val_glob=None, boundary_id=None, boun
 
 def meta_layout(folder, meta):
     """The files, end-of-text id and rule of a folder meta.json describes."""
+    if meta.get("format") == GOLF_FORMAT:
+        from .golf import not_one_dataset
+
+        raise not_one_dataset(folder, meta)
     layout = {"tokenizer": meta["tokenizer"], "dtype": meta["dtype"]}
     eot_id = layout["boundary_id"] = meta["tokenizer"].get("eot_id")
     for split in ("train", "val"):

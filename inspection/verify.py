@@ -454,6 +454,10 @@ def open_split(folder, split):
     """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
     folder = Path(folder)
     meta = checked_meta(folder)
+    if meta.get("format") == GOLF_FORMAT:
+        from .golf import not_one_dataset
+
+        raise not_one_dataset(folder, meta)
     dtype = np.dtype(meta["dtype"])
     if "shards" in meta:  # a folder of shards: the split's first one, or the one named
         shard = next((s for s in meta["shards"] if split in (s["file"], s["split"])), None)

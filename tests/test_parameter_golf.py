@@ -371,3 +371,54 @@ def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path)
     assert (tmp_path / "sp.vocab").read_bytes() == (
         out / "tokenizers" / "fineweb_1024_bpe.vocab"
     ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "honest", [pytest.param(True, id="checked"), pytest.param(False, id="wrong-sha256")]
+)
+def test_the_hubs_selection_is_checked_against_its_sidecar(golf_docs, tmp_path, honest):
+    """By default the documents come from the hub's datasets/ folder: a docs_selected.jsonl
+    whose sha256 is its sidecar's docs_sha256 is read (val = the sidecar's docs_val, the
+    manifest records the sidecar), one that is not is refused in one line, nothing written."""
+    files = hub_files(golf_docs[:1000])
+    if not honest:
+        files["datasets/docs_selected.jsonl"] += b'{"text": "one more"}\n'
+    commit = hashlib.sha1(b"parameter-golf").hexdigest()
+    with LocalHub("willdepueoai/parameter-golf", {commit: files}, {"main": commit}) as hub:
+        result = run_python(
+            LESSON,
+            "--variant",
+            "byte260",
+            "--out-dir",
+            tmp_path / "out",
+            env=hub.environment(tmp_path),
+        )
+    if not honest:
+        assert_clean_failure(result, "docs_sha256")
+        assert not (tmp_path / "out" / "meta.json").exists()
+        return
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["num_val_docs"] == 500 and manifest["shuffle_seed"] == 1337
+    assert manifest["docs_meta"]["remote_repo_id"] == "willdepueoai/parameter-golf"
+    assert run_python(COMMON, "verify", tmp_path / "out").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["show"], id="show"),
+        pytest.param(["packing", "--block-size", "64"], id="packing"),
+        pytest.param(["overlap"], id="overlap"),
+    ],
+)
+def test_commands_of_one_stream_point_at_a_dataset(prepared, command):
+    """show, packing and overlap on the folder of several datasets: one line pointing at
+    overlap on one dataset's folder, which reads its BOS-first shards without a meta.json."""
+    out, _ = prepared
+    result = run_python(COMMON, command[0], out, *command[1:])
+    assert_clean_failure(result, "parameter-golf folder", "--boundary-id 1")
+    dataset = out / "datasets" / "fineweb10B_sp1024"
+    result = run_python(COMMON, "overlap", dataset, "--boundary-id", 1)
+    assert result.returncode == 0, result.stderr
+    assert "val documents with an exact copy in train" in result.stdout
