@@ -422,3 +422,37 @@ def test_commands_of_one_stream_point_at_a_dataset(prepared, command):
     result = run_python(COMMON, "overlap", dataset, "--boundary-id", 1)
     assert result.returncode == 0, result.stderr
     assert "val documents with an exact copy in train" in result.stdout
+
+
+def test_a_rerun_replaces_the_datasets_as_one_set(golf_docs, tmp_path):
+    """The folder is a transaction: a second run with byte260 only leaves byte260's files, the
+    first run's sp1024 model, shards and sidecars removed, and verifies."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:800])
+    out = tmp_path / "out"
+    for variants in (["sp1024", "byte260"], ["byte260"]):
+        result = run_python(
+            LESSON,
+            "--data-files",
+            docs,
+            "--variant",
+            *variants,
+            "--val-docs",
+            100,
+            "--val-bytes",
+            "--out-dir",
+            out,
+        )
+        assert result.returncode == 0, result.stderr
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [
+        "datasets/fineweb10B_byte260/fineweb_train_000000.bin",
+        "datasets/fineweb10B_byte260/fineweb_val_000000.bin",
+        "datasets/fineweb10B_byte260/fineweb_val_bytes_000000.bin",
+        "docs_selected.jsonl",
+        "manifest.json",
+        "meta.json",
+        "tokenizer_config.export.json",
+        "tokenizers/fineweb_pure_byte_260.json",
+    ]
+    assert not (out / "datasets" / "fineweb10B_sp1024").exists()
+    assert run_python(COMMON, "verify", out).returncode == 0
