@@ -1,6 +1,7 @@
 """parameter-golf's tokenizers (openai/parameter-golf: data/download_hf_docs_and_tokenize.py,
 train_gpt.py): SentencePiece BPE trained with its options exactly, the pure-byte byte260, our
-byte-level BPE beside them; and for each, how it counts bytes and each token's share of a text.
+byte-level BPE beside them; for each, how it counts bytes and each token's share of a text; and
+the manifest.json its script writes.
 
     tokenizer = SentencePieceTokens("tokenizers/fineweb_1024_bpe.model")
     ids, shares = tokenizer.encode_batch(["Hello  world"])[0]  # shares.sum() == 12, the UTF-8 bytes
@@ -36,6 +37,7 @@ SENTENCEPIECE_OPTIONS = {
 BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4, "byte_count": 256}
 BYTE260_FILE = "fineweb_pure_byte_260.json"
 DOCS = "docs_selected.jsonl"  # the documents, in the folder: {"text": ...} a line
+SIDECAR = "docs_selected.source_manifest.json"  # the hub's: num_docs, docs_val, docs_sha256, ...
 SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
 
 
@@ -211,3 +213,73 @@ class BpeTokens:
 
     def own_bytes(self, ids):
         return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
+
+
+def manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
+    """manifest.json as download_hf_docs_and_tokenize.py's main() writes it, of the lesson's
+    variants ({"spec", "tokens", "files", "dataset": meta.json's record}) and its source."""
+    repo, root = source["remote"]
+    docs_meta = {
+        "remote_repo_id": repo,
+        "remote_root": root,
+        "num_docs": num_docs,
+        "docs_sha256": (sidecar or {}).get("docs_sha256"),
+        "source_manifest": SIDECAR if sidecar else None,
+    }
+    if sidecar is not None:
+        docs_meta["source_sidecar"] = sidecar
+    manifest = {
+        "version": "10B",
+        "num_docs": num_docs,
+        "num_val_docs": val_docs,
+        "shuffle_seed": (sidecar or {}).get("shuffle_seed"),
+        "shard_size": shard_size,
+        "append_eos": False,
+        "docs_jsonl": DOCS,
+        "docs_meta": docs_meta,
+        "tokenizer_specs": [variant["spec"] for variant in variants],
+        "tokenizers": [],
+        "datasets": [],
+    }
+    for variant in variants:
+        tokens, spec, name = variant["tokens"], variant["spec"], variant["dataset"]["name"]
+        common = {
+            "vocab_size": tokens.vocab_size,
+            "bos_id": tokens.bos_id,
+            "eos_id": tokens.eos_id,
+            "recommended_bigram_vocab_size": (tokens.vocab_size + 127) // 128 * 128 * 5,
+        }
+        paths = dict(zip(("model_path", "vocab_path"), variant["files"]))
+        if tokens.kind != "sentencepiece_bpe":
+            paths = {"path": variant["files"][0], "pad_id": 0, "unk_id": 3}
+        manifest["tokenizers"].append(
+            {"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths}
+        )
+        counts = dataset_stats(variant["dataset"], val_docs, num_docs)
+        folder = f"datasets/{name}"
+        manifest["datasets"].append(
+            {
+                "name": name,
+                "tokenizer_name": spec["name"],
+                "tokenizer_kind": tokens.kind,
+                "path": folder,
+                "train_glob": f"{folder}/fineweb_train_*.bin",
+                "val_glob": f"{folder}/fineweb_val_*.bin",
+                **common,
+                "stats": counts,
+            }
+        )
+    return manifest
+
+
+def dataset_stats(dataset, val_docs, num_docs):
+    """export_shards' stats: documents, files and tokens, in all and per split."""
+    shards = dataset["shards"]
+    files = {s: sum(x["split"] == s for x in shards) for s in ("val", "train")}
+    tokens = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in ("val", "train")}
+    stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
+    stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
+    stats.update(
+        tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"]
+    )
+    return stats

@@ -29,6 +29,7 @@ from formats import golf
 from inspection.bpb import FIGURES, add_figures, audit_lines
 from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
 from safety import ArgumentParser, PrepareError, output_folder, run_main, tokens_per_shard
+from safety.cli import whole_number
 from safety.files import sha256_file
 from safety.inputs import expand_data_files, hub_files
 from safety.record import GOLF_FORMAT
@@ -36,7 +37,7 @@ from safety.record import GOLF_FORMAT
 # The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
 # sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
 REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
-DOCS, SIDECAR = golf.DOCS, "docs_selected.source_manifest.json"
+DOCS, SIDECAR = golf.DOCS, golf.SIDECAR
 BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
 SPLIT_RULE = (
     "parameter-golf's: the documents in order; the first val_docs are val, the others train; "
@@ -56,7 +57,7 @@ def main():
         )
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
         if not 0 <= val_docs <= num_docs:
-            raise PrepareError(f"--val-docs {val_docs:,} is more than the {num_docs:,} documents")
+            raise PrepareError(f"--val-docs {val_docs:,}: choose 0 to the {num_docs:,} documents")
         if sidecar and sidecar.get("num_docs") not in (None, num_docs):
             raise PrepareError(
                 f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}"
@@ -80,7 +81,7 @@ def main():
         (out / "tokenizer_config.export.json").write_text(
             json.dumps({"tokenizers": specs}, indent=2) + "\n"
         )
-        manifest = golf_manifest(variants, num_docs, val_docs, args.shard_size, sidecar, source)
+        manifest = golf.manifest(variants, num_docs, val_docs, args.shard_size, sidecar, source)
         (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         files = [
             DOCS,
@@ -276,75 +277,6 @@ def encode(tokens, texts, total, desc):
             bar.update(len(batch))
 
 
-def golf_manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
-    """manifest.json as download_hf_docs_and_tokenize.py's main() writes it."""
-    repo, root = source["remote"]
-    docs_meta = {
-        "remote_repo_id": repo,
-        "remote_root": root,
-        "num_docs": num_docs,
-        "docs_sha256": (sidecar or {}).get("docs_sha256"),
-        "source_manifest": SIDECAR if sidecar else None,
-    }
-    if sidecar is not None:
-        docs_meta["source_sidecar"] = sidecar
-    manifest = {
-        "version": "10B",
-        "num_docs": num_docs,
-        "num_val_docs": val_docs,
-        "shuffle_seed": (sidecar or {}).get("shuffle_seed"),
-        "shard_size": shard_size,
-        "append_eos": False,
-        "docs_jsonl": DOCS,
-        "docs_meta": docs_meta,
-        "tokenizer_specs": [variant["spec"] for variant in variants],
-        "tokenizers": [],
-        "datasets": [],
-    }
-    for variant in variants:
-        tokens, spec, name = variant["tokens"], variant["spec"], variant["dataset"]["name"]
-        common = {
-            "vocab_size": tokens.vocab_size,
-            "bos_id": tokens.bos_id,
-            "eos_id": tokens.eos_id,
-            "recommended_bigram_vocab_size": (tokens.vocab_size + 127) // 128 * 128 * 5,
-        }
-        paths = dict(zip(("model_path", "vocab_path"), variant["files"]))
-        if tokens.kind != "sentencepiece_bpe":
-            paths = {"path": variant["files"][0], "pad_id": 0, "unk_id": 3}
-        manifest["tokenizers"].append(
-            {"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths}
-        )
-        counts = dataset_stats(variant["dataset"], val_docs, num_docs)
-        folder = f"datasets/{name}"
-        manifest["datasets"].append(
-            {
-                "name": name,
-                "tokenizer_name": spec["name"],
-                "tokenizer_kind": tokens.kind,
-                "path": folder,
-                "train_glob": f"{folder}/fineweb_train_*.bin",
-                "val_glob": f"{folder}/fineweb_val_*.bin",
-                **common,
-                "stats": counts,
-            }
-        )
-    return manifest
-
-
-def dataset_stats(dataset, val_docs, num_docs):
-    """export_shards' stats: documents, files and tokens, in all and per split."""
-    shards = dataset["shards"]
-    files = {s: sum(x["split"] == s for x in shards) for s in ("val", "train")}
-    tokens = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in ("val", "train")}
-    stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
-    stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
-    stats.update(
-        tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"]
-    )
-    return stats
-
-
 def variant_name(text):
     """--variant: "sp1024" ... "sp<N>" (SentencePiece BPE at N ids) or "byte260"."""
     if text == "byte260" or (re.fullmatch(r"sp[1-9]\d*", text) and int(text[2:]) <= 2**16):
@@ -352,12 +284,6 @@ def variant_name(text):
     raise ArgumentTypeError(
         f"{text!r} is not byte260 nor sp<N> with N at most 65,536 (sp1024, sp4096, sp8192, ...)"
     )
-
-
-def val_count(text):
-    if not text.isdigit():
-        raise ArgumentTypeError(f"{text!r} is not a whole number of documents")
-    return int(text)
 
 
 def arguments():
@@ -389,7 +315,7 @@ def arguments():
     )
     add(
         "--val-docs",
-        type=val_count,
+        type=whole_number,
         help="the first N documents are val (default: the sidecar's docs_val, else 50,000)",
     )
     add(
