@@ -456,3 +456,25 @@ def test_a_rerun_replaces_the_datasets_as_one_set(golf_docs, tmp_path):
     ]
     assert not (out / "datasets" / "fineweb10B_sp1024").exists()
     assert run_python(COMMON, "verify", out).returncode == 0
+
+
+@pytest.mark.parametrize("fixture", ["tmpfs", "small_tmpfs"])
+def test_a_full_disk_is_one_line_and_changes_nothing(golf_docs, tmp_path, request, fixture):
+    """A disk that fills up (while the documents are copied, or the shards written): one line
+    saying so, and nothing left in the folder."""
+    disk = request.getfixturevalue(fixture)
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs)
+    result = run_python(
+        LESSON,
+        "--data-files",
+        docs,
+        "--variant",
+        "sp1024",
+        "byte260",
+        "--val-docs",
+        100,
+        "--out-dir",
+        disk / "out",
+    )
+    assert_clean_failure(result, "No space left on device")
+    assert not (disk / "out").exists() or not any((disk / "out").iterdir())
