@@ -232,6 +232,12 @@ def edit_figure(out):
     (out / "meta.json").write_text(json.dumps(meta))
 
 
+def name_outside(out):
+    meta = json.loads((out / "meta.json").read_text())
+    meta["datasets"][0]["shards"][0]["file"] = "../outside/fineweb_val_000000.bin"
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
 def tamper_bytes(out):
     path = out / json.loads((out / "meta.json").read_text())["datasets"][0]["val_bytes"][0]["file"]
     data = bytearray(path.read_bytes())
@@ -257,6 +263,11 @@ def tamper_bytes(out):
         ),
         pytest.param(
             edit_figure, ["meta.json", "datasets[1].bytes.val.tokenizer_bytes"], id="figure-edited"
+        ),
+        pytest.param(
+            name_outside,
+            ["datasets[0].shards[0].file", "parameter-golf's folder"],
+            id="shard-outside",
         ),
     ],
 )
