@@ -50,16 +50,6 @@ def training_text(texts):
             yield text
 
 
-def documents_of(*paths):
-    """The documents of files (bpe.corpus's reader: a row of a .jsonl file each), or one line."""
-    from bpe.corpus import CorpusError, documents
-
-    try:
-        yield from documents(paths)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
-
-
 def train_sentencepiece(texts, vocab_size, prefix):
     """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab."""
     spm = sentencepiece_module()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from documents.corpus import documents
 from formats import golf
 from formats.shards import read_shard
 from formats.tokenizers import load_trained
@@ -142,7 +143,7 @@ def split_ids(folder, dataset, split, key="shards"):
 
 def _audit_figures(folder, dataset, tokens, where):
     """Each split's byte figures recounted from the documents and the shards' ids."""
-    texts = iter(golf.documents_of(folder / golf.DOCS))
+    texts = iter(documents([folder / golf.DOCS]))
     problems = []
     for split in ("val", "train"):
         figures = dict.fromkeys(FIGURES, 0)
@@ -190,7 +191,7 @@ def _audit_sidecars(folder, dataset, tokens):
     sums = document_share_sums(
         ids, np.concatenate(split_ids(folder, dataset, "val", "val_bytes")), tokens.bos_id
     )
-    for index, (total, text) in enumerate(zip(sums, golf.documents_of(folder / golf.DOCS))):
+    for index, (total, text) in enumerate(zip(sums, documents([folder / golf.DOCS]))):
         if int(total) != len(text.encode()):
             return [
                 (

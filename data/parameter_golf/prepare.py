@@ -25,13 +25,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from documents.corpus import documents
+from documents.inputs import expand_data_files, hub_files
 from formats import golf
 from inspection.bpb import FIGURES, add_figures, audit_lines
 from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
 from safety import ArgumentParser, PrepareError, output_folder, run_main, tokens_per_shard
 from safety.cli import whole_number
 from safety.files import sha256_file
-from safety.inputs import expand_data_files, hub_files
 from safety.record import GOLF_FORMAT
 
 # The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
@@ -51,7 +52,7 @@ def main():
         # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
         #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
         sidecar, source = copy_documents(args.data_files, out)
-        num_docs = sum(1 for _ in golf.documents_of(out / DOCS))
+        num_docs = sum(1 for _ in documents([out / DOCS]))
         val_docs = (
             args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)
         )
@@ -131,7 +132,7 @@ def copy_documents(data_files, out):
         link_or_copy(paths[0], out / DOCS)
     else:
         with open(out / DOCS, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps({"text": text}) + "\n" for text in golf.documents_of(*paths))
+            f.writelines(json.dumps({"text": text}) + "\n" for text in documents(paths))
     sidecar = None
     if len(paths) == 1 and Path(meta_path).is_file():
         sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
@@ -168,7 +169,7 @@ def make_tokenizer(variant, num_docs, out):
     prefix = folder / f"fineweb_{vocab_size}_bpe"
     print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
     try:
-        golf.train_sentencepiece(golf.documents_of(out / DOCS), vocab_size, prefix)
+        golf.train_sentencepiece(documents([out / DOCS]), vocab_size, prefix)
     except RuntimeError as exc:  # sentencepiece's own checks: one line of its message
         raise PrepareError(
             f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})"
@@ -207,7 +208,7 @@ def write_dataset(out, variant, num_docs, val_docs, args):
     tokens, name = variant["tokens"], f"fineweb10B_{variant['spec']['dataset_suffix']}"
     folder = out / "datasets" / name
     folder.mkdir(parents=True)
-    encoded = encode(tokens, golf.documents_of(out / DOCS), num_docs, name)
+    encoded = encode(tokens, documents([out / DOCS]), num_docs, name)
     figures, shares, shards = {}, [], []
     for split, part in (("val", itertools.islice(encoded, val_docs)), ("train", encoded)):
         figures[split] = dict.fromkeys(FIGURES, 0)
