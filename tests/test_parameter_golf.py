@@ -99,11 +99,16 @@ def tree(folder):
 
 
 @pytest.mark.slow
-def test_same_bytes_as_parameter_golfs_own_script(golf_docs, tmp_path):
+@pytest.mark.parametrize(
+    "train_docs",
+    [pytest.param([], id="all"), pytest.param(["--tokenizer-train-docs", "1000"], id="first-1000")],
+)
+def test_same_bytes_as_parameter_golfs_own_script(golf_docs, tmp_path, train_docs):
     """From the same documents, our folder holds the files parameter-golf's
     download_hf_docs_and_tokenize.py writes, byte for byte (shards, byte260's file, the .vocab,
-    tokenizer_config.export.json, manifest.json), for sp1024, sp4096 and byte260; each .model
-    holds the same pieces, scores and normalizer, and differs only in the folder it names."""
+    tokenizer_config.export.json, manifest.json), for sp1024, sp4096 and byte260, SentencePiece
+    trained on all the documents or on the first 1,000; each .model holds the same pieces and
+    scores, and differs only in the folder it names."""
     checkout = os.environ.get("PARAMETER_GOLF_DIR")
     if not checkout:
         pytest.skip("set PARAMETER_GOLF_DIR to a checkout of openai/parameter-golf")
@@ -127,6 +132,7 @@ def test_same_bytes_as_parameter_golfs_own_script(golf_docs, tmp_path):
             config,
             "--chunk-tokens",
             50_000,
+            *train_docs,
             env=hub.environment(tmp_path / "a"),
         )
         ours = run_python(
@@ -137,6 +143,7 @@ def test_same_bytes_as_parameter_golfs_own_script(golf_docs, tmp_path):
             "byte260",
             "--shard-size",
             50_000,
+            *train_docs,
             "--out-dir",
             tmp_path / "same",
             env=hub.environment(tmp_path / "b"),

@@ -30,7 +30,14 @@ from documents.inputs import expand_data_files, hub_files
 from formats import golf
 from inspection.bpb import FIGURES, add_figures, audit_lines
 from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
-from safety import ArgumentParser, PrepareError, output_folder, run_main, tokens_per_shard
+from safety import (
+    ArgumentParser,
+    PrepareError,
+    output_folder,
+    positive_int,
+    run_main,
+    tokens_per_shard,
+)
 from safety.cli import whole_number
 from safety.files import sha256_file
 from safety.record import GOLF_FORMAT
@@ -64,9 +71,11 @@ def main():
                 f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}"
             )
 
-        # 2. the tokenizers: SentencePiece trained on every document, byte260, or yours
+        # 2. the tokenizers: SentencePiece trained on the (first --tokenizer-train-docs)
+        #    documents, byte260, or yours
+        train_docs = min(num_docs, args.tokenizer_train_docs or num_docs)
         variants = [
-            make_tokenizer(v, num_docs, out)
+            make_tokenizer(v, train_docs, args.tokenizer_train_docs, out)
             for v in args.variant or ["sp1024"] * (not args.tokenizer)
         ]
         variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
@@ -153,7 +162,7 @@ def link_or_copy(source, target):
         shutil.copyfile(source, target)
 
 
-def make_tokenizer(variant, num_docs, out):
+def make_tokenizer(variant, num_docs, train_docs, out):
     """A --variant's tokenizer, its files written in out/tokenizers/, and its spec."""
     folder = out / "tokenizers"
     folder.mkdir(exist_ok=True)
@@ -169,7 +178,8 @@ def make_tokenizer(variant, num_docs, out):
     prefix = folder / f"fineweb_{vocab_size}_bpe"
     print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
     try:
-        golf.train_sentencepiece(documents([out / DOCS]), vocab_size, prefix)
+        texts = itertools.islice(documents([out / DOCS]), num_docs)
+        golf.train_sentencepiece(texts, vocab_size, prefix)
     except RuntimeError as exc:  # sentencepiece's own checks: one line of its message
         raise PrepareError(
             f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})"
@@ -177,6 +187,8 @@ def make_tokenizer(variant, num_docs, out):
     tokens = golf.SentencePieceTokens(prefix.with_suffix(".model"))
     print(f"{prefix.name}.model: {tokens.vocab_size:,} pieces")
     spec = {"name": f"sp_bpe_{vocab_size}", "dataset_suffix": variant, "vocab_size": vocab_size}
+    if train_docs is not None:  # as its --tokenizer-train-docs records it
+        spec["tokenizer_train_docs"] = train_docs
     files = [f"tokenizers/{prefix.name}.model", f"tokenizers/{prefix.name}.vocab"]
     return {"spec": spec, "tokens": tokens, "files": files}
 
@@ -318,6 +330,12 @@ def arguments():
         "--val-docs",
         type=whole_number,
         help="the first N documents are val (default: the sidecar's docs_val, else 50,000)",
+    )
+    add(
+        "--tokenizer-train-docs",
+        type=positive_int,
+        metavar="N",
+        help="train SentencePiece on the first N documents (default: all, as parameter-golf's)",
     )
     add(
         "--shard-size",
