@@ -316,8 +316,9 @@ def arguments():
         nargs="+",
         type=variant_name,
         default=[],
-        metavar="sp1024|sp4096|sp8192|sp<N>|byte260",
-        help="the tokenizers, several at once (default: sp1024 unless --tokenizer is given)",
+        metavar="VARIANT",
+        help="sp1024, sp4096, sp8192, sp<N> (SentencePiece BPE at N ids) or byte260, several at "
+        "once (default: sp1024 unless --tokenizer is given)",
     )
     add(
         "--tokenizer",
@@ -329,6 +330,7 @@ def arguments():
     add(
         "--val-docs",
         type=whole_number,
+        metavar="N",
         help="the first N documents are val (default: the sidecar's docs_val, else 50,000)",
     )
     add(
@@ -341,6 +343,7 @@ def arguments():
         "--shard-size",
         type=tokens_per_shard,
         default=10**8,
+        metavar="N",
         help="tokens per shard (default: 10**8)",
     )
     add(
