@@ -11,6 +11,10 @@ its documents with huggingface_hub, so both it and our lesson read them from a l
 import hashlib
 import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +26,7 @@ from hypothesis import strategies as st
 
 from formats import golf
 from inspection.bpb import FIGURES, add_figures, document_share_sums
+from safety.commit import PAUSE_ENV
 
 pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
 
@@ -281,8 +286,6 @@ def tamper_bytes(out):
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
     figure edited in meta.json: verify fails in one line naming the file and the figure."""
-    import shutil
-
     out = tmp_path / "copy"
     shutil.copytree(prepared[0], out)
     change(out)
@@ -496,3 +499,35 @@ def test_a_full_disk_is_one_line_and_changes_nothing(golf_docs, tmp_path, reques
     )
     assert_clean_failure(result, "No space left on device")
     assert not (disk / "out").exists() or not any((disk / "out").iterdir())
+
+
+@pytest.mark.parametrize("step", ["staged", "replaced"])
+def test_a_run_killed_in_its_commit_leaves_the_old_set_or_an_incomplete_one(
+    golf_docs, tmp_path, step
+):
+    """SIGKILL while the new folder is staged leaves the old set, which verifies; while its
+    files replace the old ones (a subfolder's shard among them), a folder verify calls
+    incomplete; the next run makes it whole again."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:600])
+    out = tmp_path / "out"
+    old = ["--data-files", docs, "--variant", "byte260", "--val-docs", 100, "--out-dir", out]
+    assert run_python(LESSON, *old).returncode == 0
+    new = [*old[:3], "sp1024", "byte260", "--val-docs", 200, "--val-bytes", "--out-dir", out]
+    process = subprocess.Popen(
+        [sys.executable, LESSON, *map(str, new)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, PAUSE_ENV: step},
+    )
+    _, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    result = run_python(COMMON, "verify", out)
+    if step == "staged":
+        assert result.returncode == 0, result.stderr
+        assert json.loads((out / "meta.json").read_text())["split"]["val_docs"] == 100
+    else:
+        assert_clean_failure(result, "incomplete")
+    assert run_python(LESSON, *new).returncode == 0
+    assert run_python(COMMON, "verify", out).returncode == 0
