@@ -17,6 +17,7 @@ import json
 
 import numpy as np
 
+from formats.schema import GOLF_DOCS
 from safety import PrepareError
 
 # build_sentencepiece_tokenizer's arguments to SentencePieceTrainer.train, as they are
@@ -36,7 +37,7 @@ SENTENCEPIECE_OPTIONS = {
 # PureByteTokenizer: pad, bos, eos, unk, then byte b at id 4 + b
 BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4, "byte_count": 256}
 BYTE260_FILE = "fineweb_pure_byte_260.json"
-DOCS = "docs_selected.jsonl"  # the documents, in the folder: {"text": ...} a line
+DOCS = GOLF_DOCS  # the documents, in the folder: {"text": ...} a line
 SIDECAR = "docs_selected.source_manifest.json"  # the hub's: num_docs, docs_val, docs_sha256, ...
 SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
 

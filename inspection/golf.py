@@ -21,46 +21,6 @@ from safety.files import sha256_file
 
 from .bpb import FIGURES, add_figures, audit_lines, document_ids, document_share_sums
 
-KINDS = ("sentencepiece_bpe", "byte", "bpe")
-
-
-def shape_problem(meta):
-    """The first field of a parameter-golf meta.json that is missing or wrong, or None."""
-    files = meta.get("files")
-    if not _records(files, ("file", "sha256")) or golf.DOCS not in [f["file"] for f in files]:
-        return f"files is not a list of records of file and sha256 naming {golf.DOCS}"
-    datasets = meta.get("datasets")
-    if not isinstance(datasets, list) or not datasets:
-        return "datasets is missing or empty: a parameter-golf folder lists its datasets"
-    for i, dataset in enumerate(datasets):
-        keys = ("name", "tokenizer", "shards", "val_bytes", "bytes")
-        if not isinstance(dataset, dict) or any(key not in dataset for key in keys):
-            return f"datasets[{i}] is not a record of {', '.join(keys)}"
-        tokenizer = dataset["tokenizer"]
-        if not (
-            isinstance(tokenizer, dict)
-            and tokenizer.get("kind") in KINDS
-            and _records(tokenizer.get("files"), ("file", "sha256"))
-            and tokenizer["files"]
-        ):
-            return f"datasets[{i}].tokenizer is not a record of kind {' or '.join(KINDS)} and files"
-        for key in ("shards", "val_bytes"):
-            fields = ("file", "split", "tokens", "sha256")
-            if not _records(dataset[key], fields) or any(
-                s["split"] not in ("val", "train") for s in dataset[key]
-            ):
-                return f"datasets[{i}].{key} is not a list of records of {', '.join(fields)}"
-        if not isinstance(dataset["bytes"], dict) or set(dataset["bytes"]) != {"val", "train"}:
-            return f"datasets[{i}].bytes is not a record of val and train"
-    return None
-
-
-def _records(value, fields):
-    """Whether `value` is a list of dicts that each hold `fields`."""
-    return isinstance(value, list) and all(
-        isinstance(item, dict) and all(key in item for key in fields) for item in value
-    )
-
 
 def audit(folder, meta, quiet=False):
     """verify's problems with a parameter-golf folder, one line each; prints each audit."""

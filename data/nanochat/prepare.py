@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from formats import nanochat
+from formats import nanochat, schema
+from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
 from prepare_common import load_documents, source_name, text_source, write_record
 from safety import (
@@ -49,7 +50,7 @@ SPLIT_RULE = (
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 1. the documents: --data-files, or Tiny Shakespeare's 7,222 speeches (blank-line apart)
         documents, source = load(args)
         val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
@@ -146,16 +147,16 @@ def texts(documents, order):
 
 def write_shard(out, index, split, docs):
     """Write one shard; its meta.json record: file, split, documents, characters, bytes, sha256."""
-    path = Path(out) / nanochat.shard_name(index)
+    path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     nanochat.write_text_shard(path, docs)
     characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)
     print(
-        f"wrote {nanochat.shard_name(index)} ({split}): {len(docs):,} documents, "
+        f"wrote {schema.nanochat_shard_name(index)} ({split}): {len(docs):,} documents, "
         f"{characters:,} characters"
     )
     return {
-        "file": nanochat.shard_name(index),
+        "file": schema.nanochat_shard_name(index),
         "split": split,
         "documents": len(docs),
         "characters": characters,
@@ -172,8 +173,8 @@ def write_tokenizer(out, shards, args):
     encoding = nanochat.nanochat_encoding(
         nanochat.train_tokenizer(documents, args.vocab_size, args.doc_cap, args.max_chars)
     )
-    names = nanochat.write_tokenizer_dir(Path(out) / nanochat.TOKENIZER_DIR, encoding)
-    files = [f"{nanochat.TOKENIZER_DIR}/{name}" for name in names]
+    names = nanochat.write_tokenizer_dir(Path(out) / schema.NANOCHAT_TOKENIZER_DIR, encoding)
+    files = [f"{schema.NANOCHAT_TOKENIZER_DIR}/{name}" for name in names]
     print(
         f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = "
         f"{encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}"
@@ -184,7 +185,7 @@ def write_tokenizer(out, shards, args):
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
     lengths = nanochat.token_byte_lengths(encoding)
     with atomic_path(Path(out) / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
+        write_npy(f, lengths)
     record = {
         "kind": "nanochat",
         "name": f"nanochat-{encoding.n_vocab}",

@@ -27,7 +27,8 @@ from tqdm import tqdm
 
 from documents.corpus import documents
 from documents.inputs import expand_data_files, hub_files
-from formats import golf
+from formats import golf, schema
+from formats.schema import GOLF_FORMAT
 from inspection.bpb import FIGURES, add_figures, audit_lines
 from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
 from safety import (
@@ -40,7 +41,6 @@ from safety import (
 )
 from safety.cli import whole_number
 from safety.files import sha256_file
-from safety.record import GOLF_FORMAT
 
 # The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
 # sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
@@ -55,7 +55,9 @@ SPLIT_RULE = (
 
 def main():
     args = arguments().parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(
+        args.out_dir, schema
+    ) as out:  # written in `out`, moved into out_dir together
         # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
         #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
         sidecar, source = copy_documents(args.data_files, out)
