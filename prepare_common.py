@@ -533,7 +533,7 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
 
 
 def main(argv=None):
-    """python prepare_common.py verify|show|packing FOLDER (each answers --help)"""
+    """python prepare_common.py verify|show|packing|overlap|bpb FOLDER (each answers --help)"""
     from inspection import main as inspect_folder
 
     inspect_folder(argv)
