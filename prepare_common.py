@@ -384,11 +384,13 @@ def source_name(data_files, hub):
     return f"{hub.repo}@{hub.revision[:12]}{config}"
 
 
-def source_record(data_files, num_documents, hub):
-    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
+def source_record(data_files, num_documents, hub, budget=None):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given;
+    with --max-tokens, its "budget" (hub.budget: the files and row groups read)."""
     if data_files:
         return {"files": data_files, "documents": num_documents}
-    return dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    record = dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    return {**record, "budget": budget} if budget else record
 
 
 def id_batches(tokenized, documents_per_batch=10_000):

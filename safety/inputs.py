@@ -8,6 +8,7 @@ JSON nested deeply enough to crash pyarrow (`inputs_sha256`), files of mixed kin
 files.
 """
 
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -37,9 +38,16 @@ def hub_files(hub, where):
     id): a cached copy that fails the check is fetched again, and one that fails again is one
     line naming the file. A hub that cannot be reached, a revision that is gone: one line too.
     """
+    with hub_failures(where):
+        entries = hub_entries(hub, where)
+        return [list(column) for column in zip(*(_checked_download(hub, e) for e in entries))]
+
+
+def hub_entries(hub, where):
+    """The hub's entries (path, size, lfs.sha256, blob_id) of `hub`'s files, sorted by path."""
     from huggingface_hub import HfApi
 
-    try:
+    with hub_failures(where):
         # asked first: it fails at once, saying which, where a listing would retry and wait
         HfApi().dataset_info(hub.repo, revision=hub.revision)
         folder = hub.files.rsplit("/", 1)[0] if "/" in hub.files else ""
@@ -52,7 +60,14 @@ def hub_files(hub, where):
         )
         if not entries:
             raise PrepareError(f"{where} holds no file matching {hub.files}")
-        return [list(column) for column in zip(*(_checked_download(hub, e) for e in entries))]
+        return entries
+
+
+@contextlib.contextmanager
+def hub_failures(where):
+    """Any failure of the block but a PrepareError: one line saying the hub could not be read."""
+    try:
+        yield
     except PrepareError:
         raise
     except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from hub import budgeted_documents, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -57,7 +58,10 @@ SHUFFLED_RULE = SPLIT_RULE.replace("in order", "in the order of np.random.defaul
 
 
 def main():
-    args = arguments().parse_args()
+    parser = arguments()
+    args = parser.parse_args()
+    if args.max_tokens and args.data_files:
+        parser.error("--max-tokens reads the hub's files: leave out --data-files")
     # 1. the tokenizer, and its end-of-text id that starts every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
@@ -65,10 +69,15 @@ def main():
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
     with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
-        # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
-        hub = fineweb(args.type, args.sample)
-        dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
+        # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files;
+        #    --max-tokens N: only the first, whose tokens past shard 0 (val) reach N
+        hub, budget = fineweb(args.type, args.sample), None
         source = source_name(args.data_files, hub)
+        if args.max_tokens:
+            first = args.shard_size  # shard 0, val: the same first documents whatever the budget
+            dataset, budget = budgeted_documents(hub, args.max_tokens, encoding, source, first)
+        else:
+            dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
@@ -94,7 +103,7 @@ def main():
         # 6. the metadata, written last: meta.json lists every shard, its tokens and sha256
         write_meta(
             out, script="data/fineweb/prepare.py", tokenizer=tokenizer, dtype=dtype, shards=shards,
-            shard_format=args.format, source=source_record(args.data_files, len(dataset), hub), split=split,
+            shard_format=args.format, source=source_record(args.data_files, len(dataset), hub, budget), split=split,
             options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
         )  # fmt: skip
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
@@ -115,6 +124,13 @@ def arguments():
     add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
     add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: the hub)")  # fmt: skip
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add(
+        "--max-tokens",
+        type=token_budget,
+        metavar="N",
+        help="read only the first documents whose tokens past shard 0 (val) reach N (200M, "
+        "1.5B): the row groups of the hub's files they are in (default: all)",
+    )
     add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (llm.c's: 10**8)")  # fmt: skip
     add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
     add("--shuffle", type=random_seed, metavar="SEED", help="shuffle the documents (the same order for the same seed) before cutting the shards: in the hub's order, FineWeb-Edu's training loss goes up and down periodically (default: in order)")  # fmt: skip

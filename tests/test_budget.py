@@ -1,0 +1,213 @@
+"""--max-tokens N: a hub dataset read by a token budget, through a real local hub.
+
+The hub (tests/hub_server.py) serves FineWeb-Edu-shaped parquet files of 10 row groups each over
+HTTP, range requests included, and counts what it sends; data/fineweb/prepare.py reads them
+through huggingface_hub's HfFileSystem and pyarrow, as it reads the real hub.
+"""
+
+import json
+import signal
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import (
+    REPO,
+    assert_ok,
+    assert_one_line,
+    files_in,
+    finish,
+    kill_session,
+    lesson,
+    run,
+    start,
+)
+from hub_server import LocalHub, fineweb_files, unused_port_url
+
+from hub import token_budget
+
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
+SCRIPT = REPO / "data" / "fineweb" / "prepare.py"
+SHARD_SIZE = 10_000  # val: shard 0, the first 10,000 tokens, whatever the budget
+ROWS = 100  # documents a row group
+
+
+@pytest.fixture(scope="module")
+def repo(paragraphs):
+    """FineWeb-Edu's sample/10BT at the pinned revision: 3,000 paragraphs in 3 files of 10 row
+    groups of 100 documents."""
+    name, revision = lesson("fineweb")["REPOS"]["edu"]
+    files = fineweb_files("edu", {"10BT": (paragraphs[:3000], [1000] * 3)}, ROWS)
+    return name, revision, files
+
+
+@pytest.fixture
+def hub(repo):
+    name, revision, files = repo
+    with LocalHub(name, {revision: files}) as served:
+        yield served
+
+
+def prepare(hub, home, out, *args, env=None):
+    environment = {**hub.environment(home), **(env or {})}
+    options = ("--shard-size", SHARD_SIZE, "--num-proc", 1, "--out-dir", out)
+    return run(SCRIPT, *options, *args, env=environment)
+
+
+def shards(out):
+    return {path.name: path.read_bytes() for path in sorted(out.glob("*.bin"))}
+
+
+def footer_bytes(data):
+    return int.from_bytes(data[-8:-4], "little") + 8
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        pytest.param("12", 12, id="plain"),
+        pytest.param("200M", 200_000_000, id="millions"),
+        pytest.param("1.5B", 1_500_000_000, id="billions-fraction"),
+        pytest.param("3k", 3_000, id="lower-case"),
+    ],
+)
+def test_a_budget_is_a_number_with_a_suffix(text, value):
+    """--max-tokens reads a count with an optional K, M or B."""
+    assert token_budget(text) == value
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--max-tokens", "0"], id="zero"),
+        pytest.param(["--max-tokens", "2X"], id="unknown-suffix"),
+        pytest.param(["--max-tokens", "-5"], id="negative"),
+        pytest.param(["--max-tokens", "5", "--data-files", "a.parquet"], id="with-data-files"),
+    ],
+)
+def test_a_wrong_budget_is_a_usage_error(args, tmp_path):
+    """A budget that is no count of tokens, or one given with local files: exit 2, one line,
+    before any work."""
+    result = run(SCRIPT, *args, "--out-dir", tmp_path / "out")
+    assert_one_line(result, "--max-tokens", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_budget_reads_only_its_row_groups(hub, repo, gpt2_encoding, tmp_path):
+    """Train holds at least N tokens and at most one row group's worth more; the hub sent at
+    most 1.1 times the bytes of the row groups used plus the footers; val is the same bytes
+    for two budgets; meta.json names every row group read with its sha256; verify calls the
+    folder OK."""
+    files = {path: data for path, data in repo[2].items() if path.startswith("sample/")}
+    outs = {}
+    for budget in (20_000, 45_000):
+        sent_before = hub.bytes_sent
+        out = tmp_path / f"out-{budget}"
+        assert_ok(prepare(hub, tmp_path / f"home-{budget}", out, "--max-tokens", budget))
+        meta = json.loads((out / "meta.json").read_text())
+        train = meta["splits"]["train"]["tokens"]
+        group_tokens = [
+            sum(len(ids) + 1 for ids in gpt2_encoding.encode_ordinary_batch(texts))
+            for data in files.values()
+            for texts in row_group_texts(data)
+        ]
+        assert budget <= train <= budget + max(group_tokens)
+        record = meta["source"]["budget"]
+        assert record["max_tokens"] == budget and record["first_tokens"] == SHARD_SIZE
+        used = sum(end - start for f in record["files"] for start, end in ranges(f))
+        footers = sum(footer_bytes(data) for data in files.values())
+        assert hub.bytes_sent - sent_before <= 1.1 * (used + footers)
+        assert used < sum(map(len, files.values())) / 2  # not the whole download
+        for entry in record["files"]:
+            data = files[entry["path"]]
+            for group in entry["row_groups"]:
+                start, end = group["bytes"]
+                assert group["sha256"] == sha256(data[start:end])
+        assert_ok(run(REPO / "prepare_common.py", "verify", out))
+        outs[budget] = shards(out)
+    val = "edu_fineweb_val_000000.bin"
+    assert outs[20_000][val] == outs[45_000][val]
+    assert len(outs[45_000]) > len(outs[20_000])
+
+
+def test_killed_mid_download_the_rerun_goes_on(hub, tmp_path):
+    """SIGKILL after 6 answers of the CDN: the rerun fetches none of the pieces already
+    answered, writes what an uninterrupted run writes, and a third run from the cache alone,
+    offline, writes it too."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    hub.hold_after(6)
+    environment = {**hub.environment(home)}
+    options = ("--shard-size", SHARD_SIZE, "--num-proc", 1, "--max-tokens", 30_000)
+    process = start(SCRIPT, *options, "--out-dir", out, env=environment)
+    assert hub.held.wait(60), "the client never asked for a 7th piece"
+    kill_session(process.pid)
+    process.wait()
+    finish(process, 10)
+    answered = set(hub.served)
+    assert process.returncode == -signal.SIGKILL
+    hub.holding = None
+    hub.release.set()
+    assert_ok(prepare(hub, home, out, "--max-tokens", 30_000))
+    again = set(hub.served[len(answered) + 1 :])  # the held answer reached no one
+    assert answered and not (answered & again)
+
+    reference = tmp_path / "reference"
+    assert_ok(prepare(hub, tmp_path / "other-home", reference, "--max-tokens", 30_000))
+    assert files_in(out) == files_in(reference)
+
+    offline = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": unused_port_url()}
+    assert_ok(prepare(hub, home, tmp_path / "offline", "--max-tokens", 30_000, env=offline))
+    assert files_in(tmp_path / "offline") == files_in(reference)
+
+
+@pytest.mark.parametrize(
+    ("times", "fails"),
+    [
+        pytest.param(1, False, id="once-then-fetched-again"),
+        pytest.param(-1, True, id="always-refused"),
+    ],
+)
+def test_a_damaged_byte_is_fetched_again_then_refused(hub, repo, times, fails, tmp_path):
+    """A byte flipped on the way in a row group the budget reads: fetched again once; still
+    wrong, one error line naming the file, and the folder keeps its previous complete set."""
+    path = "sample/10BT/000_00000.parquet"
+    data = repo[2][path]
+    out = tmp_path / "out"
+    assert_ok(prepare(hub, tmp_path / "first-home", out, "--max-tokens", 20_000))
+    before = files_in(out)
+    metadata = pq.read_metadata(pa_buffer(data))
+    text = metadata.row_group(2).column(metadata.schema.names.index("text"))
+    first = text.dictionary_page_offset if text.has_dictionary_page else text.data_page_offset
+    hub.damage(path, first + text.total_compressed_size // 2, times)  # inside the text column
+    result = prepare(hub, tmp_path / "second-home", out, "--max-tokens", 25_000)
+    if fails:
+        assert_one_line(result, f"{hub.repo_id}@", path, "fetched twice")
+        assert files_in(out) == before
+    else:
+        assert_ok(result)
+        reference = tmp_path / "reference"
+        hub.damaged.clear()
+        assert_ok(prepare(hub, tmp_path / "third-home", reference, "--max-tokens", 25_000))
+        assert files_in(out) == files_in(reference)
+
+
+def pa_buffer(data):
+    import pyarrow as pa
+
+    return pa.BufferReader(data)
+
+
+def row_group_texts(data):
+    parquet = pq.ParquetFile(pa_buffer(data))
+    for number in range(parquet.num_row_groups):
+        yield parquet.read_row_group(number, columns=["text"]).column(0).to_pylist()
+
+
+def ranges(entry):
+    return [group["bytes"] for group in entry["row_groups"]]
+
+
+def sha256(data):
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
