@@ -40,7 +40,7 @@ def hub_files(hub, where):
     """
     with hub_failures(where):
         entries = hub_entries(hub, where)
-        return [list(column) for column in zip(*(_checked_download(hub, e) for e in entries))]
+        return [list(column) for column in zip(*(checked_download(hub, e) for e in entries))]
 
 
 def hub_entries(hub, where):
@@ -78,7 +78,7 @@ def hub_failures(where):
         ) from None
 
 
-def _checked_download(hub, entry):
+def checked_download(hub, entry):
     """(path, content hash) of one file of the hub, its bytes checked against what the hub
     publishes: an LFS file's sha256, a file kept in git its blob id (one read of the file)."""
     from huggingface_hub import hf_hub_download

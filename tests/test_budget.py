@@ -5,6 +5,7 @@ HTTP, range requests included, and counts what it sends; data/fineweb/prepare.py
 through huggingface_hub's HfFileSystem and pyarrow, as it reads the real hub.
 """
 
+import hashlib
 import json
 import signal
 
@@ -208,6 +209,95 @@ def ranges(entry):
 
 
 def sha256(data):
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()
+
+
+NANOCHAT = REPO / "data" / "nanochat" / "prepare.py"
+CLIMBMIX = "karpathy/climbmix-400b-shuffle"
+
+
+@pytest.fixture(scope="module")
+def nanochat_shards(paragraphs, tmp_path_factory):
+    """nanochat's own hub layout, made small: shard_00000 ... shard_00004.parquet, each 1,024
+    paragraphs in one row group, as its repackaging script writes them; the last is val."""
+    from formats.nanochat import write_text_shard
+
+    folder = tmp_path_factory.mktemp("climbmix")
+    files = {}
+    for number in range(5):
+        path = folder / f"shard_{number:05d}.parquet"
+        write_text_shard(path, paragraphs[number * 1024 : (number + 1) * 1024])
+        files[path.name] = path.read_bytes()
+    return files
+
+
+@pytest.fixture
+def nanochat_hub(nanochat_shards):
+    commit = sha256(b"climbmix")[:40]
+    with LocalHub(CLIMBMIX, {commit: nanochat_shards}, refs={"main": commit}) as served:
+        yield served
+
+
+def from_hub(hub, home, out, *args):
+    return run(NANOCHAT, "--from-hub", CLIMBMIX, "--out-dir", out, *args, env=hub.environment(home))
+
+
+@pytest.mark.parametrize(
+    ("args", "train"),
+    [
+        pytest.param(["--shards", "2"], 2, id="shard-count"),
+        pytest.param(["--max-tokens", "1"], 1, id="one-token-one-shard"),
+    ],
+)
+def test_nanochat_shards_from_the_hub(nanochat_hub, nanochat_shards, args, train, tmp_path):
+    """--from-hub: the first train shards whole and the last, val, byte for byte the hub's, each
+    recorded with the LFS sha256 the hub publishes; verify calls the folder OK."""
+    out = tmp_path / "out"
+    assert_ok(from_hub(nanochat_hub, tmp_path / "home", out, *args))
+    names = [*sorted(nanochat_shards)[:train], "shard_00004.parquet"]
+    folder = out / "base_data_climbmix"
+    assert sorted(p.name for p in folder.iterdir()) == names
+    for name in names:
+        assert (folder / name).read_bytes() == nanochat_shards[name]
+    meta = json.loads((out / "meta.json").read_text())
+    assert [s["split"] for s in meta["shards"]] == ["train"] * train + ["val"]
+    recorded = {f["path"]: f["sha256"] for f in meta["source"]["files"]}
+    assert recorded == {name: sha256(nanochat_shards[name]) for name in names}
+    assert_ok(run(REPO / "prepare_common.py", "verify", out))
+
+
+def test_nanochat_max_tokens_counts_whole_shards(
+    nanochat_hub, nanochat_shards, gpt2_encoding, tmp_path
+):
+    """--max-tokens N: as many train shards as N GPT-2 tokens need, one more than shard 0 when
+    N is one token past it."""
+    texts = next(row_group_texts(nanochat_shards["shard_00000.parquet"]))
+    first = sum(len(ids) + 1 for ids in gpt2_encoding.encode_ordinary_batch(texts))
+    out = tmp_path / "out"
+    assert_ok(from_hub(nanochat_hub, tmp_path / "home", out, "--max-tokens", first + 1))
+    meta = json.loads((out / "meta.json").read_text())
+    assert [s["split"] for s in meta["shards"]] == ["train", "train", "val"]
+    assert meta["split"]["gpt2_tokens"] >= first + 1
+
+
+def test_nanochat_damaged_shard_is_refused(nanochat_hub, tmp_path):
+    """A shard whose bytes, fetched twice, differ from the hub's LFS sha256: one error line
+    naming it; no folder is left."""
+    nanochat_hub.damage("shard_00001.parquet", 100)
+    result = from_hub(nanochat_hub, tmp_path / "home", tmp_path / "out", "--shards", "2")
+    assert_one_line(result, "shard_00001.parquet", "sha256")
+    assert not (tmp_path / "out" / "meta.json").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="no-count"),
+        pytest.param(["--shards", "1", "--max-tokens", "5"], id="both-counts"),
+        pytest.param(["--shards", "1", "--data-files", "a.txt"], id="with-data-files"),
+    ],
+)
+def test_nanochat_from_hub_usage_errors(args, tmp_path):
+    """--from-hub without a count, with two, or with local files: exit 2, one line."""
+    result = run(NANOCHAT, "--from-hub", CLIMBMIX, "--out-dir", tmp_path / "out", *args)
+    assert_one_line(result, code=2)
