@@ -455,12 +455,15 @@ def random_split(num_documents, val_fraction, seed):
     return permutation[num_val:], permutation[:num_val]
 
 
-def split_record(val_fraction, seed, documents, numpy_version=np.__version__, dedup=None):
+def split_record(
+    val_fraction, seed, documents, numpy_version=np.__version__, dedup=None, rule=None
+):
     """meta.json's "split" for `random_split`: the rule and its inputs. documents: {"train": 9995,
     "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too.
-    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup)."""
+    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup); rule:
+    another split's (a lesson's --max-tokens)."""
     record = {
-        "rule": SPLIT_RULE,
+        "rule": rule or SPLIT_RULE,
         "val_fraction": val_fraction,
         "seed": seed,
         "numpy": numpy_version,

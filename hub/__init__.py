@@ -2,11 +2,12 @@
 
 - budget.py: `--max-tokens N` (`token_budget`), and `budgeted_documents`, which reads a pinned
   hub dataset's parquet files in order, a row group at a time through HTTP range requests, until
-  the documents hold N tokens of the folder's tokenizer; every piece cached, checked, resumable.
+  the documents hold N tokens of the folder's tokenizer; every piece cached, checked, resumable;
+  `count_documents`, the documents of those files by their footers.
 
 Layers: it imports safety (errors, the hub's listing) and nothing above it.
 """
 
-from .budget import budgeted_documents, token_budget
+from .budget import budgeted_documents, count_documents, token_budget
 
-__all__ = ["budgeted_documents", "token_budget"]
+__all__ = ["budgeted_documents", "count_documents", "token_budget"]

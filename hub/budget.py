@@ -40,11 +40,12 @@ def token_budget(text):
     return value
 
 
-def budgeted_documents(hub, max_tokens, encoding, where, first_tokens=0):
+def budgeted_documents(hub, max_tokens, encoding, where, first_tokens=0, first_documents=0):
     """A datasets.Dataset (a `text` column) of the first documents of `hub`'s files (its `files`
     glob at its pinned revision), in order, whose tokens (a document's ids and its end-of-text,
-    by `encoding`) reach first_tokens + max_tokens (first_tokens: what the lesson cuts for val
-    before train), and meta.json's "budget" record: the files and row groups read, each with its sha256."""
+    by `encoding`) reach first_tokens + max_tokens, and meta.json's "budget" record: the files
+    and row groups read, each with its sha256. What the lesson cuts for val before train:
+    first_tokens, or first_documents (whose tokens count for no budget)."""
     import datasets
     from tqdm import tqdm
 
@@ -60,7 +61,8 @@ def budgeted_documents(hub, max_tokens, encoding, where, first_tokens=0):
                 if tokens >= needed:
                     break
                 file.bar = bar
-                file_texts, file_tokens, record = file.documents(needed - tokens, encoding)
+                free = max(first_documents - len(texts), 0)
+                file_texts, file_tokens, record = file.documents(needed - tokens, encoding, free)
                 texts += file_texts
                 tokens += file_tokens
                 records.append(record)
@@ -69,8 +71,17 @@ def budgeted_documents(hub, max_tokens, encoding, where, first_tokens=0):
     fetched = sum(file.fetched for file in files)
     print(f"budget: {len(texts):,} documents, {tokens:,} tokens; {fetched:,} bytes fetched now")
     budget = {"max_tokens": max_tokens, "first_tokens": first_tokens, "tokens": tokens}
+    budget["first_documents"] = first_documents
     record = {**budget, "documents": len(texts), "files": records}
     return datasets.Dataset.from_dict({"text": texts}), record
+
+
+def count_documents(hub, where):
+    """The documents of `hub`'s files, as their footers count them (the footers alone fetched)."""
+    folder = cache_folder(hub)
+    with hub_failures(where):
+        files = [PartialFile(folder, entry, hub) for entry in listing(hub, where, folder)]
+        return sum(file.footer().num_rows for file in files)
 
 
 def cache_folder(hub):
@@ -133,13 +144,16 @@ class PartialFile:
                 file.truncate(entry["size"])  # a hole where no piece is yet
             self.index = {"pieces": {}, "footer": None}
 
-    def documents(self, wanted, encoding):
+    def documents(self, wanted, encoding, free=0):
         """(texts, tokens, meta.json's record of the file) of its first documents whose tokens
-        reach `wanted`, or all of them, then checked whole against the hub's LFS sha256."""
+        (but the first `free` documents') reach `wanted`, or all of them, then checked whole
+        against the hub's LFS sha256."""
         metadata, texts, tokens, groups = self.footer(), [], 0, []
         for number, (start, end) in enumerate(self.row_groups(metadata)):
             group = self.piece(start, end, lambda n=number: self.texts(metadata, n))
-            counts = np.cumsum([len(ids) + 1 for ids in encoding.encode_ordinary_batch(group)])
+            lengths = np.array([len(ids) + 1 for ids in encoding.encode_ordinary_batch(group)])
+            lengths[: max(free - len(texts), 0)] = 0
+            counts = np.cumsum(lengths, dtype=np.int64)
             take = min(int(np.searchsorted(counts, wanted - tokens)) + 1, len(group))
             texts += group[:take]
             tokens += int(counts[take - 1]) if take else 0
@@ -166,7 +180,7 @@ class PartialFile:
                     f"{self.name}: its bytes, fetched twice, do not have the sha256 the hub "
                     f"publishes, {self.entry['sha256']} (damaged on the way?); run again"
                 )
-            return self.documents(wanted, encoding)
+            return self.documents(wanted, encoding, free)
         footer = self.index["footer"]
         record = {
             "path": self.entry["path"],

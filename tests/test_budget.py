@@ -301,3 +301,22 @@ def test_nanochat_from_hub_usage_errors(args, tmp_path):
     """--from-hub without a count, with two, or with local files: exit 2, one line."""
     result = run(NANOCHAT, "--from-hub", CLIMBMIX, "--out-dir", tmp_path / "out", *args)
     assert_one_line(result, code=2)
+
+
+def test_openwebtext_budget_val_is_the_same(openwebtext_hub, tmp_path):
+    """OpenWebText with --max-tokens: val is the first ceil(0.0005 * 600) = 1 document (the
+    whole's count read from the footers), the same bytes for two budgets; train holds N tokens
+    or more, the documents after it; verify calls the folders OK."""
+    script = REPO / "data" / "openwebtext" / "prepare.py"
+    vals = []
+    for budget in (2_000, 9_000):
+        out = tmp_path / f"out-{budget}"
+        args = ("--max-tokens", budget, "--num-proc", 1, "--out-dir", out)
+        assert_ok(run(script, *args, env=openwebtext_hub.env))
+        meta = json.loads((out / "meta.json").read_text())
+        assert meta["split"]["documents"]["val"] == 1
+        assert meta["splits"]["train"]["tokens"] >= budget
+        assert meta["source"]["budget"]["first_documents"] == 1
+        assert_ok(run(REPO / "prepare_common.py", "verify", out))
+        vals.append((out / "val.bin").read_bytes())
+    assert vals[0] == vals[1]
