@@ -30,6 +30,8 @@ def main():
     parser.description = __doc__
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
+    if args.max_tokens:  # the budget reads row group after row group, in order: one process
+        parser.error("--max-tokens is prepare.py's, beside this script: the tasks read whole files")
     check_datatrove_arguments(parser, args)
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
