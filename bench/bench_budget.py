@@ -9,7 +9,8 @@ English-like text of about 2,000 characters a document). For budgets of 1%, 10% 
 sample's GPT-2 tokens, each from an empty cache: the bytes the hub sent, the wall and CPU time,
 and each against snapshot_download's (the reference: every file whole, its own parallel
 downloads), alone and followed by the count of every document's tokens that the budget makes
-as it reads (what a whole run does before the same point). CPU time is this process's (the hub's threads included), since the machine is busy.
+as it reads (what a whole run does before the same point). CPU time is this process's (the
+hub's threads included), since the machine is busy.
 """
 
 import argparse
@@ -66,7 +67,7 @@ def main():
         os.environ.update(server.environment(home))  # before huggingface_hub reads its constants
         from huggingface_hub import snapshot_download
 
-        from hub.budget import budgeted_documents, cache_folder
+        from hub.budget import budgeted_documents, cache_folder, document_tokens
         from prepare_common import HubDataset, bpe_encoding
 
         encoding = bpe_encoding()[0]
@@ -96,7 +97,8 @@ def main():
             budget = max(1, int(total * share))
             shutil.rmtree(cache_folder(dataset), ignore_errors=True)  # an empty cache each time
             ours = measure(
-                server, lambda b=budget: budgeted_documents(dataset, b, encoding, "10BT")
+                server,
+                lambda b=budget: budgeted_documents(dataset, b, document_tokens(encoding), "10BT"),
             )
             print(f"budget {share:.0%} ({budget:,} tokens): {figures(*ours)}")
             for name, whole in (

@@ -8,6 +8,6 @@
 Layers: it imports safety (errors, the hub's listing) and nothing above it.
 """
 
-from .budget import budgeted_documents, count_documents, token_budget
+from .budget import budgeted_documents, count_documents, document_tokens, token_budget
 
-__all__ = ["budgeted_documents", "count_documents", "token_budget"]
+__all__ = ["budgeted_documents", "count_documents", "document_tokens", "token_budget"]

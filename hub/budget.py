@@ -4,7 +4,7 @@ A parquet file's footer says where each row group's bytes are, and the hub answe
 requests (huggingface_hub's HfFileSystem), so a budget fetches only the footers, the
 `token_count` columns its plan reads, and the row groups it uses:
 
-    documents, record = budgeted_documents(hub, 200_000_000, encoding, "FineWeb-Edu")
+    documents, record = budgeted_documents(hub, 200_000_000, document_tokens(encoding), "FineWeb")
 
 Each piece fetched is written at its offset into a sparse copy of the file in the cache and
 listed there with its sha256 once it decoded: a run killed mid-download goes on from the next
@@ -40,12 +40,23 @@ def token_budget(text):
     return value
 
 
-def budgeted_documents(hub, max_tokens, encoding, where, first_tokens=0, first_documents=0):
+def document_tokens(encoding):
+    """budgeted_documents' count of a tiktoken Encoding: each text's ids and its end-of-text.
+    GPT-2's: ["Hello world", "Hi"] -> [3, 2]."""
+
+    def count(texts):
+        return [len(ids) + 1 for ids in encoding.encode_ordinary_batch(texts)]
+
+    return count
+
+
+def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_documents=0):
     """A datasets.Dataset (a `text` column) of the first documents of `hub`'s files (its `files`
-    glob at its pinned revision), in order, whose tokens (a document's ids and its end-of-text,
-    by `encoding`) reach first_tokens + max_tokens, and meta.json's "budget" record: the files
-    and row groups read, each with its sha256. What the lesson cuts for val before train:
-    first_tokens, or first_documents (whose tokens count for no budget)."""
+    glob at its pinned revision), in order, whose tokens (count(texts): each one's, its end of
+    text included; see `document_tokens`) reach first_tokens + max_tokens, and meta.json's
+    "budget" record: the files and row groups read, each with its sha256. What the lesson cuts
+    for val before train: first_tokens, or first_documents (whose tokens count for no budget).
+    A lesson with another tokenizer passes its own count."""
     import datasets
     from tqdm import tqdm
 
@@ -62,7 +73,7 @@ def budgeted_documents(hub, max_tokens, encoding, where, first_tokens=0, first_d
                     break
                 file.bar = bar
                 free = max(first_documents - len(texts), 0)
-                file_texts, file_tokens, record = file.documents(needed - tokens, encoding, free)
+                file_texts, file_tokens, record = file.documents(needed - tokens, count, free)
                 texts += file_texts
                 tokens += file_tokens
                 records.append(record)
@@ -144,14 +155,14 @@ class PartialFile:
                 file.truncate(entry["size"])  # a hole where no piece is yet
             self.index = {"pieces": {}, "footer": None}
 
-    def documents(self, wanted, encoding, free=0):
+    def documents(self, wanted, count, free=0):
         """(texts, tokens, meta.json's record of the file) of its first documents whose tokens
         (but the first `free` documents') reach `wanted`, or all of them, then checked whole
         against the hub's LFS sha256."""
         metadata, texts, tokens, groups = self.footer(), [], 0, []
         for number, (start, end) in enumerate(self.row_groups(metadata)):
             group = self.piece(start, end, lambda n=number: self.texts(metadata, n))
-            lengths = np.array([len(ids) + 1 for ids in encoding.encode_ordinary_batch(group)])
+            lengths = np.array(count(group), dtype=np.int64)
             lengths[: max(free - len(texts), 0)] = 0
             counts = np.cumsum(lengths, dtype=np.int64)
             take = min(int(np.searchsorted(counts, wanted - tokens)) + 1, len(group))
@@ -180,7 +191,7 @@ class PartialFile:
                     f"{self.name}: its bytes, fetched twice, do not have the sha256 the hub "
                     f"publishes, {self.entry['sha256']} (damaged on the way?); run again"
                 )
-            return self.documents(wanted, encoding, free)
+            return self.documents(wanted, count, free)
         footer = self.index["footer"]
         record = {
             "path": self.entry["path"],

@@ -105,7 +105,11 @@ def test_a_budget_reads_only_its_row_groups(hub, repo, gpt2_encoding, tmp_path):
     for budget in (20_000, 45_000):
         sent_before = hub.bytes_sent
         out = tmp_path / f"out-{budget}"
-        assert_ok(prepare(hub, tmp_path / f"home-{budget}", out, "--max-tokens", budget))
+        result = prepare(hub, tmp_path / f"home-{budget}", out, "--max-tokens", budget)
+        assert_ok(result)
+        whole = sum(map(len, files.values()))
+        plan = f"{SHARD_SIZE + budget:,} tokens are about"  # shown before the download starts
+        assert plan in result.stdout and f"of {whole:,} in 3 files" in result.stdout
         meta = json.loads((out / "meta.json").read_text())
         train = meta["splits"]["train"]["tokens"]
         group_tokens = [
@@ -119,7 +123,7 @@ def test_a_budget_reads_only_its_row_groups(hub, repo, gpt2_encoding, tmp_path):
         used = sum(end - start for f in record["files"] for start, end in ranges(f))
         footers = sum(footer_bytes(data) for data in files.values())
         assert hub.bytes_sent - sent_before <= 1.1 * (used + footers)
-        assert used < sum(map(len, files.values())) / 2  # not the whole download
+        assert used < whole / 2  # not the whole download
         for entry in record["files"]:
             data = files[entry["path"]]
             for group in entry["row_groups"]:
@@ -129,6 +133,7 @@ def test_a_budget_reads_only_its_row_groups(hub, repo, gpt2_encoding, tmp_path):
         outs[budget] = shards(out)
     val = "edu_fineweb_val_000000.bin"
     assert outs[20_000][val] == outs[45_000][val]
+    assert hub.unknown == []
     assert len(outs[45_000]) > len(outs[20_000])
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
-from hub import budgeted_documents, token_budget
+from hub import budgeted_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -75,7 +75,8 @@ def main():
         source = source_name(args.data_files, hub)
         if args.max_tokens:
             first = args.shard_size  # shard 0, val: the same first documents whatever the budget
-            dataset, budget = budgeted_documents(hub, args.max_tokens, encoding, source, first)
+            count = document_tokens(encoding)  # a document's ids and its end-of-text
+            dataset, budget = budgeted_documents(hub, args.max_tokens, count, source, first)
         else:
             dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")

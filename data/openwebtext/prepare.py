@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
-from hub import budgeted_documents, count_documents, token_budget
+from hub import budgeted_documents, count_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
     HubDataset,
@@ -70,8 +70,9 @@ def main():
         source, budget = source_name(args.data_files, OPENWEBTEXT), None
         if args.max_tokens:  # the whole's count of documents, by its parquet footers
             first = split_sizes(count_documents(OPENWEBTEXT, source), args.val_fraction)[1]
+            count = document_tokens(encoding)  # a document's ids and its end-of-text
             dataset, budget = budgeted_documents(
-                OPENWEBTEXT, args.max_tokens, encoding, source, first_documents=first
+                OPENWEBTEXT, args.max_tokens, count, source, first_documents=first
             )
         else:
             dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
