@@ -27,6 +27,7 @@ from safety import PrepareError
 from safety.inputs import hub_entries, hub_failures
 
 SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9}
+AGAIN = "run again when it can be reached: what was fetched is kept"
 MAGIC = b"PAR1"  # a parquet file ends with its footer's length (4 bytes, little-endian) and this
 
 
@@ -61,7 +62,7 @@ def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_docu
     from tqdm import tqdm
 
     needed, folder = first_tokens + max_tokens, cache_folder(hub)
-    with hub_failures(where):
+    with hub_failures(where, AGAIN):
         files = [PartialFile(folder, entry, hub) for entry in listing(hub, where, folder)]
         print(plan(files, needed, where))
         texts, records, tokens = [], [], 0
@@ -90,7 +91,7 @@ def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_docu
 def count_documents(hub, where):
     """The documents of `hub`'s files, as their footers count them (the footers alone fetched)."""
     folder = cache_folder(hub)
-    with hub_failures(where):
+    with hub_failures(where, AGAIN):
         files = [PartialFile(folder, entry, hub) for entry in listing(hub, where, folder)]
         return sum(file.footer().num_rows for file in files)
 
@@ -109,7 +110,7 @@ def listing(hub, where, folder):
     path = folder / "listing.json"
     if path.exists():
         return json.loads(path.read_text())
-    entries = hub_entries(hub, where)
+    entries = hub_entries(hub, where, AGAIN)
     files = [{"path": e.path, "size": e.size, "sha256": e.lfs.sha256} for e in entries if e.lfs]
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:

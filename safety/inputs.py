@@ -28,6 +28,7 @@ BUILDERS = {
     ".json": ("json", {}),
     ".txt": ("text", {"sample_by": "document"}),
 }
+LOCAL_FILES = "to use local files instead, pass --data-files 'DIR/*.parquet'"  # a hub failure's
 
 
 def hub_files(hub, where):
@@ -43,11 +44,11 @@ def hub_files(hub, where):
         return [list(column) for column in zip(*(checked_download(hub, e) for e in entries))]
 
 
-def hub_entries(hub, where):
+def hub_entries(hub, where, advice=LOCAL_FILES):
     """The hub's entries (path, size, lfs.sha256, blob_id) of `hub`'s files, sorted by path."""
     from huggingface_hub import HfApi
 
-    with hub_failures(where):
+    with hub_failures(where, advice):
         # asked first: it fails at once, saying which, where a listing would retry and wait
         HfApi().dataset_info(hub.repo, revision=hub.revision)
         folder = hub.files.rsplit("/", 1)[0] if "/" in hub.files else ""
@@ -64,8 +65,9 @@ def hub_entries(hub, where):
 
 
 @contextlib.contextmanager
-def hub_failures(where):
-    """Any failure of the block but a PrepareError: one line saying the hub could not be read."""
+def hub_failures(where, advice=LOCAL_FILES):
+    """Any failure of the block but a PrepareError: one line saying the hub could not be read,
+    and what to do (`advice`)."""
     try:
         yield
     except PrepareError:
@@ -73,8 +75,7 @@ def hub_failures(where):
     except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
         detail = shortened(" ".join(f"{type(exc).__name__}: {exc}".split()))
         raise PrepareError(
-            f"cannot load {where} from the Hugging Face hub ({detail}); to use local files "
-            f"instead, pass --data-files 'DIR/*.parquet'"
+            f"cannot load {where} from the Hugging Face hub ({detail}); {advice}"
         ) from None
 
 

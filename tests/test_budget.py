@@ -170,6 +170,15 @@ def test_killed_mid_download_the_rerun_goes_on(hub, tmp_path):
     assert files_in(tmp_path / "offline") == files_in(reference)
 
 
+def test_an_unreachable_hub_is_one_line(tmp_path):
+    """No hub and nothing cached: one error line saying to run again, not to pass --data-files
+    (which --max-tokens refuses)."""
+    environment = {"HF_ENDPOINT": unused_port_url(), "HF_HOME": str(tmp_path / "home")}
+    options = ("--max-tokens", 5_000, "--out-dir", tmp_path / "out", "--num-proc", 1)
+    result = run(SCRIPT, *options, env=environment)
+    assert_one_line(result, "cannot load", "run again", absent=("--data-files",))
+
+
 @pytest.mark.parametrize(
     ("column", "times", "refusal"),
     [

@@ -108,13 +108,13 @@ def from_hub(out, args):
     tokens reach --max-tokens, and val, always the last; -> (records, "source", "split")."""
     from huggingface_hub import HfApi
 
-    where = f"{args.from_hub} (--from-hub)"
-    with hub_failures(where):
+    where, again = f"{args.from_hub} (--from-hub)", "run again when it can be reached"
+    with hub_failures(where, again):
         revision = HfApi().dataset_info(args.from_hub, revision="main").sha  # pinned from here on
     hub = HubDataset(args.from_hub, revision, None, "shard_*.parquet")
-    entries = hub_entries(hub, where)
+    entries = hub_entries(hub, where, again)
     encoding, tokens, used = bpe_encoding()[0], 0, []
-    with hub_failures(where):
+    with hub_failures(where, again):
         for entry in entries[:-1]:
             if len(used) == args.shards or (args.max_tokens and tokens >= args.max_tokens):
                 break
