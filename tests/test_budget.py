@@ -341,3 +341,18 @@ def test_openwebtext_budget_val_is_the_same(openwebtext_hub, tmp_path):
         assert_ok(run(REPO / "prepare_common.py", "verify", out))
         vals.append((out / "val.bin").read_bytes())
     assert vals[0] == vals[1]
+
+
+def test_a_budget_counts_the_folders_tokenizer(hub, trained, tmp_path):
+    """With --tokenizer (1,000 ids: more tokens a document than GPT-2's), the budget is met in
+    that tokenizer's tokens: its train holds N of them or more, from fewer documents than
+    GPT-2's budget of the same N."""
+    trained.save(tmp_path / "tok.json")
+    documents = {}
+    for name, extra in (("gpt2", ()), ("trained", ("--tokenizer", tmp_path / "tok.json"))):
+        out = tmp_path / name
+        assert_ok(prepare(hub, tmp_path / "home", out, "--max-tokens", 20_000, *extra))
+        meta = json.loads((out / "meta.json").read_text())
+        assert meta["splits"]["train"]["tokens"] >= 20_000
+        documents[name] = meta["source"]["documents"]
+    assert documents["trained"] < documents["gpt2"]
