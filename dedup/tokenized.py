@@ -7,7 +7,7 @@ which documents to keep (dedup/drop.py) and what the run says of the ones it dro
 import numpy as np
 from tqdm import tqdm
 
-from bpe.text import plural
+from safety.text import plural
 
 from .drop import document_keys, keep_documents, rule_record, without_boundaries
 from .fast import minhash_signatures

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import plural
 from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
@@ -56,6 +55,7 @@ from engine.readers import (
 )
 from prepare_common import HubDataset, source_name, source_record
 from safety.commit import folder_lock
+from safety.text import plural
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,10 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
     work = Work(work_root, tokens_config, split_config)
     work.claim()
-    print(f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work directory {work.split}")  # fmt: skip
+    print(
+        f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work "
+        f"directory {work.split}"
+    )
     stages = [
         (stage.name, stage(work, job), job.tasks if stage.parallel else 1) for stage in STAGES
     ]

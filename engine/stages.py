@@ -10,7 +10,6 @@ import json
 import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
-from bpe.io import atomic_path, atomic_write_text
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
 from dedup.fast import minhash_signatures
 from dedup.overlap import documents_of
@@ -18,7 +17,7 @@ from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceba
 from engine.readers import PieceReader, batches
 from prepare_common import bpe_encoding, check_ids, tokenize_documents
 from safety.errors import PrepareError
-from safety.files import sha256_file
+from safety.files import atomic_path, atomic_write_text, sha256_file
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
 INDEX_DTYPE = np.dtype([("file", "<u4"), ("position", "<i8"), ("tokens", "<u4")])

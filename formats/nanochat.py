@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from bpe import NANOCHAT_PATTERN, Tokenizer, train_bpe_from_counts
+from bpe import checks as bpe_checks
 from bpe.fragments import FragmentCounter
-from bpe.io import atomic_path
 from safety.errors import PrepareError
+from safety.files import atomic_path
 
 DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR, under $NANOCHAT_BASE_DIR
 TOKENIZER_DIR = "tokenizer"
@@ -106,9 +107,17 @@ def capped_documents(documents, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
 
 
 def check_vocab_size(vocab_size):
-    """A vocabulary with room for the 256 bytes, a merge and the nine specials: 266 -> 266."""
+    """A vocabulary with room for the 256 bytes, a merge and the nine specials, its ids 32-bit
+    (bpe's bound): 266 -> 266; 265, 2**31 + 9 -> a PrepareError."""
     if vocab_size < 256 + 1 + len(SPECIAL_TOKENS):
-        raise PrepareError(f"--vocab-size {vocab_size:,} leaves no room for a merge: nanochat needs 256 bytes + 9 special tokens, so at least 266")  # fmt: skip
+        raise PrepareError(
+            f"--vocab-size {vocab_size:,} leaves no room for a merge: nanochat needs 256 bytes + "
+            f"9 special tokens, so at least 266"
+        )
+    try:
+        bpe_checks.check_vocab_size(vocab_size, SPECIAL_TOKENS)
+    except ValueError as exc:
+        raise PrepareError(f"--vocab-size: {exc}") from None
     return vocab_size
 
 

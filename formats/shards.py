@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import shortened
 from safety import PrepareError
 from safety.files import sha256_file
+from safety.text import shortened
 
 META_FORMAT_VERSION = 1
 SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.gpt2 import GPT2_FILES, MIRROR_PATHS, tiktoken_cache, tiktoken_name
-from bpe.io import atomic_path
 from formats.shards import read_shard
 from safety.downloads import RemoteFile, fetch
 from safety.errors import PrepareError, reading
-from safety.files import cache_folder, sha256_file
+from safety.files import atomic_path, cache_folder, sha256_file
+from safety.gpt2 import GPT2_FILES, MIRROR_PATHS, tiktoken_cache, tiktoken_name
 from safety.record import TOKEN_BYTES
 
 GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], MIRROR_PATHS["encoder.json"])

@@ -5,7 +5,7 @@
   the documents hold N tokens of the folder's tokenizer; every piece cached, checked, resumable;
   `count_documents`, the documents of those files by their footers.
 
-Layers: it imports safety (errors, the hub's listing) and nothing above it.
+Layers: it imports safety and documents (the hub's listing), nothing above them.
 """
 
 from .budget import budgeted_documents, count_documents, document_tokens, token_budget

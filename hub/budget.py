@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path
+from documents.inputs import hub_entries, hub_failures
 from safety import PrepareError
-from safety.inputs import hub_entries, hub_failures
+from safety.files import atomic_path
 
 SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9}
 AGAIN = "run again when it can be reached: what was fetched is kept"

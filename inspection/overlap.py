@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import plural
 from dedup.overlap import documents_of, exact_report, overlap_report, stream_documents
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
+from safety.text import plural
 
 from .verify import checked_meta
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.cli import closed_stdout
 from formats.shards import BIN_DTYPES, META_FORMAT_VERSION, SPLIT_NAMES, open_npy, read_shard
 from formats.tokenizers import encoding_sha256, gpt2_encoding, load_trained
 from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
@@ -27,6 +26,7 @@ from safety.record import (
     name_problem,
     trainer_reads,
 )
+from safety.signals import closed_stdout
 
 from .token_bytes import audit_token_bytes
 

@@ -60,13 +60,10 @@ import stat
 import sys
 from pathlib import Path
 
-from bpe.cli import closed_stdout
-from bpe.io import TEMPORARY_TAG, atomic_write_text
-
 from .errors import PrepareError
-from .files import load_json, read_small_file
+from .files import TEMPORARY_TAG, atomic_write_text, load_json, read_small_file
 from .record import RECORD_NAME, journal_problem, listed_files, refused_record, trainer_reads
-from .signals import Terminated, signals_held, sigterm_raises_terminated
+from .signals import Terminated, closed_stdout, signals_held, sigterm_raises_terminated
 
 PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
 LOCK_NAME = ".prepare.lock"
@@ -366,7 +363,11 @@ def _staged_names(staging):
         if TEMPORARY_NAME.match(entry.name) or entry.name == STAGING_MARKER:
             continue
         if entry.is_dir(follow_symlinks=False):
-            names += [f"{entry.name}/{name}" for name in os.listdir(entry.path) if not TEMPORARY_NAME.match(name)]  # fmt: skip
+            names += [
+                f"{entry.name}/{name}"
+                for name in os.listdir(entry.path)
+                if not TEMPORARY_NAME.match(name)
+            ]
         else:
             names.append(entry.name)
     return sorted(names)

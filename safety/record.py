@@ -10,9 +10,8 @@ import json
 import re
 from pathlib import Path
 
-from bpe.text import shortened
-
 from .errors import PrepareError
+from .text import shortened
 
 META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
 SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
@@ -102,7 +101,10 @@ def name_problem(meta):
     for field, value, _, form in record_names(meta):
         if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
             if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
-                return f"{field} is {_shown(value)}, expected a name of nanochat's folder (base_data_climbmix/shard_00000.parquet, tokenizer/tokenizer.pkl, ...)"  # fmt: skip
+                return (
+                    f"{field} is {_shown(value)}, expected a name of nanochat's folder "
+                    "(base_data_climbmix/shard_00000.parquet, tokenizer/tokenizer.pkl, ...)"
+                )
             continue
         if not is_plain_name(value):
             absolute = isinstance(value, str) and "\0" not in value and Path(value).is_absolute()

@@ -34,7 +34,7 @@ from conftest import REPO, assert_clean_failure, files_in, run_python, tokenizer
 from llmc_tinystories import split_tokens, write_llmc_tinystories
 
 from bpe import EOT, Tokenizer
-from bpe.parallel import ordered_map
+from documents.parallel import ordered_map
 from safety.spool import Spool
 
 sys.path.insert(
@@ -337,6 +337,7 @@ def test_a_literal_end_of_text_in_a_story_is_plain_text(gpt2_encoding, tmp_path)
 
 
 GOOD = story_items(["Once upon a time there was a cat."])
+LONG_NAME = "d" * 120 + ".json"  # a GNU long name header (././@LongLink) comes before its member
 
 
 def entries_archive(*entries, cut=None):
@@ -391,6 +392,16 @@ HOSTILE = [
         entries_archive(member("sub", kind=tarfile.DIRTYPE)), ["'sub'", "folder"], id="folder"
     ),
     pytest.param(entries_archive(member("sub/data02.json", GOOD)), ["in a folder"], id="nested"),
+    pytest.param(
+        entries_archive(member(LONG_NAME, kind=tarfile.SYMTYPE, linkname="/etc/passwd")),
+        [repr(LONG_NAME), "symbolic link"],
+        id="long-named-symlink-by-its-own-name",
+    ),
+    pytest.param(
+        entries_archive(member("data02.json", GOOD, kind=tarfile.GNUTYPE_SPARSE)),
+        ["'data02.json'", "sparse file"],
+        id="sparse",
+    ),
     pytest.param(
         entries_archive(member("notes.txt", b"hi")),
         ["'notes.txt'", "data[0-9][0-9].json"],

@@ -262,6 +262,18 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
             id="missing-column",
         ),
         pytest.param(
+            {"d.parquet": b"PAR1 not really PAR1"},
+            ["--input", "d.parquet"],
+            ["error: d.parquet: cannot be read as parquet"],
+            id="corrupt-parquet",
+        ),
+        pytest.param(
+            {"d.parquet": lambda p: write_body_rows(p, [])},
+            ["--input", "d.parquet", "--text-column", "body"],
+            ["d.parquet: no text to train on (empty input)"],
+            id="zero-row-parquet",
+        ),
+        pytest.param(
             {"d.jsonl": '{"text": "a"}\n{"text": null}\n'},
             ["--input", "d.jsonl"],
             ["d.jsonl line 2", "'text' is null"],

@@ -45,12 +45,17 @@ from safety import (
     tokens_per_shard,
 )
 
-# the hub's parquet files at a pinned revision (80 files, 8,013,769 documents): change it here
 BUDGET_RULE = (
     "--max-tokens: the first ceil(val_fraction * n) documents of the source (n: all of its "
     "documents, by its parquet footers) are val, the next ones train"
 )
-OPENWEBTEXT = HubDataset("Skylion007/openwebtext", "79d93d786212f7344586290adb811d4ae6a1762c", "plain_text", "plain_text/*.parquet")  # fmt: skip
+# the hub's parquet files at a pinned revision (80 files, 8,013,769 documents): change it here
+OPENWEBTEXT = HubDataset(
+    "Skylion007/openwebtext",
+    "79d93d786212f7344586290adb811d4ae6a1762c",
+    "plain_text",
+    "plain_text/*.parquet",
+)
 
 
 def main():
@@ -85,7 +90,8 @@ def main():
             whole = tokenize(dataset, None, source, encoding, tokenizer, dtype, args.num_proc)
             kept, dedup = deduplicate(whole, args.dedup)
 
-        # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
+        # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our
+        # 'val')
         if budget:  # --max-tokens: val its first documents, the same whatever the budget
             first = budget["first_documents"]
             train, val = kept[kept >= first], kept[kept < first]
@@ -99,7 +105,15 @@ def main():
             if whole is not None:
                 tokenized[split] = whole.select(numbers)
             else:
-                tokenized[split] = tokenize(dataset.select(numbers), split, source, encoding, tokenizer, dtype, args.num_proc)  # fmt: skip
+                tokenized[split] = tokenize(
+                    dataset.select(numbers),
+                    split,
+                    source,
+                    encoding,
+                    tokenizer,
+                    dtype,
+                    args.num_proc,
+                )
 
         # 6. concatenate all the ids of each split into one large file we can use for training,
         #    and beside it where each document starts in it (train.docs.npy: what the model sees)
@@ -107,25 +121,46 @@ def main():
         for split, dset in tokenized.items():
             lengths = dset.with_format("arrow")["len"].to_numpy()
             split_tokens[split] = int(lengths.sum())
-            print(f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, {split_tokens[split]:,} tokens")  # fmt: skip
+            print(
+                f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, "
+                f"{split_tokens[split]:,} tokens"
+            )
             if args.format == "bin":
                 desc = f"writing {args.out_dir / f'{split}.bin'}"
-                write_memmap(out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc)  # fmt: skip
+                write_memmap(
+                    out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc
+                )
                 write_document_starts(out / f"{split}.docs.npy", lengths)
         shards = None if args.format == "bin" else []  # --format llmc: llm.c's shards, val first
         for split in ("val", "train") if shards is not None else ():
             names = llmc_names("openwebtext", split, first_index=len(shards))
-            shards += write_shards(out, id_batches(tokenized[split]), names, args.shard_size, dtype, vocab_size, "llmc")  # fmt: skip
+            shards += write_shards(
+                out, id_batches(tokenized[split]), names, args.shard_size, dtype, vocab_size, "llmc"
+            )
 
         # 7. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out, script="data/openwebtext/prepare.py", tokenizer=tokenizer, dtype=dtype,
-            split_tokens=split_tokens, shards=shards, shard_format=args.format,
+            out,
+            script="data/openwebtext/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            split_tokens=split_tokens,
+            shards=shards,
+            shard_format=args.format,
             source=source_record(args.data_files, len(dataset), OPENWEBTEXT, budget),
-            split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}, dedup=dedup, rule=budget and BUDGET_RULE),
-            options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
-        )  # fmt: skip
+            split=split_record(
+                args.val_fraction,
+                args.seed,
+                {"train": len(train), "val": len(val)},
+                dedup=dedup,
+                rule=budget and BUDGET_RULE,
+            ),
+            options={
+                "tokenizer": args.tokenizer and str(args.tokenizer),
+                "num_proc": args.num_proc,
+            },
+        )
     meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
     print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
@@ -135,22 +170,42 @@ def main():
 def tokenize(dset, split, source, encoding, tokenizer, dtype, num_proc):
     """nanoGPT's `process` on every document of `dset`: the documents of `split`, or (None) all."""
     where = f"{source}, {split} document" if split else f"{source}, document"
-    return tokenize_dataset(dset, encoding, tokenizer, dtype, where, num_proc, f"tokenizing {split or ''}".strip())  # fmt: skip
+    return tokenize_dataset(
+        dset, encoding, tokenizer, dtype, where, num_proc, f"tokenizing {split or ''}".strip()
+    )
 
 
 def arguments():
     """The options, which prepare_datatrove.py beside this script shares."""
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: the hub)")  # fmt: skip
+    add(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files "
+        "(default: the hub)",
+    )
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
-    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add(
+        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
+    )
     add("--val-fraction", type=fraction, default=0.0005, help="share of the documents in val")
-    add("--seed", type=random_seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")  # fmt: skip
+    add("--seed", type=random_seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
-    add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
-    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per llm.c shard (llm.c's: 10**8)")  # fmt: skip
+    add(
+        "--format",
+        choices=["bin", "llmc"],
+        default="bin",
+        help="nanoGPT's .bin (default) or llm.c's shards",
+    )
+    add(
+        "--shard-size",
+        type=tokens_per_shard,
+        default=10**8,
+        help="tokens per llm.c shard (llm.c's: 10**8)",
+    )
     add(
         "--max-tokens",
         type=token_budget,
@@ -158,7 +213,12 @@ def arguments():
         help="read only the first documents: val as many as the random split draws from the "
         "whole, train the next ones until their tokens reach N (200M, 1.5B) (default: all)",
     )
-    add("--dedup", choices=["exact", "near"], help="drop each document repeating an earlier one, before the split: exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
+    add(
+        "--dedup",
+        choices=["exact", "near"],
+        help="drop each document repeating an earlier one, before the split: exact copies, or "
+        "near copies (MinHash; docs/sound_data.md) (default: keep all)",
+    )
     return parser
 
 

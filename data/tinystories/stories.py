@@ -14,6 +14,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 import argparse
 import contextlib
 import functools
+import sys
 import warnings
 from collections import Counter
 
@@ -212,20 +213,25 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
     Each file's stories go to the trainer joined by `end_of_text`, at which it cuts them (a
     story holding that text literally is cut there too: a few pretokens fewer, nothing else).
     Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
-    from bpe import Tokenizer, train_bpe_from_iterator
-    from bpe.text import without_lone_surrogates
+    from bpe import Tokenizer, train_bpe_from_counts
+    from documents.corpus import count_texts
+    from safety.text import without_lone_surrogates
 
     texts = (
         without_lone_surrogates(end_of_text.join(s.strip() for s in stories)) for stories in files
     )
+    counts = count_texts(texts, "gpt2", [end_of_text], num_workers)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the short-fall warning: refused below instead
-        vocab, merges = train_bpe_from_iterator(
-            texts, vocab_size, [end_of_text], num_workers=num_workers
-        )
+        vocab, merges = train_bpe_from_counts(counts, vocab_size, [end_of_text])
     if len(vocab) != vocab_size:
         raise ArchiveError(
             f"the train stories hold too few pairs for a vocabulary of {vocab_size:,} tokens "
             f"(they give {len(vocab):,}); ask for fewer"
         )
     return Tokenizer(vocab, merges, special_tokens={end_of_text: vocab_size - 1})
+
+
+if __name__ == "__main__":
+    print("error: stories.py is a module of data/tinystories/prepare.py; run that", file=sys.stderr)
+    sys.exit(2)
