@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from documents.inputs import builder, check_texts, expand_data_files, hub_files, inputs_sha256
-from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
+from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.shards import llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
-from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 from safety.text import shortened
 
 # ---------------------------------------------------------------------------------------------
@@ -302,9 +302,8 @@ def write_meta(
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
-    meta["token_bytes"] = write_token_bytes(
-        out, tokenizer, dtype, meta["splits"], shards, shard_format
-    )
+    splits = meta["splits"]
+    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
     return write_record(out, meta)
 
 

@@ -375,15 +375,20 @@ def _next_cut(file, position, cutter):
             return position - back + (len(data) if cut == -1 else cut)
 
 
+def check_text_column(where, names, text_column="text", hint=""):
+    """Refuse a table (a parquet file, a dataset) without its text column, in one wording for
+    every reader: "a.parquet has no 'text' column; its columns are: id, body"."""
+    if text_column not in names:
+        raise PrepareError(
+            f"{where} has no {shown(text_column)} column; its columns are: {', '.join(names)}{hint}"
+        )
+
+
 def _parquet_pieces(path, text_column):
     """One piece per row group (a parquet file's unit of reading), sized by its rows."""
     metadata = _parquet_file(path).metadata
-    names = metadata.schema.to_arrow_schema().names
-    if text_column not in names:
-        raise PrepareError(
-            f"{path} has no column {shown(text_column)} (its columns: {', '.join(names)}); "
-            "name the text column with --text-column"
-        )
+    hint = "; name the text column with --text-column"
+    check_text_column(path, metadata.schema.to_arrow_schema().names, text_column, hint)
     size = os.path.getsize(path)
     rows = max(metadata.num_rows, 1)
     pieces, first_row = [], 0

@@ -20,7 +20,7 @@ from safety.errors import PrepareError
 from safety.files import sha256_file
 from safety.text import shortened
 
-from .corpus import KINDS, expand_inputs
+from .corpus import KINDS, check_text_column, expand_inputs
 
 # Which datasets builder reads each kind of file (corpus.KINDS) as the trainer reads it.
 BUILDERS = {
@@ -218,10 +218,7 @@ def _holds_nothing(path):
 
 def check_texts(dataset, source):
     """Refuse a dataset without a `text` column of strings, naming what is wrong and where."""
-    if "text" not in dataset.column_names:
-        raise PrepareError(
-            f"{source} has no 'text' column; its columns are: {', '.join(dataset.column_names)}"
-        )
+    check_text_column(source, dataset.column_names)
     if len(dataset) == 0:
         raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
     feature = dataset.features["text"]

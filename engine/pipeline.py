@@ -39,7 +39,9 @@ from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
     Work,
+    add_datatrove_arguments,
     chain_executors,
+    check_datatrove_arguments,
     join_ray_cluster,
     run_with_bars,
 )
@@ -53,7 +55,15 @@ from engine.readers import (
     most_tasks,
     task_slices,
 )
-from prepare_common import HubDataset, source_name, source_record
+from inspection.overlap import say_overlap
+from prepare_common import (
+    NANOGPT_READS,
+    HubDataset,
+    bpe_encoding,
+    dtype_for_vocab,
+    source_name,
+    source_record,
+)
 from safety.commit import folder_lock
 from safety.text import plural
 
@@ -101,6 +111,26 @@ class Job:
     def source_with(self, plan):
         """meta.json's "source": the record with the number of documents the plan counted."""
         return dict(self.source_record, documents=plan["documents"])
+
+
+def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
+    """The main of a lesson's datatrove twin (data/*/prepare_datatrove.py): the lesson's options
+    (`arguments()`) and the engine's, its tokenizer, the Lesson `lesson_of(args)` prepared by
+    datatrove's executors, then the overlap said as the lesson says it."""
+    parser = arguments()
+    parser.description = description
+    add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
+    args = parser.parse_args()
+    if args.max_tokens:  # a budget reads row group after row group, in order: one process
+        parser.error("--max-tokens is prepare.py's, beside this script: the tasks read whole files")
+    check_datatrove_arguments(parser, args)
+    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
+    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
+    dtype = dtype_for_vocab(vocab_size, readers)
+    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+    prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson_of(args))  # the last commits
+    if args.executor != "slurm":  # committed by now: said as prepare.py says it
+        say_overlap(args.out_dir)
 
 
 def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):

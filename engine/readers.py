@@ -10,7 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from documents.corpus import json_line_text, json_lines, line_start, parquet_texts
+from documents.corpus import (
+    check_text_column,
+    json_line_text,
+    json_lines,
+    line_start,
+    parquet_texts,
+)
 from documents.inputs import builder, expand_data_files, hub_files
 from prepare_common import source_name
 from safety.errors import PrepareError
@@ -38,11 +44,7 @@ def file_lengths(files, kind):
         try:
             with open(path, "rb") as f:
                 parquet = pq.ParquetFile(f)
-                names = parquet.schema_arrow.names
-                if "text" not in names:  # the datasets engine's error
-                    raise PrepareError(
-                        f"{path} has no 'text' column; its columns are: {', '.join(names)}"
-                    )
+                check_text_column(path, parquet.schema_arrow.names)  # the datasets engine's
                 lengths.append(parquet.metadata.num_rows)
         except PrepareError:
             raise

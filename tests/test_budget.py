@@ -271,19 +271,21 @@ def from_hub(hub, home, out, *args):
     ],
 )
 def test_nanochat_shards_from_the_hub(nanochat_hub, nanochat_shards, args, train, tmp_path):
-    """--from-hub: the first train shards whole and the last, val, byte for byte the hub's, each
-    recorded with the LFS sha256 the hub publishes; verify calls the folder OK."""
+    """--from-hub: the first train shards whole and the last, val, byte for byte the hub's (val
+    numbered next, as nanochat's folder has no gap), each recorded with its name on the hub and
+    the LFS sha256 the hub publishes; verify calls the folder OK."""
     out = tmp_path / "out"
     assert_ok(from_hub(nanochat_hub, tmp_path / "home", out, *args))
-    names = [*sorted(nanochat_shards)[:train], "shard_00004.parquet"]
+    served = [*sorted(nanochat_shards)[:train], "shard_00004.parquet"]
     folder = out / "base_data_climbmix"
+    names = [f"shard_{index:05d}.parquet" for index in range(train + 1)]  # no gap before val
     assert sorted(p.name for p in folder.iterdir()) == names
-    for name in names:
-        assert (folder / name).read_bytes() == nanochat_shards[name]
+    for name, hub_name in zip(names, served):
+        assert (folder / name).read_bytes() == nanochat_shards[hub_name]
     meta = json.loads((out / "meta.json").read_text())
     assert [s["split"] for s in meta["shards"]] == ["train"] * train + ["val"]
     recorded = {f["path"]: f["sha256"] for f in meta["source"]["files"]}
-    assert recorded == {name: sha256(nanochat_shards[name]) for name in names}
+    assert recorded == {name: sha256(nanochat_shards[name]) for name in served}
     assert_ok(run(REPO / "prepare_common.py", "verify", out))
 
 

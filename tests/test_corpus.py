@@ -194,7 +194,7 @@ def bad_parquet(column):
         pytest.param(
             {"d.parquet": bad_parquet({"body": ["a"]})},
             ["d.parquet"],
-            ["d.parquet", "no column 'text'", "body", "--text-column"],
+            ["d.parquet", "has no 'text' column", "body", "--text-column"],
             id="parquet-missing-column",
         ),
         pytest.param(

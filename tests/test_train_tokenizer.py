@@ -258,7 +258,7 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
         pytest.param(
             {"d.parquet": lambda p: write_body_rows(p, ["a b c"])},
             ["--input", "d.parquet"],
-            ["d.parquet", "no column 'text'", "--text-column"],
+            ["d.parquet", "has no 'text' column", "--text-column"],
             id="missing-column",
         ),
         pytest.param(

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from formats import schema
 from hub import budgeted_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
@@ -70,7 +71,7 @@ def main():
     dtype = dtype_for_vocab(vocab_size, LLMC_READS)  # uint16 for GPT-2; llm.c's uint32 past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files;
         #    --max-tokens N: only the first, whose tokens past shard 0 (val) reach N
         hub, budget = fineweb(args.type, args.sample), None

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from documents.inputs import checked_download, hub_entries, hub_failures
-from formats import nanochat
+from formats import nanochat, schema
+from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
 from hub import token_budget
 from prepare_common import (
@@ -61,7 +62,7 @@ SPLIT_RULE = (
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 1 to 3. the shards: cut here from the documents, or --from-hub nanochat's own
         shards, source, split = from_hub(out, args) if args.from_hub else cut(out, args)
 
@@ -141,13 +142,14 @@ def from_hub(out, args):
             if len(used) == args.shards or (args.max_tokens and tokens >= args.max_tokens):
                 break
             used.append(entry)
-            batches = nanochat.shard_texts(copy_shard(out, hub, entry))
+            batches = nanochat.shard_texts(copy_shard(out, hub, entry, len(used) - 1))
             tokens += sum(
                 len(ids) + 1 for b in batches for ids in encoding.encode_ordinary_batch(b)
             )
-        copy_shard(out, hub, entries[-1])
+        copy_shard(out, hub, entries[-1], len(used))
         used.append(entries[-1])
-    shards = [shard_record(out, e.path, "train" if e != entries[-1] else "val") for e in used]
+    splits = ["train"] * (len(used) - 1) + ["val"]
+    shards = [shard_record(out, index, split) for index, split in enumerate(splits)]
     print(f"{where}: {len(used) - 1} train shards of {len(entries) - 1} ({tokens:,} GPT-2 tokens)")
     files = [{"path": e.path, "sha256": e.lfs.sha256} for e in used]
     source = {"repo": hub.repo, "revision": revision, "files": files}
@@ -155,9 +157,10 @@ def from_hub(out, args):
     return shards, source, {**split, "gpt2_tokens": tokens}
 
 
-def copy_shard(out, hub, entry):
-    """One shard of the hub, downloaded and checked, copied into the folder under its name."""
-    path = Path(out) / nanochat.DATA_DIR / entry.path
+def copy_shard(out, hub, entry, index):
+    """One shard of the hub, downloaded and checked, copied into the folder as shard `index`
+    (the hub's names have a gap before val, its last, where nanochat's folder has none)."""
+    path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     shutil.copyfile(checked_download(hub, entry)[0], path)
     return path
@@ -201,23 +204,21 @@ def texts(documents, order):
 
 def write_shard(out, index, split, docs):
     """Write one shard; its meta.json record: file, split, documents, characters, bytes, sha256."""
-    path = Path(out) / nanochat.shard_name(index)
+    path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     nanochat.write_text_shard(path, docs)
-    return shard_record(out, path.name, split)
+    return shard_record(out, index, split)
 
 
-def shard_record(out, name, split):
-    """A shard's meta.json record: file, split, documents, characters, bytes, sha256."""
-    path = Path(out) / nanochat.DATA_DIR / name
+def shard_record(out, index, split):
+    """Shard `index`'s meta.json record: file, split, documents, characters, bytes, sha256."""
+    name = schema.nanochat_shard_name(index)
+    path = Path(out) / name
     docs = [text for batch in nanochat.shard_texts(path) for text in batch]
     characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)
-    print(
-        f"wrote {nanochat.DATA_DIR}/{name} ({split}): {len(docs):,} documents, "
-        f"{characters:,} characters"
-    )
+    print(f"wrote {name} ({split}): {len(docs):,} documents, {characters:,} characters")
     return {
-        "file": f"{nanochat.DATA_DIR}/{name}",
+        "file": name,
         "split": split,
         "documents": len(docs),
         "characters": characters,
@@ -234,8 +235,8 @@ def write_tokenizer(out, shards, args):
     encoding = nanochat.nanochat_encoding(
         nanochat.train_tokenizer(documents, args.vocab_size, args.doc_cap, args.max_chars)
     )
-    names = nanochat.write_tokenizer_dir(Path(out) / nanochat.TOKENIZER_DIR, encoding)
-    files = [f"{nanochat.TOKENIZER_DIR}/{name}" for name in names]
+    names = nanochat.write_tokenizer_dir(Path(out) / schema.NANOCHAT_TOKENIZER_DIR, encoding)
+    files = [f"{schema.NANOCHAT_TOKENIZER_DIR}/{name}" for name in names]
     print(
         f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = "
         f"{encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}"
@@ -246,7 +247,7 @@ def write_tokenizer(out, shards, args):
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
     lengths = nanochat.token_byte_lengths(encoding)
     with atomic_path(Path(out) / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
+        write_npy(f, lengths)
     record = {
         "kind": "nanochat",
         "name": f"nanochat-{encoding.n_vocab}",

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from formats import schema
 from hub import budgeted_documents, count_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
@@ -69,7 +70,7 @@ def main():
     dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 2. the documents: OpenWebText from the hub, or local files; --max-tokens N: val the
         #    first documents (as many as the random split draws), train the next, until N tokens
         source, budget = source_name(args.data_files, OPENWEBTEXT), None
@@ -161,9 +162,10 @@ def main():
                 "num_proc": args.num_proc,
             },
         )
-    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
+    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + [schema.TOKEN_BYTES]
+    extras += [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+    print(f"wrote {outputs} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 
 
