@@ -412,11 +412,13 @@ def source_name(data_files, hub):
     return f"{hub.repo}@{hub.revision[:12]}{config}"
 
 
-def source_record(data_files, num_documents, hub):
-    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
+def source_record(data_files, num_documents, hub, budget=None):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given;
+    with --max-tokens, its "budget" (hub.budget: the files and row groups read)."""
     if data_files:
         return {"files": data_files, "documents": num_documents}
-    return dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    record = dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    return {**record, "budget": budget} if budget else record
 
 
 def id_batches(tokenized, documents_per_batch=10_000):
@@ -496,12 +498,15 @@ def random_split(num_documents, val_fraction, seed):
     return permutation[num_val:], permutation[:num_val]
 
 
-def split_record(val_fraction, seed, documents, numpy_version=np.__version__, dedup=None):
+def split_record(
+    val_fraction, seed, documents, numpy_version=np.__version__, dedup=None, rule=None
+):
     """meta.json's "split" for `random_split`: the rule and its inputs. documents: {"train": 9995,
     "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too.
-    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup)."""
+    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup); rule:
+    another split's (a lesson's --max-tokens)."""
     record = {
-        "rule": SPLIT_RULE,
+        "rule": rule or SPLIT_RULE,
         "val_fraction": val_fraction,
         "seed": seed,
         "numpy": numpy_version,
