@@ -1,4 +1,4 @@
-"""data/fineweb/prepare.py run as a user runs it (issue 18).
+"""data/fineweb/prepare.py run as a user runs it.
 
 - on local parquet files (--data-files), its shards are the bytes llm.c's dev/data/fineweb.py
   (--format llmc) and build-nanogpt's fineweb.py (--format npy) write from the same documents,

@@ -1,4 +1,4 @@
-"""The test oracles of issue 18 checked against what their sources say, and the local hub's
+"""The test oracles of the FineWeb lesson checked against what their sources say, and the local hub's
 FineWeb layout checked against datasets' own loader.
 
 - tests/llmc_fineweb.py (llm.c's fineweb.py) and tests/buildnanogpt_fineweb.py (build-nanogpt's):

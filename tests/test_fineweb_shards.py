@@ -1,4 +1,4 @@
-"""The shard writer of prepare_common (issue 18) against llm.c's and build-nanogpt's rules.
+"""The shard writer of prepare_common against llm.c's and build-nanogpt's rules.
 
 Hand-made documents, each case a row: the shards our writer makes from the documents' ids must
 be the bytes llm.c's dev/data/fineweb.py (tests/llmc_fineweb.py) and build-nanogpt's fineweb.py

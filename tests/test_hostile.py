@@ -1,4 +1,4 @@
-"""Issue 16, run for real: what a hostile file system, a hostile input or a signal can do to a run.
+"""Run for real: what a hostile file system, a hostile input or a signal can do to a run.
 
 Five causes, one section each, every item a test that drives the real commands in fresh
 processes (each in a session of its own, so that a test can signal its process group and find
@@ -56,7 +56,7 @@ LOCK = ".prepare.lock"
 OUTPUTS = ("train.bin", "val.bin", "meta.pkl", "meta.json")
 EOT = 50256  # GPT-2's <|endoftext|>
 DEEP = "[" * 20_000 + "]" * 20_000  # nested past any recursion limit
-# Issue 16 asks for 20 rounds of each signal test; NANOGPT_SIGNAL_ROUNDS=20 runs them all.
+# A thorough run is 20 rounds of each signal test; NANOGPT_SIGNAL_ROUNDS=20 runs them all.
 ROUNDS = int(os.environ.get("NANOGPT_SIGNAL_ROUNDS", "3"))
 
 needs_datatrove = pytest.mark.skipif(

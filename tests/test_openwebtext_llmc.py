@@ -1,4 +1,4 @@
-"""data/openwebtext/prepare.py --format llmc (issue 18): the same train and val token streams as
+"""data/openwebtext/prepare.py --format llmc: the same train and val token streams as
 its nanoGPT train.bin / val.bin, written as llm.c shards that llm.c and modded-nanogpt read; and
 prepare_datatrove.py --format llmc, the same shards byte for byte from datatrove's tasks.
 """

@@ -22,7 +22,7 @@ def overlap_json(folder, *flags):
 
 
 def by_definition(train_documents, val_documents, n=13):
-    """The exact figures of issue 34, counted with Python sets of the documents' id tuples."""
+    """The exact figures overlap reports, counted with Python sets of the documents' id tuples."""
     train = [tuple(d) for d in train_documents]
     val = [tuple(d) for d in val_documents]
     seen, repeats, repeated_tokens = set(), 0, 0

@@ -1,4 +1,4 @@
-"""Issue 26, run for real: "Own by the record, trust by content".
+"""Run for real: "Own by the record, trust by content".
 
 Five causes, one section each, every item a test that drives the real commands in fresh
 processes, as a user reproduced it by hand:

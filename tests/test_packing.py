@@ -1,4 +1,4 @@
-"""inspection.packing and formats.shards.document_batch: the figures of issue 27 against brute force, and
+"""inspection.packing and formats.shards.document_batch: their figures against brute force, and
 document-aligned batches."""
 
 import sys

@@ -1,4 +1,4 @@
-"""Issue 32, run for real: what a tampered record, a damaged archive and a full disk can still do.
+"""Run for real: what a tampered record, a damaged archive and a full disk can still do.
 
 Four causes, one section each, every item a test that drives the real commands in fresh
 processes, with a victim file outside the folder that must stay as it was:

@@ -1,4 +1,4 @@
-"""data/tinystories/prepare.py run as a user runs it (issue 28), on archives the tests build in
+"""data/tinystories/prepare.py run as a user runs it, on archives the tests build in
 TinyStories' layout: data00.json, data01.json, ... at the top of a .tar.gz, each a JSON list of
 objects whose "story" is the text (with the real files' other fields beside it).
 

@@ -227,7 +227,7 @@ def test_globs_of_row_files_a_text_column_and_max_chars(tmp_path, paragraphs):
 
 
 def test_a_line_of_200000_x_trains_as_simple_train_on_a_shorter_line(tmp_path):
-    """Issue 8: a run of one character doubles its longest token at each merge; the merges
+    """A run of one character doubles its longest token at each merge; the merges
     before the run's length stops them are those simple.train learns on a shorter line."""
     (tmp_path / "x.txt").write_text("x" * 200_000 + "\n", encoding="utf-8")
     result = run_cli("--input", "x.txt", "--vocab-size", 300, "--out", "tok.json", cwd=tmp_path)
@@ -414,7 +414,7 @@ def test_newlines_are_read_as_nanogpt_reads_them(newline, shakespeare, tmp_path)
 def test_nanochat_pattern_tokenizer_file_is_pinned(shakespeare_path, tmp_path):
     """The file train_tokenizer.py writes for Tiny Shakespeare under nanochat's pattern, counted
     by two workers, byte for byte: its sha256 as the trainer wrote it before its count tables
-    and its waiting pairs were made compact (issue 33)."""
+    and its waiting pairs were made compact."""
     out = tmp_path / "tok.json"
     result = run_cli(
         "--input", shakespeare_path, "--pattern", "nanochat", "--vocab-size", 4096,
