@@ -45,18 +45,25 @@ class FastEncoding:
     the same ids, per document. A text fastokens refuses (a lone surrogate) goes to tiktoken, as
     does every other attribute (n_vocab, decode, _pat_str, ...): `reference` is the Encoding."""
 
-    def __init__(self, reference):
+    def __init__(self, reference, tokenizer_json=None):
         self.reference = reference
+        self._json = tokenizer_json  # hf_tokenizer_json(reference), made once
         self._fast = None
         self._splits_by_regex = not uses_byte_level_regex(reference)
+        if tokenizer_json is not None:  # unpickled in a worker process, which will encode
+            self._ids("")
 
     def __getattr__(self, name):
-        if name in ("reference", "_fast"):  # not yet set: while unpickling
+        if name in ("reference", "_json", "_fast"):  # not yet set: while unpickling
             raise AttributeError(name)
         return getattr(self.reference, name)
 
-    def __reduce__(self):  # a worker process rebuilds the fastokens side when it first encodes
-        return FastEncoding, (self.reference,)
+    def __reduce__(self):
+        # a worker process gets the JSON, not the 0.4 s of making it, and builds fastokens'
+        # side (0.35 s) as it unpickles: nothing built in one process is used in another
+        if self._json is None:
+            self._json = hf_tokenizer_json(self.reference)
+        return FastEncoding, (self.reference, self._json)
 
     def __repr__(self):
         return f"FastEncoding({self.reference!r})"
@@ -68,7 +75,8 @@ class FastEncoding:
             import fastokens
 
             with contextlib.suppress(Exception):  # not a BPE vocabulary, a pattern PCRE2 refuses
-                self._fast = fastokens.Tokenizer.from_json_str(hf_tokenizer_json(self.reference))
+                self._json = self._json or hf_tokenizer_json(self.reference)
+                self._fast = fastokens.Tokenizer.from_json_str(self._json)
         if self._fast is False or (self._splits_by_regex and SPLIT_DIFFERS in text):
             return None
         try:
