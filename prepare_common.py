@@ -26,15 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path
-from bpe.text import shortened
-from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
+from documents.inputs import builder, check_texts, expand_data_files, hub_files, inputs_sha256
+from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.shards import llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
-from safety.files import check_utf8_names, reserve, sha256_file
-from safety.inputs import BUILDERS, check_texts, expand_data_files, hub_files, inputs_sha256
-from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
+from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
+from safety.text import shortened
 
 # ---------------------------------------------------------------------------------------------
 # 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids
@@ -54,7 +53,13 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
     else:
         encoding = gpt2_encoding()
         n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
-        record = {"kind": "tiktoken", "name": "gpt2", "vocab_size": n_vocab, "eot_id": eot, "sha256": sha256}  # fmt: skip
+        record = {
+            "kind": "tiktoken",
+            "name": "gpt2",
+            "vocab_size": n_vocab,
+            "eot_id": eot,
+            "sha256": sha256,
+        }
     encoding.encode_ordinary("")  # the fast encoder (formats/encoders.py) built before any step
     return encoding, record
 
@@ -265,7 +270,19 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 # 5. metadata: meta.json beside the .bin files (readable, safe) and nanoGPT's meta.pkl
 
 
-def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_tokens=None, shards=None, shard_format=None):  # fmt: skip
+def write_meta(
+    out,
+    *,
+    script,
+    tokenizer,
+    dtype,
+    source,
+    split,
+    options,
+    split_tokens=None,
+    shards=None,
+    shard_format=None,
+):
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
@@ -287,7 +304,8 @@ def write_meta(out, *, script, tokenizer, dtype, source, split, options, split_t
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
-    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, meta["splits"], shards, shard_format)  # fmt: skip
+    splits = meta["splits"]
+    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
     return write_record(out, meta)
 
 
@@ -328,7 +346,12 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
     tokenizer = folder_tokenizer(tokenizer, out)  # as meta.json records it
-    meta = {"vocab_size": tokenizer["vocab_size"], "tokenizer": tokenizer, "stoi": stoi, "itos": itos}  # fmt: skip
+    meta = {
+        "vocab_size": tokenizer["vocab_size"],
+        "tokenizer": tokenizer,
+        "stoi": stoi,
+        "itos": itos,
+    }
     write_pickle(Path(out) / META_PKL, meta)
     return True
 
@@ -339,7 +362,7 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
 # A document lesson pins its dataset, a HubDataset: its repository and revision, its config (the
 # card's name for it), the files it holds (a glob of parquet files, read with datasets' own parquet
 # builder: no loading script runs) and the split they are. `load_documents` loads it, and refuses
-# in one line what `datasets` would stumble on (safety/inputs.py).
+# in one line what `datasets` would stumble on (documents/inputs.py).
 HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 
 
@@ -360,15 +383,19 @@ def load_documents(hub, data_files, num_proc, cache_dir):
     else:
         files = expand_data_files(data_files)
         content = inputs_sha256(files)
-    builder, options = BUILDERS[Path(files[0]).suffix.lower()]
+    name, options = builder(files[0])
     # datasets knows a local file by its path, size and time: its cache of the documents goes
     # in a folder named by their content, so an input edited in place is read again
     cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
     try:
         dataset = datasets.load_dataset(
-            builder, data_files={"train": files}, split="train", cache_dir=str(cache_dir),
-            num_proc=min(num_proc, len(files)), **options,
-        )  # fmt: skip
+            name,
+            data_files={"train": files},
+            split="train",
+            cache_dir=str(cache_dir),
+            num_proc=min(num_proc, len(files)),
+            **options,
+        )
     except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
         cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
         detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
@@ -379,7 +406,8 @@ def load_documents(hub, data_files, num_proc, cache_dir):
 
 
 def source_name(data_files, hub):
-    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl b.txt"."""
+    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl
+    b.txt"."""
     if data_files:
         return " ".join(data_files)
     config = f" ({hub.config})" if hub.config not in hub.files else ""
@@ -400,23 +428,38 @@ def id_batches(tokenized, documents_per_batch=10_000):
         yield batch["ids"].combine_chunks().flatten().to_numpy()
 
 
-def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):  # fmt: skip
-    """nanoGPT's `documents.map(process, ...)`: every document's ids and length (tokenize_documents),
+def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):
+    """nanoGPT's `documents.map(process, ...)`: every document's ids and length
+    (tokenize_documents),
     in datasets' cache. The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64)
     and the cache is keyed by what decides them (the input, the tokenizer's sha256 and end-of-text
     id and where it goes, the dtype): datasets' own key would pickle the whole vocabulary."""
     import datasets
     from datasets.fingerprint import Hasher
 
-    key = [documents._fingerprint, tokenize_documents, tokenizer["sha256"], tokenizer["eot_id"], eot_first]  # fmt: skip
+    key = [
+        documents._fingerprint,
+        tokenize_documents,
+        tokenizer["sha256"],
+        tokenizer["eot_id"],
+        eot_first,
+    ]
     return documents.map(
-        tokenize_documents, input_columns="text", with_indices=True, batched=True, desc=desc,
-        fn_kwargs=dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where, eot_first=eot_first),
+        tokenize_documents,
+        input_columns="text",
+        with_indices=True,
+        batched=True,
+        desc=desc,
+        fn_kwargs=dict(
+            encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where, eot_first=eot_first
+        ),
         remove_columns=documents.column_names,
         num_proc=min(num_proc, len(documents)),  # datasets warns of more processes than rows
-        features=datasets.Features({"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}),
+        features=datasets.Features(
+            {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
+        ),
         new_fingerprint=Hasher.hash([*key, dtype.name]),
-    )  # fmt: skip
+    )
 
 
 def split_sizes(num_documents, val_fraction):

@@ -8,9 +8,9 @@ the rule), prints the first and last merges in GPT-2's printable alphabet (Ġ is
 Ċ a newline) and how many bytes one token covers on average, and writes the tokenizer
 file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
 
-Several --input files and globs are trained on as one corpus: .txt files (special tokens
-such as <|endoftext|> separate documents), .jsonl/.json and .parquet files (each row's
---text-column is a document). No pretoken spans two documents or two files. --workers
+Several --input files and globs are trained on as one corpus: .txt files (one document each,
+as to the lessons' --data-files), .jsonl/.json and .parquet files (each row's --text-column is
+a document). No pretoken spans two documents, two files or a special token. --workers
 processes read their own pieces of the files and send back pretoken counts, never text,
 so memory stays the size of the count table however large the corpus; --max-chars N trains
 on the first documents only, up to N characters.
@@ -54,16 +54,6 @@ from bpe.checks import (
     check_workers,
     shown,
 )
-from bpe.corpus import (
-    CorpusError,
-    Reading,
-    count_table,
-    documents,
-    expand_inputs,
-    file_kind,
-    leaves_out,
-    no_text_message,
-)
 from bpe.io import render_token
 from bpe.patterns import PATTERNS
 from bpe.show_training import (
@@ -75,10 +65,20 @@ from bpe.show_training import (
     sweep_table,
     trace_lines,
 )
-from bpe.text import shortened
+from documents.corpus import (
+    Reading,
+    count_table,
+    documents,
+    expand_inputs,
+    file_kind,
+    leaves_out,
+    no_text_message,
+)
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from safety import ArgumentParser, PrepareError, read_text, run_main
+from safety.files import atomic_write_text
 from safety.signals import Terminated
+from safety.text import shortened
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
@@ -98,7 +98,8 @@ def make_parser():
         nargs="+",
         required=True,
         metavar="FILE|GLOB",
-        help="files to train on: .txt (UTF-8 text), .jsonl/.json or .parquet (a row is a document)",
+        help="files to train on: .txt (UTF-8 text, one document each), .jsonl/.json or .parquet "
+        "(a row is a document)",
     )
     parser.add_argument(
         "--text-column",
@@ -242,16 +243,29 @@ def check_nanochat_args(args):
     given = [o for o in ("special_tokens", "sweep", "trace", "plot") if getattr(args, o)]
     if args.pattern != "nanochat" or args.engine != "bpe" or given:
         what = f"--{given[0].replace('_', '-')}" if given else "--pattern or --engine"
-        raise UsageError(f"{what} does not go with --format nanochat (nanochat's pattern and special tokens, trained here)")  # fmt: skip
+        raise UsageError(
+            f"{what} does not go with --format nanochat (nanochat's pattern and special "
+            "tokens, trained here)"
+        )
     from formats import nanochat
 
-    nanochat.check_vocab_size(args.vocab_size)
+    try:
+        nanochat.check_vocab_size(args.vocab_size)
+    except PrepareError as exc:
+        raise UsageError(str(exc)) from None
     if args.out is None:
-        raise UsageError("--format nanochat writes a folder: give --out DIR (nanochat reads $NANOCHAT_BASE_DIR/tokenizer)")  # fmt: skip
+        raise UsageError(
+            "--format nanochat writes a folder: give --out DIR (nanochat reads "
+            "$NANOCHAT_BASE_DIR/tokenizer)"
+        )
     if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise PrepareError(f"--out {args.out} is a file; give the folder to write tokenizer.pkl into")  # fmt: skip
+        raise PrepareError(
+            f"--out {args.out} is a file; give the folder to write tokenizer.pkl into"
+        )
     if not Path(args.out).parent.is_dir():
-        raise PrepareError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first")  # fmt: skip
+        raise PrepareError(
+            f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first"
+        )
 
 
 def check_eval(path):
@@ -274,7 +288,7 @@ def default_out(inputs, vocab_size):
     """
     try:
         first = Path(expand_inputs(inputs)[0])
-    except (CorpusError, IndexError):  # said when the files are read, a line later
+    except (PrepareError, IndexError):  # said when the files are read, a line later
         first = Path(inputs[0] if not set("*?[") & set(inputs[0]) else "tokenizer")
     name = first.parent.resolve().name if first.stem == "input" else first.stem
     return TOKENIZERS / f"{name}-{vocab_size}.json"  # the folder is made when it is written
@@ -323,10 +337,7 @@ def check_out_is_no_input(out, args):
     Checked by identity (os.path.samefile), so a link or another spelling of the path counts."""
     if not out.exists():
         return
-    try:
-        inputs = expand_inputs(args.input)
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
+    inputs = expand_inputs(args.input)
     for option, paths in (("--input", inputs), ("--eval", [args.eval] if args.eval else [])):
         for path in paths:
             if os.path.exists(path) and os.path.samefile(path, out):
@@ -395,8 +406,6 @@ def train(args):
             vocab, merges = train_bpe_from_counts(
                 counts, args.vocab_size, args.special_tokens, progress=bars
             )
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
     finally:
         bars.close()
     for warning in caught:
@@ -420,7 +429,10 @@ def render_short(token):
 def show_merges(merges):
     def line(i, pair):
         left, right = pair
-        return f"  {256 + i:>6}: {render_short(left)} + {render_short(right)} -> {render_short(left + right)}"
+        return (
+            f"  {256 + i:>6}: {render_short(left)} + {render_short(right)} -> "
+            f"{render_short(left + right)}"
+        )
 
     shown = list(enumerate(merges))
     if len(shown) > 2 * SHOW_MERGES:
@@ -520,7 +532,7 @@ def train_here(args):
         show_sweep(args, vocab, merges, counts, eval_text)
     if args.out:
         make_default_folder(args.out)
-        tokenizer.save(args.out)
+        atomic_write_text(args.out, tokenizer.to_json())
         print(f"wrote {args.out}")
 
 
@@ -534,12 +546,13 @@ def train_nanochat(args):
         texts = documents(expand_inputs(args.input), args.text_column)
         doc_cap, max_chars = args.doc_cap or nanochat.DOC_CAP, args.max_chars or nanochat.MAX_CHARS
         tokenizer = nanochat.train_tokenizer(texts, args.vocab_size, doc_cap, max_chars, bars)
-    except CorpusError as exc:  # a file that cannot be read as its kind: one line naming it
-        raise PrepareError(str(exc)) from None
     finally:
         bars.close()
     seconds = time.perf_counter() - start
-    print(f"learned {len(tokenizer.merges):,} merges in {seconds:.2f} s; vocab size {tokenizer.vocab_size:,}")  # fmt: skip
+    print(
+        f"learned {len(tokenizer.merges):,} merges in {seconds:.2f} s; vocab size "
+        f"{tokenizer.vocab_size:,}"
+    )
     show_merges(tokenizer.merges)
     encoding = nanochat.nanochat_encoding(tokenizer)
     if eval_text is not None:

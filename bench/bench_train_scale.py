@@ -11,7 +11,7 @@ r"""BPE training at corpus scale: time and peak memory of ours against HF tokeni
 Each trainer runs in a fresh process, --runs times, the trainers alternating; medians and the
 ratios ours / HF and ours / rustbpe are printed, with the load average at the start of each row.
 
-- ours: bpe.train_bpe_from_files (the files streamed through worker processes), special token
+- ours: documents.corpus.train_bpe_from_files (the files streamed through worker processes), special token
   <|endoftext|>, vocab_size in all.
 - HF: models.BPE + BpeTrainer(vocab_size, special_tokens=["<|endoftext|>"], min_frequency=0,
   the 256 bytes as initial alphabet), training from the files. GPT-2's pattern is ByteLevel's
@@ -57,7 +57,7 @@ DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"
 
 OURS = """
 import sys
-from bpe import train_bpe_from_files
+from documents.corpus import train_bpe_from_files
 vocab, _ = train_bpe_from_files([sys.argv[1]], int(sys.argv[2]), ["<|endoftext|>"], pattern=sys.argv[3])
 assert len(vocab) == int(sys.argv[2]) and vocab[max(vocab)] == b"<|endoftext|>"  # ids 0..vocab-1
 """

@@ -5,11 +5,11 @@ line on stderr, no traceback: exit code 2 for a usage error (no command, or anot
 line holds the usage), 1 for the rest.
 """
 
+import os
 import sys
 
-from .cli import exit_with, run_main
+from .checks import shown
 from .show import ShowError, main, make_parser
-from .text import shown
 
 
 def usage():
@@ -17,8 +17,25 @@ def usage():
     return " ".join(make_parser().format_usage().split())
 
 
-def usage_error(given):
-    exit_with(f"error: {given}; {usage()} (see python -m bpe show --help)", 2)
+def fail(line, code):
+    print(" ".join(line.split("\n")), file=sys.stderr)
+    sys.exit(code)
+
+
+def run(argv):
+    """main(argv), a ShowError as one line (exit 1), Ctrl-C as exit 130, and a stdout closed by
+    its reader (`| head -1`) as a quiet exit 141."""
+    sys.stdout.reconfigure(errors="backslashreplace")  # a file name that is not UTF-8
+    try:
+        main(argv)
+        sys.stdout.flush()
+    except ShowError as exc:
+        fail(f"error: {exc}", 1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
 
 
 if __name__ == "__main__":
@@ -32,7 +49,8 @@ if __name__ == "__main__":
         )
         sys.exit(0)
     if not sys.argv[1:]:
-        usage_error("give a command")
+        fail(f"error: give a command; {usage()} (see python -m bpe show --help)", 2)
     if sys.argv[1] != "show":
-        usage_error(f"{shown(sys.argv[1])} is not a command; the one command is show")
-    run_main(lambda: main(sys.argv[2:]), ShowError)
+        given = f"{shown(sys.argv[1])} is not a command; the one command is show"
+        fail(f"error: {given}; {usage()} (see python -m bpe show --help)", 2)
+    run(sys.argv[2:])

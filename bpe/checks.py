@@ -8,7 +8,31 @@ a merge of 10 MB makes an error line of a few hundred characters, not of 20 mill
 import regex
 
 from .patterns import PATTERNS
-from .text import shown
+
+SHOWN_CHARS = 200  # a value quoted in an error line is cut to this many characters
+
+
+def shown(value, limit=SHOWN_CHARS):
+    """repr(value) for an error message, cut to `limit` characters with the value's length:
+    "abc" -> "'abc'"; "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the first 200."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, (str, bytes)):
+        unit = "bytes" if isinstance(value, bytes) else "characters"
+        return f"{text[:limit]}... ({len(value):,} {unit})"
+    return f"{text[:limit]}... ({len(text):,} characters in all)"
+
+
+def without_lone_surrogates(text):
+    """What tiktoken's encode_ordinary does with text that is not valid Unicode before it
+    encodes it (UTF-8 has no bytes for a lone surrogate; a JSON "\\ud800" makes one):
+    "a\\ud800" -> "a\\ufffd"; a valid text is returned as it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def check_special_tokens(special_tokens):

@@ -4,7 +4,8 @@
     counter.add("the cat and the dog")        # any number of documents
     counter.pretoken_counts()  # Counter({" the": 1, "the": 1, " cat": 1, " and": 1, " dog": 1})
 
-Equal to simple.count_pretokens over each document (split at the special tokens), summed (the tests prove it on random
+Equal to simple.count_pretokens over each document (split at the special tokens), summed (the tests
+prove it on random
 and real text), and about twice as fast on web text (docs20: 3.0 against 6.3 s in one
 process): the pattern's regex was most of the time of counting, and most of a corpus repeats.
 

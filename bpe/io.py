@@ -37,7 +37,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .text import shown
+from .checks import shown
 
 FORMAT_NAME = "nanogpt-bpe-tokenizer"
 FORMAT_VERSION = 1
@@ -77,7 +77,8 @@ def render_token(token: bytes) -> str:
 
 
 def parse_token(text: str) -> bytes:
-    """The inverse of render_token: "Ġthe" -> b" the". A char outside the alphabet raises KeyError."""
+    """The inverse of render_token: "Ġthe" -> b" the". A char outside the alphabet raises
+    KeyError."""
     return bytes(CHAR_TO_BYTE[c] for c in text)
 
 
@@ -316,77 +317,33 @@ def _hf_single_bytes(by_id, vocab_json):
     return vocab
 
 
-# ---------------------------------------------------------------- reading and writing text
-
-
-# In the name of every temporary file of atomic_path: only such a file is a leftover of ours.
-TEMPORARY_TAG = "nanogpt-"
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
-
-    A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
-    half-written file that looks valid; an OSError of the block that names no file (a write's
-    "No space left on device") names `path`. The temporary name is in the same folder, so the rename
-    is atomic; hidden, pid-tagged and unpredictable, and created exclusively (O_EXCL, no link
-    followed), so it never looks like a finished output, two runs don't collide, a link planted
-    at a guessed name is never written through, and a leftover is provably ours (TEMPORARY_TAG):
-    train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
-    """
-    path = Path(path)
-    fd, name = tempfile.mkstemp(prefix=_temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        with contextlib.suppress(OSError):  # mkstemp's 0600, made what a plain open would make
-            os.chmod(tmp, 0o666 & ~_umask())
-        with naming(path):  # a full disk names the file it could not write
-            yield tmp
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-@contextlib.contextmanager
-def naming(path):
-    """Name `path` in an OSError of the block that names no file: a write that fails (ENOSPC,
-    EDQUOT, EFBIG, EIO: a plain OSError) names none. OSError(ENOSPC, "No space left on device")
-    -> the same, with filename `path`. A subclass (a closed stdout's BrokenPipeError, a
-    download's ConnectionError) is about something else, and is left as it is."""
-    try:
-        yield
-    except OSError as exc:
-        if type(exc) is not OSError or exc.filename is not None or exc.errno is None:
-            raise
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-
-
-NAME_MAX = 255  # bytes in a file name, on every file system the project runs on
-
-
-def _temporary_prefix(name):
-    """atomic_path's prefix for `name`, its end cut so that the whole temporary name (with
-    mkstemp's 8 random characters and ".tmp") fits wherever `name` fits."""
-    tail = f".{os.getpid()}.{TEMPORARY_TAG}"
-    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")
-    cut = name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
-    return f".{cut}{tail}"
-
-
-def _umask():
-    """The process's umask (os.umask can only be read by setting it, and is put back at once)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_text(path, text):
-    """Write `text` as UTF-8 (newlines as they are) to `path` through `atomic_path`, making
-    its folder first: a reader never sees a half-written file, a failure leaves no temporary."""
+def write_text_atomically(path, text):
+    """Write `text` as UTF-8 to `path` through a temporary file beside it, renamed into place:
+    a reader sees the old file or the whole new one, never half of it (its folder is made)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8", newline="\n")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+        os.chmod(name, 0o644)
+        os.replace(name, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def read_text(path):
+    """A UTF-8 text file as nanoGPT reads it, with Python's universal newlines ("\\r\\n" and
+    "\\r" are "\\n"); a missing file, a folder or a byte that is not UTF-8 raise a ValueError
+    naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist or is not a regular file; check the path")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not valid UTF-8 (byte offset {exc.start:,})") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")

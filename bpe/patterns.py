@@ -5,7 +5,8 @@ BPE never merges across a pretoken boundary, so " dog" and "dog." can share the 
 splits first and merges second).
 
 A pattern must match every character: what no pretoken covers is not encoded at all.
-GPT-2's, GPT-4's and nanochat's do (see GPT2_PATTERN); `first_uncovered` finds what a custom one misses.
+GPT-2's, GPT-4's and nanochat's do (see GPT2_PATTERN); `first_uncovered` finds what a custom one
+misses.
 """
 
 import re
@@ -27,11 +28,17 @@ GPT2_PATTERN = (
 
 # GPT-4's (tiktoken cl100k_base): case-insensitive contractions, numbers in groups of at
 # most three digits, and newlines kept apart from other punctuation.
-GPT4_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+GPT4_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
 
 # nanochat's (nanochat/tokenizer.py SPLIT_PATTERN, trained with rustbpe): GPT-4's as minbpe
 # writes it, with numbers in groups of at most two digits ("a sweet spot for a 32K vocab").
-NANOCHAT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+NANOCHAT_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
+    r"""|\s*[\r\n]|\s+(?!\S)|\s+"""
+)
 
 PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "nanochat": NANOCHAT_PATTERN}
 
@@ -43,9 +50,17 @@ PATTERNS = {"gpt2": GPT2_PATTERN, "gpt4": GPT4_PATTERN, "nanochat": NANOCHAT_PAT
 # the Unicode ones, and pretokenizing is most of the counting. Tests prove (hypothesis) that
 # each splits every ASCII text as its pattern does.
 ASCII_EQUIVALENTS = {
-    GPT2_PATTERN: r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?[^\sA-Za-z0-9]++|\s+(?!\S)|\s+""",
-    GPT4_PATTERN: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+| ?[^\sA-Za-z0-9]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
-    NANOCHAT_PATTERN: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,2}+| ?[^\sA-Za-z0-9]++[\r\n]*+|\s*[\r\n]|\s+(?!\S)|\s+""",
+    GPT2_PATTERN: (
+        r"""'(?:[sdmt]|ll|ve|re)| ?[A-Za-z]++| ?[0-9]++| ?[^\sA-Za-z0-9]++|\s+(?!\S)|\s+"""
+    ),
+    GPT4_PATTERN: (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+| ?[^\sA-Za-z0-9]++"""
+        r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    ),
+    NANOCHAT_PATTERN: (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,2}+| ?[^\sA-Za-z0-9]++"""
+        r"""[\r\n]*+|\s*[\r\n]|\s+(?!\S)|\s+"""
+    ),
 }
 
 
@@ -76,7 +91,8 @@ class Pretokenizer:
 
     Pretokenizer("gpt2").findall("Hello world!") -> ["Hello", " world", "!"]
     The same pretokens as regex.findall(pattern, text) for every text. `pattern` is a name
-    ("gpt2", "gpt4", "nanochat") or a regex; a name must not be read as the regex matching its own letters.
+    ("gpt2", "gpt4", "nanochat") or a regex; a name must not be read as the regex matching its own
+    letters.
     """
 
     def __init__(self, pattern):

@@ -10,7 +10,9 @@ holding only part of a multi-byte character shows its bytes in hex: "你" is 3 b
 GPT-2 cuts it into the tokens <e4 bd> and <a0>.
 """
 
-import hashlib
+import argparse
+import difflib
+import itertools
 import os
 import re
 import sys
@@ -20,17 +22,7 @@ from pathlib import Path
 import regex
 
 from .checks import one_line
-from .cli import ArgumentParser
-from .gpt2 import (
-    GPT2_FILES,
-    MIRROR_PATHS,
-    host_unresolved,
-    mirrored,
-    tiktoken_cache,
-    tiktoken_name,
-    unresolved_message,
-)
-from .text import read_text
+from .io import read_text
 from .tokenizer import Tokenizer
 
 # Background colors cycled over the tokens (256-color codes, pale, with black text), and reset.
@@ -141,38 +133,36 @@ class ShowError(Exception):
     it as one `error: ...` line, without a traceback."""
 
 
+# GPT-2's two files as tiktoken fetches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
+GPT2_FILES = {
+    "encoder.json": (
+        "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
+        "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    ),
+    "vocab.bpe": (
+        "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
+        "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    ),
+}
+
+
 def gpt2_tokenizer():
-    """GPT-2's tokenizer from its own two files (gpt2_file)."""
-    with tempfile.TemporaryDirectory() as folder:
-        for name in GPT2_FILES:
-            Path(folder, name).write_bytes(gpt2_file(name))
-        return Tokenizer.from_gpt2_files(Path(folder, "encoder.json"), Path(folder, "vocab.bpe"))
-
-
-def gpt2_file(name):
-    """The bytes of GPT-2's `name`, checksummed, from where the project's scripts find them.
-
-    1. the copy the prepare scripts keep where tiktoken reads it (`tiktoken_cache`);
-    2. else $NANOGPT_DATA_MIRROR/gpt2/NAME (a folder, or an http(s) base address; docs/offline.md);
-    3. else the origin. 2 and 3 go through tiktoken's loader, which keeps a copy in its own cache.
-    """
+    """GPT-2's tokenizer from its own two files, read as tiktoken reads them: from its cache
+    ($TIKTOKEN_CACHE_DIR, where a copy is named by the sha1 of its URL), else from the origin,
+    checked against their sha256 either way."""
     from tiktoken.load import read_file_cached
 
-    url, sha256 = GPT2_FILES[name]
-    cached = tiktoken_cache()[0] / tiktoken_name(url)
-    if cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == sha256:
-        return cached.read_bytes()
-    source = mirrored(url, MIRROR_PATHS[name])
-    try:
-        return read_file_cached(source, sha256)
-    except Exception as exc:  # requests' errors, a bad hash, a missing file: no one class
-        if host_unresolved(exc):
-            raise ShowError(f"{unresolved_message(source)}, or give --tokenizer FILE") from None
-        raise ShowError(
-            f"cannot fetch GPT-2's {name} from {source} ({one_line(exc)}); connect to the "
-            f"internet, set NANOGPT_DATA_MIRROR to a copy of it (docs/offline.md), or give "
-            f"--tokenizer FILE"
-        ) from None
+    with tempfile.TemporaryDirectory() as folder:
+        for name, (url, sha256) in GPT2_FILES.items():
+            try:
+                Path(folder, name).write_bytes(read_file_cached(url, sha256))
+            except Exception as exc:  # requests' errors, a bad hash: no one class
+                raise ShowError(
+                    f"cannot fetch GPT-2's {name} ({one_line(exc)}); connect to the internet, "
+                    f"set TIKTOKEN_CACHE_DIR to a folder holding tiktoken's copy, or give "
+                    f"--tokenizer FILE"
+                ) from None
+        return Tokenizer.from_gpt2_files(Path(folder, "encoder.json"), Path(folder, "vocab.bpe"))
 
 
 def load_tokenizer(path=None):
@@ -189,10 +179,31 @@ def load_tokenizer(path=None):
         raise ShowError(f"{path} is not a tokenizer file ({exc})") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, exit code 2; a misspelled option is named with the closest
+    one ("--tokenzier": did you mean --tokenizer?), never taken for an abbreviation."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        known = [name for name in self._option_string_actions if name.startswith("--")]
+        for arg in itertools.takewhile(lambda arg: arg != "--", args):
+            name = arg.split("=")[0]
+            if name.startswith("--") and " " not in name and name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                self.error(f"unrecognized option {name}{hint}")
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def make_parser():
-    parser = ArgumentParser(
-        prog="python -m bpe show", description="Show how a text is cut into tokens."
-    )
+    parser = _Parser(prog="python -m bpe show", description="Show how a text is cut into tokens.")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--tokenizer", metavar="FILE", help="a file from train_tokenizer.py")
     which.add_argument("--gpt2", action="store_true", help="GPT-2's tokenizer (the default)")
@@ -206,7 +217,10 @@ def make_parser():
 def main(argv=None):
     args = make_parser().parse_args(argv)
 
-    text = read_text(args.file, ShowError) if args.file else args.text or args.explain
+    try:
+        text = read_text(args.file) if args.file else args.text or args.explain
+    except ValueError as exc:
+        raise ShowError(str(exc)) from None
     if not text:
         raise ShowError(f"{args.file or 'the text'} is empty: nothing to show")
     try:

@@ -57,7 +57,8 @@ def merge_pair(ids, pair, new_id):
 def special_token_regex(special_tokens):
     """The regex that finds special tokens, the longest first where one is a prefix of another.
 
-    ["<|a|>", "<|a|>b"] -> "(<\\|a\\|>b|<\\|a\\|>)": "<|a|>b" is one special token, not "<|a|>" + "b".
+    ["<|a|>", "<|a|>b"] -> "(<\\|a\\|>b|<\\|a\\|>)": "<|a|>b" is one special token, not "<|a|>" +
+    "b".
     """
     longest_first = sorted(special_tokens, key=lambda token: (-len(token), token))
     return re.compile("(" + "|".join(map(re.escape, longest_first)) + ")")

@@ -25,10 +25,10 @@ from .checks import (
     one_line,
     shown,
     tiktoken_failed,
+    without_lone_surrogates,
 )
 from .patterns import BUILTIN_PATTERNS, PATTERNS, Pretokenizer, first_uncovered
 from .simple import EOT, special_token_regex
-from .text import without_lone_surrogates
 
 CACHE_LIMIT = 1 << 16  # distinct pretokens kept encoded (~130 bytes each); emptied when full
 STREAM_CHARS = 1 << 16  # encode_iterable works on at least this many characters at a time
@@ -150,7 +150,8 @@ class Tokenizer:
         # The built-in patterns match every character (patterns.py says why); for any other,
         # encoding compares the pretokens' total length with the text's.
         self._covers_every_text = self.pattern in BUILTIN_PATTERNS
-        self._cache = {}  # pretoken str -> its ids (never changed once stored); see _encode_pretokens
+        # pretoken str -> its ids (never changed once stored); see _encode_pretokens
+        self._cache = {}
         self.cache_limit = CACHE_LIMIT
         self._special_regex = (
             special_token_regex(self.special_tokens) if self.special_tokens else None
@@ -166,7 +167,8 @@ class Tokenizer:
     # ------------------------------------------------------------ encoding
 
     def encode_ordinary(self, text):
-        """Text -> ids, with special-token strings treated as plain text (tiktoken's encode_ordinary).
+        """Text -> ids, with special-token strings treated as plain text (tiktoken's
+        encode_ordinary).
 
         "hello world" -> [31373, 995] with GPT-2's files.
         Equal to simple.encode without special tokens.
@@ -360,7 +362,8 @@ class Tokenizer:
             ) from None
 
     def to_json(self):
-        """The text `save` writes: one fixed layout, so same tokenizer -> same text (see bpe/io.py)."""
+        """The text `save` writes: one fixed layout, so same tokenizer -> same text (see
+        bpe/io.py)."""
         pattern = self.pattern_name or self.pattern
         return io.tokenizer_to_json(self.vocab, self.merges, self.special_tokens, pattern)
 
@@ -370,7 +373,7 @@ class Tokenizer:
 
     def save(self, path):
         """Write our JSON file (bpe/io.py describes it) atomically: temp name, then rename."""
-        io.atomic_write_text(path, self.to_json())
+        io.write_text_atomically(path, self.to_json())
 
     @classmethod
     def load(cls, path):
@@ -391,10 +394,10 @@ class Tokenizer:
         GPT-2 itself, saved this way, gives its own encoder.json and vocab.bpe byte for
         byte. The pair carries no pattern: give it again to `load_hf`.
         """
-        io.atomic_write_text(
+        io.write_text_atomically(
             f"{folder}/vocab.json", io.hf_vocab_json(self.vocab, self.special_tokens)
         )
-        io.atomic_write_text(f"{folder}/merges.txt", io.hf_merges_txt(self.merges))
+        io.write_text_atomically(f"{folder}/merges.txt", io.hf_merges_txt(self.merges))
 
     @classmethod
     def load_hf(cls, vocab_json, merges_txt=None, pattern="gpt2"):

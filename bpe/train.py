@@ -6,9 +6,8 @@
 bytes already are a token passed over, an early stop with a warning) and this module follows
 it exactly; the tests prove the two equal on random and real text. It is fast in three ways:
 
-1. Pretokens are counted once, and the merges are learned from those counts. Files are
-   counted by worker processes that read their own pieces (corpus.py), so memory is the
-   count table, not the corpus; texts in memory by `count_pretokens_parallel`.
+1. Pretokens are counted once, and the merges are learned from those counts (which worker
+   processes, or many machines, may count: `train_bpe_from_counts`).
 2. `learn_merges` never rescans: a merge only changes the places that hold the pair, so
    it keeps, for each pair, its count and where it is, and a heap of the counts. Memory: the
    pretokens are a PretokenTable (table.py), and the pairs far below the top (most of them)
@@ -24,7 +23,6 @@ a corpus where it happens (merging Tiny Shakespeare line by line until no pair i
 """
 
 import logging
-import os
 import warnings
 from array import array
 from collections import Counter, defaultdict
@@ -32,20 +30,12 @@ from heapq import heapify, heappop, heappush
 
 import numpy as np
 
-from .checks import check_pattern, check_training_args, check_workers
-from .corpus import count_table, straddles_special
+from .checks import check_pattern, check_training_args
 from .fragments import FragmentCounter
-from .parallel import ordered_map
-from .patterns import BUILTIN_PATTERNS, is_line_cut
-from .simple import special_token_regex
+from .io import read_text
 from .table import PretokenTable, run_starts
 
 log = logging.getLogger(__name__)
-
-# Below this many characters a text is pretokenized in this process: starting worker
-# processes and shipping text to them costs more than it saves.
-PARALLEL_MIN_CHARS = 500_000
-
 
 # ------------------------------------------------------ Pretokenization: text -> {pretoken: count}
 
@@ -58,68 +48,6 @@ def count_pretokens(text, pattern="gpt2", special_tokens=()):
     counter = FragmentCounter(check_pattern(pattern), special_tokens)
     counter.add(text)
     return counter.pretoken_counts()
-
-
-def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
-    """Cut points that split `text` into pieces of about `target_chars` each, placed where
-    pretokenizing the pieces separately gives exactly the pretokens of the whole text.
-
-    For the built-in patterns that is right after a newline with a non-space character on both
-    sides ("x\\nY", patterns.is_line_cut); any pattern may also be cut right before a special
-    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
-    """
-    on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
-    special = special_token_regex(special_tokens) if special_tokens else None
-    bounds = [0]
-    position = target_chars
-    while position < len(text):
-        cut = None
-        if on_lines:
-            newline = text.find("\n", position)
-            while newline != -1 and cut is None:
-                if is_line_cut(text, newline + 1) and not straddles_special(
-                    text, newline + 1, special_tokens
-                ):
-                    cut = newline + 1
-                else:
-                    newline = text.find("\n", newline + 1)
-        if special is not None:
-            match = special.search(text, position)
-            while match and straddles_special(text, match.start(), special_tokens):
-                match = special.search(text, match.start() + 1)
-            if match and (cut is None or match.start() < cut):
-                cut = match.start()
-        if cut is None or cut >= len(text):
-            break
-        bounds.append(cut)
-        position = cut + target_chars
-    bounds.append(len(text))
-    return bounds
-
-
-def count_pretokens_parallel(
-    text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
-):
-    """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
-    num_workers = check_workers(num_workers) or os.cpu_count() or 1
-    if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
-        counts = count_pretokens(text, pattern, special_tokens)
-        if progress:
-            progress("pretokenize", len(text), len(text))
-        return counts
-    # Large texts get a few pieces per worker, to keep them all busy to the end.
-    num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
-    bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
-    jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
-    counts = Counter()
-    done = 0
-    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
-    for job, piece_counts in zip(jobs, results):
-        counts.update(piece_counts)
-        done += len(job[0])
-        if progress:
-            progress("pretokenize", done, len(text))
-    return counts
 
 
 # --------------------------------------------- The fast merge loop over a table of pretoken counts
@@ -517,91 +445,46 @@ class BestPair:
 # ---------------------------------------------------------------- The public trainers
 
 
-def train_bpe(
-    input_path, vocab_size, special_tokens=(), pattern="gpt2", num_workers=None, progress=None
-):
+def train_bpe(input_path, vocab_size, special_tokens=(), pattern="gpt2", progress=None):
     """Train a byte-level BPE on a UTF-8 text file -> (vocab, merges); equal to simple.train.
 
     vocab: {id: bytes}, ids 0..len-1: 0-255 the single bytes, then one id per merge in
     order (the two parts joined), then the special tokens in the order given.
     merges: [(left bytes, right bytes), ...] in creation order.
     vocab_size counts all three. The rule, ties and pairs passed over: see simple.train.
-
-    The file is read in pieces by `num_workers` processes (default: all CPUs), never whole
-    (train_bpe_from_files, which also reads .jsonl/.json/.parquet files as rows).
-    `progress(stage, done, total)`, if given, is called during "read" (bytes) and "merge"
-    (merges), e.g. to drive a progress bar.
+    `progress(stage, done, total)`, if given, is called during "pretokenize" (characters) and
+    "merge" (merges), e.g. to drive a progress bar.
     """
-    return train_bpe_from_files(
-        [input_path],
-        vocab_size,
-        special_tokens,
-        pattern,
-        num_workers=num_workers,
-        progress=progress,
-    )
-
-
-def train_bpe_from_files(
-    inputs,
-    vocab_size,
-    special_tokens=(),
-    pattern="gpt2",
-    text_column="text",
-    max_chars=None,
-    num_workers=None,
-    progress=None,
-):
-    """train_bpe on files and globs: .txt, .jsonl/.json or .parquet (a row is a document).
-
-    ["a.txt", "shards/*.parquet"], 4096 -> the same as train_bpe_from_iterator on their documents
-    (a .txt file's whole text is one iterator item). The files are read by worker processes
-    in pieces and blocks (corpus.count_corpus), so memory is the pretoken count table plus a
-    constant, not the corpus. `progress` sees "read" (bytes) then "merge"; text_column and
-    max_chars (the first documents up to that many characters): see corpus.count_corpus.
-    """
-    num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
-    table = count_table(
-        inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
-    )
-    return _train_on_counts(table, num_merges, vocab_size, special_tokens, progress)
+    check_training_args(vocab_size, special_tokens, pattern)  # before the file is read
+    text = read_text(input_path)
+    return _train_on_texts([text], vocab_size, special_tokens, pattern, progress)
 
 
 def train_bpe_from_counts(pretoken_counts, vocab_size, special_tokens=(), progress=None):
-    """train_bpe on a {pretoken: count} dict, or a PretokenTable, already made
-    (corpus.count_table, or the count tables of many machines added up); the special tokens
-    only get their ids at the end."""
+    """train_bpe on a {pretoken: count} dict, or a PretokenTable, already made (by worker
+    processes, or by many machines, added up); the special tokens only get their ids at the
+    end."""
     num_merges, special_tokens, _ = check_training_args(vocab_size, special_tokens, "gpt2")
     return _train_on_counts(pretoken_counts, num_merges, vocab_size, special_tokens, progress)
 
 
-def train_bpe_from_iterator(
-    texts, vocab_size, special_tokens=(), pattern="gpt2", num_workers=1, progress=None
-):
+def train_bpe_from_iterator(texts, vocab_size, special_tokens=(), pattern="gpt2", progress=None):
     """train_bpe over strings already in memory; each text is split and pretokenized alone.
 
     ["aaabdaaabac"], vocab_size=259 -> the same as simple.train("aaabdaaabac", 259).
-    num_workers and progress as in train_bpe (one process by default).
     """
-    return _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, progress)
+    return _train_on_texts(texts, vocab_size, special_tokens, pattern, progress)
 
 
-def _train_on_texts(texts, vocab_size, special_tokens, pattern, num_workers, progress):
+def _train_on_texts(texts, vocab_size, special_tokens, pattern, progress):
     num_merges, special_tokens, pattern = check_training_args(vocab_size, special_tokens, pattern)
     total = sum(map(len, texts)) if isinstance(texts, (list, tuple)) else None
-    counts = Counter()
-    done = 0
+    counts, done = Counter(), 0
     for text in texts:
-
-        def report(stage, chars, _, before=done):
-            progress(stage, before + chars, total)
-
-        counts.update(
-            count_pretokens_parallel(
-                text, pattern, special_tokens, num_workers, report if progress else None
-            )
-        )
+        counts.update(count_pretokens(text, pattern, special_tokens))
         done += len(text)
+        if progress:
+            progress("pretokenize", done, total)
     return _train_on_counts(counts, num_merges, vocab_size, special_tokens, progress)
 
 

@@ -15,10 +15,9 @@ import sys
 import threading
 from pathlib import Path
 
-from bpe.io import atomic_write_text
-from bpe.text import plural
 from safety.errors import PrepareError
-from safety.files import load_json, read_small_file, sha256_file
+from safety.files import atomic_write_text, load_json, read_small_file, sha256_file
+from safety.text import plural
 
 WORK_FORMAT = 2  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
@@ -70,7 +69,8 @@ class Work:
         return self.split / "parts" / f"{split}-{rank:05d}.bin"
 
     def written_file(self, rank):
-        """What write task `rank` wrote, by name and sha256 (checked before the commit reuses it)."""
+        """What write task `rank` wrote, by name and sha256 (checked before the commit reuses
+        it)."""
         return self.split / "parts" / f"written-{rank:05d}.json"
 
     @property
@@ -194,7 +194,8 @@ def add_datatrove_arguments(
 
 def check_datatrove_arguments(parser, args, local_workers=None):
     """Options of the datatrove engine without --engine datatrove are errors; fills in the
-    defaults of --tasks and --workers; datatrove (and Ray) must be installed. local_workers: the default --workers on this machine
+    defaults of --tasks and --workers; datatrove (and Ray) must be installed. local_workers: the
+    default --workers on this machine
     (default: --num-proc); a script that gives it owns --workers beyond the engine."""
     engine_options = ["executor", "tasks", "work_dir", "verbose", "slurm_partition"]
     if local_workers is None:
@@ -271,9 +272,11 @@ def local_start_method():
 
 
 def check_datatrove_installed(executor):
-    """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to install."""
+    """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to
+    install."""
     needed = {
-        "datatrove": 'this needs datatrove, which is not installed: pip install -e ".[scale]" (the scale extra)'
+        "datatrove": "this needs datatrove, which is not installed: "
+        'pip install -e ".[scale]" (the scale extra)'
     }
     if executor == "ray":
         needed["ray"] = '--executor ray needs Ray: pip install -e ".[ray]" (the ray extra)'

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path, atomic_write_text
-from bpe.text import plural
 from dedup.tokenized import dedup_line
+from formats import schema
+from formats.schema import SHARD_FORMATS
 from prepare_common import (
     llmc_names,
     random_split,
@@ -35,7 +35,8 @@ from prepare_common import (
 )
 from safety.commit import output_folder
 from safety.errors import PrepareError
-from safety.record import SHARD_FORMATS
+from safety.files import atomic_path, atomic_write_text
+from safety.text import plural
 
 TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
 
@@ -92,28 +93,39 @@ class RandomSplit:
                     f"not {split_tokens[split]:,} ids; delete the work directory and run again"
                 )
         documents = {name: plan["splits"][name]["documents"] for name in parts}
-        split = split_record(self.val_fraction, self.seed, documents, plan["numpy"], plan.get("dedup"))  # fmt: skip
+        split = split_record(
+            self.val_fraction, self.seed, documents, plan["numpy"], plan.get("dedup")
+        )
         split["rule"] = self.rule
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
-        with output_folder(out_dir) as out:
+        with output_folder(out_dir, schema) as out:
             shards = [] if self.shard_format == "llmc" else None  # cut from the same streams
             for name in ("val", "train") if shards is not None else ():  # llm.c's shard 0 is val
                 names = llmc_names(job.prefix, name, first_index=len(shards))
                 ids = part_ids(parts[name], dtype)
-                shards += write_shards(out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc")  # fmt: skip
+                shards += write_shards(
+                    out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc"
+                )
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
                     raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
                 # the document index from the plan's lengths: no pass over the tokens
                 lengths = np.load(work.plan_file(name, "tokens"))
-                write_document_starts(out / f"{name}.docs.npy", lengths)
+                write_document_starts(out / schema.index_name(name), lengths)
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
             write_meta(
-                out, script=job.script, tokenizer=tokenizer, dtype=dtype,
-                split_tokens=split_tokens, shards=shards, shard_format=self.shard_format,
-                source=job.source_with(plan), split=split, options=job.options,
-            )  # fmt: skip
+                out,
+                script=job.script,
+                tokenizer=tokenizer,
+                dtype=dtype,
+                split_tokens=split_tokens,
+                shards=shards,
+                shard_format=self.shard_format,
+                source=job.source_with(plan),
+                split=split,
+                options=job.options,
+            )
         say_split(job, plan, split, split_tokens, shards, wrote_pkl)
 
 
@@ -138,7 +150,7 @@ def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
 class ShardStream:
     """llm.c's rule: every document in order (or np.random.default_rng(shuffle_seed)'s
     permutation), each after its end of text, one stream cut every shard_size tokens into shards
-    of `shard_format` (safety.record.SHARD_FORMATS); the write tasks share out the shards."""
+    of `shard_format` (formats.schema.SHARD_FORMATS); the write tasks share out the shards."""
 
     shuffle_seed: int | None
     rule: str  # meta.json's words for the rule
@@ -176,9 +188,15 @@ class ShardStream:
             first = [np.array([job.eot_id], dtype)] if k == 0 else []
             ids = itertools.chain(first, plan_ranges(work, "all", max(low - 1, 0), high - 1, dtype))
             records += write_shards(
-                work.split / "parts", ids, iter(names[k : k + 1]), size, dtype,
-                job.vocab_size, self.shard_format, say=False,  # the commit says them, in order
-            )  # fmt: skip
+                work.split / "parts",
+                ids,
+                iter(names[k : k + 1]),
+                size,
+                dtype,
+                job.vocab_size,
+                self.shard_format,
+                say=False,  # the commit says them, in order
+            )
         atomic_write_text(work.shard_records(rank), json.dumps(records) + "\n")
         return [work.split / "parts" / record["file"] for record in records]
 
@@ -204,14 +222,20 @@ class ShardStream:
             split["dedup"] = plan["dedup"]
         if self.shuffle_seed is not None:  # numpy: the version that drew the permutation
             split.update(shuffle_seed=self.shuffle_seed, numpy=plan["numpy"])
-        with output_folder(Path(job.out_dir)) as out:
+        with output_folder(Path(job.out_dir), schema) as out:
             for shard in shards:
                 link_or_copy(work.split / "parts" / shard["file"], out / shard["file"])
             write_meta(
-                out, script=job.script, tokenizer=tokenizer, dtype=dtype, shards=shards,
-                shard_format=self.shard_format, source=job.source_with(plan),
-                options=job.options, split=split,
-            )  # fmt: skip
+                out,
+                script=job.script,
+                tokenizer=tokenizer,
+                dtype=dtype,
+                shards=shards,
+                shard_format=self.shard_format,
+                source=job.source_with(plan),
+                options=job.options,
+                split=split,
+            )
         say_documents(job, plan)  # and the rest of what the lesson's prepare.py prints
         print(f"{total:,} tokens: {plural(len(shards), 'shard')}")
         for shard in shards:

@@ -35,12 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import plural
 from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
     Work,
+    add_datatrove_arguments,
     chain_executors,
+    check_datatrove_arguments,
     join_ray_cluster,
     run_with_bars,
 )
@@ -54,8 +55,17 @@ from engine.readers import (
     most_tasks,
     task_slices,
 )
-from prepare_common import HubDataset, source_name, source_record
+from inspection.overlap import say_overlap
+from prepare_common import (
+    NANOGPT_READS,
+    HubDataset,
+    bpe_encoding,
+    dtype_for_vocab,
+    source_name,
+    source_record,
+)
 from safety.commit import folder_lock
+from safety.text import plural
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,24 @@ class Job:
         return dict(self.source_record, documents=plan["documents"])
 
 
+def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
+    """The main of a lesson's datatrove twin (data/*/prepare_datatrove.py): the lesson's options
+    (`arguments()`) and the engine's, its tokenizer, the Lesson `lesson_of(args)` prepared by
+    datatrove's executors, then the overlap said as the lesson says it."""
+    parser = arguments()
+    parser.description = description
+    add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
+    args = parser.parse_args()
+    check_datatrove_arguments(parser, args)
+    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
+    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
+    dtype = dtype_for_vocab(vocab_size, readers)
+    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
+    prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson_of(args))  # the last commits
+    if args.executor != "slurm":  # committed by now: said as prepare.py says it
+        say_overlap(args.out_dir)
+
+
 def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     """Prepare the `lesson`'s outputs and meta.json in args.out_dir with datatrove's executors,
     from its prepare.py's options and the --executor, --tasks ... of the engine."""
@@ -144,7 +172,10 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
     work = Work(work_root, tokens_config, split_config)
     work.claim()
-    print(f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work directory {work.split}")  # fmt: skip
+    print(
+        f"{job.source}: {plural(len(job.files), 'file')}, {plural(job.tasks, 'task')}; work "
+        f"directory {work.split}"
+    )
     stages = [
         (stage.name, stage(work, job), job.tasks if stage.parallel else 1) for stage in STAGES
     ]

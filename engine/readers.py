@@ -10,11 +10,18 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.corpus import json_line_text, json_lines, line_start, parquet_texts
+from documents.corpus import (
+    check_text_column,
+    json_line_text,
+    json_lines,
+    line_start,
+    parquet_texts,
+)
+from documents.inputs import builder, expand_data_files, hub_files
 from prepare_common import source_name
 from safety.errors import PrepareError
-from safety.files import read_text, sha256_file
-from safety.inputs import BUILDERS, expand_data_files, hub_files
+from safety.files import sha256_file
+from safety.text import read_text
 
 
 def file_identity(path):
@@ -37,11 +44,7 @@ def file_lengths(files, kind):
         try:
             with open(path, "rb") as f:
                 parquet = pq.ParquetFile(f)
-                names = parquet.schema_arrow.names
-                if "text" not in names:  # the datasets engine's error
-                    raise PrepareError(
-                        f"{path} has no 'text' column; its columns are: {', '.join(names)}"
-                    )
+                check_text_column(path, parquet.schema_arrow.names)  # the datasets engine's
                 lengths.append(parquet.metadata.num_rows)
         except PrepareError:
             raise
@@ -132,7 +135,7 @@ class PieceReader:
     JSON Lines: every line that starts at a byte offset in [start, end), position = that offset;
     blank lines are skipped, as datasets' JSON reader skips them. .txt: the whole file is one
     document, position 0. What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8)
-    is a PrepareError naming the file and the line (bpe.corpus.json_line_text). After the
+    is a PrepareError naming the file and the line (documents.corpus.json_line_text). After the
     iteration, .begin and .end are the span of the file covered (rows, or bytes for JSON Lines),
     which the plan checks.
     """
@@ -151,7 +154,7 @@ class PieceReader:
             with open(self.path, "rb") as f:
                 self.begin, self.end = line_start(f, self.start), line_start(f, self.end)
                 for offset, line in json_lines(f, self.begin, self.end):
-                    yield offset, json_line_text(line, self.path, offset, "text", PrepareError)
+                    yield offset, json_line_text(line, self.path, offset, "text")
 
 
 def input_files(data_files, hub):
@@ -161,4 +164,4 @@ def input_files(data_files, hub):
     if data_files is None:
         return hub_files(hub, source_name(None, hub))[0], "parquet"
     files = expand_data_files(data_files)
-    return [str(Path(path).resolve()) for path in files], BUILDERS[Path(files[0]).suffix.lower()][0]
+    return [str(Path(path).resolve()) for path in files], builder(files[0])[0]

@@ -8,7 +8,7 @@
 Two datatrove stages, the second depending on the first:
 
 1. count (N tasks, at most one per piece): task r counts the pretokens of its slice of the
-   input: every N-th piece, from piece r (the pieces of bpe/corpus.py: byte ranges of text and
+   input: every N-th piece, from piece r (the pieces of documents/corpus.py: byte ranges of text and
    JSON lines files cut where the pretokens do not change, row groups of parquet files; with
    max_chars, cut to the first documents as on one machine), and writes its count table,
    counts/r.json. Text never leaves the task; only counts do.
@@ -33,8 +33,7 @@ from types import SimpleNamespace
 
 from bpe import Tokenizer, train_bpe_from_counts
 from bpe.checks import check_training_args
-from bpe.corpus import (
-    CorpusError,
+from documents.corpus import (
     Reading,
     cap_pieces,
     count_piece,
@@ -42,7 +41,6 @@ from bpe.corpus import (
     no_text_message,
     plan_pieces,
 )
-from bpe.io import atomic_write_text
 from engine.executors import (
     EXECUTORS,
     chain_executors,
@@ -54,7 +52,7 @@ from engine.executors import (
 )
 from engine.readers import file_identity
 from safety.errors import PrepareError
-from safety.files import load_json, read_small_file, sha256_file
+from safety.files import atomic_write_text, load_json, read_small_file, sha256_file
 
 WORK_FORMAT = 1  # bump when the layout of the work directory changes
 
@@ -111,11 +109,8 @@ def count_task(data, rank=0, world_size=1, *, job, work):
     """Stage 1, task `rank` of `world_size`: count pieces rank, rank + N, ... -> its table."""
     show_user_errors_without_traceback()  # this task may run in a process of its own
     counts = Counter()
-    try:
-        for piece in job.pieces[rank::world_size]:
-            counts.update(count_piece(piece, job.reading))
-    except CorpusError as exc:
-        raise PrepareError(str(exc)) from None
+    for piece in job.pieces[rank::world_size]:
+        counts.update(count_piece(piece, job.reading))
     atomic_write_text(work.table(rank), json.dumps(counts))
     atomic_write_text(work.table_sha256(rank), sha256_file(work.table(rank)) + "\n")
     return data
@@ -140,7 +135,7 @@ def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
     vocab, merges = train_bpe_from_counts(counts, job.vocab_size, special_tokens)
     first_special = 256 + len(merges)
     special_ids = {token: first_special + i for i, token in enumerate(special_tokens)}
-    Tokenizer(vocab, merges, special_ids, pattern=job.pattern_name).save(out)
+    atomic_write_text(out, Tokenizer(vocab, merges, special_ids, job.pattern_name).to_json())
     return data
 
 
@@ -231,6 +226,6 @@ def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_
         pieces = capped = plan_pieces(paths, reading, piece_bytes)
         if max_chars is not None:  # the same documents as on one machine, read once here
             capped = cap_pieces(pieces, reading, max_chars)
-    except (CorpusError, ValueError) as exc:
+    except ValueError as exc:  # a bad option (bpe's checks)
         raise PrepareError(str(exc)) from None
     return reading, paths, capped, capped != pieces

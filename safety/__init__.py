@@ -7,25 +7,32 @@ A lesson imports its contracts from here:
 - errors.py: PrepareError, and naming the file an unexpected exception was reading
 - signals.py: Ctrl-C and SIGTERM as exceptions, held back while a commit renames its files
 - cli.py: run_main (one `error:` line, never a traceback) and the argument parser
-- files.py: strict and bounded readers, a pickle read without running it (atomic writes and
-  strict UTF-8 text: bpe.io, bpe.text, which bpe shares)
+- text.py: strict UTF-8 text with nanoGPT's newlines, values quoted short, `plural`
+- files.py: strict and bounded readers, a pickle read without running it, atomic writes
+- gpt2.py: GPT-2's two files pinned, the mirror, the line of a network that is not there
 - downloads.py: a remote file pinned by its sha256, fetched with retries of what may pass
 - inputs.py: a lesson's inputs checked before `datasets` reads them (hub files, local files)
-- record.py: the names a folder's meta.json lists, and which of them a trainer reads
 - commit.py: the folder commit (lock, staging, replace, meta.json last)
 - spool.py: arrays written in order, whatever order they come in
 
-Layers: bpe < safety < formats < inspection < prepare_common < the lessons < engine. Nothing
+Layers: safety (imports nothing of the project) and bpe (the tokenizer alone) < documents <
+formats < inspection < prepare_common < the lessons < engine. Nothing
 here imports a layer above it, and importing a module runs nothing but definitions.
 """
 
-from bpe.cli import ArgumentParser
-
-from .cli import default_num_proc, fraction, positive_int, random_seed, run_main, tokens_per_shard
+from .cli import (
+    ArgumentParser,
+    default_num_proc,
+    fraction,
+    positive_int,
+    random_seed,
+    run_main,
+    tokens_per_shard,
+)
 from .commit import output_folder
 from .downloads import RemoteFile, fetch
 from .errors import PrepareError
-from .files import read_text
+from .text import read_text
 
 __all__ = [
     "ArgumentParser",

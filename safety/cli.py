@@ -1,14 +1,14 @@
-"""The command line: `run_main` (a failure is one `error:` line, never a traceback, with the
-project's signals), and the checked numbers of the options; the argument parser every command
-shares is bpe.cli's (one-line usage errors, "did you mean")."""
+"""The command line of every command: the argument parser (one-line usage errors, "did you
+mean", nanoGPT's underscore spellings), `run_main` (a failure is one `error:` line, never a
+traceback, with the project's signals), and the checked numbers of the options."""
 
 import argparse
+import difflib
 import math
 import os
 import signal
+import sys
 import threading
-
-from bpe import cli as bpe_cli
 
 from .commit import interrupted_message
 from .errors import PrepareError
@@ -16,33 +16,56 @@ from .signals import (
     IN_RUN_MAIN,
     SIGNALS_RECEIVED,
     Terminated,
+    closed_stdout,
     end_children,
     raise_interrupt,
     sigterm_raises_terminated,
 )
+from .text import shortened
+
+DEBUG_ENV = "NANOGPT_DEBUG"  # NANOGPT_DEBUG=1: an unexpected exception shows its traceback
 
 
 def run_main(main):
-    """Run `main()` as bpe.cli.run_main runs a command (a PrepareError is one `error: ...` line
-    and exit code 1; any other failure one line too), with the project's signals.
+    """Run `main()`; a PrepareError (a problem the user can fix) becomes one `error: ...` line
+    on stderr and exit code 1.
 
     A stdout closed by its reader (`| head -1`) ends the command quietly, exit code 141.
     Ctrl-C (exit code 130) and SIGTERM (143, raised as `Terminated` for the whole run) say what
     they left: the folder commit's message when they stopped a run staging its outputs; the
-    worker processes the run started are ended with it (`end_children`).
+    worker processes the run started are ended with it (`end_children`). An OSError no code
+    turned into a clearer message still gets one line (with the file it names), and so does, as
+    a last resort, any other exception (with what was being read, see safety.errors.reading):
+    the traceback only with NANOGPT_DEBUG=1.
     """
     IN_RUN_MAIN.append(os.getpid())
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, raise_interrupt)  # recorded too (SIGNALS_RECEIVED)
-
-    def with_signals():
+    # a file name that is not valid UTF-8 must not turn a print into a crash
+    sys.stdout.reconfigure(errors="backslashreplace")
+    sys.stderr.reconfigure(errors="backslashreplace")
+    try:
         with sigterm_raises_terminated():
             main()
         if SIGNALS_RECEIVED:  # its exception was lost on the way: the run is still interrupted
             raise Terminated() if SIGNALS_RECEIVED[0] == signal.SIGTERM else KeyboardInterrupt()
-
-    bpe_cli.run_main(with_signals, PrepareError, interrupted, end_children)
+        sys.stdout.flush()  # a closed stdout shows here, not as Python's message at exit
+    except PrepareError as exc:
+        exit_with(f"error: {exc}", 1)
+    except KeyboardInterrupt as exc:
+        exit_with(*interrupted(exc), at_once=True)
+    except OSError as exc:
+        if closed_stdout(exc):
+            quiet_exit()
+        where = f"{exc.filename}: " if exc.filename else ""
+        exit_with(f"error: {where}{exc.strerror or exc}", 1)
+    except BaseException as exc:  # the last resort: a case no code foresaw, still one line
+        # a panic of Rust code (tiktoken's) is one too, though not an Exception; sys.exit is none
+        failed = isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+        if not failed or os.environ.get(DEBUG_ENV) == "1":
+            raise
+        exit_with(f"error: {unexpected_message(exc)}", 1)
 
 
 def interrupted(exc):
@@ -50,6 +73,17 @@ def interrupted(exc):
     what = "terminated" if isinstance(exc, Terminated) else "interrupted"
     end_children()
     return f"error: {str(exc) or interrupted_message(what)}", 143 if what == "terminated" else 130
+
+
+def quiet_exit():
+    """stdout was closed by its reader (`| head -1`): exit 141 (128 + SIGPIPE, what a shell
+    shows for a Unix tool that SIGPIPE ended) with no message, the run's workers ended. stdout
+    is pointed at /dev/null first, so that the interpreter's last flush of it finds nothing to
+    complain about."""
+    end_children()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
 
 
 def fraction(text):
@@ -99,3 +133,97 @@ def default_num_proc():
     """The CPUs this process may use, at most 8 (nanoGPT's default): 2 on a 2-core machine."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(8, cpus or 1))
+
+
+def exit_with(line, code, at_once=False):
+    """Print the one error line and exit; `at_once` skips the exit handlers (a pool's, which may
+    wait forever for a worker that was ended while it sent a result)."""
+    print(" ".join(line.split("\n")), file=sys.stderr)
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def unexpected_message(exc):
+    """One line for an exception no code turned into a PrepareError: what was being read, what
+    went wrong. RecursionError(...) while reading deep.json -> "deep.json: nested too deeply
+    (RecursionError); ..."."""
+    where = getattr(exc, "nanogpt_reading", None)
+    if isinstance(exc, RecursionError):
+        what = "nested too deeply to read (RecursionError)"
+    else:
+        what = f"{type(exc).__name__}: {shortened(exc)}".rstrip(": ")
+    return f"{where + ': ' if where else ''}{what}; set {DEBUG_ENV}=1 to see the traceback"
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse.ArgumentParser as every command of the project parses its options.
+
+    - a usage error is one line, exit code 2: `error: ... (see PROG --help)`
+    - a misspelled option is named with the closest one: "--tokenzier" -> did you mean --tokenizer?
+      (no abbreviations: "--tok" is not taken for --tokenizer, and so is never a surprise)
+    - nanoGPT's underscore spellings answer too: --out_dir is --out-dir, --vocab_size=4096 is
+      --vocab-size=4096 (not shown in --help: one spelling is documented)
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        if sys.argv[0].endswith(".py"):  # "see data/shakespeare/prepare.py --help", as typed
+            kwargs.setdefault("prog", sys.argv[0])
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(respelled(self, args), namespace)
+
+    def error(self, message):
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def respelled(parser, args):
+    """`args` with each --a_b option (nanoGPT's spelling) as --a-b; an unknown option is an error.
+
+    ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]; ["--sead", "1"] -> error
+    "unrecognized option --sead; did you mean --seed?". Values are left as they are, and so is
+    everything after "--". A parser with subcommands leaves their options to their own parsers.
+    """
+    known = set(parser._option_string_actions)
+    commands = [
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    ]
+    respelled = []
+    for i, token in enumerate(args):
+        if token == "--" or (commands and token in commands[0].choices):
+            return respelled + args[i:]
+        name, equals, value = token.partition("=")
+        if name.startswith("--") and " " not in name and name not in known:
+            dashed = name.replace("_", "-")
+            if dashed not in known:
+                parser.error(unknown_option(name, known))
+            token = dashed + equals + value
+        respelled.append(token)
+    return respelled
+
+
+# What one command calls an option another calls otherwise: the text lessons read one file
+# (--input), the document lessons files (--data-files); train_tokenizer.py writes one file (--out).
+SAME_OPTION = {
+    "--input": "--data-files",
+    "--data-files": "--input",
+    "--out": "--out-dir",
+    "--out-dir": "--out",
+    "--output": "--out-dir",
+}
+
+
+def unknown_option(name, known):
+    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?";
+    "--input" where the command takes --data-files -> "...; did you mean --data-files?" """
+    long_options = sorted(option for option in known if option.startswith("--"))
+    close = difflib.get_close_matches(name.replace("_", "-"), long_options, n=1, cutoff=0.6)
+    same = [SAME_OPTION[name]] if SAME_OPTION.get(name) in known else []
+    hint = close or same
+    return f"unrecognized option {name}" + (f"; did you mean {hint[0]}?" if hint else "")

@@ -15,11 +15,9 @@ import time
 from collections import namedtuple
 from pathlib import Path
 
-from bpe.gpt2 import MIRROR_ENV, OFFLINE_HELP, host_unresolved, mirrored, unresolved_message
-from bpe.io import atomic_path
-
 from .errors import PrepareError
-from .files import sha256_file
+from .files import atomic_path, sha256_file
+from .gpt2 import MIRROR_ENV, OFFLINE_HELP, host_unresolved, mirrored, unresolved_message
 
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds
 
@@ -118,12 +116,17 @@ def fetch(remote, dest):
     url = mirrored(remote.url, remote.mirror_path)
     if url.startswith(("http://", "https://")):
         # retried if the connection drops or the server says 5xx
-        return download_blocks(url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total))  # fmt: skip
+        return download_blocks(
+            url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total)
+        )
     source = Path(url)  # a mirror folder
     if not source.is_file():
         option = remote.local_option
         copy = f", or pass a copy you have with {option}" if option else ""
-        raise PrepareError(f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder laid out as docs/offline.md lists{copy}")  # fmt: skip
+        raise PrepareError(
+            f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder laid "
+            f"out as docs/offline.md lists{copy}"
+        )
     with open(source, "rb") as f:
         blocks = iter(lambda: f.read(1 << 20), b"")
         return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)

@@ -1,12 +1,15 @@
-"""Files read strictly and within bounds, hashed, and never trusted (written atomically by
-bpe.io.atomic_path, which bpe and the project share).
+"""Files read strictly and within bounds, hashed, and never trusted; files written atomically.
 
 - `read_text`: a whole text as strict UTF-8 (a bad byte: its offset), never a pipe or a device
-- `read_small_file`: the bytes of a small file we wrote (meta.json, meta.pkl, a work record),
-  never blocking on a FIFO, never endless (/dev/zero), at most SMALL_FILE_LIMIT bytes
+- `open_regular`: every file read is opened through it: a regular file of bounded size, never
+  a FIFO to block on or an endless device (/dev/zero)
+- `read_small_file`: the bytes of a small file (meta.json, meta.pkl, a work record), at most
+  SMALL_FILE_LIMIT bytes
 - `read_plain_pickle`: a pickle of plain data, read without running anything it names
+- `atomic_path`, `atomic_write_text`: a file is the old one or the whole new one, never half
 """
 
+import contextlib
 import errno
 import hashlib
 import io
@@ -14,36 +17,29 @@ import json
 import os
 import pickle
 import stat
+import tempfile
 from pathlib import Path
 
-from bpe import text as bpe_text  # one rule for every text: strict UTF-8, nanoGPT's newlines
-
 from .errors import PrepareError
+from .text import without_lone_surrogates
 
 SMALL_FILE_LIMIT = 1 << 28  # 256 MB: more than any meta.json, meta.pkl or work record we write
 
 
-def read_text(path):
-    """A whole file as strict UTF-8 with nanoGPT's newlines (bpe.text.read_text); a bad byte is
-    an error that gives its offset, a pipe or a device is refused."""
-    return bpe_text.read_text(path, PrepareError)
-
-
 def sha256_file(path):
-    """The hex sha256 of a file's bytes, read 1 MB at a time."""
+    """The hex sha256 of a regular file's bytes, read 1 MB at a time (`open_regular`)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def read_small_file(path, limit=SMALL_FILE_LIMIT):
-    """The bytes of a small file we wrote (meta.json, meta.pkl, a work record), read safely.
-
-    A FIFO would block forever and /dev/zero never ends: the file must be a regular one (checked
-    on the open descriptor, opened without waiting), and no larger than `limit` bytes.
-    """
+def open_regular(path, limit=None):
+    """`path` open for reading (binary), once it is known to be a regular file of at most `limit`
+    bytes: the one check before the project reads a file. A FIFO would block forever and
+    /dev/zero never ends, so the file is opened without waiting and checked on its descriptor;
+    anything else is a PrepareError naming it."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -51,13 +47,22 @@ def read_small_file(path, limit=SMALL_FILE_LIMIT):
         raise PrepareError(f"{path} does not exist") from None
     except OSError as exc:
         raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
-            raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
-        if info.st_size > limit:
-            raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
+    file = os.fdopen(fd, "rb")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        file.close()
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
+        raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
+    if limit is not None and info.st_size > limit:
+        file.close()
+        raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
+    return file
+
+
+def read_small_file(path, limit=SMALL_FILE_LIMIT):
+    """The bytes of a small file (meta.json, meta.pkl, tokenizer.pkl, a work record), at most
+    `limit` bytes of a regular file (`open_regular`)."""
+    with open_regular(path, limit) as file:
         try:
             data = file.read(limit + 1)
         except OSError as exc:
@@ -126,10 +131,11 @@ def read_plain_pickle(path):
 def first_non_utf8(value):
     """The first string in a JSON-like value that UTF-8 cannot encode (a lone surrogate), or None.
 
-    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes caf\\xe9.txt)
+    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes
+    caf\\xe9.txt)
     """
     if isinstance(value, str):
-        return None if bpe_text.without_lone_surrogates(value) == value else value
+        return None if without_lone_surrogates(value) == value else value
     children = value.values() if isinstance(value, dict) else value
     if isinstance(value, (dict, list, tuple)):
         return next((bad for bad in map(first_non_utf8, children) if bad is not None), None)
@@ -157,3 +163,76 @@ def check_utf8_names(record):
             f"the file name {bad.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, so "
             f"meta.json cannot record it; rename the file"
         )
+
+
+# In the name of every temporary file of atomic_path: only such a file is a leftover of ours.
+TEMPORARY_TAG = "nanogpt-"
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
+
+    A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
+    half-written file that looks valid; an OSError of the block that names no file (a write's
+    "No space left on device") names `path`. The temporary name is in the same folder, so the rename
+    is atomic; hidden, pid-tagged and unpredictable, and created exclusively (O_EXCL, no link
+    followed), so it never looks like a finished output, two runs don't collide, a link planted
+    at a guessed name is never written through, and a leftover is provably ours (TEMPORARY_TAG):
+    train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=_temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        with contextlib.suppress(OSError):  # mkstemp's 0600, made what a plain open would make
+            os.chmod(tmp, 0o666 & ~_umask())
+        with naming(path):  # a full disk names the file it could not write
+            yield tmp
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def naming(path):
+    """Name `path` in an OSError of the block that names no file: a write that fails (ENOSPC,
+    EDQUOT, EFBIG, EIO: a plain OSError) names none. OSError(ENOSPC, "No space left on device")
+    -> the same, with filename `path`. A subclass (a closed stdout's BrokenPipeError, a
+    download's ConnectionError) is about something else, and is left as it is."""
+    try:
+        yield
+    except OSError as exc:
+        if type(exc) is not OSError or exc.filename is not None or exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+NAME_MAX = 255  # bytes in a file name, on every file system the project runs on
+
+
+def _temporary_prefix(name):
+    """atomic_path's prefix for `name`, its end cut so that the whole temporary name (with
+    mkstemp's 8 random characters and ".tmp") fits wherever `name` fits."""
+    tail = f".{os.getpid()}.{TEMPORARY_TAG}"
+    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")
+    cut = name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
+    return f".{cut}{tail}"
+
+
+def _umask():
+    """The process's umask (os.umask can only be read by setting it, and is put back at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_text(path, text):
+    """Write `text` as UTF-8 (newlines as they are) to `path` through `atomic_path`, making
+    its folder first: a reader never sees a half-written file, a failure leaves no temporary."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8", newline="\n")

@@ -10,6 +10,7 @@
 import contextlib
 import os
 import signal
+import stat
 import sys
 import threading
 
@@ -137,3 +138,24 @@ def install_fork_handler():
             after_in_child=_sigterm_default_in_forked_child,
         )
         _FORK_HANDLER.append(True)
+
+
+def closed_stdout(exc):
+    """Whether `exc` is a write to a stdout nobody reads any more (`... | head -1`, head has
+    exited): a BrokenPipeError naming no file, while stdout is a pipe whose reader is gone. Not
+    an error of the run: the command ends quietly, as a Unix tool does (see safety.cli.run_main)."""
+    if not isinstance(exc, BrokenPipeError) or exc.filename is not None:
+        return False
+    try:
+        fd = sys.stdout.fileno()
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        import select
+
+        if not hasattr(select, "poll"):  # Windows: no poll, and a pipe's EPIPE is stdout's
+            return True
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(event & (select.POLLERR | select.POLLHUP) for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # stdout closed or replaced: not a pipe
+        return False

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import naming
+from .files import naming
 
 
 class Spool(contextlib.AbstractContextManager):

@@ -51,18 +51,6 @@ def test_bad_training_arguments(
         call()
 
 
-@pytest.mark.parametrize(
-    "num_workers",
-    [pytest.param(0, id="zero"), pytest.param(10**16, id="10**16"), pytest.param(2.5, id="float")],
-)
-def test_a_number_of_workers_beyond_bounds_is_refused_before_any_work(tmp_path, num_workers):
-    """10**16 workers would start a process per line of the text."""
-    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
-        train_bpe(tmp_path / "missing.txt", 300, num_workers=num_workers)
-    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
-        train_bpe_from_iterator(["abc " * 200_000], 300, num_workers=num_workers)
-
-
 def test_good_training_arguments():
     assert check_training_args(300, (EOT,), "gpt2") == (43, [EOT], GPT2_PATTERN)
     assert check_training_args(256, [], r"\S+|\s+") == (0, [], r"\S+|\s+")

@@ -1,11 +1,8 @@
-"""bpe/io.py: our tokenizer file, GPT-2's file pair, the byte alphabet, atomic writes."""
+"""bpe/io.py: our tokenizer file, GPT-2's file pair, the byte alphabet."""
 
-import ast
 import hashlib
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 from conftest import REPO, assert_clean_failure, hand_made_tokenizer, run_python
@@ -14,12 +11,11 @@ from bpe import EOT, Tokenizer
 from bpe.io import (
     BYTE_TO_CHAR,
     TokenizerFileError,
-    atomic_write_text,
     parse_token,
     render_token,
 )
 
-# ---------------------------------------------------------------- the byte alphabet, text files
+# ---------------------------------------------------------------- the byte alphabet
 
 
 def test_gpt2_byte_alphabet_examples():
@@ -27,20 +23,6 @@ def test_gpt2_byte_alphabet_examples():
     assert parse_token("Ġthe") == b" the"
     assert sorted(BYTE_TO_CHAR) == list(range(256)) and len(set(BYTE_TO_CHAR.values())) == 256
     assert all(parse_token(render_token(bytes([b]))) == bytes([b]) for b in range(256))
-
-
-def test_atomic_write_text(tmp_path):
-    path = tmp_path / "sub" / "out.txt"
-    atomic_write_text(path, "héllo\n")
-    assert path.read_bytes() == "héllo\n".encode()
-    plain = tmp_path / "plain.txt"
-    plain.write_text("x", encoding="utf-8")
-    assert path.stat().st_mode == plain.stat().st_mode  # a normal file's mode, not mkstemp's 0600
-    plain.unlink()
-    (tmp_path / "folder").mkdir()
-    with pytest.raises(IsADirectoryError):
-        atomic_write_text(tmp_path / "folder", "x")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "sub"]  # no temporary left
 
 
 # ---------------------------------------------------------------- save and load
@@ -246,21 +228,3 @@ def test_a_huge_value_is_quoted_short_in_the_error_line(tmp_path, change, fragme
     assert_clean_failure(result, fragment, str(path))
     assert re.search(r"\.\.\. \(10,000,00\d characters\)", result.stderr), result.stderr[:1000]
     assert len(result.stderr) < 1000, result.stderr[:1000]
-
-
-@pytest.mark.parametrize("module", ["bpe", "bpe.parallel", "bpe.gpt2", "bpe.text", "bpe.io"])
-def test_a_small_module_loads_no_other(module):
-    """bpe's public names load when first used: importing a small module (the project's atomic
-    writes, the process pool, GPT-2's pins) loads neither the trainer nor numpy nor regex."""
-    code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith(('bpe', 'numpy', 'regex'))))"  # fmt: skip
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert set(ast.literal_eval(result.stdout)) <= {"bpe", module, "bpe.text"}, result.stdout
-
-
-def test_public_names_load_when_used():
-    import bpe
-
-    assert bpe.Tokenizer is Tokenizer and "train_bpe" in dir(bpe)
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        bpe.nothing  # noqa: B018

@@ -182,18 +182,6 @@ def test_cli_bad_input_is_one_error_line():
     assert_clean_failure(run_show(""), "the text is empty")
 
 
-def test_cli_without_network_is_the_scripts_one_line(tmp_path):
-    """GPT-2's files from a host that does not resolve: the scripts' line, not requests' text."""
-    mirror = "http://no-such-host.invalid/mirror"
-    env = {**os.environ, "NANOGPT_DATA_MIRROR": mirror, "TIKTOKEN_CACHE_DIR": str(tmp_path)}
-    assert_clean_failure(
-        run_show("hi", env=env),
-        f"cannot download {mirror}/gpt2/encoder.json: its host name does not resolve (no "
-        "network?); set NANOGPT_DATA_MIRROR to a folder holding a copy (see docs/offline.md), "
-        "or give --tokenizer FILE",
-    )
-
-
 def run_bpe(*args):
     return subprocess.run(
         [sys.executable, "-m", "bpe", *args], cwd=REPO, capture_output=True, text=True
@@ -242,48 +230,24 @@ def offline_env(tmp_path, **variables):
     }
 
 
-def gpt2_mirror(folder, gpt2_files):
-    """A NANOGPT_DATA_MIRROR folder holding GPT-2's two files (docs/offline.md's layout)."""
-    (folder / "gpt2").mkdir(parents=True)
-    for path in gpt2_files:
-        shutil.copy(path, folder / "gpt2" / Path(path).name)
-    return folder
-
-
 def filled_cache(folder, gpt2_files):
-    """NANOGPT_DATA_CACHE as the prepare scripts leave it: tiktoken/<sha1 of the url>."""
-    (folder / "tiktoken").mkdir(parents=True)
+    """A tiktoken cache as the lessons leave it: <sha1 of the url> for each of GPT-2's files."""
+    folder.mkdir(parents=True)
     for path in gpt2_files:
         url = GPT2_FILES[Path(path).name][0]
-        shutil.copy(path, folder / "tiktoken" / hashlib.sha1(url.encode()).hexdigest())
+        shutil.copy(path, folder / hashlib.sha1(url.encode()).hexdigest())
     return folder
 
 
-@pytest.mark.parametrize(
-    "variables",
-    [
-        pytest.param(
-            lambda t, files: {
-                "NANOGPT_DATA_MIRROR": str(gpt2_mirror(t / "mirror", files)),
-                "NANOGPT_DATA_CACHE": str(t / "empty-cache"),
-            },
-            id="mirror",
-        ),
-        pytest.param(
-            lambda t, files: {"NANOGPT_DATA_CACHE": str(filled_cache(t / "cache", files))},
-            id="the-cache-the-prepare-scripts-fill",
-        ),
-    ],
-)
-def test_gpt2_comes_from_the_mirror_or_the_cache_offline(tmp_path, gpt2_files, variables):
-    """Offline, python -m bpe show finds GPT-2's files where every script does."""
-    env = offline_env(tmp_path, **variables(tmp_path, gpt2_files))
+def test_gpt2_comes_from_tiktokens_cache_offline(tmp_path, gpt2_files):
+    """Offline, python -m bpe show reads GPT-2's files where tiktoken keeps them."""
+    env = offline_env(tmp_path, TIKTOKEN_CACHE_DIR=str(filled_cache(tmp_path / "c", gpt2_files)))
     result = run_show("the cat in the hat", env=env)
     assert result.returncode == 0, result.stderr
     assert "ids: [1169, 3797, 287, 262, 6877]" in result.stdout
 
 
-def test_gpt2_neither_in_a_mirror_nor_in_a_cache_offline_is_one_line(tmp_path):
-    env = offline_env(tmp_path, NANOGPT_DATA_CACHE=str(tmp_path / "empty-cache"))
+def test_gpt2_not_in_tiktokens_cache_offline_is_one_line(tmp_path):
+    env = offline_env(tmp_path, TIKTOKEN_CACHE_DIR=str(tmp_path / "empty-cache"))
     result = run_show("the cat", env=env)
-    assert_clean_failure(result, "cannot fetch GPT-2's encoder.json", "NANOGPT_DATA_MIRROR")
+    assert_clean_failure(result, "cannot fetch GPT-2's encoder.json", "TIKTOKEN_CACHE_DIR")

@@ -1,20 +1,17 @@
-"""bpe/train.py: the fast trainer equals simple.train; pieces, workers, files."""
+"""bpe/train.py: the fast trainer equals simple.train, on texts, counts and a file."""
 
 import warnings
-from collections import Counter
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bpe import EOT, Tokenizer, corpus, simple
+from bpe import EOT, Tokenizer, simple
 from bpe import train as train_module
 from bpe.table import PretokenTable
 from bpe.train import (
     count_pretokens,
-    count_pretokens_parallel,
     learn_merges,
-    piece_bounds,
     train_bpe,
     train_bpe_from_iterator,
 )
@@ -170,39 +167,11 @@ def test_trained_tokenizer_encodes_as_simple_encode(shakespeare):
     assert enc.encode(unseen) == tok.encode(unseen)
 
 
-# ---------------------------------------------------------------- files and workers
+# ---------------------------------------------------------------- a file
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.text(st.sampled_from("ab .!\n\r\t\u00a0é"), max_size=200),
-    st.integers(1, 30),
-    st.sampled_from(["gpt2", "gpt4", "nanochat", r"\S+|\s+"]),
-    st.sampled_from([(), ("<|e|>",)]),
-)
-def test_pieces_pretokenize_like_the_whole_text(body, target, pattern, special_tokens):
-    text = body.replace("!", "<|e|>") if special_tokens else body
-    bounds = piece_bounds(text, target, pattern, special_tokens)
-    assert bounds[0] == 0 and bounds[-1] == len(text) and bounds == sorted(bounds)
-    counts = Counter()
-    for start, end in zip(bounds, bounds[1:]):
-        counts.update(count_pretokens(text[start:end], pattern, special_tokens))
-    assert counts == count_pretokens(text, pattern, special_tokens)
-
-
-def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
-    monkeypatch.setattr(train_module, "PARALLEL_MIN_CHARS", 0)  # use workers even for this
-    text = shakespeare[:300_000] + EOT + shakespeare[300_000:400_000]
-    expected = count_pretokens(text, "gpt2", [EOT])
-    assert count_pretokens_parallel(text, "gpt2", [EOT], num_workers=2) == expected
-    assert count_pretokens_parallel(text, "gpt4", [EOT], num_workers=3) == count_pretokens(
-        text, "gpt4", [EOT]
-    )
-
-
-def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare, monkeypatch):
-    monkeypatch.setattr(corpus, "PIECE_BYTES", 200_000)  # six pieces, read by two workers
-    from_file = train_bpe(shakespeare_path, 2000, [EOT], num_workers=2)
+def test_train_bpe_on_a_file_equals_in_memory(shakespeare_path, shakespeare):
+    from_file = train_bpe(shakespeare_path, 2000, [EOT])
     assert from_file == train_bpe_from_iterator([shakespeare], 2000, [EOT])
     vocab, merges = from_file
     assert len(vocab) == 2000 and len(merges) == 2000 - 257

@@ -9,6 +9,7 @@ from conftest import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from documents.inputs import expand_data_files
 from prepare_common import (
     encode_document,
     load_documents,
@@ -18,7 +19,6 @@ from prepare_common import (
     tokenize_documents,
 )
 from safety import PrepareError
-from safety.inputs import expand_data_files
 
 GPT2_EOT = 50256
 GPT2_RECORD = {"kind": "tiktoken", "sha256": "gpt2", "eot_id": GPT2_EOT}  # what the checks read

@@ -3,8 +3,8 @@
 import pytest
 from conftest import names_in, write_files
 
-from bpe.io import atomic_path
 from safety import PrepareError, read_text
+from safety.files import atomic_path, atomic_write_text
 
 # ---------------------------------------------------------------------------------------------
 # atomic_path
@@ -86,3 +86,17 @@ def test_read_text_refuses_bad_input_naming_the_file(tmp_path, files, name, frag
     assert str(tmp_path / name) in message
     for fragment in fragments:
         assert fragment in message
+
+
+def test_atomic_write_text(tmp_path):
+    path = tmp_path / "sub" / "out.txt"
+    atomic_write_text(path, "héllo\n")
+    assert path.read_bytes() == "héllo\n".encode()
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x", encoding="utf-8")
+    assert path.stat().st_mode == plain.stat().st_mode  # a normal file's mode, not mkstemp's 0600
+    plain.unlink()
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(IsADirectoryError):
+        atomic_write_text(tmp_path / "folder", "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "sub"]  # no temporary left

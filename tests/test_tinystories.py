@@ -34,7 +34,7 @@ from conftest import REPO, assert_clean_failure, files_in, run_python, tokenizer
 from llmc_tinystories import split_tokens, write_llmc_tinystories
 
 from bpe import EOT, Tokenizer
-from bpe.parallel import ordered_map
+from documents.parallel import ordered_map
 from safety.spool import Spool
 
 sys.path.insert(
@@ -170,7 +170,8 @@ def test_llmc_format_is_llm_cs_bytes(order, num_proc, corpus, oracle, tmp_path):
 
 def test_bin_format_is_the_same_streams_without_the_header(corpus, oracle, tmp_path):
     archive = write_archive(tmp_path / "a.tar.gz", corpus, ORDERS["shuffled"])
-    prepare(archive, tmp_path / "out", "--num-proc", "2")
+    result = prepare(archive, tmp_path / "out", "--num-proc", "2")
+    assert "val.docs.npy, train.docs.npy, token_bytes.npy, meta.json to" in result.stdout
     written = outputs(tmp_path / "out")
     assert written == {
         "train.bin": oracle["TinyStories_train.bin"][1024:],
@@ -337,6 +338,7 @@ def test_a_literal_end_of_text_in_a_story_is_plain_text(gpt2_encoding, tmp_path)
 
 
 GOOD = story_items(["Once upon a time there was a cat."])
+LONG_NAME = "d" * 120 + ".json"  # a GNU long name header (././@LongLink) comes before its member
 
 
 def entries_archive(*entries, cut=None):
@@ -391,6 +393,16 @@ HOSTILE = [
         entries_archive(member("sub", kind=tarfile.DIRTYPE)), ["'sub'", "folder"], id="folder"
     ),
     pytest.param(entries_archive(member("sub/data02.json", GOOD)), ["in a folder"], id="nested"),
+    pytest.param(
+        entries_archive(member(LONG_NAME, kind=tarfile.SYMTYPE, linkname="/etc/passwd")),
+        [repr(LONG_NAME), "symbolic link"],
+        id="long-named-symlink-by-its-own-name",
+    ),
+    pytest.param(
+        entries_archive(member("data02.json", GOOD, kind=tarfile.GNUTYPE_SPARSE)),
+        ["'data02.json'", "sparse file"],
+        id="sparse",
+    ),
     pytest.param(
         entries_archive(member("notes.txt", b"hi")),
         ["'notes.txt'", "data[0-9][0-9].json"],

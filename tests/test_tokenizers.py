@@ -10,13 +10,13 @@ import pytest
 from conftest import REPO, names_in, write_files
 
 from bpe import EOT, Tokenizer
-from bpe.gpt2 import CACHE_ENV
 from formats import tokenizers as coverage
 from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from prepare_common import bpe_encoding
 from safety import PrepareError
 from safety.downloads import MIRROR_ENV
 from safety.files import sha256_file
+from safety.gpt2 import CACHE_ENV
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 

@@ -258,8 +258,20 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
         pytest.param(
             {"d.parquet": lambda p: write_body_rows(p, ["a b c"])},
             ["--input", "d.parquet"],
-            ["d.parquet", "no column 'text'", "--text-column"],
+            ["d.parquet", "has no 'text' column", "--text-column"],
             id="missing-column",
+        ),
+        pytest.param(
+            {"d.parquet": b"PAR1 not really PAR1"},
+            ["--input", "d.parquet"],
+            ["error: d.parquet: cannot be read as parquet"],
+            id="corrupt-parquet",
+        ),
+        pytest.param(
+            {"d.parquet": lambda p: write_body_rows(p, [])},
+            ["--input", "d.parquet", "--text-column", "body"],
+            ["d.parquet: no text to train on (empty input)"],
+            id="zero-row-parquet",
         ),
         pytest.param(
             {"d.jsonl": '{"text": "a"}\n{"text": null}\n'},

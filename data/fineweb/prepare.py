@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from formats import schema
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -53,7 +54,9 @@ PREFIXES = {  # the shards' names: llm.c's, and build-nanogpt's (which knows Fin
     "npy": {"edu": "edufineweb", "classic": "fineweb"},
 }
 SPLIT_RULE = "llm.c's: the documents in order, cut every shard_size tokens; shard 0 is val"
-SHUFFLED_RULE = SPLIT_RULE.replace("in order", "in the order of np.random.default_rng(shuffle_seed).permutation(n)")  # fmt: skip
+SHUFFLED_RULE = SPLIT_RULE.replace(
+    "in order", "in the order of np.random.default_rng(shuffle_seed).permutation(n)"
+)
 
 
 def main():
@@ -64,7 +67,7 @@ def main():
     dtype = dtype_for_vocab(vocab_size, LLMC_READS)  # uint16 for GPT-2; llm.c's uint32 past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
         hub = fineweb(args.type, args.sample)
         dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
@@ -72,7 +75,16 @@ def main():
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
-        tokenized = tokenize_dataset(dataset, encoding, tokenizer, dtype, f"{source}, document", args.num_proc, "tokenizing", eot_first=True)  # fmt: skip
+        tokenized = tokenize_dataset(
+            dataset,
+            encoding,
+            tokenizer,
+            dtype,
+            f"{source}, document",
+            args.num_proc,
+            "tokenizing",
+            eot_first=True,
+        )
 
         # 4. --dedup: keep the first of each copy (or of each cluster of near copies), BEFORE the
         #    shards are cut: no copy can then sit in shard 0 (val) and in a train shard
@@ -86,17 +98,28 @@ def main():
 
         # 5. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
         if args.shuffle is not None:  # the hub's order gives a periodic loss (docs/fineweb.md)
-            tokenized = tokenized.select(np.random.default_rng(args.shuffle).permutation(len(tokenized)))  # fmt: skip
+            tokenized = tokenized.select(
+                np.random.default_rng(args.shuffle).permutation(len(tokenized))
+            )
             split.update(rule=SHUFFLED_RULE, shuffle_seed=args.shuffle, numpy=np.__version__)
         names, ids = llmc_names(PREFIXES[args.format][args.type]), id_batches(tokenized)
         shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
 
         # 6. the metadata, written last: meta.json lists every shard, its tokens and sha256
         write_meta(
-            out, script="data/fineweb/prepare.py", tokenizer=tokenizer, dtype=dtype, shards=shards,
-            shard_format=args.format, source=source_record(args.data_files, len(dataset), hub), split=split,
-            options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
-        )  # fmt: skip
+            out,
+            script="data/fineweb/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            shards=shards,
+            shard_format=args.format,
+            source=source_record(args.data_files, len(dataset), hub),
+            split=split,
+            options={
+                "tokenizer": args.tokenizer and str(args.tokenizer),
+                "num_proc": args.num_proc,
+            },
+        )
     print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 
@@ -111,16 +134,43 @@ def arguments():
     """The options, which prepare_datatrove.py beside this script shares."""
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb")  # fmt: skip
+    add(
+        "--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb"
+    )
     add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
-    add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: the hub)")  # fmt: skip
+    add(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files "
+        "(default: the hub)",
+    )
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
-    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per shard (llm.c's: 10**8)")  # fmt: skip
+    add(
+        "--shard-size",
+        type=tokens_per_shard,
+        default=10**8,
+        help="tokens per shard (llm.c's: 10**8)",
+    )
     add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
-    add("--shuffle", type=random_seed, metavar="SEED", help="shuffle the documents (the same order for the same seed) before cutting the shards: in the hub's order, FineWeb-Edu's training loss goes up and down periodically (default: in order)")  # fmt: skip
-    add("--dedup", choices=["exact", "near"], help="drop each document repeating an earlier one, before the shards are cut: exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
+    add(
+        "--shuffle",
+        type=random_seed,
+        metavar="SEED",
+        help="shuffle the documents (the same order for the same seed) before cutting the shards: "
+        "in the hub's order, FineWeb-Edu's training loss goes up and down periodically "
+        "(default: in order)",
+    )
+    add(
+        "--dedup",
+        choices=["exact", "near"],
+        help="drop each document repeating an earlier one, before the shards are cut: exact "
+        "copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)",
+    )
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
-    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add(
+        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
+    )
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
     return parser
 

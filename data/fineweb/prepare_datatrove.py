@@ -17,33 +17,19 @@ Slurm cluster or a Ray cluster, resumable after a crash. The four stages of the 
 
 from prepare import PREFIXES, SHUFFLED_RULE, SPLIT_RULE, arguments, fineweb  # the lesson beside it
 
-from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import ShardStream
-from engine.pipeline import Lesson, prepare_with_datatrove
-from inspection.overlap import say_overlap
-from prepare_common import LLMC_READS, bpe_encoding, dtype_for_vocab
+from engine.pipeline import Lesson, twin_main
+from prepare_common import LLMC_READS
 from safety import run_main
 
 
-def main():
-    parser = arguments()
-    parser.description = __doc__
-    add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
-    args = parser.parse_args()
-    check_datatrove_arguments(parser, args)
-    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
-    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
-    dtype = dtype_for_vocab(vocab_size, LLMC_READS)
-    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
-    # llm.c's rule: the documents in order (or --shuffle's permutation), cut into shards
+def lesson(args):
+    """llm.c's rule: the documents in order (or --shuffle's permutation), cut into shards."""
     rule = SPLIT_RULE if args.shuffle is None else SHUFFLED_RULE
     layout = ShardStream(args.shuffle, rule, args.format, args.shard_size)
     prefix = PREFIXES[args.format][args.type]
-    lesson = Lesson("data/fineweb/prepare.py", fineweb(args.type, args.sample), prefix, layout)
-    prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
-    if args.executor != "slurm":  # committed by now: said as prepare.py says it
-        say_overlap(args.out_dir)
+    return Lesson("data/fineweb/prepare.py", fineweb(args.type, args.sample), prefix, layout)
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_main(lambda: twin_main(arguments, __doc__, lesson, LLMC_READS))

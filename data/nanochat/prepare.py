@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.io import atomic_path
-from formats import nanochat
+from formats import nanochat, schema
+from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
 from prepare_common import load_documents, source_name, text_source, write_record
 from safety import (
@@ -33,7 +33,7 @@ from safety import (
     read_text,
     run_main,
 )
-from safety.files import sha256_file
+from safety.files import atomic_path, sha256_file
 
 TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
     url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
@@ -41,25 +41,30 @@ TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
     mirror_path="tinyshakespeare/input.txt",
 )
 RANKS = 8  # nanochat's speedrun: 8 GPUs, and rank r reads the row groups r, r + 8, ... of val
-SPLIT_RULE = "the documents in the order of np.random.default_rng(seed).permutation(n) (the reference's datasets shuffle(seed=42)); the last val_docs are the val shard, the others the train shards before it"  # fmt: skip
+SPLIT_RULE = (
+    "the documents in the order of np.random.default_rng(seed).permutation(n) (the reference's "
+    "datasets shuffle(seed=42)); the last val_docs are the val shard, the others the train "
+    "shards before it"
+)
 
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 1. the documents: --data-files, or Tiny Shakespeare's 7,222 speeches (blank-line apart)
         documents, source = load(args)
         val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
         name = source_name(args.data_files, None) if args.data_files else "Tiny Shakespeare"
         print(f"{name}: {len(documents):,} documents")
         check_val_docs(len(documents), val_docs)
-        if args.vocab_size:
-            nanochat.check_vocab_size(args.vocab_size)  # before any shard is written
 
         # 2. shuffle them (the same order for the same --seed), the last val_docs for val
         order = np.random.default_rng(args.seed).permutation(len(documents))
         train, val = order[: len(order) - val_docs], order[len(order) - val_docs :]
-        print(f"train: {len(train):,} documents, val: {len(val):,} ({len(val) // 1024} row group(s) of 1,024)")  # fmt: skip
+        print(
+            f"train: {len(train):,} documents, val: {len(val):,} ({len(val) // 1024} row "
+            "group(s) of 1,024)"
+        )
 
         # 3. the shards: train cut as the reference cuts, its last partial shard kept; val last
         groups = [*nanochat.cut_shards(texts(documents, train), args.shard_chars)]
@@ -72,14 +77,36 @@ def main():
             tokenizer, files, token_bytes = write_tokenizer(out, shards, args)
 
         # 5. meta.json, last: every file with its sha256, each split's documents and bytes
-        write_record(out, {
-            "format_version": 1, "created_by": "data/nanochat/prepare.py", "format": "nanochat",
-            "tokenizer": tokenizer, "tokenizer_files": files, "token_bytes": token_bytes,
-            "splits": split_totals(shards), "shards": shards, "source": source,
-            "split": {"rule": SPLIT_RULE, "seed": args.seed, "val_docs": val_docs, "numpy": np.__version__},  # fmt: skip
-            "options": {"shard_chars": args.shard_chars, "vocab_size": args.vocab_size, "doc_cap": args.doc_cap, "max_chars": args.max_chars},  # fmt: skip
-        })  # fmt: skip
-    print(f"wrote {len(shards)} shards{', tokenizer/' if tokenizer else ''} and meta.json to {args.out_dir}: NANOCHAT_BASE_DIR={args.out_dir.resolve()}")  # fmt: skip
+        write_record(
+            out,
+            {
+                "format_version": 1,
+                "created_by": "data/nanochat/prepare.py",
+                "format": "nanochat",
+                "tokenizer": tokenizer,
+                "tokenizer_files": files,
+                "token_bytes": token_bytes,
+                "splits": split_totals(shards),
+                "shards": shards,
+                "source": source,
+                "split": {
+                    "rule": SPLIT_RULE,
+                    "seed": args.seed,
+                    "val_docs": val_docs,
+                    "numpy": np.__version__,
+                },
+                "options": {
+                    "shard_chars": args.shard_chars,
+                    "vocab_size": args.vocab_size,
+                    "doc_cap": args.doc_cap,
+                    "max_chars": args.max_chars,
+                },
+            },
+        )
+    print(
+        f"wrote {len(shards)} shards{', tokenizer/' if tokenizer else ''} and meta.json to "
+        f"{args.out_dir}: NANOCHAT_BASE_DIR={args.out_dir.resolve()}"
+    )
 
 
 def load(args):
@@ -99,10 +126,17 @@ def load(args):
 def check_val_docs(num_documents, val_docs):
     """Refuse a val that leaves train empty; warn when fewer than 8 ranks get a row group each."""
     if val_docs >= num_documents:
-        raise PrepareError(f"--val-docs {val_docs:,} leaves no document of the {num_documents:,} for train; choose a smaller multiple of 1,024")  # fmt: skip
+        raise PrepareError(
+            f"--val-docs {val_docs:,} leaves no document of the {num_documents:,} for train; "
+            "choose a smaller multiple of 1,024"
+        )
     groups = val_docs // nanochat.ROW_GROUP_SIZE
     if groups < RANKS:
-        print(f"note: val holds {groups} row group(s): run nanochat on at most {groups} rank(s) (a rank with no val row group waits forever); --val-docs {RANKS * 1024:,} serves {RANKS}")  # fmt: skip
+        print(
+            f"note: val holds {groups} row group(s): run nanochat on at most {groups} "
+            "rank(s) (a rank with no val row group waits forever); --val-docs "
+            f"{RANKS * 1024:,} serves {RANKS}"
+        )
 
 
 def texts(documents, order):
@@ -113,12 +147,22 @@ def texts(documents, order):
 
 def write_shard(out, index, split, docs):
     """Write one shard; its meta.json record: file, split, documents, characters, bytes, sha256."""
-    path = Path(out) / nanochat.shard_name(index)
+    path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     nanochat.write_text_shard(path, docs)
-    characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)  # fmt: skip
-    print(f"wrote {nanochat.shard_name(index)} ({split}): {len(docs):,} documents, {characters:,} characters")  # fmt: skip
-    return {"file": nanochat.shard_name(index), "split": split, "documents": len(docs), "characters": characters, "bytes": size, "sha256": sha256_file(path)}  # fmt: skip
+    characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)
+    print(
+        f"wrote {schema.nanochat_shard_name(index)} ({split}): {len(docs):,} documents, "
+        f"{characters:,} characters"
+    )
+    return {
+        "file": schema.nanochat_shard_name(index),
+        "split": split,
+        "documents": len(docs),
+        "characters": characters,
+        "bytes": size,
+        "sha256": sha256_file(path),
+    }
 
 
 def write_tokenizer(out, shards, args):
@@ -129,25 +173,37 @@ def write_tokenizer(out, shards, args):
     encoding = nanochat.nanochat_encoding(
         nanochat.train_tokenizer(documents, args.vocab_size, args.doc_cap, args.max_chars)
     )
-    names = nanochat.write_tokenizer_dir(Path(out) / nanochat.TOKENIZER_DIR, encoding)
-    files = [f"{nanochat.TOKENIZER_DIR}/{name}" for name in names]
-    print(f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = {encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}")  # fmt: skip
+    names = nanochat.write_tokenizer_dir(Path(out) / schema.NANOCHAT_TOKENIZER_DIR, encoding)
+    files = [f"{schema.NANOCHAT_TOKENIZER_DIR}/{name}" for name in names]
+    print(
+        f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = "
+        f"{encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}"
+    )
     if files[-1].endswith(".npy"):
         npy = args.out_dir / files[-1]
         print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
     lengths = nanochat.token_byte_lengths(encoding)
     with atomic_path(Path(out) / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
+        write_npy(f, lengths)
     record = {
-        "kind": "nanochat", "name": f"nanochat-{encoding.n_vocab}", "path": files[0],
-        "vocab_size": encoding.n_vocab, "bos_id": encoding._special_tokens[nanochat.BOS],
-        "eot_id": None, "sha256": sha256_file(Path(out) / files[0]),
-        "encoding_sha256": encoding_sha256(encoding), "pattern": "nanochat",
-    }  # fmt: skip
+        "kind": "nanochat",
+        "name": f"nanochat-{encoding.n_vocab}",
+        "path": files[0],
+        "vocab_size": encoding.n_vocab,
+        "bos_id": encoding._special_tokens[nanochat.BOS],
+        "eot_id": None,
+        "sha256": sha256_file(Path(out) / files[0]),
+        "encoding_sha256": encoding_sha256(encoding),
+        "pattern": "nanochat",
+    }
     tokenizer_files = [{"file": f, "sha256": sha256_file(Path(out) / f)} for f in files]
     splits = {s: sum(x["bytes"] for x in shards if x["split"] == s) for s in ("train", "val")}
-    token_bytes = {"file": "token_bytes.npy", "sha256": sha256_file(Path(out) / "token_bytes.npy"), "bytes": splits}  # fmt: skip
+    token_bytes = {
+        "file": "token_bytes.npy",
+        "sha256": sha256_file(Path(out) / "token_bytes.npy"),
+        "bytes": splits,
+    }
     return record, tokenizer_files, token_bytes
 
 
@@ -155,15 +211,27 @@ def split_totals(shards):
     """meta.json's "splits": each split's shards, documents, characters and UTF-8 bytes."""
     totals = {}
     for shard in shards:
-        split = totals.setdefault(shard["split"], dict.fromkeys(("shards", "documents", "characters", "bytes"), 0))  # fmt: skip
+        split = totals.setdefault(
+            shard["split"], dict.fromkeys(("shards", "documents", "characters", "bytes"), 0)
+        )
         split["shards"] += 1
         for key in ("documents", "characters", "bytes"):
             split[key] += shard[key]
     return totals
 
 
+def nanochat_vocab_size(text):
+    """--vocab-size: room for the bytes, a merge and nanochat's nine special tokens: "4096" ->
+    4096; "265" -> error (nanochat.check_vocab_size)."""
+    try:
+        return nanochat.check_vocab_size(positive_int(text))
+    except PrepareError as exc:
+        raise ArgumentTypeError(str(exc)) from None
+
+
 def whole_row_groups(text):
-    """--val-docs: a positive multiple of 1,024 (whole row groups): "2048" -> 2048; "1000" -> error."""
+    """--val-docs: a positive multiple of 1,024 (whole row groups): "2048" -> 2048; "1000" ->
+    error."""
     value = positive_int(text)
     if value % nanochat.ROW_GROUP_SIZE:
         raise ArgumentTypeError(f"{text} is not a multiple of 1,024 (a whole number of row groups)")
@@ -173,15 +241,54 @@ def whole_row_groups(text):
 def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: Tiny Shakespeare, cut at its blank lines)")  # fmt: skip
-    add("--out-dir", type=Path, default=Path(__file__).parent, help="NANOCHAT_BASE_DIR for nanochat (default: beside this script)")  # fmt: skip
+    add(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files "
+        "(default: Tiny Shakespeare, cut at its blank lines)",
+    )
+    add(
+        "--out-dir",
+        type=Path,
+        default=Path(__file__).parent,
+        help="NANOCHAT_BASE_DIR for nanochat (default: beside this script)",
+    )
     add("--seed", type=random_seed, default=42, help="seed of the shuffle (the reference's: 42)")
-    add("--val-docs", type=whole_row_groups, metavar="N", help="documents in the val shard, a multiple of 1,024 (default: 8,192, a row group for each of 8 ranks; 1,024 for Tiny Shakespeare)")  # fmt: skip
-    add("--shard-chars", type=positive_int, default=nanochat.SHARD_CHARS, help="characters a train shard holds at least (default: 250,000,000)")  # fmt: skip
-    add("--vocab-size", type=positive_int, metavar="N", help="train nanochat's tokenizer too (nanochat's: 32,768)")  # fmt: skip
-    add("--doc-cap", type=positive_int, default=nanochat.DOC_CAP, help="train it on each document's first N characters (default: 10,000)")  # fmt: skip
-    add("--max-chars", type=positive_int, default=nanochat.MAX_CHARS, help="and on N characters in all (default: 2,000,000,000)")  # fmt: skip
-    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add(
+        "--val-docs",
+        type=whole_row_groups,
+        metavar="N",
+        help="documents in the val shard, a multiple of 1,024 (default: 8,192, a row group for "
+        "each of 8 ranks; 1,024 for Tiny Shakespeare)",
+    )
+    add(
+        "--shard-chars",
+        type=positive_int,
+        default=nanochat.SHARD_CHARS,
+        help="characters a train shard holds at least (default: 250,000,000)",
+    )
+    add(
+        "--vocab-size",
+        type=nanochat_vocab_size,
+        metavar="N",
+        help="train nanochat's tokenizer too (nanochat's: 32,768)",
+    )
+    add(
+        "--doc-cap",
+        type=positive_int,
+        default=nanochat.DOC_CAP,
+        help="train it on each document's first N characters (default: 10,000)",
+    )
+    add(
+        "--max-chars",
+        type=positive_int,
+        default=nanochat.MAX_CHARS,
+        help="and on N characters in all (default: 2,000,000,000)",
+    )
+    add(
+        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
+    )
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
     return parser.parse_args()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from formats import schema
 from inspection.overlap import say_overlap
 from prepare_common import (
     HubDataset,
@@ -44,7 +45,12 @@ from safety import (
 )
 
 # the hub's parquet files at a pinned revision (80 files, 8,013,769 documents): change it here
-OPENWEBTEXT = HubDataset("Skylion007/openwebtext", "79d93d786212f7344586290adb811d4ae6a1762c", "plain_text", "plain_text/*.parquet")  # fmt: skip
+OPENWEBTEXT = HubDataset(
+    "Skylion007/openwebtext",
+    "79d93d786212f7344586290adb811d4ae6a1762c",
+    "plain_text",
+    "plain_text/*.parquet",
+)
 
 
 def main():
@@ -55,7 +61,7 @@ def main():
     dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 2. the documents: OpenWebText from the hub, or local files
         dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
         source = source_name(args.data_files, OPENWEBTEXT)
@@ -68,7 +74,8 @@ def main():
             whole = tokenize(dataset, None, source, encoding, tokenizer, dtype, args.num_proc)
             kept, dedup = deduplicate(whole, args.dedup)
 
-        # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our 'val')
+        # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our
+        # 'val')
         train, val = (kept[side] for side in random_split(len(kept), args.val_fraction, args.seed))
 
         # 5. tokenize every document, a batch at a time (nanoGPT's `process`): --dedup did already
@@ -77,7 +84,15 @@ def main():
             if whole is not None:
                 tokenized[split] = whole.select(numbers)
             else:
-                tokenized[split] = tokenize(dataset.select(numbers), split, source, encoding, tokenizer, dtype, args.num_proc)  # fmt: skip
+                tokenized[split] = tokenize(
+                    dataset.select(numbers),
+                    split,
+                    source,
+                    encoding,
+                    tokenizer,
+                    dtype,
+                    args.num_proc,
+                )
 
         # 6. concatenate all the ids of each split into one large file we can use for training,
         #    and beside it where each document starts in it (train.docs.npy: what the model sees)
@@ -85,51 +100,94 @@ def main():
         for split, dset in tokenized.items():
             lengths = dset.with_format("arrow")["len"].to_numpy()
             split_tokens[split] = int(lengths.sum())
-            print(f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, {split_tokens[split]:,} tokens")  # fmt: skip
+            print(
+                f"{split} has {len(dset):,} document{'s' * (len(dset) != 1)}, "
+                f"{split_tokens[split]:,} tokens"
+            )
             if args.format == "bin":
                 desc = f"writing {args.out_dir / f'{split}.bin'}"
-                write_memmap(out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc)  # fmt: skip
+                write_memmap(
+                    out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc
+                )
                 write_document_starts(out / f"{split}.docs.npy", lengths)
         shards = None if args.format == "bin" else []  # --format llmc: llm.c's shards, val first
         for split in ("val", "train") if shards is not None else ():
             names = llmc_names("openwebtext", split, first_index=len(shards))
-            shards += write_shards(out, id_batches(tokenized[split]), names, args.shard_size, dtype, vocab_size, "llmc")  # fmt: skip
+            shards += write_shards(
+                out, id_batches(tokenized[split]), names, args.shard_size, dtype, vocab_size, "llmc"
+            )
 
         # 7. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out, script="data/openwebtext/prepare.py", tokenizer=tokenizer, dtype=dtype,
-            split_tokens=split_tokens, shards=shards, shard_format=args.format,
+            out,
+            script="data/openwebtext/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            split_tokens=split_tokens,
+            shards=shards,
+            shard_format=args.format,
             source=source_record(args.data_files, len(dataset), OPENWEBTEXT),
-            split=split_record(args.val_fraction, args.seed, {"train": len(train), "val": len(val)}, dedup=dedup),
-            options={"tokenizer": args.tokenizer and str(args.tokenizer), "num_proc": args.num_proc},
-        )  # fmt: skip
-    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
+            split=split_record(
+                args.val_fraction, args.seed, {"train": len(train), "val": len(val)}, dedup=dedup
+            ),
+            options={
+                "tokenizer": args.tokenizer and str(args.tokenizer),
+                "num_proc": args.num_proc,
+            },
+        )
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
+    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + [schema.TOKEN_BYTES]
+    extras += [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+    print(f"wrote {outputs} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 
 
 def tokenize(dset, split, source, encoding, tokenizer, dtype, num_proc):
     """nanoGPT's `process` on every document of `dset`: the documents of `split`, or (None) all."""
     where = f"{source}, {split} document" if split else f"{source}, document"
-    return tokenize_dataset(dset, encoding, tokenizer, dtype, where, num_proc, f"tokenizing {split or ''}".strip())  # fmt: skip
+    return tokenize_dataset(
+        dset, encoding, tokenizer, dtype, where, num_proc, f"tokenizing {split or ''}".strip()
+    )
 
 
 def arguments():
     """The options, which prepare_datatrove.py beside this script shares."""
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add("--data-files", nargs="+", metavar="PATH|GLOB", help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files (default: the hub)")  # fmt: skip
+    add(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files "
+        "(default: the hub)",
+    )
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
-    add("--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8")  # fmt: skip
+    add(
+        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
+    )
     add("--val-fraction", type=fraction, default=0.0005, help="share of the documents in val")
-    add("--seed", type=random_seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")  # fmt: skip
+    add("--seed", type=random_seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
-    add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's .bin (default) or llm.c's shards")  # fmt: skip
-    add("--shard-size", type=tokens_per_shard, default=10**8, help="tokens per llm.c shard (llm.c's: 10**8)")  # fmt: skip
-    add("--dedup", choices=["exact", "near"], help="drop each document repeating an earlier one, before the split: exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
+    add(
+        "--format",
+        choices=["bin", "llmc"],
+        default="bin",
+        help="nanoGPT's .bin (default) or llm.c's shards",
+    )
+    add(
+        "--shard-size",
+        type=tokens_per_shard,
+        default=10**8,
+        help="tokens per llm.c shard (llm.c's: 10**8)",
+    )
+    add(
+        "--dedup",
+        choices=["exact", "near"],
+        help="drop each document repeating an earlier one, before the split: exact copies, or "
+        "near copies (MinHash; docs/sound_data.md) (default: keep all)",
+    )
     return parser
 
 

@@ -16,31 +16,17 @@ a datatrove executor that waits for the one before (engine/stages.py):
 
 from prepare import OPENWEBTEXT, arguments  # the lesson beside this script: its pin, its options
 
-from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from engine.layouts import RandomSplit
-from engine.pipeline import Lesson, prepare_with_datatrove
-from inspection.overlap import say_overlap
-from prepare_common import SPLIT_RULE, bpe_encoding, dtype_for_vocab
+from engine.pipeline import Lesson, twin_main
+from prepare_common import SPLIT_RULE
 from safety import run_main
 
 
-def main():
-    parser = arguments()
-    parser.description = __doc__
-    add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
-    args = parser.parse_args()
-    check_datatrove_arguments(parser, args)
-    encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
-    vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
-    dtype = dtype_for_vocab(vocab_size)
-    print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
-    # nanoGPT's random split: train.bin and val.bin, or llm.c's shards of each (--format llmc)
+def lesson(args):
+    """nanoGPT's random split: train.bin and val.bin, or llm.c's shards of each (--format llmc)."""
     layout = RandomSplit(args.val_fraction, args.seed, SPLIT_RULE, args.format, args.shard_size)
-    lesson = Lesson("data/openwebtext/prepare.py", OPENWEBTEXT, "openwebtext", layout)
-    prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson)  # its last task commits
-    if args.executor != "slurm":  # committed by now: said as prepare.py says it
-        say_overlap(args.out_dir)
+    return Lesson("data/openwebtext/prepare.py", OPENWEBTEXT, "openwebtext", layout)
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_main(lambda: twin_main(arguments, __doc__, lesson))

@@ -14,6 +14,7 @@ gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from formats import schema
 from formats.tokenizers import check_covered
 from prepare_common import (
     bpe_encoding,
@@ -44,7 +45,7 @@ TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 def main():
     args = parse_args()
     out_dir = args.out_dir
-    with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(out_dir, schema) as out:  # written in `out`, moved into out_dir together
         # 1. the tokenizer first: a wrong --tokenizer should fail before any download
         encoding, tokenizer = bpe_encoding(args.tokenizer)
         print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
@@ -54,13 +55,15 @@ def main():
         data = read_text(input_path)
         print(f"length of dataset in characters: {len(data):,}")
 
-        # 3. split on characters as nanoGPT does; each side is encoded alone: no token straddles them
+        # 3. split on characters as nanoGPT does; each side is encoded alone: no token straddles
+        # them
         n = len(data)
         boundary = int(n * TRAIN_FRACTION)
         train_data, val_data = data[:boundary], data[boundary:]
         if not train_data or not val_data:
             raise PrepareError(
-                f"{input_path} has only {n} characters: too short for non-empty train and val splits"
+                f"{input_path} has only {n} characters: too short for non-empty train and "
+                "val splits"
             )
 
         # 4. encode with tiktoken: encode_ordinary reads "<|endoftext|>" in the text as plain text
@@ -80,12 +83,21 @@ def main():
         # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out, script="data/shakespeare/prepare.py", tokenizer=tokenizer, dtype=dtype,
+            out,
+            script="data/shakespeare/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
             split_tokens={"train": len(train_ids), "val": len(val_ids)},
-            source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
-            split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION, "boundary_character": boundary},
+            source=text_source(
+                input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
+            ),
+            split={
+                "rule": "first 90% of the characters train, the rest val",
+                "train_fraction": TRAIN_FRACTION,
+                "boundary_character": boundary,
+            },
             options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
-        )  # fmt: skip
+        )
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
 
@@ -94,8 +106,17 @@ def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
-    add("--out-dir", type=Path, default=Path(__file__).parent, help="where the outputs go (default: beside this script)")  # fmt: skip
-    add("--tokenizer", type=Path, help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)")  # fmt: skip
+    add(
+        "--out-dir",
+        type=Path,
+        default=Path(__file__).parent,
+        help="where the outputs go (default: beside this script)",
+    )
+    add(
+        "--tokenizer",
+        type=Path,
+        help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)",
+    )
     return parser.parse_args()
 
 

@@ -12,6 +12,7 @@ import hashlib
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from formats import schema
 from prepare_common import dtype_for_vocab, text_source, write_bin, write_meta, write_pickle
 from safety import (
     ArgumentParser,
@@ -34,7 +35,7 @@ TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 def main():
     args = parse_args()
     out_dir = args.out_dir
-    with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(out_dir, schema) as out:  # written in `out`, moved into out_dir together
         # 1. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
         input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
         data = read_text(input_path)
@@ -47,7 +48,10 @@ def main():
         boundary = int(n * TRAIN_FRACTION)
         train_data, val_data = data[:boundary], data[boundary:]
         if not train_data or not val_data:
-            raise PrepareError(f"{input_path} has only {n} character(s): too short for non-empty train and val splits")  # fmt: skip
+            raise PrepareError(
+                f"{input_path} has only {n} character(s): too short for non-empty train and "
+                "val splits"
+            )
 
         # 3. get all the unique characters that occur in this text (or in train only, if asked)
         chars = sorted(list(set(data if args.vocab_from == "all" else train_data)))
@@ -81,13 +85,28 @@ def main():
         write_pickle(out / "meta.pkl", {"vocab_size": vocab_size, "itos": itos, "stoi": stoi})
         sha256 = hashlib.sha256("".join(chars).encode()).hexdigest()
         write_meta(
-            out, script="data/shakespeare_char/prepare.py", dtype=dtype,
-            tokenizer={"kind": "char", "name": "char", "vocab_size": vocab_size, "eot_id": None, "sha256": sha256, "chars": "".join(chars)},
+            out,
+            script="data/shakespeare_char/prepare.py",
+            dtype=dtype,
+            tokenizer={
+                "kind": "char",
+                "name": "char",
+                "vocab_size": vocab_size,
+                "eot_id": None,
+                "sha256": sha256,
+                "chars": "".join(chars),
+            },
             split_tokens={"train": len(train_ids), "val": len(val_ids)},
-            source=text_source(input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url),
-            split={"rule": "first 90% of the characters train, the rest val", "train_fraction": TRAIN_FRACTION, "boundary_character": boundary},
+            source=text_source(
+                input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
+            ),
+            split={
+                "rule": "first 90% of the characters train, the rest val",
+                "train_fraction": TRAIN_FRACTION,
+                "boundary_character": boundary,
+            },
             options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
-        )  # fmt: skip
+        )
     print(f"wrote train.bin, val.bin ({dtype.name}), meta.pkl and meta.json to {out_dir}")
 
 
@@ -96,10 +115,16 @@ def drop_unseen(val_data, unseen, policy):
     count, shown = sum(val_data.count(c) for c in unseen), "".join(sorted(unseen))
     if policy == "error":
         first = min(val_data.index(c) for c in unseen)
-        problem = f"val has {count:,} characters never seen in train ({shown!r}, first at val offset {first:,})"  # fmt: skip
+        problem = (
+            f"val has {count:,} characters never seen in train ({shown!r}, first at val offset "
+            f"{first:,})"
+        )
         raise PrepareError(f"{problem}; use --unseen-in-val drop or --vocab-from all")
     if count == len(val_data):
-        raise PrepareError(f"every val character is unseen in train ({shown!r}): dropping them leaves val empty; use --vocab-from all")  # fmt: skip
+        raise PrepareError(
+            f"every val character is unseen in train ({shown!r}): dropping them leaves val "
+            "empty; use --vocab-from all"
+        )
     print(f"dropped {count:,} val characters never seen in train: {shown!r}")
     return val_data.translate(dict.fromkeys(map(ord, unseen)))
 
@@ -108,9 +133,24 @@ def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
-    add("--out-dir", type=Path, default=Path(__file__).parent, help="where the outputs go (default: beside this script)")  # fmt: skip
-    add("--vocab-from", choices=["all", "train"], default="all", help="build the vocabulary from all the text (nanoGPT) or from the train split only")  # fmt: skip
-    add("--unseen-in-val", choices=["error", "drop"], default="error", help="with --vocab-from train: what to do with val characters never seen in train")  # fmt: skip
+    add(
+        "--out-dir",
+        type=Path,
+        default=Path(__file__).parent,
+        help="where the outputs go (default: beside this script)",
+    )
+    add(
+        "--vocab-from",
+        choices=["all", "train"],
+        default="all",
+        help="build the vocabulary from all the text (nanoGPT) or from the train split only",
+    )
+    add(
+        "--unseen-in-val",
+        choices=["error", "drop"],
+        default="error",
+        help="with --vocab-from train: what to do with val characters never seen in train",
+    )
     return parser.parse_args()
 
 

@@ -19,8 +19,9 @@ from archive import archive_file, json_members, json_stories
 from stories import SplitFiles, story_vocab_size, train_story_bpe
 
 from bpe import EOT
-from bpe.parallel import ordered_map
 from dedup.drop import document_keys, rule_record, without_boundaries
+from documents.parallel import ordered_map
+from formats import schema
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -44,8 +45,10 @@ from safety import (
 
 # pinned (the hub's revision f54c09fd2331, the sha256), though neither can be checked from here
 ARCHIVE = RemoteFile(
-    url="https://huggingface.co/datasets/roneneldan/TinyStories/resolve/f54c09fd23315a6f9c86f9dc80f725de7d8f9c64/TinyStories_all_data.tar.gz",
-    sha256="26cf7605aca15bc4ea6fa637256400d9d01317b28ed296172b2d1dd160cd7699",  # 1,608,001,638 bytes
+    url="https://huggingface.co/datasets/roneneldan/TinyStories/resolve/"
+    "f54c09fd23315a6f9c86f9dc80f725de7d8f9c64/TinyStories_all_data.tar.gz",
+    # 1,608,001,638 bytes
+    sha256="26cf7605aca15bc4ea6fa637256400d9d01317b28ed296172b2d1dd160cd7699",
     mirror_path="tinystories/TinyStories_all_data.tar.gz",
     local_option="--archive",
 )
@@ -55,7 +58,7 @@ VAL = "data00.json"  # llm.c's val split: the first file by name
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 1. the archive: a local copy, or the pinned one (downloaded once, checksummed)
         url, dest = None if args.archive else ARCHIVE.url, args.out_dir / Path(ARCHIVE.url).name
         archive = archive_file(args.archive) if args.archive else fetch(ARCHIVE, dest)
@@ -79,7 +82,9 @@ def main():
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
             members, processes = at_most_a_process_a_member(members, args.num_proc)
             shared = (encoding, tokenizer, dtype, gpt2, args.dedup)
-            for name, ids, lengths, counts, keys in ordered_map(process, members, processes, shared):  # fmt: skip
+            for name, ids, lengths, counts, keys in ordered_map(
+                process, members, processes, shared
+            ):
                 splits.add("val" if name == VAL else "train", name, ids, lengths, counts, keys)
             print(*splits.summary(tokenizer["name"]), sep="\n")
 
@@ -90,7 +95,10 @@ def main():
                 dropped = splits.deduplicate(args.dedup)
                 split["stories"] = {s: n - dropped[s] for s, n in split["stories"].items()}
                 split["dedup"] = {**rule_record(args.dedup), "stories_dropped": dropped}
-                print(f"--dedup {args.dedup}: {dropped['val']:,} val and {dropped['train']:,} train stories dropped, each repeating an earlier one")  # fmt: skip
+                print(
+                    f"--dedup {args.dedup}: {dropped['val']:,} val and {dropped['train']:,} "
+                    "train stories dropped, each repeating an earlier one"
+                )
 
             # 5. each split's files written in the order of their names, as llm.c sorts them
             record = splits.finish(archive)  # and each .bin's document index
@@ -98,13 +106,22 @@ def main():
         # 6. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         write_meta(
-            out, script="data/tinystories/prepare.py", tokenizer=tokenizer, dtype=dtype,
-            **record, source=source, split=split,  # the files, their tokens and sha256; the archive's
+            out,
+            script="data/tinystories/prepare.py",
+            tokenizer=tokenizer,
+            dtype=dtype,
+            **record,
+            source=source,
+            split=split,  # the files, their tokens and sha256; the archive's
             options={"format": args.format, "vocab_size": args.vocab_size},
-        )  # fmt: skip
-    extras = [f"{name}.docs.npy" for name in ("val", "train") if not llmc]
-    extras += ["meta.pkl"] * wrote_pkl + ([path.name] if args.vocab_size else []) + ["meta.json"]
-    print(f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")  # fmt: skip
+        )
+    extras = [schema.index_name(name) for name in ("val", "train") if not llmc]
+    extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl
+    extras += ([path.name] if args.vocab_size else []) + [schema.RECORD_NAME]
+    print(
+        f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to "
+        f"{args.out_dir}"
+    )
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a story
 
 
@@ -126,12 +143,18 @@ def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
     stories = [story.strip() for story in json_stories(name, data)]  # each item's "story"
     random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)  # 1337 + index in split
     where = f"{name}, shuffled story"
-    out = tokenize_documents(stories, range(len(stories)), encoding, tokenizer, dtype, where, eot_first=True)  # fmt: skip
+    out = tokenize_documents(
+        stories, range(len(stories)), encoding, tokenizer, dtype, where, eot_first=True
+    )
     ids = np.concatenate(out["ids"]) if stories else np.empty(0, dtype)
     counts = {"stories": len(stories), "characters": sum(map(len, stories))}
     if gpt2 is not None and name == VAL:
         counts["gpt2"] = sum(len(gpt2.encode_ordinary(story)) + 1 for story in stories)
-    keys = None if dedup is None else document_keys(dedup, *without_boundaries(ids, out["len"], first=True))  # fmt: skip
+    keys = (
+        None
+        if dedup is None
+        else document_keys(dedup, *without_boundaries(ids, out["len"], first=True))
+    )
     return name, ids, out["len"], counts, keys
 
 
@@ -145,7 +168,12 @@ def parse_args():
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--vocab-size", type=story_vocab_size, metavar="N", help="train a BPE")
     tokens.add_argument("--tokenizer", type=Path, help="from train_tokenizer.py (default: GPT-2)")
-    add("--dedup", choices=["exact", "near"], help="drop each story repeating an earlier one (val's first): exact copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)")  # fmt: skip
+    add(
+        "--dedup",
+        choices=["exact", "near"],
+        help="drop each story repeating an earlier one (val's first): exact copies, or near "
+        "copies (MinHash; docs/sound_data.md) (default: keep all)",
+    )
     return parser.parse_args()
 
 

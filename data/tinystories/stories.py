@@ -14,6 +14,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 import argparse
 import contextlib
 import functools
+import sys
 import warnings
 from collections import Counter
 
@@ -74,7 +75,7 @@ class SplitFiles(contextlib.AbstractContextManager):
 
         members = [(split, name) for split in SPLITS for name in sorted(self.lengths[split])]
         keys = [self.keys[split][name] for split, name in members]
-        keep = keep_documents(rule, keys, lambda numbers: self._signatures(members, numbers))
+        keep = keep_documents(rule, keys)
         dropped, first = Counter(), 0
         for split, name in members:
             count = len(self.lengths[split][name])
@@ -82,25 +83,6 @@ class SplitFiles(contextlib.AbstractContextManager):
             dropped[split] += count - int(self.kept[name].sum())
             first += count
         return {split: dropped[split] for split in SPLITS}
-
-    def _signatures(self, members, numbers):
-        """The MinHash signatures of stories `numbers` (sorted, counted across `members`), their
-        ids read back from the spools, the end-of-text token left out."""
-        from dedup.drop import without_boundaries
-        from dedup.fast import minhash_signatures
-        from dedup.overlap import documents_of
-
-        bounds = np.cumsum([0] + [len(self.lengths[s][n]) for s, n in members])
-        member_of = np.searchsorted(bounds, numbers, side="right") - 1
-        signatures = []
-        for m in np.unique(member_of):
-            split, name = members[m]
-            ids, lengths = self.spools[split].read(name), self.lengths[split][name]
-            tokens, offsets = without_boundaries(ids, lengths, first=True)
-            picked = numbers[member_of == m] - bounds[m]
-            stories = [tokens[offsets[i] : offsets[i + 1]] for i in picked]
-            signatures.append(minhash_signatures(*documents_of(stories)))
-        return np.concatenate(signatures)
 
     def tokens(self, split):
         """The ids of the split's file: those of the stories kept, after `deduplicate`."""
@@ -212,20 +194,25 @@ def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
     Each file's stories go to the trainer joined by `end_of_text`, at which it cuts them (a
     story holding that text literally is cut there too: a few pretokens fewer, nothing else).
     Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
-    from bpe import Tokenizer, train_bpe_from_iterator
-    from bpe.text import without_lone_surrogates
+    from bpe import Tokenizer, train_bpe_from_counts
+    from documents.corpus import count_texts
+    from safety.text import without_lone_surrogates
 
     texts = (
         without_lone_surrogates(end_of_text.join(s.strip() for s in stories)) for stories in files
     )
+    counts = count_texts(texts, "gpt2", [end_of_text], num_workers)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the short-fall warning: refused below instead
-        vocab, merges = train_bpe_from_iterator(
-            texts, vocab_size, [end_of_text], num_workers=num_workers
-        )
+        vocab, merges = train_bpe_from_counts(counts, vocab_size, [end_of_text])
     if len(vocab) != vocab_size:
         raise ArchiveError(
             f"the train stories hold too few pairs for a vocabulary of {vocab_size:,} tokens "
             f"(they give {len(vocab):,}); ask for fewer"
         )
     return Tokenizer(vocab, merges, special_tokens={end_of_text: vocab_size - 1})
+
+
+if __name__ == "__main__":
+    print("error: stories.py is a module of data/tinystories/prepare.py; run that", file=sys.stderr)
+    sys.exit(2)

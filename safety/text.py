@@ -5,57 +5,58 @@
 - `universal_newlines`: nanoGPT's newlines
 - `without_lone_surrogates`: what tiktoken does with text that is not valid Unicode
 - `shortened`, `shown`: a value quoted in an error line, cut to a few hundred characters
-
-bpe needs them and is at the bottom, so they live here and the project imports them. Each
-reader raises its own error class (`error`): a ValueError here, the project's PrepareError.
+- `plural`: a count as a line says it
 """
 
 import contextlib
 import stat
 from pathlib import Path
 
+from .errors import PrepareError
+
 SHOWN_CHARS = 200  # a value quoted in an error line is cut to this many characters
 
 
 def universal_newlines(text):
     """nanoGPT's newlines: its open(path, "r").read() reads "\\r\\n" and a lone "\\r" as
-    "\\n" (Python's universal newlines): "a\\r\\nb\\rc" -> "a\\nb\\nc". Every text file is read this way,
+    "\\n" (Python's universal newlines): "a\\r\\nb\\rc" -> "a\\nb\\nc". Every text file is read this
+    way,
     by the trainer and by the lessons."""
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def decode(data, path, offset=0, error=ValueError):
+def decode(data, path, offset=0):
     """Bytes of `path` (from byte `offset`) as strict UTF-8 with nanoGPT's newlines; a bad byte
-    raises `error` naming the file and its offset: b"caf\\xe9" -> "x.txt is not valid UTF-8:
+    is a PrepareError naming the file and its offset: b"caf\\xe9" -> "x.txt is not valid UTF-8:
     byte offset 3 is b'\\xe9'; convert the file to UTF-8 first"."""
     try:
         return universal_newlines(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise error(
+        raise PrepareError(
             f"{path} is not valid UTF-8: byte offset {offset + exc.start:,} is "
             f"{data[exc.start : exc.start + 1]!r}; convert the file to UTF-8 first"
         ) from None
 
 
-def read_text(path, error=ValueError):
+def read_text(path):
     """A whole file as `decode` reads it; a missing file, a folder, a pipe or a device (which
-    would block, or be read once) raise `error` in one line naming it."""
+    would block, or be read once) are a PrepareError in one line naming it."""
     path = Path(path)
     with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
         if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
-            raise error(
+            raise PrepareError(
                 f"{path} is not a regular file (a pipe or a device?); save the text to a file "
                 f"and pass that"
             )
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise error(f"{path} does not exist; check the path") from None
+        raise PrepareError(f"{path} does not exist; check the path") from None
     except IsADirectoryError:
-        raise error(f"{path} is a folder, not a text file") from None
+        raise PrepareError(f"{path} is a folder, not a text file") from None
     except OSError as exc:
-        raise error(f"cannot read {path}: {exc.strerror}") from None
-    return decode(data, path, error=error)
+        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
+    return decode(data, path)
 
 
 def without_lone_surrogates(text):

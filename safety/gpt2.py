@@ -2,8 +2,8 @@
 pinned file is read from (the origin, or a mirror), with the one line of a network that is not
 there; and where tiktoken's copies of them are kept.
 
-Every reader of them (`python -m bpe show`, the lessons' tiktoken "gpt2", `verify`) checks the
-bytes against these.
+Every reader of them (the lessons' tiktoken "gpt2", `verify`) checks the bytes against these;
+`python -m bpe show` reads them through tiktoken's cache, where the lessons put checked copies.
 """
 
 import hashlib
@@ -11,7 +11,8 @@ import os
 import socket
 from pathlib import Path
 
-# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL, sha256.
+# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL,
+# sha256.
 GPT2_FILES = {
     "encoder.json": (
         "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",

@@ -6,7 +6,8 @@
 multiprocessing's Pool.imap reads its whole input as fast as it can, so over a stream of big
 items (the JSON files of an archive) memory would grow with the stream. ordered_map reads an
 item only when at most `processes` are in flight: memory holds about 2 * processes + 1 items
-(those being worked on, one queued, and their results), whatever the stream's length. The results come in
+(those being worked on, one queued, and their results), whatever the stream's length. The results
+come in
 the stream's order, whatever order the workers finish in, so the output is the same at any
 number of processes. With processes=1 the items are processed here, one by one, no pool.
 

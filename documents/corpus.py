@@ -1,14 +1,17 @@
-"""A training corpus read as pretoken counts, in memory that does not grow with the corpus.
+"""The one reader of document files (the lessons' --data-files, the engine, train_tokenizer.py),
+and a corpus read as pretoken counts, in memory that does not grow with the corpus.
 
     counts = count_corpus(["shards/*.parquet"], special_tokens=["<|endoftext|>"])
     # Counter({" the": 5_231_208, ",": 4_517_117, ...})
 
-A corpus is files, each of one kind (by its suffix):
+A corpus is files, each of one kind (by its suffix, KINDS):
 
 - `.jsonl` / `.json`: one document per line, a JSON object whose `text_column` is a string
   (a `.json` file that starts with `[` is one JSON array of such objects, read whole);
 - `.parquet`: one document per row, the string column `text_column`;
-- anything else (`.txt`): UTF-8 text; special tokens such as <|endoftext|> separate documents.
+- `.txt`: UTF-8 text, the whole file one document (the trainer, as in every document, merges
+  nothing across a special token such as <|endoftext|> in it); the trainer reads a file of any
+  other suffix as a `.txt`, the lessons refuse it.
 
 Words (one meaning each; the datatrove engine uses the same):
 
@@ -36,18 +39,20 @@ newline) is read as one block: the only case where a block grows past BLOCK_BYTE
 import glob
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .checks import check_pattern, check_special_tokens, check_workers, shown
-from .fragments import FragmentCounter
-from .parallel import end_workers, start_pool
-from .patterns import BUILTIN_PATTERNS, spaceless_around
-from .table import PretokenTable
-from .text import (  # strict UTF-8, nanoGPT's newlines: a block of a text file never ends
-    decode,
-    read_text,
-)
+from bpe.checks import check_pattern, check_special_tokens, check_training_args, check_workers
+from bpe.fragments import FragmentCounter
+from bpe.patterns import BUILTIN_PATTERNS, is_line_cut, spaceless_around
+from bpe.simple import special_token_regex
+from bpe.table import PretokenTable
+from bpe.train import count_pretokens, train_bpe_from_counts
+from safety.errors import PrepareError
+from safety.text import decode, read_text, shown
+
+from .parallel import end_workers, ordered_map, start_pool
 
 # between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
 # translated one by one
@@ -66,10 +71,9 @@ PIECES_PER_WORKER = 16
 # processes costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 20
 PARQUET_BATCH_ROWS = 1024
-
-
-class CorpusError(ValueError):
-    """A file that cannot be read as the corpus says: the message names the file."""
+# Below this many characters a text in memory is pretokenized in this process: starting worker
+# processes and shipping text to them costs more than it saves.
+PARALLEL_MIN_CHARS = 500_000
 
 
 @dataclass(frozen=True)
@@ -110,14 +114,15 @@ def expand_inputs(inputs):
         name = os.path.expanduser(str(name))
         matches = [name] if os.path.exists(name) else sorted(glob.glob(name, recursive=True))
         if not matches:
-            raise CorpusError(f"{name} does not exist (nor matches any file); check the path")
+            raise PrepareError(f"{name} does not exist (nor matches any file); check the path")
         for path in matches:
             if os.path.isdir(path):
-                raise CorpusError(
-                    f"{path} is a folder; give the files in it, or a glob such as {folder_glob(path)}"
+                raise PrepareError(
+                    f"{path} is a folder; give the files in it, or a glob such as "
+                    f"{folder_glob(path)}"
                 )
             if not os.path.isfile(path):
-                raise CorpusError(f"{path} is not a file; give files or a glob of files")
+                raise PrepareError(f"{path} is not a file; give files or a glob of files")
             files.setdefault(path, None)
     return list(files)
 
@@ -130,25 +135,26 @@ def folder_glob(folder):
     return os.path.join(folder.rstrip("/\\") or folder, f"*{suffix}")
 
 
+# Each kind of document file by its suffix (see the module docstring).
+KINDS = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl", ".txt": "text"}
+
+
 def file_kind(path):
-    """ "a.parquet" -> "parquet"; "a.jsonl" -> "jsonl"; "a.json" -> "jsonl" or "json-array"; else "text"."""
+    """ "a.parquet" -> "parquet"; "a.jsonl" -> "jsonl"; "a.json" -> "jsonl" or "json-array";
+    else "text"."""
     suffix = Path(path).suffix.lower()
-    if suffix == ".parquet":
-        return "parquet"
-    if suffix == ".jsonl":
-        return "jsonl"
     if suffix == ".json":
         with _open(path) as file:
             start = file.read(4096).removeprefix(b"\xef\xbb\xbf").lstrip()  # a BOM, then [
         return "json-array" if start.startswith(b"[") else "jsonl"
-    return "text"
+    return KINDS.get(suffix, "text")
 
 
 def _open(path):
     try:
         return open(path, "rb")
     except OSError as exc:
-        raise CorpusError(f"cannot read {path}: {exc.strerror}") from None
+        raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
 
 
 # ---------------------------------------------------------------------------
@@ -181,6 +187,77 @@ def straddles_special(text, position, special_tokens):
         if text.find(token, start, position + len(token) - 1) != -1:
             return True
     return False
+
+
+def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
+    """Cut points that split `text` into pieces of about `target_chars` each, placed where
+    pretokenizing the pieces separately gives exactly the pretokens of the whole text.
+
+    For the built-in patterns that is right after a newline with a non-space character on both
+    sides ("x\\nY", bpe.patterns.is_line_cut); any pattern may also be cut right before a special
+    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
+    """
+    on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
+    special = special_token_regex(special_tokens) if special_tokens else None
+    bounds = [0]
+    position = target_chars
+    while position < len(text):
+        cut = None
+        if on_lines:
+            newline = text.find("\n", position)
+            while newline != -1 and cut is None:
+                if is_line_cut(text, newline + 1) and not straddles_special(
+                    text, newline + 1, special_tokens
+                ):
+                    cut = newline + 1
+                else:
+                    newline = text.find("\n", newline + 1)
+        if special is not None:
+            match = special.search(text, position)
+            while match and straddles_special(text, match.start(), special_tokens):
+                match = special.search(text, match.start() + 1)
+            if match and (cut is None or match.start() < cut):
+                cut = match.start()
+        if cut is None or cut >= len(text):
+            break
+        bounds.append(cut)
+        position = cut + target_chars
+    bounds.append(len(text))
+    return bounds
+
+
+def count_pretokens_parallel(
+    text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
+):
+    """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
+    num_workers = check_workers(num_workers) or os.cpu_count() or 1
+    if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
+        counts = count_pretokens(text, pattern, special_tokens)
+        if progress:
+            progress("pretokenize", len(text), len(text))
+        return counts
+    # Large texts get a few pieces per worker, to keep them all busy to the end.
+    num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
+    bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
+    jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
+    counts = Counter()
+    done = 0
+    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
+    for job, piece_counts in zip(jobs, results):
+        counts.update(piece_counts)
+        done += len(job[0])
+        if progress:
+            progress("pretokenize", done, len(text))
+    return counts
+
+
+def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
+    """{pretoken: count} of texts in memory, each cut into pieces for `num_workers` processes
+    (count_pretokens_parallel): equal to bpe.train.count_pretokens of each text, summed."""
+    counts = Counter()
+    for text in texts:
+        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers))
+    return counts
 
 
 class Cutter:
@@ -298,15 +375,20 @@ def _next_cut(file, position, cutter):
             return position - back + (len(data) if cut == -1 else cut)
 
 
+def check_text_column(where, names, text_column="text", hint=""):
+    """Refuse a table (a parquet file, a dataset) without its text column, in one wording for
+    every reader: "a.parquet has no 'text' column; its columns are: id, body"."""
+    if text_column not in names:
+        raise PrepareError(
+            f"{where} has no {shown(text_column)} column; its columns are: {', '.join(names)}{hint}"
+        )
+
+
 def _parquet_pieces(path, text_column):
     """One piece per row group (a parquet file's unit of reading), sized by its rows."""
     metadata = _parquet_file(path).metadata
-    names = metadata.schema.to_arrow_schema().names
-    if text_column not in names:
-        raise CorpusError(
-            f"{path} has no column {shown(text_column)} (its columns: {', '.join(names)}); "
-            "name the text column with --text-column"
-        )
+    hint = "; name the text column with --text-column"
+    check_text_column(path, metadata.schema.to_arrow_schema().names, text_column, hint)
     size = os.path.getsize(path)
     rows = max(metadata.num_rows, 1)
     pieces, first_row = [], 0
@@ -325,7 +407,7 @@ def _parquet_file(path):
     try:
         return pyarrow.parquet.ParquetFile(path)
     except (OSError, pyarrow.ArrowException) as exc:
-        raise CorpusError(f"cannot read {path} as parquet: {exc}") from None
+        raise PrepareError(f"{path}: cannot be read as parquet ({exc})") from None
 
 
 def cap_pieces(pieces, reading, max_chars):
@@ -400,7 +482,7 @@ def _documents_with_sizes(piece, reading):
         while start < len(data):
             cut = cutter.first_cut(data, start + 1)
             cut = len(data) if cut == -1 else cut
-            text = decode(data[start:cut], piece.path, offset + start, CorpusError)
+            text = decode(data[start:cut], piece.path, offset + start)
             yield offset + start, len(text)
             start = cut
 
@@ -413,10 +495,14 @@ def documents(paths, text_column="text"):
     for path in paths:
         kind = file_kind(path)
         if kind == "text":
-            yield read_text(path, CorpusError)
+            yield read_text(path)
             continue
         size = os.path.getsize(path)
-        pieces = _parquet_pieces(path, text_column) if kind == "parquet" else [Piece(path, kind, 0, size, size)]  # fmt: skip
+        pieces = (
+            _parquet_pieces(path, text_column)
+            if kind == "parquet"
+            else [Piece(path, kind, 0, size, size)]
+        )
         for piece in pieces:
             yield from (text for _, text in _rows(piece, text_column))
 
@@ -431,7 +517,7 @@ def count_piece(piece, reading):
     counter = FragmentCounter(reading.pattern, reading.special_tokens)
     if piece.kind == "text":
         for offset, data in _blocks(piece, Cutter(reading.pattern, reading.special_tokens)):
-            counter.add(decode(data, piece.path, offset, CorpusError))
+            counter.add(decode(data, piece.path, offset))
     else:
         for _, text in _rows(piece, reading.text_column):
             counter.add(text)
@@ -485,20 +571,20 @@ def _rows(piece, text_column):
 def _text_of(row, path, where, text_column):
     """row[text_column], a string without a lone surrogate; else an error naming the row."""
     if not isinstance(row, dict) or text_column not in row:
-        raise CorpusError(
+        raise PrepareError(
             f"{path} {where}: no {shown(text_column)} field; name the text field with --text-column"
         )
     text = _string(row[text_column], path, where, text_column)
     problem = _lone_surrogate(text)
     if problem:
-        raise CorpusError(f"{path} {where}: {problem}; fix or remove that row")
+        raise PrepareError(f"{path} {where}: {problem}; fix or remove that row")
     return text
 
 
 def _string(text, path, where, text_column):
     if not isinstance(text, str):
         kind = "null" if text is None else type(text).__name__
-        raise CorpusError(
+        raise PrepareError(
             f"{path} {where}: {shown(text_column)} is {kind}, not a string; fix or remove that row"
         )
     return text
@@ -509,11 +595,11 @@ def _json_array_rows(path):
         try:
             rows = json.load(file)
         except ValueError as exc:
-            raise CorpusError(f"{path} is not valid JSON ({exc})") from None
+            raise PrepareError(f"{path} is not valid JSON ({exc})") from None
         except RecursionError:
-            raise CorpusError(f"{path}: JSON nested too deeply to read") from None
+            raise PrepareError(f"{path}: JSON nested too deeply to read") from None
     if not isinstance(rows, list):
-        raise CorpusError(f"{path} is a JSON {type(rows).__name__}, not a list of rows")
+        raise PrepareError(f"{path} is a JSON {type(rows).__name__}, not a list of rows")
     return rows
 
 
@@ -565,36 +651,36 @@ def _object_of_unique_keys(pairs):
 JSON_DECODER = json.JSONDecoder(object_pairs_hook=_object_of_unique_keys)
 
 
-def json_line_text(line, path, offset, text_column="text", error=CorpusError):
+def json_line_text(line, path, offset, text_column="text"):
     """The text_column of one JSON Lines object (the line at byte `offset` of `path`), None if
     it is missing or not a string: b'{"text": "a"}' -> "a"; b'{"text": 5}', b'{}', b'null' -> None.
 
-    What `datasets` refuses raises `error` naming the line: not JSON or not UTF-8, not an
+    What `datasets` refuses is a PrepareError naming the line: not JSON or not UTF-8, not an
     object, a key twice, nesting too deep, a lone surrogate in the text.
     """
     if line.lstrip(JSON_WHITESPACE).startswith(b"["):  # one line of an array, or its first
         problem = "a JSON array, not an object (JSON Lines hold one object a line)"
-        raise _bad_line(error, path, offset, problem)
+        raise _bad_line(path, offset, problem)
     try:
         row = JSON_DECODER.decode(line.decode(json.detect_encoding(line)))
     except ValueError as exc:  # not JSON, not UTF-8, a key twice
-        raise _bad_line(error, path, offset, f"not valid JSON ({exc})") from None
+        raise _bad_line(path, offset, f"not valid JSON ({exc})") from None
     except RecursionError:
-        raise _bad_line(error, path, offset, "JSON nested too deeply to read") from None
+        raise _bad_line(path, offset, "JSON nested too deeply to read") from None
     if row is not None and not isinstance(row, dict):
-        raise _bad_line(error, path, offset, f"a JSON {type(row).__name__}, not an object")
+        raise _bad_line(path, offset, f"a JSON {type(row).__name__}, not an object")
     text = None if row is None else row.get(text_column)
     if not isinstance(text, str):
         return None
     # the line is UTF-8: only a "\ud800" escape makes a lone surrogate
     problem = _lone_surrogate(text) if b"\\u" in line else None
     if problem:
-        raise _bad_line(error, path, offset, problem)
+        raise _bad_line(path, offset, problem)
     return text
 
 
-def _bad_line(error, path, offset, problem):
-    return error(f"{path} {_line_at(path, offset)}: {problem}; fix or remove that line")
+def _bad_line(path, offset, problem):
+    return PrepareError(f"{path} {_line_at(path, offset)}: {problem}; fix or remove that line")
 
 
 def _lone_surrogate(text):
@@ -732,3 +818,28 @@ def count_table(
         if pool is not None:
             pool.terminate()
     return PretokenTable.total([table, *pending])
+
+
+def train_bpe_from_files(
+    inputs,
+    vocab_size,
+    special_tokens=(),
+    pattern="gpt2",
+    text_column="text",
+    max_chars=None,
+    num_workers=None,
+    progress=None,
+):
+    """bpe's trainer on files and globs: .txt, .jsonl/.json or .parquet (a row is a document).
+
+    ["a.txt", "shards/*.parquet"], 4096 -> the same as bpe.train_bpe_from_iterator on their
+    documents (a .txt file's whole text is one item). The files are read by worker processes
+    in pieces and blocks (count_table), so memory is the pretoken count table plus a constant,
+    not the corpus. `progress` sees "read" (bytes) then "merge"; text_column and max_chars (the
+    first documents up to that many characters): see count_table.
+    """
+    check_training_args(vocab_size, special_tokens, pattern)
+    table = count_table(
+        inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
+    )
+    return train_bpe_from_counts(table, vocab_size, special_tokens, progress)

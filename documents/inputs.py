@@ -15,18 +15,23 @@ from pathlib import Path
 
 import numpy as np
 
-from bpe.text import shortened
+from safety.errors import PrepareError
+from safety.files import sha256_file
+from safety.text import shortened
 
-from .errors import PrepareError
-from .files import sha256_file
+from .corpus import KINDS, check_text_column, expand_inputs
 
-# Which datasets builder reads which local files; .txt files are one document each.
+# Which datasets builder reads each kind of file (corpus.KINDS) as the trainer reads it.
 BUILDERS = {
-    ".parquet": ("parquet", {}),
-    ".jsonl": ("json", {}),
-    ".json": ("json", {}),
-    ".txt": ("text", {"sample_by": "document"}),
+    "parquet": ("parquet", {}),
+    "jsonl": ("json", {}),
+    "text": ("text", {"sample_by": "document"}),  # a .txt file is one document
 }
+
+
+def builder(path):
+    """The datasets builder (name, options) of a --data-files file: "a.jsonl" -> ("json", {})."""
+    return BUILDERS[KINDS[Path(path).suffix.lower()]]
 
 
 def hub_files(hub, where):
@@ -152,24 +157,24 @@ def _check_json_depth(block, depth, path, first_line):
 
 
 def expand_data_files(patterns):
-    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt, a/1.txt, a/2.txt.
+    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt,
+    a/1.txt, a/2.txt.
 
     Sorting makes the row order, and so the split and the .bin files, independent of the file
     system's listing order. The files must be of one known kind and not all empty.
     """
-    from bpe.corpus import CorpusError, expand_inputs  # train_tokenizer.py's globber, the same
-
     try:
         files = expand_inputs(patterns)
-    except CorpusError as exc:
+    except PrepareError as exc:
         raise PrepareError(f"--data-files: {exc}") from None
     kinds = {Path(path).suffix.lower() for path in files}
-    if not kinds or not kinds <= BUILDERS.keys():
-        unknown = sorted(kinds - BUILDERS.keys()) or ["no files"]
+    if not kinds or not kinds <= KINDS.keys():
+        unknown = sorted(kinds - KINDS.keys()) or ["no files"]
         raise PrepareError(
-            f"--data-files must name .parquet, .jsonl, .json or .txt files; found {', '.join(unknown)}"
+            "--data-files must name .parquet, .jsonl, .json or .txt files; found "
+            f"{', '.join(unknown)}"
         )
-    if len({BUILDERS[kind][0] for kind in kinds}) > 1:
+    if len({KINDS[kind] for kind in kinds}) > 1:
         raise PrepareError(
             f"--data-files mixes {', '.join(sorted(kinds))} files; give files of one kind"
         )
@@ -181,7 +186,8 @@ def expand_data_files(patterns):
 
 
 def _holds_nothing(path):
-    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure error)."""
+    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure
+    error)."""
     if Path(path).stat().st_size == 0:
         return True
     if Path(path).suffix.lower() != ".parquet":
@@ -196,10 +202,7 @@ def _holds_nothing(path):
 
 def check_texts(dataset, source):
     """Refuse a dataset without a `text` column of strings, naming what is wrong and where."""
-    if "text" not in dataset.column_names:
-        raise PrepareError(
-            f"{source} has no 'text' column; its columns are: {', '.join(dataset.column_names)}"
-        )
+    check_text_column(source, dataset.column_names)
     if len(dataset) == 0:
         raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
     feature = dataset.features["text"]

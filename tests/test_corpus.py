@@ -1,4 +1,4 @@
-"""bpe/corpus.py: files read as pretoken counts in pieces and blocks, equal to counting each
+"""documents/corpus.py: files read as pretoken counts in pieces and blocks, equal to counting each
 document whole; the file kinds, --max-chars, and one clear error for each bad input."""
 
 import json
@@ -10,9 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bpe import EOT, corpus
-from bpe.text import universal_newlines
-from bpe.train import count_pretokens, train_bpe_from_files, train_bpe_from_iterator
+from bpe import EOT
+from bpe.train import count_pretokens, train_bpe_from_iterator
+from documents import corpus
+from documents.corpus import train_bpe_from_files
+from safety.errors import PrepareError
+from safety.text import universal_newlines
 
 # Fragments that make cutting hard: newlines next to (Unicode) spaces, special tokens and their
 # prefixes, multi-byte characters, long runs.
@@ -191,7 +194,7 @@ def bad_parquet(column):
         pytest.param(
             {"d.parquet": bad_parquet({"body": ["a"]})},
             ["d.parquet"],
-            ["d.parquet", "no column 'text'", "body", "--text-column"],
+            ["d.parquet", "has no 'text' column", "body", "--text-column"],
             id="parquet-missing-column",
         ),
         pytest.param(
@@ -203,7 +206,7 @@ def bad_parquet(column):
         pytest.param(
             {"d.parquet": b"PAR1 not really"},
             ["d.parquet"],
-            ["d.parquet", "cannot read", "as parquet"],
+            ["d.parquet: cannot be read as parquet"],
             id="parquet-broken",
         ),
     ],
@@ -213,7 +216,49 @@ def test_bad_input_is_one_error_naming_the_file(tmp_path, monkeypatch, files, in
 
     write_files(tmp_path, files)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(corpus.CorpusError) as error:
+    with pytest.raises(PrepareError) as error:
         corpus.count_corpus(inputs, special_tokens=[EOT])
     for fragment in fragments:
         assert fragment in str(error.value)
+
+
+# ---------------------------------------------------------------- texts in memory, in pieces
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(st.sampled_from("ab .!\n\r\t\u00a0é"), max_size=200),
+    st.integers(1, 30),
+    st.sampled_from(["gpt2", "gpt4", "nanochat", r"\S+|\s+"]),
+    st.sampled_from([(), ("<|e|>",)]),
+)
+def test_pieces_pretokenize_like_the_whole_text(body, target, pattern, special_tokens):
+    text = body.replace("!", "<|e|>") if special_tokens else body
+    bounds = corpus.piece_bounds(text, target, pattern, special_tokens)
+    assert bounds[0] == 0 and bounds[-1] == len(text) and bounds == sorted(bounds)
+    counts = Counter()
+    for start, end in zip(bounds, bounds[1:]):
+        counts.update(count_pretokens(text[start:end], pattern, special_tokens))
+    assert counts == count_pretokens(text, pattern, special_tokens)
+
+
+def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
+    monkeypatch.setattr(corpus, "PARALLEL_MIN_CHARS", 0)  # use workers even for this
+    text = shakespeare[:300_000] + EOT + shakespeare[300_000:400_000]
+    expected = count_pretokens(text, "gpt2", [EOT])
+    assert corpus.count_pretokens_parallel(text, "gpt2", [EOT], num_workers=2) == expected
+    assert corpus.count_pretokens_parallel(text, "gpt4", [EOT], num_workers=3) == count_pretokens(
+        text, "gpt4", [EOT]
+    )
+
+
+@pytest.mark.parametrize(
+    "num_workers",
+    [pytest.param(0, id="zero"), pytest.param(10**16, id="10**16"), pytest.param(2.5, id="float")],
+)
+def test_a_number_of_workers_beyond_bounds_is_refused_before_any_work(tmp_path, num_workers):
+    """10**16 workers would start a process per line of the text."""
+    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
+        train_bpe_from_files([tmp_path / "missing.txt"], 300, num_workers=num_workers)
+    with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
+        corpus.count_texts(["abc " * 200_000], num_workers=num_workers)
