@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from documents.inputs import builder, check_texts, expand_data_files, hub_files, inputs_sha256
-from formats.shards import META_FORMAT_VERSION, llmc_header, splits_record, write_npy
+from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.shards import llmc_header, splits_record, write_npy
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
-from safety.record import META_PKL, RECORD_NAME, SHARD_FORMATS
 from safety.text import shortened
 
 # ---------------------------------------------------------------------------------------------
@@ -49,16 +49,18 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
     from formats.tokenizers import encoding_sha256, gpt2_encoding, trained_tokenizer
 
     if tokenizer_path is not None:
-        return trained_tokenizer(tokenizer_path, need_eot)
-    encoding = gpt2_encoding()
-    n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
-    record = {
-        "kind": "tiktoken",
-        "name": "gpt2",
-        "vocab_size": n_vocab,
-        "eot_id": eot,
-        "sha256": sha256,
-    }
+        encoding, record = trained_tokenizer(tokenizer_path, need_eot)
+    else:
+        encoding = gpt2_encoding()
+        n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
+        record = {
+            "kind": "tiktoken",
+            "name": "gpt2",
+            "vocab_size": n_vocab,
+            "eot_id": eot,
+            "sha256": sha256,
+        }
+    encoding.encode_ordinary("")  # the fast encoder (formats/encoders.py) built before any step
     return encoding, record
 
 
@@ -302,9 +304,8 @@ def write_meta(
     }
     if shards is not None:
         meta["format"], meta["shards"] = shard_format, shards
-    meta["token_bytes"] = write_token_bytes(
-        out, tokenizer, dtype, meta["splits"], shards, shard_format
-    )
+    splits = meta["splits"]
+    meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
     return write_record(out, meta)
 
 
@@ -413,11 +414,13 @@ def source_name(data_files, hub):
     return f"{hub.repo}@{hub.revision[:12]}{config}"
 
 
-def source_record(data_files, num_documents, hub):
-    """meta.json's "source": the hub repo, revision and config, or the --data-files as given."""
+def source_record(data_files, num_documents, hub, budget=None):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given;
+    with --max-tokens, its "budget" (hub.budget: the files and row groups read)."""
     if data_files:
         return {"files": data_files, "documents": num_documents}
-    return dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    record = dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    return {**record, "budget": budget} if budget else record
 
 
 def id_batches(tokenized, documents_per_batch=10_000):
@@ -497,12 +500,15 @@ def random_split(num_documents, val_fraction, seed):
     return permutation[num_val:], permutation[:num_val]
 
 
-def split_record(val_fraction, seed, documents, numpy_version=np.__version__, dedup=None):
+def split_record(
+    val_fraction, seed, documents, numpy_version=np.__version__, dedup=None, rule=None
+):
     """meta.json's "split" for `random_split`: the rule and its inputs. documents: {"train": 9995,
     "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too.
-    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup)."""
+    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup); rule:
+    another split's (a lesson's --max-tokens)."""
     record = {
-        "rule": SPLIT_RULE,
+        "rule": rule or SPLIT_RULE,
         "val_fraction": val_fraction,
         "seed": seed,
         "numpy": numpy_version,
@@ -534,7 +540,7 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
 
 
 def main(argv=None):
-    """python prepare_common.py verify|show|packing FOLDER (each answers --help)"""
+    """python prepare_common.py verify|show|packing|overlap|bpb FOLDER (each answers --help)"""
     from inspection import main as inspect_folder
 
     inspect_folder(argv)

@@ -2,12 +2,13 @@
 near copies (what `prepare.py --dedup exact|near` drops before the split).
 
     exact_keep([text_hash(t) for t in texts])  -> [True, True, False, ...]: a repeat is dropped
-    near_keep(signatures)                      -> the first document of each MinHash cluster kept
-    keep_documents("near", keys, signatures_of)    -> the same from 14 band keys a document held
+    near_keep(keys)                            -> the first document of each cluster kept
+    keep_documents("near", chunks_of_keys)     -> the same from 14 band keys a document held
 
-near_keep equals simple.first_of_clusters(n, simple.near_duplicate_pairs(documents)): the pairs
-sharing a band with estimated Jaccard >= 0.8 link documents into clusters; each keeps its first.
-So no two kept documents are near duplicates, and no copy can straddle train and val.
+near_keep equals simple.first_of_clusters(n, simple.near_duplicate_pairs(documents)): documents
+sharing a band's key are linked into clusters (a union-find over band keys); each keeps its first.
+So no two kept documents share a band, and no near copy can straddle train and val: `overlap`
+calls a val document near a train one by the same rule.
 """
 
 import numpy as np
@@ -22,29 +23,30 @@ def exact_keep(hashes):
     return keep
 
 
-def near_pairs(signatures, threshold=simple.THRESHOLD, bands=simple.BANDS, rows=simple.ROWS):
-    """simple.near_duplicate_pairs from the documents' signatures (a (documents, bands * rows)
-    array): every pair (i, j), i < j, in one band's bucket, whose signatures agree on at least
-    `threshold` of their values. A bucket of k documents compares its k * (k - 1) / 2 pairs."""
-    keys = fast.band_keys(signatures, bands, rows)
-    pairs = set()
-    for band in range(bands):
-        order = np.argsort(keys[:, band], kind="stable")
-        sorted_keys = keys[order, band]
-        bounds = np.flatnonzero(np.diff(sorted_keys)) + 1
-        for members in np.split(order, bounds):
-            if len(members) < 2:
-                continue
-            i, j = np.triu_indices(len(members), k=1)
-            agree = (signatures[members[i]] == signatures[members[j]]).mean(axis=1)
-            pairs.update(zip(members[i][agree >= threshold].tolist(), members[j][agree >= threshold].tolist()))  # fmt: skip
-    return pairs
+def near_links(keys):
+    """The links a union-find over band keys needs (a (documents, bands) array of keys): each
+    document paired with the first document holding its key in some band, (first, it), sorted.
+    A bucket of k documents gives k - 1 links, never its k * (k - 1) / 2 pairs.
+
+    keys [[1, 5], [2, 5], [1, 6]] -> [(0, 1), (0, 2)]: 0 and 1 share band 1, 0 and 2 band 0
+    """
+    count = max(len(keys), 1)
+    links = [np.zeros(0, np.int64)]  # link (first, document) as the number first * count + document
+    for column in np.asarray(keys).T:
+        order = np.argsort(column, kind="stable")  # each bucket's documents in order
+        sorted_keys = column[order]
+        starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        firsts = np.repeat(order[starts], np.diff(np.r_[starts, len(order)]))
+        joined = firsts != order
+        links.append(firsts[joined] * count + order[joined])
+    links = np.unique(np.concatenate(links))
+    return list(zip((links // count).tolist(), (links % count).tolist()))
 
 
-def near_keep(signatures, threshold=simple.THRESHOLD, bands=simple.BANDS, rows=simple.ROWS):
-    """Keep the first document of each cluster near_pairs links: simple.first_of_clusters."""
-    pairs = near_pairs(signatures, threshold, bands, rows)
-    return np.array(simple.first_of_clusters(len(signatures), sorted(pairs)), bool)
+def near_keep(keys):
+    """Keep the first document of each cluster of documents sharing a band key (keys as in
+    near_links): simple.first_of_clusters over near_links."""
+    return np.array(simple.first_of_clusters(len(keys), near_links(keys)), bool)
 
 
 def shared_band(keys):
@@ -83,13 +85,12 @@ def no_keys(rule):
     return np.zeros((0,) if rule == "exact" else (0, simple.BANDS), np.uint64)
 
 
-def keep_documents(rule, keys, signatures_of):
+def keep_documents(rule, keys):
     """Which documents `--dedup rule` keeps, as a bool array, from their document_keys (an
     iterable of arrays, chunk after chunk, the documents in order).
 
-    "exact": exact_keep of the hashes. "near": near_keep, from the signatures of only the
-    documents sharing a band key with another (signatures_of(their numbers) makes them again):
-    a pair shares a band, so every other document is alone in its cluster, and kept.
+    "exact": exact_keep of the hashes. "near": near_keep of the documents sharing a band key
+    with another (shared_band): every other document is alone in its cluster, and kept.
     """
     keys = np.concatenate([no_keys(rule), *keys])
     if rule == "exact":
@@ -97,7 +98,7 @@ def keep_documents(rule, keys, signatures_of):
     candidates = np.flatnonzero(shared_band(keys))
     keep = np.ones(len(keys), bool)
     if len(candidates):
-        keep[candidates] = near_keep(signatures_of(candidates))
+        keep[candidates] = near_keep(keys[candidates])
     return keep
 
 
@@ -111,12 +112,12 @@ def rule_record(rule):
     }
     if rule == "near":
         record.update(
-            keeps="the first document of each cluster of near copies (pairs linked transitively)",
+            keeps="the first document of each cluster of documents sharing a band key (linked "
+            "transitively)",
             hash="MinHash over token shingles, splitmix64 permutations from seed 0",
             shingle_tokens=simple.SHINGLE,
             bands=simple.BANDS,
             rows=simple.ROWS,
-            threshold=simple.THRESHOLD,
             seed=0,
-        )  # fmt: skip
+        )
     return record

@@ -12,14 +12,17 @@ import hashlib
 import numpy as np
 
 from . import simple
+from .compiled import KERNELS
 
 U64 = np.uint64
 MASK = U64(simple.MASK)
+GRAM_INVERSE = pow(simple.GRAM_BASE, -1, 2**64)  # GRAM_BASE * GRAM_INVERSE = 1 (mod 2**64)
 ROWS_PER_STEP = 8192  # shingles permuted at once: 8,192 x 112 hashes x 8 bytes = 7 MB
 
 
 def offsets_of(lengths):
-    """Where each document begins in the flat array, and where the last ends: [3, 0, 2] -> [0, 3, 3, 5]."""
+    """Where each document begins in the flat array, and where the last ends:
+    [3, 0, 2] -> [0, 3, 3, 5]."""
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
@@ -51,6 +54,31 @@ def window_hashes(tokens, n):
     return h
 
 
+def gram_hashes(tokens, n):
+    """[simple.gram_hash(tokens[i:i + n]) for each i], in one pass whatever n is: with prefix
+    sums P[i] of mix64(id) * BASE**i, window i is (P[i + n] - P[i]) * BASE**-i (all mod 2**64).
+
+    [5, 6, 7], n=2 -> [gram_hash((5, 6)), gram_hash((6, 7))];  fewer than n tokens -> []
+    """
+    count = len(tokens) - n + 1
+    if count <= 0:
+        return np.zeros(0, U64)
+    terms = mix64(np.asarray(tokens).astype(U64) ^ U64(simple.SEED))
+    terms *= powers(simple.GRAM_BASE, len(terms))
+    prefix = np.zeros(len(terms) + 1, U64)
+    np.cumsum(terms, out=prefix[1:])
+    windows = prefix[n:] - prefix[:count]
+    windows *= powers(GRAM_INVERSE, count)
+    return mix64(windows)
+
+
+def powers(base, count):
+    """[base**k mod 2**64 for k in range(count)] as uint64: 3, 4 -> [1, 3, 9, 27]."""
+    result = np.full(count, U64(base), U64)
+    result[:1] = 1
+    return np.multiply.accumulate(result, out=result)
+
+
 def document_hashes(tokens, offsets):
     """[simple.document_hash(document) for each document]: blake2b of each one's 4-byte ids."""
     data = memoryview(np.ascontiguousarray(tokens, dtype="<u4")).cast("B")
@@ -73,7 +101,7 @@ def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
     begins = offsets_of(counts)
     flat = np.empty(begins[-1], U64)
-    hashes, positions, owners = ngram_hashes(tokens, offsets, n)  # the long documents' windows
+    hashes, positions, owners = ngram_hashes(tokens, offsets, n, window_hashes)  # long documents
     flat[begins[owners] + positions - offsets[owners]] = hashes
     for length in range(1, n):  # the short documents, those of one length at a time
         short = np.flatnonzero(lengths == length)
@@ -96,9 +124,13 @@ def sequence_hashes(rows):
 def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BANDS * simple.ROWS):
     """[simple.minhash(document, n, num_hashes) for each document] as a (documents, num_hashes)
     uint64 array, permuting ROWS_PER_STEP shingle hashes at a time."""
-    flat, begins = shingle_hashes(tokens, offsets, n)
     a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
-    signatures = np.full((len(begins) - 1, num_hashes), MASK, U64)
+    signatures = np.full((len(offsets) - 1, num_hashes), MASK, U64)
+    if KERNELS is not None:
+        offsets = np.asarray(offsets, np.int64)
+        KERNELS.minhash(np.asarray(tokens), offsets, n, a, b, signatures)
+        return signatures
+    flat, begins = shingle_hashes(tokens, offsets, n)
     nonempty = np.flatnonzero(np.diff(begins) > 0)
     firsts = begins[nonempty]  # where each nonempty document's hashes begin in `flat`
     permuted = np.empty((ROWS_PER_STEP, num_hashes), U64)
@@ -116,6 +148,32 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
     return signatures
 
 
+def lookup(unique):
+    """hashes -> each one's position in `unique` (sorted, distinct uint64), -1 where absent: a
+    function, made once for many look-ups. numpy: positions_in; compiled: a hash table of
+    `unique` (compiled.py), the same positions.
+
+    lookup([3, 7, 9])([9, 4, 3]) -> [2, -1, 0]
+    """
+    if KERNELS is not None:
+        table = KERNELS.table(np.asarray(unique, U64))
+        return lambda hashes: KERNELS.positions(*table, hashes)
+    return lambda hashes: positions_in(unique, hashes)
+
+
+def positions_in(unique, hashes):
+    """Each hash's position in `unique` (sorted, distinct), or -1: [3, 7, 9], [9, 4, 3] ->
+    [2, -1, 0]. The hashes are sorted first: the look-ups then walk `unique` once."""
+    where = np.full(len(hashes), -1, np.int64)
+    if len(unique) == 0:
+        return where
+    order = np.argsort(hashes)
+    index = np.minimum(np.searchsorted(unique, hashes[order]), len(unique) - 1)
+    hit = unique[index] == hashes[order]
+    where[order[hit]] = index[hit]
+    return where
+
+
 def band_keys(signatures, bands=simple.BANDS, rows=simple.ROWS):
     """[simple.band_keys(signature, bands, rows) for each row] as a (documents, bands) array."""
     keys = np.empty((len(signatures), bands), U64)
@@ -124,13 +182,17 @@ def band_keys(signatures, bands=simple.BANDS, rows=simple.ROWS):
     return keys
 
 
-def ngram_hashes(tokens, offsets, n=simple.NGRAM):
+def ngram_hashes(tokens, offsets, n=simple.NGRAM, hashes=gram_hashes):
     """Every n-gram inside a document: (hashes, positions, owners), the hash of tokens[p:p + n]
-    (simple.sequence_hash) for each position p whose n tokens all lie in one document, and that
-    document's number. [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions
-    [0, 1, 3]; owners [0, 0, 1]"""
+    (`hashes`: gram_hashes, simple.gram_hash; shingles' window_hashes, simple.sequence_hash) for
+    each position p whose n tokens all lie in one document, and that document's number.
+    [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions [0, 1, 3]; owners [0, 0, 1]
+    """
     offsets = np.asarray(offsets, np.int64)
-    windows = window_hashes(tokens, n)
+    if KERNELS is not None and hashes is gram_hashes:
+        base, inverse = U64(simple.GRAM_BASE), U64(GRAM_INVERSE)
+        return KERNELS.ngram_hashes(np.asarray(tokens), offsets, n, base, inverse)
+    windows = hashes(tokens, n)
     positions = np.arange(len(windows))
     owners = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[: len(windows)]
     inside = positions + n <= offsets[owners + 1]

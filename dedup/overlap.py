@@ -3,18 +3,18 @@
     report = overlap_report(val, train_chunks, ngram=13, against={"quiz.txt": items})
 
 val (and each benchmark file in `against`) is (tokens, offsets), its documents held: a hash per
-document, a MinHash signature per document (112 x 8 bytes), a hash per n-gram (8 bytes a token).
+document, 14 MinHash band keys per document (14 x 16 bytes), a hash per n-gram (8 bytes a token).
 train comes as an iterator of (tokens, offsets) chunks of whole documents (`stream_documents`
 cuts a token stream into them); each chunk is compared with val and forgotten, except 12 bytes a
 train document (its hash and length) for `train_repeated_documents`. So memory is val's size
 plus one chunk, whatever train's: flat as train grows to billions of tokens.
 
 The figures (see overlap_report): train documents repeated in train; val documents with an exact
-copy in train; val documents with a near copy in train (MinHash + LSH, estimated Jaccard >= 0.8
-over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a 13-gram that
-also occurs in train (GPT-3's contamination rule); per benchmark file, its items with a 13-gram
-in train and the train documents holding one. Documents are compared without their boundary
-token (the end-of-text or BOS id), and every token count leaves it out.
+copy in train; val documents with a near copy in train (sharing a MinHash band key with a train
+document, over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a
+13-gram that also occurs in train (GPT-3's contamination rule); per benchmark file, its items
+with a 13-gram in train and the train documents holding one. Documents are compared without
+their boundary token (the end-of-text or BOS id), and every token count leaves it out.
 """
 
 import numpy as np
@@ -64,19 +64,17 @@ class NgramProbe:
     def __init__(self, tokens, offsets, n):
         self.num_documents, self.num_tokens, self.n = len(offsets) - 1, len(tokens), n
         hashes, self.positions, self.owners = fast.ngram_hashes(tokens, offsets, n)
-        self.unique, self.which = np.unique(hashes, return_inverse=True)
-        self.found = np.zeros(len(self.unique), bool)  # which n-grams train holds
+        unique, self.which = np.unique(hashes, return_inverse=True)
+        self.positions_of = fast.lookup(unique)
+        self.found = np.zeros(len(unique), bool)  # which n-grams train holds
         self.train_documents = 0  # the train documents holding at least one of them
 
     def look_in(self, hashes, owners):
         """Mark the n-grams found among a train chunk's (hashes, owners); count its documents."""
-        if len(self.unique) == 0 or len(hashes) == 0:
-            return
-        order = np.argsort(hashes)  # sorted, the look-ups walk `unique` once: cache-friendly
-        index = np.minimum(np.searchsorted(self.unique, hashes[order]), len(self.unique) - 1)
-        hit = self.unique[index] == hashes[order]
-        self.found[index[hit]] = True
-        self.train_documents += len(np.unique(owners[order[hit]]))
+        where = self.positions_of(hashes)
+        hit = where >= 0
+        self.found[where[hit]] = True
+        self.train_documents += len(np.unique(owners[hit]))
 
     def documents_found(self):
         """How many of the documents hold an n-gram train holds."""
@@ -88,33 +86,36 @@ class NgramProbe:
 
 
 class ValIndex:
-    """val's documents held as hashes: exact, MinHash bands, n-grams; and what train matched."""
+    """val's documents held as hashes: exact, MinHash band keys, n-grams; and what train matched."""
 
     def __init__(self, tokens, offsets, ngram=simple.NGRAM, bands=simple.BANDS, rows=simple.ROWS):
         self.num_documents, self.num_tokens = len(offsets) - 1, len(tokens)
         self.bands, self.rows = bands, rows
         self.hashes = fast.document_hashes(tokens, offsets)
-        self.signatures = fast.minhash_signatures(tokens, offsets, simple.SHINGLE, bands * rows)
-        keys = fast.band_keys(self.signatures, bands, rows)
-        self.band_order = np.argsort(keys, axis=0, kind="stable")  # per band, val docs by key
-        self.band_keys = np.take_along_axis(keys, self.band_order, axis=0)
-        self.near_found = np.zeros(self.num_documents, bool)
+        signatures = fast.minhash_signatures(tokens, offsets, simple.SHINGLE, bands * rows)
+        keys = fast.band_keys(signatures, bands, rows)
+        self.band_keys = [np.unique(column) for column in keys.T]  # each band's distinct keys
+        self.keys_found = [np.zeros(len(column), bool) for column in self.band_keys]
+        self.key_of = [np.searchsorted(u, column) for u, column in zip(self.band_keys, keys.T)]
         self.ngrams = NgramProbe(tokens, offsets, ngram)
 
-    def match_near(self, signatures, threshold=simple.THRESHOLD):
-        """Mark the val documents that share a band with a train document (the chunk's
-        `signatures`) and agree with it on at least `threshold` of the signature."""
+    def match_near(self, signatures):
+        """Mark the band keys of val that a train chunk's documents (their `signatures`) hold:
+        a val document sharing one with a train document is a near copy (dedup/drop.py's rule).
+        One look-up a train document and band: no pair of documents is ever made."""
         keys = fast.band_keys(signatures, self.bands, self.rows)
-        for band in range(self.bands):
-            column = self.band_keys[:, band]
-            left = np.searchsorted(column, keys[:, band], side="left")
-            right = np.searchsorted(column, keys[:, band], side="right")
-            counts = right - left
-            train_docs = np.repeat(np.arange(len(keys)), counts)
-            slots = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            val_docs = self.band_order[np.repeat(left, counts) + slots, band]
-            agree = (signatures[train_docs] == self.signatures[val_docs]).mean(axis=1)
-            self.near_found[val_docs[agree >= threshold]] = True
+        for distinct, found, column in zip(self.band_keys, self.keys_found, keys.T):
+            if len(distinct):
+                where = np.minimum(np.searchsorted(distinct, column), len(distinct) - 1)
+                found[where[distinct[where] == column]] = True
+
+    @property
+    def near_found(self):
+        """Which val documents share a band key with some train document seen so far."""
+        near = np.zeros(self.num_documents, bool)
+        for found, key_of in zip(self.keys_found, self.key_of):
+            near |= found[key_of]
+        return near
 
 
 def hash_documents(chunks, visit=None):
@@ -130,7 +131,8 @@ def hash_documents(chunks, visit=None):
 
 
 def repeated_documents(hashes, lengths):
-    """(documents, tokens) of the documents whose hash occurs earlier: [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
+    """(documents, tokens) of the documents whose hash occurs earlier:
+    [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
     repeated = np.ones(len(hashes), bool)
     repeated[np.unique(hashes, return_index=True)[1]] = False  # each hash's first occurrence
     return int(repeated.sum()), int(lengths[repeated].sum(dtype=np.int64))
@@ -155,12 +157,12 @@ def _exact_figures(val_hashes, hashes, lengths):
         "val_documents_in_train": {
             "documents": in_train,
             "fraction": _share(in_train, len(val_hashes)),
-        },  # fmt: skip
+        },
         "train_repeated_documents": {
             "documents": repeats,
             "tokens": repeated_tokens,
             "token_fraction": _share(repeated_tokens, int(lengths.sum(dtype=np.int64))),
-        },  # fmt: skip
+        },
     }
 
 
@@ -176,7 +178,8 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
     probes = {name: NgramProbe(*items, ngram) for name, items in (against or {}).items()}
 
     def match(tokens, offsets):  # train's chunk against val's and the benchmarks' hashes
-        index.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, index.bands * index.rows))  # fmt: skip
+        num_hashes = index.bands * index.rows
+        index.match_near(fast.minhash_signatures(tokens, offsets, simple.SHINGLE, num_hashes))
         gram_hashes, _, owners = fast.ngram_hashes(tokens, offsets, ngram)
         for probe in (index.ngrams, *probes.values()):
             probe.look_in(gram_hashes, owners)
@@ -197,20 +200,20 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
                 "shingle_tokens": simple.SHINGLE,
                 "bands": index.bands,
                 "rows": index.rows,
-                "threshold": simple.THRESHOLD,
-            },  # fmt: skip
+            },
         },
         "val_tokens_in_shared_ngrams": {
             "ngram": ngram,
             "tokens": covered,
             "fraction": _share(covered, index.num_tokens),
-        },  # fmt: skip
+        },
         "against": [_against_record(name, probe) for name, probe in probes.items()],
     }
 
 
 def _against_record(name, probe):
-    """One benchmark file's figures: its items, those with an n-gram in train, the train documents."""
+    """One benchmark file's figures: its items, those with an n-gram in train, the train
+    documents holding one."""
     found = probe.documents_found()
     return {
         "file": name,

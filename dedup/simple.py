@@ -12,10 +12,13 @@ there) share most of their shingles, the runs of 5 consecutive tokens: the Jacca
 so each document is summarised by a MinHash signature: under a random permutation of all
 shingles, the smallest shingle of A is the smallest of B with probability exactly Jaccard(A, B),
 so the fraction of equal minima over 112 permutations estimates it. Locality-sensitive hashing
-then finds the candidate pairs without comparing all of them: the signature is cut into 14 bands
-of 8 rows, and two documents become candidates when one whole band is equal. A pair of
-similarity s shares some band with probability 1 - (1 - s**8)**14: 99% at s = 0.85, 5% at 0.5.
-A candidate is a near duplicate when its estimated Jaccard is at least 0.8.
+then finds the near pairs without comparing any two documents: the signature is cut into 14
+bands of 8 rows, each band hashed to a key, and two documents sharing one band's key are near
+duplicates (datatrove's rule). A pair of similarity s shares some band with probability
+1 - (1 - s**8)**14: 99% at s = 0.85, 92% at 0.8, 56% at 0.7, 5% at 0.5. Clusters are the
+documents such pairs link transitively: one look at each document's 14 keys finds them, so the
+cost grows with the documents, never with pairs of them (a boilerplate copied 100,000 times is
+100,000 documents sharing one key, not 5 billion pairs to compare).
 
 Every hash is a fixed function of the token ids (splitmix64's mixer, blake2b), never Python's
 hash(): the same ids give the same answers on every platform and in every run.
@@ -29,12 +32,12 @@ MASK = 2**64 - 1  # the hashes are 64-bit unsigned integers; arithmetic wraps ar
 SEED = 0x9E3779B97F4A7C15  # where every sequence hash starts (the golden ratio's 64 bits)
 SHINGLE = 5  # tokens per shingle, the unit of near-duplicate similarity
 BANDS, ROWS = 14, 8  # datatrove's LSH: 14 bands of 8 hashes, a signature of 112
-THRESHOLD = 0.8  # estimated Jaccard at or above which two documents are near duplicates
 NGRAM = 13  # GPT-3's contamination rule: a shared run of 13 tokens
+GRAM_BASE = SEED  # gram_hash's base: odd, so its powers mod 2**64 are all invertible
 
 
 def mix64(x):
-    """splitmix64's finalizer: a 64-bit integer -> a 64-bit integer whose bits all depend on all of x.
+    """splitmix64's finalizer: a 64-bit integer -> one whose bits all depend on all of x.
 
     0 -> 0; 1 -> 0x5692161D100B05E5 (each output bit flips with about half the input bits)
     """
@@ -44,11 +47,22 @@ def mix64(x):
 
 
 def sequence_hash(values):
-    """A 64-bit hash of a sequence of integers, one mix per value: (5, 6) -> mix64(mix64(SEED ^ 5) ^ 6)."""
+    """A 64-bit hash of a sequence of integers, one mix per value:
+    (5, 6) -> mix64(mix64(SEED ^ 5) ^ 6)."""
     h = SEED
     for value in values:
         h = mix64(h ^ value)
     return h
+
+
+def gram_hash(ids):
+    """A 64-bit hash of an n-gram that a window can roll: each id mixed, weighted by a power of
+    GRAM_BASE by its place, summed, the sum mixed. (5, 6) -> mix64(mix64(5 ^ SEED) + mix64(6 ^
+    SEED) * GRAM_BASE). Sliding one token on subtracts the first id's term and adds the new
+    one's, whatever n is (fast.gram_hashes); sequence_hash chains n mixes, n passes a window.
+    """
+    total = sum(mix64(int(token) ^ SEED) * pow(GRAM_BASE, k, 2**64) for k, token in enumerate(ids))
+    return mix64(total & MASK)
 
 
 def document_hash(ids):
@@ -61,7 +75,7 @@ def document_hash(ids):
 
 
 def text_hash(text):
-    """A text's 64-bit hash: blake2b of its UTF-8 bytes ("a" and "a" -> equal; "a" and "a " -> not)."""
+    """A text's 64-bit hash: blake2b of its UTF-8 bytes ("a", "a" -> equal; "a", "a " -> not)."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
 
 
@@ -103,7 +117,9 @@ def minhash(ids, n=SHINGLE, num_hashes=BANDS * ROWS):
     an empty document -> [2**64 - 1] * num_hashes (no shingle).
     """
     hashes = [sequence_hash(shingle) for shingle in shingles(ids, n)]
-    return [min(((a * h + b) & MASK for h in hashes), default=MASK) for a, b in permutations(num_hashes)]  # fmt: skip
+    return [
+        min(((a * h + b) & MASK for h in hashes), default=MASK) for a, b in permutations(num_hashes)
+    ]
 
 
 def estimated_jaccard(signature_a, signature_b):
@@ -118,29 +134,24 @@ def band_keys(signature, bands=BANDS, rows=ROWS):
     return [sequence_hash(signature[band * rows : (band + 1) * rows]) for band in range(bands)]
 
 
-def near_duplicate_pairs(documents, threshold=THRESHOLD, bands=BANDS, rows=ROWS, n=SHINGLE):
-    """The pairs (i, j), i < j, of documents sharing a band with estimated Jaccard >= threshold.
+def near_duplicate_pairs(documents, bands=BANDS, rows=ROWS, n=SHINGLE):
+    """The pairs (i, j), i < j, of documents whose signatures share some band's key.
 
     [[1, 2, 3, 4, 5, 6], [9, 9, 9, 9, 9, 9], [1, 2, 3, 4, 5, 6]] -> {(0, 2)}
     """
-    signatures = [minhash(ids, n, bands * rows) for ids in documents]
-    buckets = {}  # (band, key) -> the documents with that key in that band
-    for i, signature in enumerate(signatures):
-        for band, key in enumerate(band_keys(signature, bands, rows)):
-            buckets.setdefault((band, key), []).append(i)
-    pairs = set()
-    for members in buckets.values():
-        for x, i in enumerate(members):
-            for j in members[x + 1 :]:
-                if estimated_jaccard(signatures[i], signatures[j]) >= threshold:
-                    pairs.add((i, j))
-    return pairs
+    keys = [band_keys(minhash(ids, n, bands * rows), bands, rows) for ids in documents]
+    return {
+        (i, j)
+        for j in range(len(documents))
+        for i in range(j)
+        if any(a == b for a, b in zip(keys[i], keys[j]))
+    }
 
 
 def first_of_clusters(num_documents, pairs):
     """Which documents to keep: the first of each cluster that `pairs` link (union-find).
 
-    5 documents, pairs {(0, 2), (2, 4)} -> [True, True, False, True, False]: 2 and 4 join 0's cluster
+    5 documents, pairs {(0, 2), (2, 4)} -> [True, True, False, True, False]: 2, 4 join 0's cluster
     """
     parent = list(range(num_documents))
 

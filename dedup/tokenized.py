@@ -10,18 +10,20 @@ from tqdm import tqdm
 from safety.text import plural
 
 from .drop import document_keys, keep_documents, rule_record, without_boundaries
-from .fast import minhash_signatures
 
 
 def document_chunks(tokenized, eot_first=False, desc=None, documents_per_batch=10_000):
     """A tokenized dataset's documents as dedup/ reads them, a batch at a time: (their ids, the
     end-of-text token left out, one flat array; offsets), [[17250, 50256], [64, 50256]] ->
     ([17250, 64], [0, 1, 2]). desc: a tqdm bar of the documents, so named."""
-    bar = tqdm(total=len(tokenized), unit=" doc", desc=desc, delay=1, leave=False, disable=desc is None)  # fmt: skip
+    bar = tqdm(
+        total=len(tokenized), unit=" doc", desc=desc, delay=1, leave=False, disable=desc is None
+    )
     for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
         lengths = batch["len"].to_numpy()
         bar.update(len(lengths))
-        yield without_boundaries(batch["ids"].combine_chunks().flatten().to_numpy(), lengths, eot_first)  # fmt: skip
+        ids = batch["ids"].combine_chunks().flatten().to_numpy()
+        yield without_boundaries(ids, lengths, eot_first)
     bar.close()
 
 
@@ -30,13 +32,9 @@ def deduplicate(tokenized, rule, eot_first=False):
     near copies (dedup/drop.py), and meta.json's record of the rule and of the documents dropped.
     Compared: each document's ids without its end-of-text token, what `overlap` compares."""
 
-    def signatures_of(numbers):  # the candidates of "near", read again
-        chunks = document_chunks(tokenized.select(numbers), eot_first, "--dedup near: candidates")
-        return np.concatenate([minhash_signatures(ids, offsets) for ids, offsets in chunks])
-
     chunks = document_chunks(tokenized, eot_first, f"--dedup {rule}")
     keys = (document_keys(rule, ids, offsets) for ids, offsets in chunks)
-    kept = np.flatnonzero(keep_documents(rule, keys, signatures_of))
+    kept = np.flatnonzero(keep_documents(rule, keys))
     record = {**rule_record(rule), "documents_dropped": len(tokenized) - len(kept)}
     print(dedup_line(record, len(tokenized)))
     return kept, record
@@ -45,5 +43,9 @@ def deduplicate(tokenized, rule, eot_first=False):
 def dedup_line(record, documents):
     """What --dedup says of the documents it dropped (`deduplicate`'s record), out of `documents`:
     "--dedup exact: 2 of 23 documents dropped, each an exact copy of an earlier one"."""
-    repeat = "an exact copy of an earlier one" if record["rule"] == "exact" else "a near copy in an earlier one's cluster"  # fmt: skip
-    return f"--dedup {record['rule']}: {record['documents_dropped']:,} of {plural(documents, 'document')} dropped, each {repeat}"  # fmt: skip
+    if record["rule"] == "exact":
+        repeat = "an exact copy of an earlier one"
+    else:
+        repeat = "a near copy in an earlier one's cluster"
+    dropped = f"{record['documents_dropped']:,} of {plural(documents, 'document')} dropped"
+    return f"--dedup {record['rule']}: {dropped}, each {repeat}"

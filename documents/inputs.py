@@ -8,6 +8,7 @@ JSON nested deeply enough to crash pyarrow (`inputs_sha256`), files of mixed kin
 files.
 """
 
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -27,6 +28,7 @@ BUILDERS = {
     "jsonl": ("json", {}),
     "text": ("text", {"sample_by": "document"}),  # a .txt file is one document
 }
+LOCAL_FILES = "to use local files instead, pass --data-files 'DIR/*.parquet'"  # a hub failure's
 
 
 def builder(path):
@@ -42,9 +44,16 @@ def hub_files(hub, where):
     id): a cached copy that fails the check is fetched again, and one that fails again is one
     line naming the file. A hub that cannot be reached, a revision that is gone: one line too.
     """
+    with hub_failures(where):
+        entries = hub_entries(hub, where)
+        return [list(column) for column in zip(*(checked_download(hub, e) for e in entries))]
+
+
+def hub_entries(hub, where, advice=LOCAL_FILES):
+    """The hub's entries (path, size, lfs.sha256, blob_id) of `hub`'s files, sorted by path."""
     from huggingface_hub import HfApi
 
-    try:
+    with hub_failures(where, advice):
         # asked first: it fails at once, saying which, where a listing would retry and wait
         HfApi().dataset_info(hub.repo, revision=hub.revision)
         folder = hub.files.rsplit("/", 1)[0] if "/" in hub.files else ""
@@ -57,18 +66,25 @@ def hub_files(hub, where):
         )
         if not entries:
             raise PrepareError(f"{where} holds no file matching {hub.files}")
-        return [list(column) for column in zip(*(_checked_download(hub, e) for e in entries))]
+        return entries
+
+
+@contextlib.contextmanager
+def hub_failures(where, advice=LOCAL_FILES):
+    """Any failure of the block but a PrepareError: one line saying the hub could not be read,
+    and what to do (`advice`)."""
+    try:
+        yield
     except PrepareError:
         raise
     except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
         detail = shortened(" ".join(f"{type(exc).__name__}: {exc}".split()))
         raise PrepareError(
-            f"cannot load {where} from the Hugging Face hub ({detail}); to use local files "
-            f"instead, pass --data-files 'DIR/*.parquet'"
+            f"cannot load {where} from the Hugging Face hub ({detail}); {advice}"
         ) from None
 
 
-def _checked_download(hub, entry):
+def checked_download(hub, entry):
     """(path, content hash) of one file of the hub, its bytes checked against what the hub
     publishes: an LFS file's sha256, a file kept in git its blob id (one read of the file)."""
     from huggingface_hub import hf_hub_download

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import dedup_line
+from formats import schema
+from formats.schema import SHARD_FORMATS
 from prepare_common import (
     llmc_names,
     random_split,
@@ -34,7 +36,6 @@ from prepare_common import (
 from safety.commit import output_folder
 from safety.errors import PrepareError
 from safety.files import atomic_path, atomic_write_text
-from safety.record import SHARD_FORMATS
 from safety.text import plural
 
 TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
@@ -97,7 +98,7 @@ class RandomSplit:
         )
         split["rule"] = self.rule
         # committed as every script commits; who holds the lock: see prepare_with_datatrove
-        with output_folder(out_dir) as out:
+        with output_folder(out_dir, schema) as out:
             shards = [] if self.shard_format == "llmc" else None  # cut from the same streams
             for name in ("val", "train") if shards is not None else ():  # llm.c's shard 0 is val
                 names = llmc_names(job.prefix, name, first_index=len(shards))
@@ -111,7 +112,7 @@ class RandomSplit:
                     raise PrepareError(f"{out_dir / name}.bin: joined size differs from the plan")
                 # the document index from the plan's lengths: no pass over the tokens
                 lengths = np.load(work.plan_file(name, "tokens"))
-                write_document_starts(out / f"{name}.docs.npy", lengths)
+                write_document_starts(out / schema.index_name(name), lengths)
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
             write_meta(
                 out,
@@ -149,7 +150,7 @@ def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
 class ShardStream:
     """llm.c's rule: every document in order (or np.random.default_rng(shuffle_seed)'s
     permutation), each after its end of text, one stream cut every shard_size tokens into shards
-    of `shard_format` (safety.record.SHARD_FORMATS); the write tasks share out the shards."""
+    of `shard_format` (formats.schema.SHARD_FORMATS); the write tasks share out the shards."""
 
     shuffle_seed: int | None
     rule: str  # meta.json's words for the rule
@@ -221,7 +222,7 @@ class ShardStream:
             split["dedup"] = plan["dedup"]
         if self.shuffle_seed is not None:  # numpy: the version that drew the permutation
             split.update(shuffle_seed=self.shuffle_seed, numpy=plan["numpy"])
-        with output_folder(Path(job.out_dir)) as out:
+        with output_folder(Path(job.out_dir), schema) as out:
             for shard in shards:
                 link_or_copy(work.split / "parts" / shard["file"], out / shard["file"])
             write_meta(

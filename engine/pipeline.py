@@ -121,6 +121,8 @@ def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
     parser.description = description
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
+    if args.max_tokens:  # a budget reads row group after row group, in order: one process
+        parser.error("--max-tokens is prepare.py's, beside this script: the tasks read whole files")
     check_datatrove_arguments(parser, args)
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]

@@ -11,8 +11,6 @@ import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
-from dedup.fast import minhash_signatures
-from dedup.overlap import documents_of
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
 from prepare_common import bpe_encoding, check_ids, tokenize_documents
@@ -168,7 +166,7 @@ def make_plan(index, summaries, job, work):
     # --dedup: the first of each copy (or cluster of near copies) kept, before the lesson's rule
     kept = np.arange(num_documents)
     if job.dedup:
-        kept = kept_documents(job, work, (task, start, tokens))
+        kept = kept_documents(job, work)
         plan["dedup"] = {**rule_record(job.dedup), "documents_dropped": num_documents - len(kept)}
     splits = {name: kept[order] for name, order in job.layout.orders(len(kept)).items()}
     for split, documents in splits.items():
@@ -184,26 +182,11 @@ def make_plan(index, summaries, job, work):
     return plan
 
 
-def kept_documents(job, work, places):
+def kept_documents(job, work):
     """--dedup: the numbers of the documents kept (dedup/drop.py's keep_documents), from the keys
-    the tokenize tasks wrote; the near candidates' signatures made again from their ids, read
-    where `places` (task, start, tokens of every document) says, the end of text left out."""
-    task, start, tokens = places
+    the tokenize tasks wrote."""
     keys = [np.load(work.keys_file(r)) for r in range(job.tasks)]
-    token_files = {}
-
-    def signatures_of(numbers):
-        signatures = []
-        for low in range(0, len(numbers), DOCUMENTS_PER_BATCH):
-            documents = []
-            for n in numbers[low : low + DOCUMENTS_PER_BATCH].tolist():
-                if task[n] not in token_files:
-                    token_files[task[n]] = np.memmap(work.token_file(task[n]), job.dtype, "r")
-                documents.append(token_files[task[n]][start[n] : start[n] + tokens[n] - 1])
-            signatures.append(minhash_signatures(*documents_of(documents)))
-        return np.concatenate(signatures)
-
-    return np.flatnonzero(keep_documents(job.dedup, keys, signatures_of))
+    return np.flatnonzero(keep_documents(job.dedup, keys))
 
 
 def check_each_document_once(index, summaries, job, work):

@@ -1,6 +1,6 @@
 """nanochat's files, as its dataset.py, dataloader.py, tokenizer.py and tok_train.py read them.
 
-    $NANOCHAT_BASE_DIR/base_data_climbmix/shard_00000.parquet ...  one column `text`, a document
+    $NANOCHAT_BASE_DIR/<its data folder>/shard_00000.parquet ...  one column `text`, a document
         a row, row groups of 1,024; in sorted order the last file is val, the others train
     $NANOCHAT_BASE_DIR/tokenizer/tokenizer.pkl    a pickled tiktoken.Encoding: nanochat's pattern,
         the merges' ranks, then its nine special tokens
@@ -11,6 +11,8 @@ data/nanochat/prepare.py and `train_tokenizer.py --format nanochat` write them; 
 commands read them back (inspection/nanochat.py).
 """
 
+import contextlib
+import functools
 import io
 import pickle
 from pathlib import Path
@@ -21,10 +23,11 @@ from bpe import NANOCHAT_PATTERN, Tokenizer, train_bpe_from_counts
 from bpe import checks as bpe_checks
 from bpe.fragments import FragmentCounter
 from safety.errors import PrepareError
-from safety.files import atomic_path
+from safety.files import atomic_path, read_small_file
 
-DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR, under $NANOCHAT_BASE_DIR
-TOKENIZER_DIR = "tokenizer"
+from .schema import NANOCHAT_TOKEN_BYTES, NANOCHAT_TOKENIZER, TOKEN_BYTES
+from .shards import write_npy
+
 ROW_GROUP_SIZE = 1024  # dev/repackage_data_reference.py: "multiple of 2, nicer for DDP"
 PARQUET_OPTIONS = dict(  # the reference's pq.write_table arguments
     row_group_size=ROW_GROUP_SIZE,
@@ -49,14 +52,9 @@ SPECIAL_TOKENS = (  # nanochat/tokenizer.py's, numbered in this order right afte
 DOC_CAP = 10_000  # scripts/tok_train.py: each document's first 10,000 characters...
 MAX_CHARS = 2_000_000_000  # ...up to 2B characters in all
 ENCODING_NAME = "rustbpe"  # the name tok_train gives its Encoding: the same merges, the same pickle
-TORCH_LINE = (  # the one line that makes token_bytes.pt from token_bytes.npy, where torch is
+TORCH_LINE = (  # the one line that makes token_bytes.pt from its .npy copy, where torch is
     "python -c \"import numpy, torch; torch.save(torch.from_numpy(numpy.load('{npy}')), '{pt}')\""
 )
-
-
-def shard_name(index):
-    """A shard's path in the folder: 0 -> "base_data_climbmix/shard_00000.parquet"."""
-    return f"{DATA_DIR}/shard_{index:05d}.parquet"
 
 
 def cut_shards(documents, shard_chars=SHARD_CHARS):
@@ -86,7 +84,8 @@ def write_text_shard(path, texts):
 
 
 def shard_texts(path):
-    """A shard's documents, a row group at a time, as nanochat's parquets_iter_batched reads them."""
+    """A shard's documents, a row group at a time, as nanochat's parquets_iter_batched reads
+    them."""
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
@@ -147,56 +146,87 @@ def nanochat_encoding(tokenizer):
     return tokenizer.to_tiktoken(name=ENCODING_NAME)
 
 
+@functools.lru_cache(maxsize=4)
 def token_byte_lengths(encoding):
-    """tok_train.py's token_bytes: id -> len(decode_single_token_bytes(id)), 0 for a special
-    token, as int32 (one pass over the vocabulary)."""
-    specials = set(encoding._special_tokens.values())
-    lengths = [
-        0 if i in specials else len(encoding.decode_single_token_bytes(i))
-        for i in range(encoding.n_vocab)
-    ]
-    return np.array(lengths, dtype=np.int32)
+    """tok_train.py's token_bytes, for any tiktoken Encoding: id -> the number of bytes of text
+    its token stands for, as int32 (0 for a gap in the ids, and for a special token: the
+    end-of-text id stands for no text of the document). GPT-2's [15496] ("Hello") -> 5."""
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int32)
+    for token_id in range(encoding.n_vocab):
+        with contextlib.suppress(KeyError):
+            lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
+    lengths[list(encoding._special_tokens.values())] = 0
+    return lengths
 
 
 def write_tokenizer_dir(folder, encoding):
     """nanochat's tokenizer directory in `folder`: tokenizer.pkl, and token_bytes.pt where torch
-    is importable, else token_bytes.npy (see TORCH_LINE). -> the names written."""
+    is importable, else its .npy copy (see TORCH_LINE). -> the names written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / "tokenizer.pkl") as tmp, open(tmp, "wb") as f:
+    pkl, pt = Path(NANOCHAT_TOKENIZER).name, Path(NANOCHAT_TOKEN_BYTES).name
+    with atomic_path(folder / pkl) as tmp, open(tmp, "wb") as f:
         pickle.dump(encoding, f)  # tokenizer.py's save(): pickle.dump(self.enc, f)
     lengths = token_byte_lengths(encoding)
     try:
         import torch
     except ImportError:
-        with atomic_path(folder / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
-            np.save(f, lengths)
-        return ["tokenizer.pkl", "token_bytes.npy"]
-    with atomic_path(folder / "token_bytes.pt") as tmp, open(tmp, "wb") as f:
+        with atomic_path(folder / TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
+            write_npy(f, lengths)
+        return [pkl, TOKEN_BYTES]
+    with atomic_path(folder / pt) as tmp, open(tmp, "wb") as f:
         torch.save(torch.from_numpy(lengths), f)  # tok_train.py's torch.save(token_bytes, f)
-    return ["tokenizer.pkl", "token_bytes.pt"]
+    return [pkl, pt]
+
+
+ENCODING_STATE = {"name": str, "pat_str": str, "mergeable_ranks": dict, "special_tokens": dict}
+
+
+class _EncodingState:
+    """What a tokenizer.pkl's tiktoken.Encoding unpickles into here: its state, kept as data.
+    tiktoken's own __setstate__ would look a registered name up (a download, a cache written)."""
+
+    def __setstate__(self, state):
+        self.state = state
 
 
 class _EncodingUnpickler(pickle.Unpickler):
-    """Reads a tokenizer.pkl without running anything but tiktoken.Encoding's own constructor."""
+    """Reads a tokenizer.pkl as data: tiktoken.Encoding becomes an _EncodingState, and every
+    other global is refused, so that nothing it names is run."""
 
     def find_class(self, module, name):
         if (module, name) == ("tiktoken.core", "Encoding"):
-            return super().find_class(module, name)
+            return _EncodingState
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a tiktoken.Encoding")
 
 
 def load_encoding(path):
-    """The tiktoken.Encoding of a tokenizer.pkl, or a PrepareError naming the file."""
+    """The tiktoken.Encoding of a tokenizer.pkl (at most SMALL_FILE_LIMIT bytes), built from its
+    name, pattern, ranks and special tokens read as data; a PrepareError naming the file."""
+    import tiktoken
+
+    data = read_small_file(path)
     try:
-        encoding = _EncodingUnpickler(io.BytesIO(Path(path).read_bytes())).load()
-    except OSError:
-        raise
+        state = _EncodingUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # a truncated or foreign pickle
         raise PrepareError(f"{path} is not a pickled tiktoken.Encoding ({exc})") from None
-    if type(encoding).__name__ != "Encoding":
-        raise PrepareError(f"{path} holds a {type(encoding).__name__}, not a tiktoken.Encoding")
-    return encoding
+    state = getattr(state, "state", state)
+    if not (
+        isinstance(state, dict)
+        and set(state) == set(ENCODING_STATE)
+        and all(isinstance(state[key], kind) for key, kind in ENCODING_STATE.items())
+        and all(type(k) is bytes and type(v) is int for k, v in state["mergeable_ranks"].items())
+        and all(type(k) is str and type(v) is int for k, v in state["special_tokens"].items())
+    ):
+        what = repr(state)[:60] if isinstance(state, str) else type(state).__name__
+        raise PrepareError(
+            f"{path} holds {what}, not a tiktoken.Encoding's name, pattern, ranks and special "
+            f"tokens (a registered encoding's name is refused: it would be downloaded)"
+        )
+    try:
+        return tiktoken.Encoding(**state)
+    except Exception as exc:  # a pattern tiktoken cannot compile, ranks that clash
+        raise PrepareError(f"{path}: tiktoken cannot build its encoding ({exc})") from None
 
 
 def special_tokens_problem(encoding):
@@ -205,5 +235,8 @@ def special_tokens_problem(encoding):
     first = len(encoding._mergeable_ranks)
     expected = {token: first + i for i, token in enumerate(SPECIAL_TOKENS)}
     if encoding._special_tokens != expected:
-        return f"its special tokens are {encoding._special_tokens}, not nanochat's nine from id {first:,}"  # fmt: skip
+        return (
+            f"its special tokens are {encoding._special_tokens}, not nanochat's nine from id "
+            f"{first:,}"
+        )
     return None

@@ -8,24 +8,25 @@ rows from a split's document starts.
 """
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 
 from safety import PrepareError
-from safety.files import sha256_file
+from safety.files import open_regular, sha256_file
 from safety.text import shortened
 
-META_FORMAT_VERSION = 1
-SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable
-BIN_DTYPES = ("uint16", "uint32")
+from .schema import bin_name, index_name
+
 LLMC_HEADER_INTS = 256
 # (magic, version) of an llm.c shard by its dtype: uint16 GPT-2 ids, uint32 for llama-3's
 LLMC_MAGIC_VERSION = {np.dtype(np.uint16): (20240520, 1), np.dtype(np.uint32): (20240801, 7)}
 
 
 def llmc_header(num_tokens, dtype):
-    """The 256 int32 that start an llm.c shard: 1,000 uint16 tokens -> [20240520, 1, 1000, 0, ...]."""
+    """The 256 int32 that start an llm.c shard: 1,000 uint16 tokens -> [20240520, 1, 1000, 0,
+    ...]."""
     if not 0 <= num_tokens < 2**31:
         raise PrepareError(f"an llm.c shard holds fewer than 2**31 tokens, not {num_tokens:,}")
     header = np.zeros(LLMC_HEADER_INTS, dtype="<i4")
@@ -39,28 +40,41 @@ def open_npy(path):
     a header that claims 2**62 uint64 in a 136-byte file is a PrepareError saying so, where
     np.load would warn of an overflow (two lines of RuntimeWarning) and then fail."""
     path = Path(path)
-    try:
-        with open(path, "rb") as f:
+    with open_regular(path) as f:
+        try:
             version = np.lib.format.read_magic(f)
             if version not in ((1, 0), (2, 0)):
                 raise ValueError(f"format version {version}, not the 1.0 or 2.0 np.save writes")
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0  # fmt: skip
-            shape, _, dtype = read(f)
-            offset = f.tell()
-    except (ValueError, EOFError) as exc:
-        raise PrepareError(f"{path} is not a .npy file numpy can read ({exc})") from None
-    size, expected = path.stat().st_size, offset + math.prod(shape) * dtype.itemsize  # no overflow
-    if dtype.hasobject or size != expected:
-        raise PrepareError(
-            f"{path} is not a .npy file numpy can read (its header says {dtype} of shape "
-            f"{shortened(str(tuple(shape)))}: {expected:,} bytes, but the file has {size:,})"
-        )
-    return np.load(path, mmap_mode="r")
+            read = {(1, 0): np.lib.format.read_array_header_1_0}.get(
+                version, np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read(f)
+        except (ValueError, EOFError) as exc:
+            raise PrepareError(f"{path} is not a .npy file numpy can read ({exc})") from None
+        offset, size = f.tell(), os.fstat(f.fileno()).st_size
+        expected = offset + math.prod(shape) * dtype.itemsize  # Python ints: no overflow
+        if dtype.hasobject or size != expected:
+            raise PrepareError(
+                f"{path} is not a .npy file numpy can read (its header says {dtype} of shape "
+                f"{shortened(str(tuple(shape)))}: {expected:,} bytes, but the file has {size:,})"
+            )
+        if size == offset:  # no bytes to map
+            return np.empty(shape, dtype)
+        order = "F" if fortran else "C"
+        return np.memmap(f, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+
+
+def read_ids(path, dtype):
+    """A .bin file of raw ids (nanoGPT's), memory-mapped as get_batch maps it (empty: none)."""
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return np.empty(0, dtype)
+        return np.memmap(f, dtype=dtype, mode="r")
 
 
 def read_shard(path, shard_format, dtype):
     """A shard's tokens (memory-mapped), after the readers' checks; a PrepareError if one fails."""
-    path = Path(path)
+    path, dtype = Path(path), np.dtype(dtype)
     if shard_format == "npy":
         tokens = open_npy(path)
         if tokens.dtype != dtype or tokens.ndim != 1:
@@ -68,24 +82,29 @@ def read_shard(path, shard_format, dtype):
                 f"{path} holds {tokens.dtype} of shape {tokens.shape}, not {dtype} ids"
             )
         return tokens
-    size = path.stat().st_size
-    if size < LLMC_HEADER_INTS * 4:
-        raise PrepareError(f"{path} has {size:,} bytes: shorter than llm.c's 1,024-byte header")
-    header = np.fromfile(path, dtype="<i4", count=LLMC_HEADER_INTS)
-    magic, version = LLMC_MAGIC_VERSION[dtype]
-    if (int(header[0]), int(header[1])) != (magic, version):
-        raise PrepareError(
-            f"{path} starts with magic {header[0]}, version {header[1]}; llm.c's {dtype.name} "
-            f"shards start with {magic}, {version}"
-        )
-    if header[2] <= 0:
-        raise PrepareError(f"{path}: its header says {header[2]:,} tokens (llm.c needs at least 1)")
-    expected = LLMC_HEADER_INTS * 4 + int(header[2]) * dtype.itemsize
-    if size != expected:
-        raise PrepareError(
-            f"{path} has {size:,} bytes; its header says {header[2]:,} tokens: {expected:,} bytes"
-        )
-    return np.memmap(path, dtype=dtype.newbyteorder("<"), mode="r", offset=LLMC_HEADER_INTS * 4)
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < LLMC_HEADER_INTS * 4:
+            raise PrepareError(f"{path} has {size:,} bytes: shorter than llm.c's 1,024-byte header")
+        header = np.frombuffer(f.read(LLMC_HEADER_INTS * 4), dtype="<i4")
+        magic, version = LLMC_MAGIC_VERSION[dtype]
+        if (int(header[0]), int(header[1])) != (magic, version):
+            raise PrepareError(
+                f"{path} starts with magic {header[0]}, version {header[1]}; llm.c's "
+                f"{dtype.name} shards start with {magic}, {version}"
+            )
+        if header[2] <= 0:
+            raise PrepareError(
+                f"{path}: its header says {header[2]:,} tokens (llm.c needs at least 1)"
+            )
+        expected = LLMC_HEADER_INTS * 4 + int(header[2]) * dtype.itemsize
+        if size != expected:
+            raise PrepareError(
+                f"{path} has {size:,} bytes; its header says {header[2]:,} tokens: "
+                f"{expected:,} bytes"
+            )
+        little = dtype.newbyteorder("<")
+        return np.memmap(f, dtype=little, mode="r", offset=LLMC_HEADER_INTS * 4)
 
 
 def write_npy(file, array):
@@ -106,17 +125,21 @@ def splits_record(out, split_tokens, shards):
     """
     splits = {}
     for name, count in (split_tokens or {}).items() if shards is None else ():
-        sha256 = sha256_file(out / f"{name}.bin")
-        splits[name] = {"file": f"{name}.bin", "tokens": count, "sha256": sha256}
-        index = out / f"{name}.docs.npy"
+        sha256 = sha256_file(out / bin_name(name))
+        splits[name] = {"file": bin_name(name), "tokens": count, "sha256": sha256}
+        index = out / index_name(name)
         if index.is_file():
-            documents = len(np.load(index, mmap_mode="r"))
-            splits[name]["index"] = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}  # fmt: skip
+            documents = len(open_npy(index))
+            record = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}
+            splits[name]["index"] = record
     if shards is not None and all(shard["split"] != "train" for shard in shards):
         tokens = sum(shard["tokens"] for shard in shards)
+        advice = f"choose a --shard-size below {tokens:,}"
+        if tokens < 2:  # no shard size leaves a token for train
+            advice = "the corpus (after --dedup, if given) needs more text than that"
         raise PrepareError(
-            f"all {tokens:,} tokens fit in shard 0, which is val, so the shard set has no train "
-            f"shard for llm.c or modded-nanogpt to read; choose a --shard-size below {tokens:,}"
+            f"shard 0, which is val, holds every token ({tokens:,}), so the shard set has no "
+            f"train shard for llm.c or modded-nanogpt to read; {advice}"
         )
     for shard in shards or ():
         totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
@@ -130,11 +153,15 @@ def document_batch(data, starts, batch_size, block_size, rng):
     Generator): (x, y), int64 arrays of (batch_size, block_size). A row reads block_size + 1
     tokens of the stream, on into the next document where its own is shorter; y is x one token
     on. Starts with fewer than block_size + 1 tokens left are never drawn (docs/bos_batches.md).
-    ([5, 6, 0, 7, 0, 8, 9, 0], [0, 3, 5], 2, 2, default_rng(0)) -> x [[8, 9], [7, 0]], y [[9, 0], [0, 8]]
+    ([5, 6, 0, 7, 0, 8, 9, 0], [0, 3, 5], 2, 2, default_rng(0))
+    -> x [[8, 9], [7, 0]], y [[9, 0], [0, 8]]
     """
     last = np.searchsorted(starts, len(data) - block_size)  # starts[:last] have T + 1 tokens left
     if last == 0:
-        raise PrepareError(f"no document start has block_size + 1 = {block_size + 1:,} tokens after it in a split of {len(data):,}")  # fmt: skip
+        raise PrepareError(
+            f"no document start has block_size + 1 = {block_size + 1:,} tokens after it in a "
+            f"split of {len(data):,}"
+        )
     ix = starts[rng.integers(last, size=batch_size)].astype(np.int64)
     rows = np.stack([data[i : i + block_size + 1] for i in ix]).astype(np.int64)
     return np.ascontiguousarray(rows[:, :-1]), np.ascontiguousarray(rows[:, 1:])

@@ -1,25 +1,25 @@
 """The tokenizer a prepared folder records: how it is loaded, known by, and checked.
 
-- `gpt2_encoding`: tiktoken's "gpt2", its two files fetched and checked first
+- `gpt2_encoding`: tiktoken's "gpt2", its two files fetched and checked first (fast_encoding's)
 - `encoding_sha256`: the fingerprint of a tiktoken Encoding's definition (meta.json records it)
 - `load_trained`: a train_tokenizer.py file as (bpe.Tokenizer, tiktoken Encoding), or one line
 - `check_covered`: a trained tokenizer's own pattern may leave characters out; refuse such ids
 """
 
-import contextlib
-import functools
 import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 
-from formats.shards import read_shard
+from formats.encoders import fast_encoding
+from formats.nanochat import load_encoding, token_byte_lengths
+from formats.schema import TOKEN_BYTES, bin_name
+from formats.shards import read_shard, write_npy
 from safety.downloads import RemoteFile, fetch
 from safety.errors import PrepareError, reading
 from safety.files import atomic_path, cache_folder, sha256_file
 from safety.gpt2 import GPT2_FILES, MIRROR_PATHS, tiktoken_cache, tiktoken_name
-from safety.record import TOKEN_BYTES
 
 GPT2_ENCODER_JSON = RemoteFile(*GPT2_FILES["encoder.json"], MIRROR_PATHS["encoder.json"])
 GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], MIRROR_PATHS["vocab.bpe"])
@@ -36,7 +36,7 @@ def gpt2_encoding():
     for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
         fetch(remote, folder / tiktoken_name(remote.url))
     os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-    return tiktoken.get_encoding("gpt2")
+    return fast_encoding(tiktoken.get_encoding("gpt2"))
 
 
 def encoding_sha256(encoding):
@@ -55,7 +55,8 @@ def check_dtype_holds(encoding, eot_id, dtype):
     highest = max(encoding.max_token_value, eot_id)
     if highest > np.iinfo(dtype).max:
         raise PrepareError(
-            f"{np.dtype(dtype).name} cannot hold the ids of tokenizer {encoding.name} (up to {highest:,})"
+            f"{np.dtype(dtype).name} cannot hold the ids of tokenizer {encoding.name} "
+            f"(up to {highest:,})"
         )
 
 
@@ -116,37 +117,50 @@ def token_bytes(ids, encoding):
     return int(token_byte_lengths(encoding)[np.asarray(ids, dtype=np.int64)].sum())
 
 
-@functools.lru_cache(maxsize=4)
-def token_byte_lengths(encoding):
-    """An array: id -> the number of bytes of text its token stands for (0 for a gap in the
-    ids, and for a special token: the end-of-text id stands for no text of the document)."""
-    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
-    for token_id in range(encoding.n_vocab):
-        with contextlib.suppress(KeyError):
-            lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
-    lengths[list(encoding._special_tokens.values())] = 0
-    return lengths
-
-
-def record_byte_lengths(tokenizer):
+def record_byte_lengths(tokenizer, folder=None):
     """Each id's UTF-8 byte length as int32, 0 for a special token (nanochat's token_bytes), of
-    the tokenizer a meta.json records: a character tokenizer's characters ("aé" -> [1, 2]),
-    GPT-2's, or a trained tokenizer's file (its "path", absolute while the folder is written)."""
+    the tokenizer a meta.json records (`record_encoding`): a character tokenizer's characters
+    ("aé" -> [1, 2]), GPT-2's, a trained tokenizer's file, nanochat's tokenizer.pkl."""
     if tokenizer["kind"] == "char":
         return np.array([len(c.encode("utf-8")) for c in tokenizer["chars"]], dtype=np.int32)
-    if tokenizer["kind"] == "tiktoken":
-        return token_byte_lengths(gpt2_encoding()).astype(np.int32)
-    return token_byte_lengths(load_trained(tokenizer["path"])[1]).astype(np.int32)
+    return token_byte_lengths(record_encoding(tokenizer, folder))
+
+
+def record_encoding(tokenizer, folder=None):
+    """The tiktoken Encoding of a meta.json "tokenizer" record, the one loader of it: GPT-2's
+    (fetched and checked), or the file its "path" names (relative to `folder`; an absolute one as
+    it is, while the folder is written), checked against its sha256 first: a trained tokenizer's
+    JSON, or nanochat's tokenizer.pkl (read as data). A character tokenizer has none (None).
+    Missing, changed, not a tokenizer: a PrepareError naming the file."""
+    kind = tokenizer["kind"]
+    if kind == "char":
+        return None
+    if kind == "tiktoken":
+        if tokenizer.get("name") != "gpt2":
+            name = tokenizer.get("name")
+            raise PrepareError(f"meta.json's tokenizer {name!r} is not one we can rebuild")
+        return gpt2_encoding()
+    if not isinstance(tokenizer.get("path"), str):
+        raise PrepareError('meta.json\'s tokenizer "path" is missing or not a string')
+    path = Path(folder or ".") / tokenizer["path"]  # an absolute path stays as it is
+    if not path.is_file():
+        raise PrepareError(f"the tokenizer file {path} recorded in meta.json is missing")
+    if sha256_file(path) != tokenizer["sha256"]:
+        raise PrepareError(f"{path} has changed since meta.json was written (sha256 differs)")
+    if kind == "nanochat":
+        return load_encoding(path)
+    return load_trained(path, option="the tokenizer")[1]
 
 
 def text_bytes(ids, lengths, chunk=2**24):
     """The UTF-8 bytes the ids stand for, lengths[ids].sum(), a chunk at a time (memory stays
     flat): [15496, 995] with GPT-2's lengths -> 11 ("Hello world")."""
-    return sum(int(lengths[ids[i : i + chunk]].sum(dtype=np.int64)) for i in range(0, len(ids), chunk))  # fmt: skip
+    chunks = (ids[i : i + chunk] for i in range(0, len(ids), chunk))
+    return sum(int(lengths[part].sum(dtype=np.int64)) for part in chunks)
 
 
 def load_trained(path, option="--tokenizer"):
-    """(bpe.Tokenizer, its tiktoken Encoding) of a file written by train_tokenizer.py.
+    """(bpe.Tokenizer, its tiktoken Encoding, fast_encoding's) of a file of train_tokenizer.py.
 
     A missing file, a folder, a file that is not a tokenizer, a pattern tiktoken cannot run:
     each a PrepareError naming the file ("--tokenizer tok.json does not exist; ...").
@@ -171,7 +185,7 @@ def load_trained(path, option="--tokenizer"):
         encoding = bpe_tokenizer.to_tiktoken()
     except ValueError as exc:  # a pattern tiktoken's regex engine cannot compile
         raise PrepareError(f"{path}: tiktoken cannot use this tokenizer ({exc})") from None
-    return bpe_tokenizer, encoding
+    return bpe_tokenizer, fast_encoding(encoding)
 
 
 def trained_tokenizer(tokenizer_path, need_eot=False):
@@ -200,19 +214,20 @@ def trained_tokenizer(tokenizer_path, need_eot=False):
 
 
 def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=None):
-    """token_bytes.npy (each id's UTF-8 byte length, 0 for a special token: what bits per byte
+    """TOKEN_BYTES (each id's UTF-8 byte length, 0 for a special token: what bits per byte
     divides by) and meta.json's record of it, with the bytes of text each split's ids stand for:
-    {"file": "token_bytes.npy", "sha256": ..., "bytes": {"train": 1003854, "val": 111540}}."""
+    {"file": TOKEN_BYTES, "sha256": ..., "bytes": {"train": 1003854, "val": 111540}}."""
     out, lengths = Path(out), record_byte_lengths(tokenizer)
     with atomic_path(out / TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
+        write_npy(f, lengths)  # a full disk: an OSError naming the file (np.save: a count)
     totals = {}
     for name in splits:
         if shards is None:
-            path = out / f"{name}.bin"
+            path = out / bin_name(name)
             arrays = [np.memmap(path, dtype, "r")] if path.stat().st_size else []
         else:
-            arrays = [read_shard(out / s["file"], shard_format, np.dtype(dtype)) for s in shards if s["split"] == name]  # fmt: skip
+            files = [out / s["file"] for s in shards if s["split"] == name]
+            arrays = [read_shard(path, shard_format, dtype) for path in files]
         totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)
     return {"file": TOKEN_BYTES, "sha256": sha256_file(out / TOKEN_BYTES), "bytes": totals}
 

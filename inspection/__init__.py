@@ -4,23 +4,29 @@
     python prepare_common.py show FOLDER      # one block as nanoGPT's get_batch reads it
     python prepare_common.py packing FOLDER --block-size T  # what get_batch draws, BOS alignment
     python prepare_common.py overlap FOLDER   # what val shares with train, what train repeats
+    python prepare_common.py bpb FOLDER       # lossless or not, and what bits per byte divides by
 
 - verify.py: the auditor, recomputing, not trusting, a folder's meta.json
 - show.py: one block, x and y side by side, each document start marked
 - packing.py: document lengths against the block size; nanochat's best-fit packing simulated
 - overlap.py: val's exact and near copies in train, shared 13-grams, train's repeats (dedup/)
-- token_bytes.py: token_bytes.npy and each split's bytes of text, for bits per byte
+- token_bytes.py: each id's byte length and each split's bytes of text, for bits per byte
+- bpb.py: each split's bytes as the text, the tokenizer and decode(encode(doc)) count them
+- golf.py: verify on a parameter-golf folder (its datasets, tokenizers and val bytes sidecars)
+- folder.py: the folder's record checked (meta.json, against formats/schema.py), a split's ids
 - nanochat.py: the three commands on a nanochat folder (parquet shards of text)
 """
 
+import json
 import sys
 
-from safety import ArgumentParser, positive_int, random_seed
+from formats.schema import GOLF_FORMAT, NANOCHAT
+from safety import ArgumentParser, PrepareError, positive_int, random_seed
 
-from . import overlap
+from . import bpb, golf, nanochat, overlap
 from .packing import packing
-from .show import show
-from .verify import verify
+from .show import random_offset, show
+from .verify import verified_meta, verify
 
 
 def main(argv=None):
@@ -39,21 +45,75 @@ def main(argv=None):
     )
     pack = commands.add_parser("packing", help="what get_batch draws, and what BOS alignment keeps")
     pack.add_argument("folder", help="a folder a document lesson prepared, e.g. data/openwebtext")
-    pack.add_argument("--block-size", type=positive_int, required=True, metavar="T")
+    pack.add_argument(
+        "--block-size",
+        type=positive_int,
+        required=True,
+        metavar="T",
+        help="the model's context length in tokens (nanoGPT's block_size, nanochat's max_seq_len)",
+    )
     pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
-    pack.add_argument("--plot", metavar="FILE.png", help="draw the document lengths, T marked, into this file (not a folder)")  # fmt: skip
+    pack.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="draw the document lengths, T marked, into this file (not a folder)",
+    )
     overlap.add_parser(commands)
+    bits = commands.add_parser(
+        "bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by"
+    )
+    bits.add_argument("folder", help="a folder data/parameter_golf/prepare.py wrote")
     args = parser.parse_args(argv)
     if args.command == "overlap":
         return overlap.run(args)
+    if args.command == "verify":
+        problems = verify(args.folder)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if problems:
+            sys.exit(1)
+        print(f"{args.folder}: OK")
+        return None
+    if args.command == "show" and args.block_size < 1:
+        raise PrepareError(f"--block-size must be at least 1, got {args.block_size}")
+    meta = verified_meta(args.folder)  # what show and packing read depends on what verify checks
+    if args.command == "bpb":
+        return bpb_audit(args.folder, meta)
+    if meta.get("format") == GOLF_FORMAT:  # datasets of shards: overlap reads one of them
+        raise golf.not_one_dataset(args.folder, meta)
+    if meta.get("format") == NANOCHAT:  # parquet shards of text: inspection/nanochat.py
+        return _nanochat_command(args, meta)
     if args.command == "packing":
-        return packing(args.folder, args.split, args.block_size, args.json, args.plot)
+        return packing(args.folder, meta, args.split, args.block_size, args.json, args.plot)
+    return show(args.folder, meta, args.split, args.block_size, args.offset, args.seed)
+
+
+def bpb_audit(folder, meta):
+    """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
+    if meta.get("format") != GOLF_FORMAT:
+        raise PrepareError(
+            f"{folder}/meta.json records no byte figures; data/parameter_golf/prepare.py's "
+            "folders do"
+        )
+    for dataset in meta["datasets"]:
+        print("\n".join(bpb.audit_lines(dataset["name"], dataset["bytes"])))
+
+
+def _nanochat_command(args, meta):
+    """show or packing on a nanochat folder: one document's first tokens, or its figures."""
     if args.command == "show":
-        return show(args.folder, args.split, args.block_size, args.offset, args.seed)
-    problems = verify(args.folder)
-    for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
-    if problems:
-        sys.exit(1)
-    print(f"{args.folder}: OK")
+        offset = args.offset
+        if args.seed is not None:
+            documents = meta["splits"].get(args.split, {"documents": 1})["documents"]
+            offset = random_offset(documents, 0, args.seed)
+        lines = nanochat.show_lines(args.folder, meta, args.split, args.block_size, offset)
+        print(*lines, sep="\n")
+        return
+    if args.plot:
+        raise PrepareError("--plot is for nanoGPT's folders, not nanochat's")
+    report = nanochat.packing_report(args.folder, meta, args.split, args.block_size)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(*nanochat.packing_lines(args.folder, report, args.split, args.block_size), sep="\n")

@@ -3,58 +3,42 @@ text, which nanochat tokenizes as it reads them, and its tokenizer directory.
 
 verify recomputes what nanochat's readers depend on: every shard's sha256, its one `text` column,
 zstd, row groups of 1,024 documents (the last of a shard may hold fewer), its documents,
-characters and bytes; the shards in sorted order are the recorded ones (nanochat reads every
-.parquet of the folder, the last as val); tokenizer.pkl a tiktoken.Encoding with nanochat's
-nine special tokens right after the merges; token_bytes each id's byte length.
+characters and bytes (the splits' totals are their sums: formats/schema.py); tokenizer.pkl a
+tiktoken.Encoding with nanochat's nine special tokens right after the merges; each token_bytes
+file each id's byte length, and each split's bytes its documents'.
 """
 
-import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from formats import nanochat
-from formats.tokenizers import encoding_sha256
+from formats.schema import RECORD_NAME, TOKEN_BYTES
+from formats.shards import open_npy
+from formats.tokenizers import encoding_sha256, record_encoding
 from safety.errors import PrepareError
-from safety.files import sha256_file
-from safety.record import NANOCHAT_NAME
+from safety.files import read_small_file, sha256_file
+
+from .packing import best_fit_tokens_kept, nearest_rank
 
 SHOWS_CHARS = 200  # how much of val `verify` prints
 
 
-def shape_problem(meta):
-    """The first field of a nanochat meta.json that is missing or wrong, as a phrase, or None."""
-    shards = meta.get("shards")
-    if not isinstance(shards, list) or not shards:
-        return "shards is missing or empty: a nanochat folder lists its parquet shards"
-    for i, shard in enumerate(shards):
-        fields = ("file", "split", "documents", "characters", "bytes", "sha256")
-        if not isinstance(shard, dict) or any(key not in shard for key in fields):
-            return f"shards[{i}] is not a record of {', '.join(fields)}"
-        if not str(shard["file"]).startswith(nanochat.DATA_DIR) or not NANOCHAT_NAME.fullmatch(shard["file"]):  # fmt: skip
-            return f"shards[{i}].file is {json.dumps(shard['file'])}, expected {nanochat.shard_name(i)!r}"  # fmt: skip
-    splits = [shard["split"] for shard in shards]
-    if splits[-1] != "val" or set(splits[:-1]) != {"train"}:
-        return f"the shards' splits are {splits}: nanochat reads the last as val, the others as train"  # fmt: skip
-    tokenizer = meta.get("tokenizer")
-    if tokenizer is not None and (not isinstance(tokenizer, dict) or tokenizer.get("path") != "tokenizer/tokenizer.pkl"):  # fmt: skip
-        return 'tokenizer is not null nor a record with "path": "tokenizer/tokenizer.pkl"'
-    return None
-
-
-def audit(folder, meta, quiet=False):
-    """verify's problems with a nanochat folder, one line each; prints each split, then val's start."""
-    problems = []
+def audit(folder, meta, quiet=False, problems=()):
+    """verify's problems with a nanochat folder, one line each, after `problems` (the source's
+    and the unlisted files', which verify found); prints each split, then val's start."""
+    problems = list(problems)
     for shard in meta["shards"]:
         problems += _audit_shard(folder, shard)
-    problems += _audit_listing(folder, meta)
-    if meta.get("tokenizer") is not None:
+    if meta.get("tokenizer") is not None and not problems:
         problems += _audit_tokenizer(folder, meta)
     if problems or quiet:
         return problems
     for split, totals in meta["splits"].items():
-        print(f"{split}: {totals['documents']:,} documents, {totals['characters']:,} characters in {totals['shards']} shard(s)")  # fmt: skip
+        print(
+            f"{split}: {totals['documents']:,} documents, {totals['characters']:,} characters "
+            f"in {totals['shards']} shard(s)"
+        )
     first = next(nanochat.shard_texts(Path(folder) / meta["shards"][-1]["file"]))[0]
     print("start of val:", repr(first[:SHOWS_CHARS]))
     return problems
@@ -68,83 +52,115 @@ def _audit_shard(folder, shard):
     if not path.is_file():
         return [f"{path} is missing"]
     if sha256_file(path) != shard["sha256"]:
-        return [f"{path} does not match the sha256 recorded in meta.json"]
+        return [f"{path} does not match the sha256 recorded in {RECORD_NAME}"]
     try:
         parquet = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow's errors: a file that is not parquet
         return [f"{path} is not a parquet file pyarrow can read ({type(exc).__name__})"]
     if parquet.schema_arrow.names != ["text"]:
         return [f"{path} has the columns {parquet.schema_arrow.names}, not nanochat's one 'text'"]
+    groups = [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+    size = nanochat.ROW_GROUP_SIZE
+    if any(rows != size for rows in groups[:-1]) or groups[-1] > size:
+        return [
+            f"{path} has row groups of {groups} documents, not 1,024 each (the last of a shard "
+            f"may hold fewer)"
+        ]
     groups = [parquet.metadata.row_group(g) for g in range(parquet.num_row_groups)]
-    if any(g.num_rows != nanochat.ROW_GROUP_SIZE for g in groups[:-1]) or groups[-1].num_rows > nanochat.ROW_GROUP_SIZE:  # fmt: skip
-        return [f"{path} has row groups of {[g.num_rows for g in groups]} documents, not 1,024 each (the last of a shard may hold fewer)"]  # fmt: skip
     if any(g.column(0).compression != "ZSTD" for g in groups):
         return [f"{path} is not compressed with zstd"]
     texts = [text for batch in nanochat.shard_texts(path) for text in batch]
-    found = {"documents": len(texts), "characters": sum(map(len, texts)), "bytes": sum(len(t.encode()) for t in texts)}  # fmt: skip
-    wrong = [f"{key} {found[key]:,} (meta.json: {shard[key]:,})" for key in found if found[key] != shard[key]]  # fmt: skip
+    found = {
+        "documents": len(texts),
+        "characters": sum(map(len, texts)),
+        "bytes": sum(len(t.encode()) for t in texts),
+    }
+    wrong = [f"{key} {found[key]:,} ({RECORD_NAME}: {shard[key]:,})" for key in found]
+    wrong = [line for key, line in zip(found, wrong) if found[key] != shard[key]]
     return [f"{path} holds {', '.join(wrong)}"] if wrong else []
 
 
-def _audit_listing(folder, meta):
-    """The .parquet files nanochat would list in the data folder must be exactly the recorded ones:
-    another would be read as train, or become the val shard."""
-    data = Path(folder) / nanochat.DATA_DIR
-    found = sorted(f for f in os.listdir(data) if f.endswith(".parquet") and not f.endswith(".tmp"))
-    recorded = [shard["file"].split("/")[1] for shard in meta["shards"]]
-    if found == recorded:
-        return []
-    extra = sorted(set(found) - set(recorded))
-    return [f"{data} holds .parquet files meta.json does not list, which nanochat would read ({', '.join(extra[:5])}); move them away, or run prepare.py again"]  # fmt: skip
-
-
 def _audit_tokenizer(folder, meta):
-    """tokenizer.pkl, token_bytes.pt/.npy and token_bytes.npy, recomputed from the encoding."""
-    for item in meta.get("tokenizer_files") or []:
-        path = Path(folder) / item["file"]
-        if not path.is_file() or sha256_file(path) != item["sha256"]:
-            return [f"{path} is missing or does not match the sha256 recorded in meta.json"]
-    tokenizer, encoding = meta["tokenizer"], load(folder, meta)
+    """tokenizer.pkl, each token_bytes file (the tokenizer folder's .pt or .npy, TOKEN_BYTES)
+    by sha256, dtype and shape against the lengths recomputed from the encoding, and each split's
+    bytes against its documents'."""
+    folder, tokenizer = Path(folder), meta["tokenizer"]
+    for item in meta["tokenizer_files"]:
+        path = folder / item["file"]
+        if sha256_file(path) != item["sha256"]:  # a file missing, or not a regular one: its line
+            return [f"{path} does not match the sha256 recorded in {RECORD_NAME}"]
+    encoding = load(folder, meta)
     if problem := nanochat.special_tokens_problem(encoding):
-        return [f"{Path(folder) / tokenizer['path']}: {problem}"]
-    if encoding.n_vocab != tokenizer["vocab_size"] or encoding_sha256(encoding) != tokenizer.get("encoding_sha256"):  # fmt: skip
-        return [f"{Path(folder) / tokenizer['path']} is not the tokenizer meta.json records (its vocab_size or encoding_sha256)"]  # fmt: skip
-    splits = {name: split["bytes"] for name, split in meta["splits"].items()}
-    if (meta.get("token_bytes") or {}).get("bytes") != splits:
-        return [f"{Path(folder) / 'meta.json'}: token_bytes.bytes is not the splits' bytes {splits}"]  # fmt: skip
+        return [f"{folder / tokenizer['path']}: {problem}"]
+    sha256 = encoding_sha256(encoding)
+    if encoding.n_vocab != tokenizer["vocab_size"] or sha256 != tokenizer["encoding_sha256"]:
+        return [
+            f"{folder / tokenizer['path']} is not the tokenizer {RECORD_NAME} records (its "
+            f"vocab_size or encoding_sha256)"
+        ]
+    record, path = meta["token_bytes"], folder / TOKEN_BYTES
+    if sha256_file(path) != record["sha256"]:
+        return [f"{path} does not match the sha256 recorded in {RECORD_NAME}"]
     expected = nanochat.token_byte_lengths(encoding)
-    for path in [Path(folder) / "token_bytes.npy", *(Path(folder) / f["file"] for f in meta["tokenizer_files"])]:  # fmt: skip
-        lengths = _token_bytes(path)
-        if lengths is not None and not np.array_equal(lengths, expected):
-            return [f"{path} is not each id's byte length (0 for the special tokens)"]
+    token_files = [
+        item["file"] for item in meta["tokenizer_files"] if "token_bytes" in item["file"]
+    ]
+    for token_bytes in [path, *(folder / name for name in token_files)]:
+        lengths = _token_bytes(token_bytes)
+        if lengths is not None and not (
+            lengths.dtype == expected.dtype and np.array_equal(lengths, expected)
+        ):
+            return [
+                f"{token_bytes} holds {lengths.dtype} of shape {lengths.shape}: not each id's byte "
+                f"length as {expected.shape[0]:,} int32 (0 for the special tokens)"
+            ]
+    # every character is in a pretoken of nanochat's pattern: the ids stand for the text's
+    # UTF-8 bytes, which _audit_shard recomputed for each shard (and the splits add up)
+    found = {name: split["bytes"] for name, split in meta["splits"].items()}
+    if record["bytes"] != found:
+        return [
+            f"{folder / RECORD_NAME}: token_bytes.bytes is {record['bytes']}, but the documents "
+            f"hold {found} bytes of text"
+        ]
     return []
 
 
 def _token_bytes(path):
-    """The int32 lengths in a token_bytes .npy or .pt (None: tokenizer.pkl, or a .pt without torch)."""
+    """The lengths in a token_bytes .npy or .pt (None: a .pt where torch is not importable)."""
     if path.suffix == ".npy":
-        lengths = np.load(path)
-        return lengths if lengths.dtype == np.int32 else None
-    if path.suffix != ".pt":
-        return None
+        return np.asarray(open_npy(path))
     try:
+        import io
+
         import torch
     except ImportError:
         return None
-    return torch.load(path, weights_only=True).numpy()
+    try:
+        saved = torch.load(io.BytesIO(read_small_file(path)), weights_only=True)
+    except Exception as exc:  # torch's errors: a file that is not a tensor it saved
+        raise PrepareError(
+            f"{path} is not a tensor torch can load ({type(exc).__name__})"
+        ) from None
+    if not isinstance(saved, torch.Tensor):
+        raise PrepareError(f"{path} holds a {type(saved).__name__}, not a tensor")
+    return saved.numpy()
 
 
 def load(folder, meta):
     """The folder's tokenizer as the tiktoken.Encoding nanochat unpickles, or one line why not."""
     if meta.get("tokenizer") is None:
-        raise PrepareError(f"{Path(folder) / 'meta.json'} records no tokenizer: run data/nanochat/prepare.py with --vocab-size N")  # fmt: skip
-    return nanochat.load_encoding(Path(folder) / meta["tokenizer"]["path"])
+        raise PrepareError(
+            f"{Path(folder) / RECORD_NAME} records no tokenizer: run data/nanochat/prepare.py "
+            f"with --vocab-size N"
+        )
+    return record_encoding(meta["tokenizer"], folder)
 
 
 def split_documents(folder, meta, split):
     """The split's documents in nanochat's order: its shards', row group by row group."""
     if split not in meta["splits"]:
-        raise PrepareError(f"{Path(folder) / 'meta.json'} has no split {split!r}: {list(meta['splits'])}")  # fmt: skip
+        where = Path(folder) / RECORD_NAME
+        raise PrepareError(f"{where} has no split {split!r}: {list(meta['splits'])}")
     for shard in meta["shards"]:
         if shard["split"] == split:
             for batch in nanochat.shard_texts(Path(folder) / shard["file"]):
@@ -152,18 +168,23 @@ def split_documents(folder, meta, split):
 
 
 def show_lines(folder, meta, split, block_size, index):
-    """Document `index` of the split: its first block_size tokens, <|bos|> first, each id and text."""
+    """Document `index` of the split: its first block_size tokens, <|bos|> first, each id and
+    text."""
     from bpe.show import token_text
 
     encoding, documents = load(folder, meta), split_documents(folder, meta, split)
     text = next((t for i, t in enumerate(documents) if i == index), None)
     if text is None:
-        raise PrepareError(f"{split} holds {meta['splits'][split]['documents']:,} documents: --offset {index:,} is past the last")  # fmt: skip
+        raise PrepareError(
+            f"{split} holds {meta['splits'][split]['documents']:,} documents: --offset "
+            f"{index:,} is past the last"
+        )
     # the document as nanochat's dataloader makes it: <|bos|>, then encode_ordinary(text)
     ids = [encoding._special_tokens[nanochat.BOS], *encoding.encode_ordinary(text)]
     size = len(text.encode())
     lines = [
-        f"{split} document {index:,}: {len(ids):,} tokens (<|bos|> first), {size:,} bytes of text: {size / max(len(ids) - 1, 1):.2f} bytes per token",  # fmt: skip
+        f"{split} document {index:,}: {len(ids):,} tokens (<|bos|> first), {size:,} bytes of "
+        f"text: {size / max(len(ids) - 1, 1):.2f} bytes per token",
         f"{'t':>5}  id     token",
     ]
     shown = [encoding.decode_single_token_bytes(i) for i in ids[: block_size + 1]]
@@ -171,19 +192,39 @@ def show_lines(folder, meta, split, block_size, index):
     return lines
 
 
-def packing_lines(folder, meta, split, block_size):
-    """nanochat's figures for the split at T = block_size: document lengths, what its BOS
-    best-fit rows keep, bytes per token."""
-    from .packing import best_fit_tokens_kept, nearest_rank
-
+def packing_report(folder, meta, split, block_size):
+    """nanochat's figures for the split at T = block_size, as a dict: its documents' lengths
+    with their <|bos|>, the bytes of text, what its BOS best-fit rows keep."""
     encoding = load(folder, meta)
     documents = list(split_documents(folder, meta, split))
     lengths = np.array([len(ids) + 1 for ids in encoding.encode_ordinary_batch(documents)])
     tokens, size = int(lengths.sum()), meta["splits"][split]["bytes"]
+    text_tokens = tokens - len(lengths)
+    if text_tokens == 0:
+        raise PrepareError(
+            f"{split} of {folder} holds {len(lengths):,} documents and no token of text: there "
+            f"is nothing to pack; prepare it from documents that hold text"
+        )
     p50, p90, p99 = nearest_rank(lengths)
-    kept = best_fit_tokens_kept(lengths, block_size)
+    return {
+        "documents": len(lengths),
+        "tokens": tokens,
+        "document_tokens": {"p50": p50, "p90": p90, "p99": p99, "max": int(lengths.max())},
+        "bytes": size,
+        "bytes_per_token": size / text_tokens,
+        "best_fit_tokens_kept": best_fit_tokens_kept(lengths, block_size),
+    }
+
+
+def packing_lines(folder, report, split, block_size):
+    """packing_report's figures as plain lines."""
+    lengths = report["document_tokens"]
     return [
-        f"{split} of {folder}: {len(lengths):,} documents, {tokens:,} tokens with their <|bos|>; a document's length in tokens: p50 {p50:,}, p90 {p90:,}, p99 {p99:,}, max {int(lengths.max()):,}",  # fmt: skip
-        f"{size:,} bytes of text: {size / (tokens - len(lengths)):.2f} bytes per token (<|bos|> excluded)",  # fmt: skip
-        f"nanochat's BOS best-fit rows of {block_size + 1:,} tokens (max_seq_len {block_size:,} and its target) keep {kept:.1%} of the tokens",  # fmt: skip
+        f"{split} of {folder}: {report['documents']:,} documents, {report['tokens']:,} tokens "
+        f"with their <|bos|>; a document's length in tokens: p50 {lengths['p50']:,}, "
+        f"p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, max {lengths['max']:,}",
+        f"{report['bytes']:,} bytes of text: {report['bytes_per_token']:.2f} bytes per token "
+        f"(<|bos|> excluded)",
+        f"nanochat's BOS best-fit rows of {block_size + 1:,} tokens (max_seq_len "
+        f"{block_size:,} and its target) keep {report['best_fit_tokens_kept']:.1%} of the tokens",
     ]

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.schema import RECORD_NAME, index_name
 from formats.shards import open_npy
 from safety.errors import PrepareError
 
+from .folder import open_split
 from .token_bytes import bytes_per_token_lines
-from .verify import open_split, verified_meta
 
 PERCENTILES = (50, 90, 99)
 # nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
@@ -48,7 +49,8 @@ def document_lengths(num_tokens, starts):
 
 
 def check_windows(num_tokens, block_size):
-    """The number of windows get_batch draws from (torch.randint(len(data) - block_size)): 10, 3 -> 7."""
+    """The number of windows get_batch draws from (torch.randint(len(data) - block_size)):
+    10, 3 -> 7."""
     if block_size < 1:
         raise PackingError(f"block_size must be at least 1, got {block_size}")
     if num_tokens <= block_size:
@@ -60,7 +62,8 @@ def check_windows(num_tokens, block_size):
 
 
 def nearest_rank(lengths, percentiles=PERCENTILES):
-    """Nearest-rank percentiles, the p-th being the ceil(p/100 * n)-th smallest: [3, 1, 4], (50,) -> [3]."""
+    """Nearest-rank percentiles, the p-th being the ceil(p/100 * n)-th smallest:
+    [3, 1, 4], (50,) -> [3]."""
     ranks = [-(-p * len(lengths) // 100) - 1 for p in percentiles]  # ceil in integers, 0-based
     return np.partition(lengths, ranks)[ranks].tolist()  # O(n): no full sort
 
@@ -106,9 +109,10 @@ def best_fit_tokens_kept(lengths, block_size, buffer_size=BEST_FIT_BUFFER, refil
     nanochat fills rows of T + 1 tokens: into the space left it puts the longest buffered document
     that fits whole; when none fits, the shortest one, cropped to the space (the rest of it is
     lost). The buffer holds the next documents in order, topped up `refill` at a time whenever it
-    holds fewer than buffer_size. Only lengths matter, so the buffer is a sorted list of them. When the
-    split runs out, the last row stays part-filled (the next epoch would fill it): kept = the
-    tokens not cropped / all tokens. One Python step per document, unlike the other figures.
+    holds fewer than buffer_size. Only lengths matter, so the buffer is a sorted list of them.
+    When the split runs out, the last row stays part-filled (the next epoch would fill it):
+    kept = the tokens not cropped / all tokens. One Python step per document, unlike the other
+    figures.
     [4, 1, 5], T 3 -> rows [4], [1 + 3 of the 5]: 2 of 10 cropped, 0.8
     """
     capacity = block_size + 1
@@ -131,9 +135,11 @@ def best_fit_tokens_kept(lengths, block_size, buffer_size=BEST_FIT_BUFFER, refil
 
 
 def packing_lines(report, block_size, best_fit):
-    """packing_report's figures, and best_fit_tokens_kept's, as plain lines read against block_size T.
+    """packing_report's figures, and best_fit_tokens_kept's, as plain lines read against
+    block_size T.
 
-    {"documents": 3, "tokens": 10, ...}, 3 -> ["3 documents, 10 tokens; a document's length ...", ...]
+    {"documents": 3, "tokens": 10, ...}, 3
+    -> ["3 documents, 10 tokens; a document's length ...", ...]
     """
     lengths = report["document_tokens"]
     window = block_size + 1
@@ -194,24 +200,18 @@ def plot_lengths(lengths, block_size, path):
     figure.savefig(path, dpi=120, bbox_inches="tight")
 
 
-def packing(folder, split, block_size, as_json=False, plot=None):
-    """Print what nanoGPT's get_batch draws from `split` at `block_size`, from its document index:
-    a few plain lines, or one JSON object; plot: the lengths' histogram."""
-    meta = verified_meta(folder)
-    if meta.get("format") == "nanochat":  # its shards hold text
-        from .nanochat import packing_lines as nanochat_lines
-
-        if as_json or plot:
-            raise PrepareError("--json and --plot are for nanoGPT's folders, not nanochat's")
-        print(*nanochat_lines(folder, meta, split, block_size), sep="\n")
-        return
-    open_split(folder, split)  # the split's file is there, not empty
+def packing(folder, meta, split, block_size, as_json=False, plot=None):
+    """Print what nanoGPT's get_batch draws from `split` at `block_size` of a verified folder
+    (`meta` its record), from its document index: a few plain lines, or one JSON object; plot:
+    the lengths' histogram."""
+    open_split(folder, split, meta)  # the split's file is there, not empty
     record = meta["splits"].get(split, {}) if "shards" not in meta else {}
     if "index" not in record:
         raise PrepareError(
-            f"{Path(folder) / 'meta.json'} lists no document index for {split!r} (a "
-            f"{split}.docs.npy): only the document lessons (openwebtext, tinystories) write one "
-            f"beside their .bin files; a character folder has no documents, a shard folder no index"
+            f"{Path(folder) / RECORD_NAME} lists no document index for {split!r} (a "
+            f"{index_name(split)}): only the document lessons (openwebtext, tinystories) write "
+            f"one beside their .bin files; a character folder has no documents, a shard folder "
+            f"no index"
         )
     starts = open_npy(Path(folder) / record["index"]["file"])
     report = packing_report(record["tokens"], starts, block_size)
@@ -226,7 +226,8 @@ def packing(folder, split, block_size, as_json=False, plot=None):
         lines = [*packing_lines(report, block_size, best_fit), *bytes_per_token_lines(meta, split)]
         print(f"{split} of {folder}:", *lines, sep="\n")
     if plot is not None:  # beside the JSON object, on stderr: stdout stays one object
-        print(f"wrote {plot}: the document lengths of {split}", file=sys.stderr if as_json else sys.stdout)  # fmt: skip
+        wrote = f"wrote {plot}: the document lengths of {split}"
+        print(wrote, file=sys.stderr if as_json else sys.stdout)
 
 
 def picture_path(plot):

@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 
 from formats.shards import open_npy
-from formats.tokenizers import gpt2_encoding
+from formats.tokenizers import record_encoding
 from safety.errors import PrepareError
-from safety.files import sha256_file
 
+from .folder import open_split
 from .token_bytes import bytes_per_token_lines
-from .verify import open_split, verified_meta
 
 
 def random_offset(num_tokens, block_size, seed):
@@ -23,26 +22,10 @@ def random_offset(num_tokens, block_size, seed):
 
 def token_bytes_for(tokenizer, folder):
     """id -> the bytes of that one token, for the tokenizer meta.json records."""
-    kind = tokenizer.get("kind")
-    if kind == "char":
+    if tokenizer["kind"] == "char":
         chars = tokenizer["chars"]
         return lambda token_id: chars[token_id].encode("utf-8")
-    if kind == "tiktoken":
-        import tiktoken
-
-        name = tokenizer.get("name")
-        encoding = gpt2_encoding() if name == "gpt2" else tiktoken.get_encoding(name)
-        return encoding.decode_single_token_bytes
-    if kind == "bpe":
-        from bpe import Tokenizer
-
-        path = Path(tokenizer["path"])
-        if not path.is_absolute():
-            path = Path(folder) / path
-        if not path.is_file() or sha256_file(path) != tokenizer["sha256"]:
-            raise PrepareError(f"the tokenizer {path} named in meta.json is missing or has changed")
-        return Tokenizer.load(path).vocab.__getitem__
-    raise PrepareError(f"{Path(folder) / 'meta.json'}: cannot show tokenizer {tokenizer!r}")
+    return record_encoding(tokenizer, folder).decode_single_token_bytes
 
 
 def block_lines(folder, split="train", block_size=8, offset=0):
@@ -85,7 +68,8 @@ def block_lines(folder, split="train", block_size=8, offset=0):
     width = max(len("x[t]"), *(len(a) for a, _ in cells))
     end = offset + block_size
     lines = [
-        f"{split}: {len(data):,} tokens; at position t the model has read x[0..t] and must predict y[t]",
+        f"{split}: {len(data):,} tokens; at position t the model has read x[0..t] and must "
+        f"predict y[t]",
         f"x = data[{offset}:{end}] = {x}",
         f"y = data[{offset + 1}:{end + 1}] = {y}",
         f"{'t':>5}  {'x[t]':<{width}}  y[t]",
@@ -96,7 +80,10 @@ def block_lines(folder, split="train", block_size=8, offset=0):
         for t, (a, b) in enumerate(cells)
     ]
     if starts:
-        lines.append("a document starts at the marked x[t]: the EOT before it ends the one before, and the model reads across it")  # fmt: skip
+        lines.append(
+            "a document starts at the marked x[t]: the EOT before it ends the one before, and "
+            "the model reads across it"
+        )
     return lines
 
 
@@ -113,7 +100,7 @@ def _marked(line, starts_here):
 
 
 def document_starts(meta, folder, split, low, high):
-    """The document starts of `split` in low..high-1, from its index (SPLIT.docs.npy) if
+    """The document starts of `split` in low..high-1, from its index (schema.index_name) if
     meta.json lists one: [] for a folder without (a character lesson's, a shard folder)."""
     record = meta["splits"].get(split) if "shards" not in meta else None
     if not isinstance(record, dict) or "index" not in record:
@@ -123,21 +110,11 @@ def document_starts(meta, folder, split, low, high):
     return [int(i) for i in starts[first:last]]
 
 
-def show(folder, split="train", block_size=8, offset=0, seed=None):
-    """Print one block of `folder`'s `split` (at `offset`, or at get_batch's random offset for `seed`)."""
-    if block_size < 1:
-        raise PrepareError(f"--block-size must be at least 1, got {block_size}")
-    meta = verified_meta(folder)
-    if meta.get("format") == "nanochat":  # documents, not ids: one document's first tokens
-        from .nanochat import show_lines
-
-        if seed is not None:
-            documents = meta["splits"].get(split, {"documents": 1})["documents"]
-            offset = random_offset(documents, 0, seed)
-        print(*show_lines(folder, meta, split, block_size, offset), sep="\n")
-        return
+def show(folder, meta, split="train", block_size=8, offset=0, seed=None):
+    """Print one block of a verified `folder`'s `split` (`meta` its record), at `offset`, or at
+    get_batch's random offset for `seed`."""
     if seed is not None:
-        _, data = open_split(folder, split)
+        _, data = open_split(folder, split, meta)
         offset = random_offset(len(data), block_size, seed)
     lines = block_lines(folder, split, block_size, offset) + bytes_per_token_lines(meta, split)
     print(*lines, sep="\n")

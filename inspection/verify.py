@@ -6,28 +6,32 @@ from its recorded definition; meta.pkl read as plain data, never run. Every prob
 """
 
 import hashlib
-import json
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from formats.shards import BIN_DTYPES, META_FORMAT_VERSION, SPLIT_NAMES, open_npy, read_shard
-from formats.tokenizers import encoding_sha256, gpt2_encoding, load_trained
-from safety.commit import JOURNAL_NAME, leftover_temporaries, lock_holder
-from safety.errors import PrepareError, reading
-from safety.files import json_kind, load_json, read_plain_pickle, read_small_file, sha256_file
-from safety.record import (
+from formats.schema import (
+    GOLF_FORMAT,
     META_PKL,
-    SHARD_FORMATS,
-    is_plain_name,
+    NANOCHAT,
+    NANOCHAT_DATA_DIR,
+    NANOCHAT_TOKENIZER_DIR,
+    SPLIT_NAMES,
+    index_name,
     listed_files,
-    name_problem,
     trainer_reads,
 )
+from formats.shards import open_npy, read_ids, read_shard
+from formats.tokenizers import encoding_sha256, record_encoding
+from safety.commit import leftover_temporaries, lock_holder
+from safety.errors import PrepareError, reading
+from safety.files import read_plain_pickle, sha256_file
 from safety.signals import closed_stdout
 
+from . import golf, nanochat
+from .folder import checked_meta, open_split
 from .token_bytes import audit_token_bytes
 
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
@@ -67,10 +71,12 @@ def _audit(folder, quiet=False):
             f"({', '.join(leftovers)}); the next run into this folder removes them",
             file=sys.stderr,
         )
-    if meta.get("format") == "nanochat":  # parquet shards of text: inspection/nanochat.py
-        from .nanochat import audit
-
-        return audit(folder, meta, quiet)
+    problems += _audit_source(folder, meta.get("source") or {})
+    problems += _unlisted_files(folder, meta, leftovers)
+    if meta.get("format") == NANOCHAT:  # parquet shards of text: inspection/nanochat.py
+        return nanochat.audit(folder, meta, quiet, problems)
+    if meta.get("format") == GOLF_FORMAT:  # parameter-golf's datasets: inspection/golf.py
+        return problems + golf.audit(folder, meta, quiet)
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
     if "shards" in meta:
@@ -78,162 +84,15 @@ def _audit(folder, quiet=False):
     for name in SPLIT_NAMES if "shards" not in meta else ():
         problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
         problems += _audit_index(folder, meta["splits"][name], dtype, meta["tokenizer"])
-    problems += _audit_source(folder, meta.get("source") or {})
     decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"])
     problems += tokenizer_problems
     problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
-    problems += _unlisted_files(folder, meta, leftovers)
     problems += [] if problems else audit_token_bytes(folder, meta)  # reads the checked ids
     if not problems and not quiet:
         _, ids = open_split(folder, "val")
         start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]
         print("start of val:", repr(start))
     return problems
-
-
-def checked_meta(folder, leftovers=()):
-    """meta.json of `folder` if it is well-formed, else a PrepareError of its first problem.
-
-    Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
-    a run was interrupted in while it replaced the files (see safety/commit.py).
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        what = "a file" if folder.exists() else "missing"
-        raise PrepareError(
-            f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
-        )
-    path = folder / "meta.json"
-    if not os.path.lexists(path):
-        if (
-            leftovers
-            or os.path.lexists(folder / JOURNAL_NAME)
-            or any(trainer_reads(p.name) for p in folder.iterdir())
-        ):
-            left = f", leaving {', '.join(leftovers)}" if leftovers else ""
-            raise PrepareError(
-                f"{path} does not exist: the folder is incomplete (a run was interrupted while "
-                f"replacing its files{left}); run its prepare.py again"
-            )
-        raise PrepareError(f"{path} does not exist; run the folder's prepare.py first")
-    meta = load_json(read_small_file(path), path)
-    if not isinstance(meta, dict):
-        raise PrepareError(f"{path} holds a JSON {json_kind(meta)}, not an object")
-    if meta.get("format_version") != META_FORMAT_VERSION:
-        raise PrepareError(
-            f"{path} has format_version {meta.get('format_version')!r}, expected {META_FORMAT_VERSION}"
-        )
-    if problem := _shape_problem(meta) or name_problem(meta):  # name_problem: each file named
-        raise PrepareError(f"{path}: {problem}")
-    return meta
-
-
-def _shape_problem(meta):
-    """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
-    if meta.get("format") == "nanochat":
-        from .nanochat import shape_problem
-
-        return shape_problem(meta)
-    problem = _fields_problem(meta, "", TOP_FIELDS)
-    if problem is None and meta["dtype"] not in BIN_DTYPES:
-        problem = _wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
-    if problem := problem or _fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS):
-        return problem
-    if meta.get("meta_pkl") is not None and not (
-        isinstance(meta["meta_pkl"], dict)
-        and meta["meta_pkl"].get("file") == META_PKL
-        and _is_sha256(meta["meta_pkl"].get("sha256"))
-    ):
-        return _wrong(
-            "meta_pkl", meta["meta_pkl"], f'null or {{"file": "{META_PKL}", "sha256": ...}}'
-        )
-    if "shards" in meta:
-        return _shards_problem(meta)
-    missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
-    if missing:
-        return (
-            f"splits has no {' and no '.join(missing)}: a prepared folder needs both train and val"
-        )
-    for name in SPLIT_NAMES:
-        split = meta["splits"][name]
-        if problem := _fields_problem(split, f"splits.{name}", SPLIT_FIELDS):
-            return problem
-        if split["file"] != f"{name}.bin":  # the name nanoGPT's train.py opens, whatever we say
-            return _wrong(
-                f"splits.{name}.file", split["file"], f'"{name}.bin" (what nanoGPT reads)'
-            )
-    if "source" in meta and not isinstance(meta["source"], dict):
-        return _wrong("source", meta["source"], "a JSON object")
-    return None
-
-
-def _shards_problem(meta):
-    """_shape_problem's checks of a folder of shards: its format, and each shard's record."""
-    if meta.get("format") not in SHARD_FORMATS:
-        return _wrong("format", meta.get("format"), '"llmc" or "npy"')
-    shards = meta["shards"]
-    if not isinstance(shards, list) or not shards:
-        return _wrong("shards", shards, "a list of the shards")
-    for i, shard in enumerate(shards):
-        if problem := _fields_problem(shard, f"shards[{i}]", SHARD_FIELDS):
-            return problem
-    if shards[0]["split"] != "val":
-        return _wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
-    if all(shard["split"] != "train" for shard in shards):
-        return "shards has no train shard: llm.c and modded-nanogpt would have nothing to train on"
-    return None
-
-
-def _fields_problem(record, where, fields):
-    """The first of `fields` (key, check, expected) missing from `record` or failing its check;
-    a `record` that is not a JSON object fails first."""
-    if not isinstance(record, dict):
-        return _wrong(where, record, "a JSON object")
-    for key, check, expected in fields:
-        if key not in record:
-            return f'{where} "{key}" is missing'.lstrip()
-        if not check(record[key]):
-            return _wrong(f"{where}.{key}" if where else key, record[key], expected)
-    return None
-
-
-def _wrong(where, value, expected):
-    return f"{where} is {json.dumps(value)}, expected {expected}"
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_sha256(value):
-    return isinstance(value, str) and len(value) == 64 and set(value) <= set("0123456789abcdef")
-
-
-# (key, check, expected) of the fields of each record of meta.json
-FILE = ("file", is_plain_name, "a file name in the folder")
-SHA256 = ("sha256", _is_sha256, "a sha256 (64 hex digits)")
-TOP_FIELDS = (
-    ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
-    ("splits", lambda v: isinstance(v, dict), "a JSON object"),
-    ("dtype", lambda v: isinstance(v, str), "a JSON string"),
-)
-TOKENIZER_FIELDS = (
-    ("kind", lambda v: v in ("char", "tiktoken", "bpe"), '"char", "tiktoken" or "bpe"'),
-    ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
-    SHA256,
-)
-SHARD_FIELDS = (
-    FILE,
-    ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
-    ("tokens", lambda v: _is_int(v) and v > 0, "a positive count of tokens"),
-    SHA256,
-)
-INDEX_FIELDS = (
-    FILE,
-    ("documents", lambda v: _is_int(v) and v >= 0, "a count of documents"),
-    SHA256,
-)
-SPLIT_FIELDS = (FILE, ("tokens", lambda v: _is_int(v) and v >= 0, "a count of tokens"), SHA256)
 
 
 def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
@@ -247,7 +106,7 @@ def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
         print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
     if size == 0:
         return [f"{path} holds no tokens: nanoGPT cannot read an empty {name} split"]
-    return _ids_problems(path, np.memmap(path, dtype=dtype, mode="r"), split["sha256"], vocab_size)
+    return _ids_problems(path, read_ids(path, dtype), split["sha256"], vocab_size)
 
 
 def _ids_problems(path, ids, sha256, vocab_size):
@@ -260,17 +119,14 @@ def _ids_problems(path, ids, sha256, vocab_size):
 
 
 def _audit_index(folder, split, dtype, tokenizer):
-    """A split's document index (SPLIT.docs.npy), if meta.json lists one: its sha256, and
+    """A split's document index (schema.index_name), if meta.json lists one: its sha256, and
     the starts it holds: uint64, 0 first, strictly increasing, below the split's token count, and
     on the boundary rule: every document ends with the end-of-text id (nanoGPT's) or every one
     begins with it (llm.c's)."""
     record = split.get("index")
     if record is None:
         return []
-    path = folder / f"{Path(split['file']).stem}.docs.npy"
-    problem = _fields_problem(record, "index", INDEX_FIELDS) if isinstance(record, dict) else "is not a JSON object"  # fmt: skip
-    if problem or record["file"] != path.name:
-        return [f"{folder / 'meta.json'}: the index of {split['file']} {problem or 'is not ' + path.name}"]  # fmt: skip
+    path = folder / index_name(Path(split["file"]).stem)  # its form: checked_meta's
     if not path.is_file():
         return [f"{path} is missing" if not os.path.lexists(path) else f"{path} is not a file"]
     if sha256_file(path) != record["sha256"]:
@@ -279,7 +135,7 @@ def _audit_index(folder, split, dtype, tokenizer):
         starts = open_npy(path)  # its header checked against its size first
     except PrepareError as exc:
         return [str(exc)]
-    data = np.memmap(folder / split["file"], dtype=dtype, mode="r")
+    data = read_ids(folder / split["file"], dtype)
     problem = _starts_problem(starts, record["documents"], data, tokenizer.get("eot_id"))
     return [f"{path}: {problem}"] if problem else []
 
@@ -287,17 +143,25 @@ def _audit_index(folder, split, dtype, tokenizer):
 def _starts_problem(starts, documents, data, eot_id):
     """What is wrong with a document index of `data`, as a phrase, or None."""
     if starts.dtype != np.uint64 or starts.ndim != 1 or len(starts) != documents:
-        return f"holds {starts.dtype} of shape {starts.shape}, not the {documents:,} uint64 document starts meta.json records"  # fmt: skip
+        return (
+            f"holds {starts.dtype} of shape {starts.shape}, not the {documents:,} uint64 "
+            f"document starts meta.json records"
+        )
     if documents == 0 or starts[0] != 0:
         return "the first document must start at token 0"
     if documents > 1 and not (np.diff(starts.astype(np.int64)) > 0).all():
         return "the document starts do not strictly increase"
     if int(starts[-1]) >= len(data):
-        return f"a document starts at token {int(starts[-1]):,}, past the split's {len(data):,} tokens"  # fmt: skip
+        return (
+            f"a document starts at token {int(starts[-1]):,}, past the split's {len(data):,} tokens"
+        )
     ends = np.append(starts[1:].astype(np.int64) - 1, len(data) - 1)
     if eot_id is None or (data[ends] == eot_id).all() or (data[starts] == eot_id).all():
         return None
-    return f"not every document ends with the end-of-text id {eot_id} (nor begins with it, llm.c's rule)"  # fmt: skip
+    return (
+        f"not every document ends with the end-of-text id {eot_id} (nor begins with it, "
+        f"llm.c's rule)"
+    )
 
 
 def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
@@ -326,22 +190,31 @@ def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
 
 
 def _unlisted_files(folder, meta, leftovers):
-    """Files a trainer pointed at the folder would read (formats.trainer_reads: nanoGPT's names,
-    the shard globs of llm.c, modded-nanogpt and build-nanogpt) that meta.json does not list.
-    meta.pkl is _audit_meta_pkl's; a leftover of an interrupted run is warned about instead."""
+    """Files a trainer pointed at the folder would read (schema.trainer_reads: nanoGPT's names,
+    the shard globs of llm.c, modded-nanogpt and build-nanogpt, nanochat's data and tokenizer
+    folders) that meta.json does not list. meta.pkl is _audit_meta_pkl's; a leftover of an
+    interrupted run is warned about instead."""
     listed = listed_files(meta) | {META_PKL} | set(leftovers)
+    nanochat_format = meta.get("format") == NANOCHAT
+    names = [entry.name for entry in os.scandir(folder)]
+    for sub in (NANOCHAT_DATA_DIR, NANOCHAT_TOKENIZER_DIR) if nanochat_format else ():
+        if (folder / sub).is_dir() and not (folder / sub).is_symlink():
+            names += [f"{sub}/{entry.name}" for entry in os.scandir(folder / sub)]
     unlisted = sorted(
-        entry.name
-        for entry in os.scandir(folder)
-        if entry.name not in listed and trainer_reads(entry.name, meta.get("format"))
+        name
+        for name in names
+        if name not in listed
+        and trainer_reads(name, meta.get("format"))
+        and not name.endswith(".tmp")
     )
     if not unlisted:
         return []
     shown = ", ".join(unlisted[:5]) + (
         f" and {len(unlisted) - 5:,} more" if len(unlisted) > 5 else ""
     )
+    reader = "nanochat" if nanochat_format else "a trainer"
     return [
-        f"{folder} holds files that meta.json does not list but a trainer would read ({shown}); "
+        f"{folder} holds files that meta.json does not list but {reader} would read ({shown}); "
         f"move them away, or run the folder's prepare.py again"
     ]
 
@@ -388,7 +261,8 @@ def _audit_source(folder, source):
 
 
 def _audit_tokenizer(folder, tokenizer):
-    """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, its sha256 checked."""
+    """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, its sha256
+    checked."""
     where = f"{folder / 'meta.json'}: tokenizer"
     kind, vocab_size = tokenizer["kind"], tokenizer["vocab_size"]
     if kind == "char":
@@ -401,12 +275,8 @@ def _audit_tokenizer(folder, tokenizer):
         if len(chars) != vocab_size:
             problems.append(f"{where} has {len(chars)} characters but vocab_size {vocab_size}")
         return (lambda ids: "".join(chars[i] for i in ids)), problems
-    if kind == "tiktoken" and tokenizer.get("name") != "gpt2":
-        return None, [f"{where} name {tokenizer.get('name')!r} is not one we can rebuild"]
     try:
-        encoding = (
-            gpt2_encoding() if kind == "tiktoken" else _trained_encoding(folder, tokenizer, where)
-        )
+        encoding = record_encoding(tokenizer, folder)
     except PrepareError as exc:
         return None, [str(exc)]
     problems = []
@@ -417,43 +287,9 @@ def _audit_tokenizer(folder, tokenizer):
     return encoding.decode, problems
 
 
-def _trained_encoding(folder, tokenizer, where):
-    """The tiktoken Encoding of a trained tokenizer's recorded file, checked against its sha256."""
-    if not isinstance(tokenizer.get("path"), str):
-        raise PrepareError(f'{where} "path" is missing or not a string')
-    path = folder / tokenizer["path"]  # an absolute path stays as it is
-    if not path.is_file():
-        raise PrepareError(
-            f"the tokenizer file {path} recorded in {folder / 'meta.json'} is missing"
-        )
-    if sha256_file(path) != tokenizer["sha256"]:
-        raise PrepareError(
-            f"{path} has changed since {folder / 'meta.json'} was written (sha256 differs)"
-        )
-    return load_trained(path, option="the tokenizer")[1]
-
-
 def verified_meta(folder):
     """meta.json of a folder `verify` finds no problem in (nanoGPT's reads depend on what it
     checks), else a PrepareError of the first one."""
     if problems := verify(folder, quiet=True):
         raise PrepareError(problems[0])
     return checked_meta(folder)
-
-
-def open_split(folder, split):
-    """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps them."""
-    folder = Path(folder)
-    meta = checked_meta(folder)
-    dtype = np.dtype(meta["dtype"])
-    if "shards" in meta:  # a folder of shards: the split's first one, or the one named
-        shard = next((s for s in meta["shards"] if split in (s["file"], s["split"])), None)
-        if shard is None:
-            raise PrepareError(f"{folder} has no shard of split or file {split!r}")
-        return meta, read_shard(folder / shard["file"], meta["format"], dtype)
-    if split not in meta["splits"]:
-        raise PrepareError(f"{folder / 'meta.json'} has no split {split!r}: {list(meta['splits'])}")
-    path = folder / meta["splits"][split]["file"]
-    if not path.is_file() or path.stat().st_size == 0:
-        raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
-    return meta, np.memmap(path, dtype=dtype, mode="r")

@@ -12,7 +12,6 @@ A lesson imports its contracts from here:
 - gpt2.py: GPT-2's two files pinned, the mirror, the line of a network that is not there
 - downloads.py: a remote file pinned by its sha256, fetched with retries of what may pass
 - inputs.py: a lesson's inputs checked before `datasets` reads them (hub files, local files)
-- record.py: the names a folder's meta.json lists, and which of them a trainer reads
 - commit.py: the folder commit (lock, staging, replace, meta.json last)
 - spool.py: arrays written in order, whatever order they come in
 

@@ -1,6 +1,6 @@
 """The folder commit: a prepared folder changes as one transaction, like a git commit.
 
-    with output_folder(out_dir) as staging:    # out_dir locked; `staging` is an empty folder
+    with output_folder(out_dir, schema) as staging:  # out_dir locked; `staging` empty
         write_bin(staging / "train.bin", ...)  # every output is written into `staging`,
         write_meta(staging, ...)               # meta.json (the folder's commit record) included
     # leaving the block without an error committed them: out_dir holds the new, complete set
@@ -62,7 +62,6 @@ from pathlib import Path
 
 from .errors import PrepareError
 from .files import TEMPORARY_TAG, atomic_write_text, load_json, read_small_file
-from .record import RECORD_NAME, journal_problem, listed_files, refused_record, trainer_reads
 from .signals import Terminated, closed_stdout, signals_held, sigterm_raises_terminated
 
 PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
@@ -71,6 +70,7 @@ WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, whi
 # Written before meta.json is removed, removed once it is back: every name the folder owns while
 # it has no meta.json (the old set's and the new), so the run after a crash there knows them.
 JOURNAL_NAME = ".prepare.journal"
+RECORD_NAME = "meta.json"  # the commit record; what else a folder holds, its schema says
 # Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
 # ".<name>.<pid>.<random>.tmp" (a file being written beside its final name, see atomic_path).
 TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+(\.[^.]+)?\.tmp$")  # group 1: the final name
@@ -100,21 +100,24 @@ class FolderBusy(PrepareError):
 
 
 @contextlib.contextmanager
-def output_folder(out_dir):
+def output_folder(out_dir, schema):
     """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
 
-    See the steps above for the order of operations and what a crash leaves. A process
+    `schema` (formats.schema) says which names a record lists and a trainer reads: its
+    `listed_files(record, where)`, `journal_problem(journal)`, `refused_record(where, problem)`
+    and `trainer_reads(name, shard_format)`. See the steps above for the order of operations and
+    what a crash leaves. A process
     that holds out_dir's lock already (see `folder_lock`) keeps it and does not lock again.
     """
     with folder_lock(out_dir) as folder:
         _remove_leftovers(folder)
-        _refuse_strangers(folder, os.listdir(folder), READ_BY_A_TRAINER)
+        _refuse_strangers(schema, folder, os.listdir(folder), READ_BY_A_TRAINER)
         staging = folder / f".prepare.{os.getpid()}.tmp"
         try:
             _create_staging(staging)  # inside the cleanup: a half-made one is removed too
             with sigterm_raises_terminated():
                 yield staging
-                _commit(staging, folder)
+                _commit(schema, staging, folder)
         except OSError as exc:  # no space, quota, file too large, I/O error...
             if closed_stdout(exc):  # `| head`: the run stops as if interrupted (run_main)
                 raise
@@ -357,27 +360,23 @@ def _unwritable(folder, exc):
 
 def _staged_names(staging):
     """The files staged, sorted: names, and "sub/name" for a file in a staged subfolder (a
-    nanochat folder's base_data_climbmix/ and tokenizer/), one level deep."""
+    nanochat folder's data and tokenizer folders, parameter-golf's datasets/NAME/)."""
     names = []
     for entry in os.scandir(staging):
         if TEMPORARY_NAME.match(entry.name) or entry.name == STAGING_MARKER:
             continue
         if entry.is_dir(follow_symlinks=False):
-            names += [
-                f"{entry.name}/{name}"
-                for name in os.listdir(entry.path)
-                if not TEMPORARY_NAME.match(name)
-            ]
+            names += [f"{entry.name}/{name}" for name in _staged_names(entry.path)]
         else:
             names.append(entry.name)
     return sorted(names)
 
 
-def _commit(staging, folder):
+def _commit(schema, staging, folder):
     staged = _staged_names(staging)
     if RECORD_NAME not in staged:
         raise PrepareError(f"nothing to commit in {folder}: no {RECORD_NAME} was written")
-    owned = owned_files(folder)
+    owned = owned_files(schema, folder)
     stale = [
         name for name in sorted(owned) if name not in staged and os.path.lexists(folder / name)
     ]
@@ -389,7 +388,8 @@ def _commit(staging, folder):
                 f"(nothing in {folder} was changed)"
             )
     present = os.listdir(folder)  # and the names in the subfolders the outputs go into
-    for sub in {name.split("/")[0] for name in staged if "/" in name}:
+    parts = [name.split("/")[:-1] for name in staged]  # each subfolder, and those it is in
+    for sub in sorted({"/".join(p[: k + 1]) for p in parts for k in range(len(p))}):
         path = folder / sub
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):
             raise PrepareError(
@@ -398,11 +398,11 @@ def _commit(staging, folder):
             )
         if path.is_dir():
             present += [f"{sub}/{name}" for name in os.listdir(path)]
-    _refuse_strangers(folder, staged, staging=staging)
+    _refuse_strangers(schema, folder, staged, staging=staging)
     # the staged shard format ("llmc", "npy"): build-nanogpt's .npy shards, its own name rule
     record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
     shard_format = record.get("format") if isinstance(record, dict) else None
-    _refuse_strangers(folder, set(present) - set(staged), READ_BY_A_TRAINER, shard_format)
+    _refuse_strangers(schema, folder, set(present) - set(staged), READ_BY_A_TRAINER, shard_format)
     for name in staged:
         _fsync_path(staging / name)
     data_files = [name for name in staged if name != RECORD_NAME]
@@ -418,7 +418,7 @@ def _commit(staging, folder):
             _fsync_path(folder)
             _pause_if_asked("uncommitted")
             for name in data_files:
-                (folder / name).parent.mkdir(exist_ok=True)  # a nanochat folder's subfolders
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)  # nanochat's, golf's
                 os.replace(staging / name, folder / name)
                 _pause_if_asked("replaced")
             for name in stale:
@@ -443,8 +443,8 @@ def _commit(staging, folder):
             subfolder.rmdir()
 
 
-def owned_files(folder):
-    """The names `folder` owns: those its meta.json lists (record.listed_files), and while a
+def owned_files(schema, folder):
+    """The names `folder` owns: those its meta.json lists (schema.listed_files), and while a
     commit was cut short (no meta.json), those its journal lists. Nothing a name merely matches;
     a record listing a name outside the folder, or not of its field's form, is refused."""
     owned = set()
@@ -457,9 +457,9 @@ def owned_files(folder):
         except PrepareError:  # unreadable: it vouches for nothing (its own name is still ours)
             record = None
         if name == RECORD_NAME:
-            owned |= listed_files(record, where=path)  # a name outside the folder: refused
-        elif journal_problem(record) is not None:
-            raise PrepareError(refused_record(path, journal_problem(record)))
+            owned |= schema.listed_files(record, where=path)  # a name outside the folder: refused
+        elif (problem := schema.journal_problem(record)) is not None:
+            raise PrepareError(schema.refused_record(path, problem))
         elif isinstance(record, dict) and isinstance(record.get("owned"), list):
             owned |= set(record["owned"])
     return owned | {RECORD_NAME}
@@ -468,17 +468,17 @@ def owned_files(folder):
 READ_BY_A_TRAINER = "a trainer would read it with this run's outputs"
 
 
-def _refuse_strangers(folder, names, fate=None, shard_format=None, staging=None):
+def _refuse_strangers(schema, folder, names, fate=None, shard_format=None, staging=None):
     """Refuse to go on with a file in the folder that no record of it lists: someone else's file,
     which this run's output would replace (unless the output holds the same bytes: a tokenizer
     the run copied into staging from the folder), or which a trainer would read beside them
-    (`fate` READ_BY_A_TRAINER: only those names, formats.trainer_reads, of the shard format)."""
-    owned = owned_files(folder)
+    (`fate` READ_BY_A_TRAINER: only those names, schema.trainer_reads, of the shard format)."""
+    owned = owned_files(schema, folder)
     for name in sorted(names):
         path = folder / name  # a folder in an output's way is the commit's to name
         if name in owned or not os.path.lexists(path) or os.path.isdir(path):
             continue
-        if fate is READ_BY_A_TRAINER and not trainer_reads(name, shard_format):
+        if fate is READ_BY_A_TRAINER and not schema.trainer_reads(name, shard_format):
             continue
         if staging is not None and filecmp.cmp(path, staging / name, shallow=False):
             continue

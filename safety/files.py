@@ -1,7 +1,10 @@
 """Files read strictly and within bounds, hashed, and never trusted; files written atomically.
 
-- `read_small_file`: the bytes of a small file we wrote (meta.json, meta.pkl, a work record),
-  never blocking on a FIFO, never endless (/dev/zero), at most SMALL_FILE_LIMIT bytes
+- `read_text`: a whole text as strict UTF-8 (a bad byte: its offset), never a pipe or a device
+- `open_regular`: every file read is opened through it: a regular file of bounded size, never
+  a FIFO to block on or an endless device (/dev/zero)
+- `read_small_file`: the bytes of a small file (meta.json, meta.pkl, a work record), at most
+  SMALL_FILE_LIMIT bytes
 - `read_plain_pickle`: a pickle of plain data, read without running anything it names
 - `atomic_path`, `atomic_write_text`: a file is the old one or the whole new one, never half
 """
@@ -24,20 +27,19 @@ SMALL_FILE_LIMIT = 1 << 28  # 256 MB: more than any meta.json, meta.pkl or work 
 
 
 def sha256_file(path):
-    """The hex sha256 of a file's bytes, read 1 MB at a time."""
+    """The hex sha256 of a regular file's bytes, read 1 MB at a time (`open_regular`)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def read_small_file(path, limit=SMALL_FILE_LIMIT):
-    """The bytes of a small file we wrote (meta.json, meta.pkl, a work record), read safely.
-
-    A FIFO would block forever and /dev/zero never ends: the file must be a regular one (checked
-    on the open descriptor, opened without waiting), and no larger than `limit` bytes.
-    """
+def open_regular(path, limit=None):
+    """`path` open for reading (binary), once it is known to be a regular file of at most `limit`
+    bytes: the one check before the project reads a file. A FIFO would block forever and
+    /dev/zero never ends, so the file is opened without waiting and checked on its descriptor;
+    anything else is a PrepareError naming it."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -45,13 +47,22 @@ def read_small_file(path, limit=SMALL_FILE_LIMIT):
         raise PrepareError(f"{path} does not exist") from None
     except OSError as exc:
         raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
-            raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
-        if info.st_size > limit:
-            raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
+    file = os.fdopen(fd, "rb")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        file.close()
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
+        raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
+    if limit is not None and info.st_size > limit:
+        file.close()
+        raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
+    return file
+
+
+def read_small_file(path, limit=SMALL_FILE_LIMIT):
+    """The bytes of a small file (meta.json, meta.pkl, tokenizer.pkl, a work record), at most
+    `limit` bytes of a regular file (`open_regular`)."""
+    with open_regular(path, limit) as file:
         try:
             data = file.read(limit + 1)
         except OSError as exc:

@@ -31,6 +31,12 @@ gets 404 RepoNotFound, an unknown revision 404 RevisionNotFound, a missing path 
 (the X-Error-Code header the client turns into its exceptions; the tree of a file is one too, and
 HfFileSystem then lists its folder). Files are served as stored: no Xet (hf_xet is used only when
 the hub announces a file's Xet hash, which this one never does).
+
+What a test of a budgeted read needs: `hub.bytes_sent` (the bodies both ports sent),
+`hub.served` (the (sha256, start, end) of each CDN answer), `hub.damage(path, offset, times)` (the
+CDN flips that byte of the file, `times` times or always), and `hub.hold_after(n)`: the CDN's
+answers after the first n wait until `hub.release` is set (`hub.held` says one is waiting), so a
+test can kill a client mid-download at a known point.
 """
 
 import email.utils
@@ -70,6 +76,8 @@ class LocalHub:
         self.unknown = []
         self.lock = threading.Lock()
         self.blobs = {}  # sha256 -> bytes, what the CDN serves
+        self.bytes_sent, self.served, self.damaged = 0, [], {}  # damaged: sha256 -> [offset, times]
+        self.held, self.release, self.holding = threading.Event(), threading.Event(), None
         for files in commits.values():
             for data in files.values():
                 self.blobs[hashlib.sha256(data).hexdigest()] = data
@@ -144,6 +152,8 @@ class LocalHub:
                     self.send_header(name, value)
                 self.end_headers()
                 if self.command != "HEAD":
+                    with hub.lock:
+                        hub.bytes_sent += len(body)
                     self.wfile.write(body)
 
             def log_message(self, *args):  # the test reads `hub.requests`, not stderr
@@ -200,10 +210,37 @@ class LocalHub:
         match = re.fullmatch(r"/lfs/(?P<sha256>[0-9a-f]{64})", urlsplit(request.path).path)
         if request.command not in ("GET", "HEAD") or not match:
             return unknown_route()
-        data = self.blobs.get(match["sha256"])
+        sha256 = match["sha256"]
+        data = self.blobs.get(sha256)
         if data is None:
             return 404, {}, b"not found"
-        return ranged(request, data, {"ETag": f'"{match["sha256"]}"'})
+        if request.command == "GET" and self.holding is not None:
+            with self.lock:
+                wait, self.holding = self.holding <= 0, self.holding - 1
+            if wait:
+                self.held.set()
+                self.release.wait()
+        with self.lock:
+            offset, times = self.damaged.get(sha256, (None, 0))
+            if offset is not None and times != 0 and request.command == "GET":
+                self.damaged[sha256] = [offset, times - 1]
+                data = data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :]
+        status, headers, body = ranged(request, data, {"ETag": f'"{sha256}"'})
+        if request.command == "GET" and status in (200, 206):
+            start = int(headers.get("Content-Range", "bytes 0-").split()[1].split("-")[0])
+            with self.lock:
+                self.served.append((sha256, start, start + len(body)))
+        return status, headers, body
+
+    def damage(self, path, offset, times=-1):
+        """Serve the byte at `offset` of the file at `path` (of any commit) flipped: `times`
+        answers that hold it (-1: always)."""
+        data = next(files[path] for files in self.commits.values() if path in files)
+        self.damaged[hashlib.sha256(data).hexdigest()] = [offset, times]
+
+    def hold_after(self, answers):
+        """Let the CDN answer `answers` GETs, then hold each next one until `release` is set."""
+        self.holding = answers
 
     # -----------------------------------------------------------------------------------------
     # the answers
@@ -418,8 +455,9 @@ def fineweb_card(kind):
     return ("\n".join(lines) + f"\n\n# {pretty} (a small stand-in for tests)\n").encode()
 
 
-def fineweb_parquet(texts, kind, first_row=0):
-    """A parquet file of FineWeb's columns around `texts` (the other columns are made up)."""
+def fineweb_parquet(texts, kind, first_row=0, row_group_size=None):
+    """A parquet file of FineWeb's columns around `texts` (the other columns are made up), in
+    row groups of `row_group_size` rows (None: one), each page with its CRC."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -440,11 +478,11 @@ def fineweb_parquet(texts, kind, first_row=0):
     columns = FINEWEB_COLUMNS[kind]
     table = pa.table({name: pa.array(made_up[name], type=columns[name]) for name in columns})
     buffer = io.BytesIO()
-    pq.write_table(table, buffer)
+    pq.write_table(table, buffer, row_group_size=row_group_size, write_page_checksum=True)
     return buffer.getvalue()
 
 
-def fineweb_files(kind, samples):
+def fineweb_files(kind, samples, row_group_size=None):
     """A FineWeb repo's files: its card, one file of one dump, and for each sample {"10BT": (documents, sizes)} the
     documents cut into parquet files of `sizes` rows, named as the real ones (000_00000.parquet).
     """
@@ -459,7 +497,8 @@ def fineweb_files(kind, samples):
         start = 0
         for number, size in enumerate(sizes):
             path = f"sample/{sample}/{number:03d}_00000.parquet"
-            files[path] = fineweb_parquet(documents[start : start + size], kind, start)
+            texts = documents[start : start + size]
+            files[path] = fineweb_parquet(texts, kind, start, row_group_size)
             start += size
     return files
 

@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import REPO, needs_datatrove, run_python, write_jsonl
+from conftest import REPO, assert_clean_failure, needs_datatrove, run_python, write_jsonl
 from test_tinystories import story_items, write_archive
 
 from dedup import fast
@@ -83,7 +83,7 @@ def assert_record(record, rule):
     assert record["rule"] == rule and "end-of-text token left out" in record["compared"]
     if rule == "near":
         assert (record["shingle_tokens"], record["bands"], record["rows"]) == (5, 14, 8)
-        assert (record["threshold"], record["seed"]) == (0.8, 0)
+        assert record["seed"] == 0 and "threshold" not in record
 
 
 def document_args(name, data_files):
@@ -213,6 +213,25 @@ def test_tinystories(rule, fmt, story_archive, tmp_path):
 # ---------------------------------------------------------------- the parts
 
 
+@pytest.mark.parametrize(
+    "documents, rule, fragments",
+    [
+        pytest.param(
+            [""] * 5, "exact", ["every token (1)", "needs more text"], id="empty-documents"
+        ),
+        pytest.param(["One document, said twice."] * 2, "near", ["every token"], id="one-document"),
+    ],
+)
+def test_too_little_left_for_a_train_shard(documents, rule, fragments, tmp_path):
+    """FineWeb's shards need a train shard after val's: when --dedup leaves too few tokens for
+    one, the error's advice is one a user can follow (never a --shard-size below 1)."""
+    data = write_jsonl(tmp_path / "docs.jsonl", documents)
+    args = ["--data-files", data, "--dedup", rule, "--out-dir", tmp_path / "out"]
+    result = run_python(LESSONS["fineweb"], *args, "--num-proc", "1", "--cache-dir", tmp_path / "c")
+    assert_clean_failure(result, *fragments, logs_before=True)
+    assert "below 1" not in result.stderr
+
+
 def test_without_boundaries():
     assert [a.tolist() for a in without_boundaries([0, 5, 6, 0, 7], [3, 2], first=True)] == [[5, 6, 7], [0, 2, 3]]  # fmt: skip
     assert [a.tolist() for a in without_boundaries([5, 6, 0, 7, 0], [3, 2], first=False)] == [[5, 6, 7], [0, 2, 3]]  # fmt: skip
@@ -221,7 +240,7 @@ def test_without_boundaries():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_keep_documents_equals_near_keep_on_all(seed):
-    """From band keys in chunks and the candidates' signatures: near_keep of every signature,
+    """From band keys in chunks, only the documents sharing one: near_keep of every document's,
     itself simple.first_of_clusters (test_dedup.py); exact: the first of each copy."""
     rng = random.Random(seed)
     documents = [[rng.randrange(300) for _ in range(rng.randrange(0, 60))] for _ in range(60)]
@@ -231,16 +250,12 @@ def test_keep_documents_equals_near_keep_on_all(seed):
             copy[rng.randrange(len(copy))] = rng.randrange(300)
         documents.insert(rng.randrange(len(documents) + 1), copy)
     chunks = [documents_of(documents[i : i + 17]) for i in range(0, len(documents), 17)]
-    signatures = fast.minhash_signatures(*documents_of(documents))
-
-    def signatures_of(numbers):
-        return signatures[numbers]
-
+    every_key = fast.band_keys(fast.minhash_signatures(*documents_of(documents)))
     keys = [document_keys("near", *chunk) for chunk in chunks]
-    assert keep_documents("near", keys, signatures_of).tolist() == near_keep(signatures).tolist()
+    assert keep_documents("near", keys).tolist() == near_keep(every_key).tolist()
     hashes = [document_keys("exact", *chunk) for chunk in chunks]
     first = [documents.index(d) == i for i, d in enumerate(documents)]
-    assert keep_documents("exact", hashes, None).tolist() == first
+    assert keep_documents("exact", hashes).tolist() == first
 
 
 def test_spool_reads_back_and_picks(tmp_path):

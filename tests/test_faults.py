@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, tokenizer_file
 
+from formats import schema
 from prepare_common import random_split
 from safety import output_folder
 from safety.commit import PAUSE_ENV, leftover_temporaries
@@ -228,7 +229,7 @@ def test_workers_forked_during_a_run_die_of_sigterm_at_once(tmp_path):
     datasets map worker) keeps SIGTERM's default action. A Python handler there could miss the
     signal (one landing just before the worker blocks in its pool's queue lock is never
     handled), and datasets' Pool.terminate, after a worker raised, then waited for it forever."""
-    with pytest.raises(Abort), output_folder(tmp_path / "out"):
+    with pytest.raises(Abort), output_folder(tmp_path / "out", schema):
         assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
         pid = os.fork()
         if pid == 0:  # the worker: report its SIGTERM action and leave at once

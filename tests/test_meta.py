@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_clean_failure, names_in, run_python
 
-from formats.shards import META_FORMAT_VERSION
+from formats.schema import META_FORMAT_VERSION
 from inspection import verify
 from prepare_common import write_bin, write_meta
 from safety.commit import STAGING_MARKER

@@ -22,6 +22,7 @@ import tiktoken
 from conftest import REPO, assert_clean_failure, run_python, write_jsonl
 
 from formats import nanochat
+from formats.schema import NANOCHAT_DATA_DIR
 
 LESSON = REPO / "data" / "nanochat" / "prepare.py"
 VOCAB_SIZE = 1024
@@ -47,7 +48,7 @@ def folder(shakespeare_path, tmp_path_factory):
 
 
 def shards(folder):
-    return sorted((folder / nanochat.DATA_DIR).glob("*.parquet"))
+    return sorted((folder / NANOCHAT_DATA_DIR).glob("*.parquet"))
 
 
 def documents_of(path):
@@ -206,7 +207,7 @@ def test_pickle_is_the_one_nanochat_builds(folder):
 def test_train_tokenizer_format_nanochat(folder, tmp_path):
     """The same directory from nanochat's own shards: train_tokenizer.py --input their glob."""
     out = tmp_path / "tokenizer"
-    glob = str(folder / nanochat.DATA_DIR / "shard_0000[0-3].parquet")  # the train shards
+    glob = str(folder / NANOCHAT_DATA_DIR / "shard_0000[0-3].parquet")  # the train shards
     result = run_python(REPO / "train_tokenizer.py", "--format", "nanochat", "--vocab-size", VOCAB_SIZE, "--out", out, "--input", glob, env=ENV)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert sorted(os.listdir(out)) == sorted(os.listdir(folder / "tokenizer"))
@@ -286,9 +287,9 @@ def test_verify_show_packing(folder):
 def test_verify_flags_what_nanochat_would_misread(folder, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
-    shutil.copyfile(shards(copy)[0], copy / nanochat.DATA_DIR / "shard_00099.parquet")
+    shutil.copyfile(shards(copy)[0], copy / NANOCHAT_DATA_DIR / "shard_00099.parquet")
     assert_clean_failure(inspect("verify", copy), "shard_00099.parquet", "nanochat would read")
-    (copy / nanochat.DATA_DIR / "shard_00099.parquet").unlink()
+    (copy / NANOCHAT_DATA_DIR / "shard_00099.parquet").unlink()
     shards(copy)[1].write_bytes(shards(copy)[1].read_bytes()[:-10])
     assert_clean_failure(inspect("verify", copy), "shard_00001.parquet", "sha256")
 

@@ -12,7 +12,8 @@ from llmc_fineweb import write_llmc_shards
 from dedup import simple
 
 PREPARE_COMMON = REPO / "prepare_common.py"
-OPENWEBTEXT = REPO / "data" / "openwebtext" / "prepare.py"
+LESSONS = REPO / "data"
+OPENWEBTEXT = LESSONS / "openwebtext" / "prepare.py"
 
 
 def overlap_json(folder, *flags):
@@ -56,7 +57,7 @@ def assert_figures(report, expected):
         assert report[key] == pytest.approx(value), key
     near = report["val_near_duplicates_in_train"]
     assert near["documents"] >= report["val_documents_in_train"]["documents"]
-    assert near["rule"] == {"shingle_tokens": 5, "bands": 14, "rows": 8, "threshold": 0.8}
+    assert near["rule"] == {"shingle_tokens": 5, "bands": 14, "rows": 8}
 
 
 def split_documents(data, eot, first):
@@ -139,7 +140,9 @@ def test_llmc_fineweb_shards(paragraphs, gpt2_encoding, tmp_path):
     eot = gpt2_encoding.eot_token
     expected = by_definition(*(split_documents(ids[s], eot, first=True) for s in ("train", "val")))
     assert expected["val_documents_in_train"]["documents"] >= 30
-    assert_figures(overlap_json(tmp_path, "--boundary-id", eot), expected)
+    assert_figures(overlap_json(tmp_path), expected)  # llm.c's header says: 50256 first
+    result = run_python(PREPARE_COMMON, "overlap", tmp_path)
+    assert f"documents cut at token {eot} (one before each document)" in result.stdout
 
 
 def test_bos_first_folder_without_meta_parameter_golf_leak(paragraphs, gpt2_encoding, tmp_path):
@@ -215,12 +218,6 @@ def test_against_benchmark_files(repeating_corpus, tmp_path):
             ["'text'"],
             id="against-no-text",
         ),  # fmt: skip
-        pytest.param(
-            {"a_train.bin": b"\0" * 8, "a_val.bin": b"\0" * 8},
-            ["--boundary-id", "0", "--ngram", "0"],
-            ["--ngram"],
-            id="ngram-zero",
-        ),  # fmt: skip
     ],
 )
 def test_refused(tmp_path, files, flags, fragments):
@@ -229,6 +226,116 @@ def test_refused(tmp_path, files, flags, fragments):
     flags = [str(tmp_path / f) if f.startswith("q.") else f for f in flags]
     result = run_python(PREPARE_COMMON, "overlap", tmp_path, *flags)
     assert_clean_failure(result, *fragments)
+
+
+RAW = {"a_train.bin": b"\0" * 8, "a_val.bin": b"\0" * 8}
+
+
+@pytest.mark.parametrize(
+    "flags, fragments",
+    [
+        pytest.param(["--boundary-id", "0", "--ngram", "0"], ["--ngram"], id="ngram-zero"),
+        pytest.param(["--boundary-id", "-1"], ["--boundary-id", "-1"], id="boundary-negative"),
+        pytest.param(
+            ["--boundary-id", "70000", "--dtype", "uint16"],
+            ["--boundary-id 70,000", "uint16", "0 to 65,535"],
+            id="boundary-past-the-dtype",
+        ),
+    ],
+)
+def test_usage_errors(tmp_path, flags, fragments):
+    """A flag that cannot be right is a usage error (exit 2, one line), before any work."""
+    for name, data in RAW.items():
+        (tmp_path / name).write_bytes(data)
+    result = run_python(PREPARE_COMMON, "overlap", tmp_path, *flags)
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    lines = result.stderr.rstrip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert all(fragment in lines[0] for fragment in fragments), lines[0]
+
+
+def char_folder(tmp_path, shakespeare_path):
+    """Tiny Shakespeare as characters (data/shakespeare_char), 65 of them."""
+    out = tmp_path / "char"
+    result = run_python(LESSONS / "shakespeare_char" / "prepare.py", "--input", shakespeare_path, "--out-dir", out)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def nanochat_folder(tmp_path, shakespeare_path):
+    """Tiny Shakespeare for nanochat: parquet rows of text and a 1,024-id tokenizer.pkl."""
+    out = tmp_path / "nanochat"
+    out.mkdir()
+    (out / "input.txt").write_bytes(shakespeare_path.read_bytes())
+    args = ["--out-dir", out, "--vocab-size", 1024, "--shard-chars", 300_000]
+    result = run_python(LESSONS / "nanochat" / "prepare.py", *args)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_nanochat_folder(shakespeare_path, tmp_path):
+    """Its documents are its parquet rows, encoded with its tokenizer.pkl: counted as by
+    definition (Python sets of the texts: the tokenizer is lossless, equal ids are equal texts)."""
+    import pyarrow.parquet as pq
+
+    out = nanochat_folder(tmp_path, shakespeare_path)
+    meta = json.loads((out / "meta.json").read_text())
+    texts = {split: [] for split in ("train", "val")}
+    for shard in meta["shards"]:
+        texts[shard["split"]] += pq.read_table(out / shard["file"]).column("text").to_pylist()
+    report = overlap_json(out)
+    assert report["documents"] == {split: len(t) for split, t in texts.items()}
+    train = set(texts["train"])
+    in_train = sum(text in train for text in texts["val"])
+    assert report["val_documents_in_train"]["documents"] == in_train
+    result = run_python(PREPARE_COMMON, "overlap", out)
+    assert result.returncode == 0, result.stderr
+    assert "documents are its parquet rows, encoded with its tokenizer.pkl" in result.stdout
+
+
+def test_fineweb_lesson_folder_is_bos_first(paragraphs, tmp_path):
+    """FineWeb's shards put the end-of-text token before each document: overlap and the lesson's
+    end-of-run line count val's documents so (every one of them, the first included)."""
+    documents = list(dict.fromkeys(paragraphs))[:400]
+    documents += documents[5:25]  # 20 of val's documents again at the end: in train
+    data = write_jsonl(tmp_path / "docs.jsonl", documents)
+    out = tmp_path / "out"
+    args = ["--data-files", data, "--shard-size", 8000, "--out-dir", out, "--num-proc", 1]
+    lesson = run_python(LESSONS / "fineweb" / "prepare.py", *args, "--cache-dir", tmp_path / "c")
+    assert lesson.returncode == 0, lesson.stderr
+    meta = json.loads((out / "meta.json").read_text())
+    eot = meta["tokenizer"]["eot_id"]
+    ids = {
+        split: np.concatenate(
+            [
+                np.fromfile(out / s["file"], np.uint16, offset=1024)
+                for s in meta["shards"]
+                if s["split"] == split
+            ]
+        )  # fmt: skip
+        for split in ("train", "val")
+    }
+    expected = by_definition(*(split_documents(ids[s], eot, first=True) for s in ("train", "val")))
+    assert_figures(overlap_json(out), expected)
+    val = expected["documents"]["val"]
+    in_train = expected["val_documents_in_train"]["documents"]
+    assert f"val documents with an exact copy in train: {in_train:,} of {val:,} " in lesson.stdout
+    result = run_python(PREPARE_COMMON, "overlap", out)
+    assert f"documents cut at token {eot} (one before each document)" in result.stdout
+
+
+def test_char_folder(shakespeare_path, tmp_path):
+    """A character folder's meta.json names no boundary token: the error says so, and with one
+    given, an --against item's character the vocabulary lacks splits its runs (never joins the
+    text around it into a run train holds)."""
+    out = char_folder(tmp_path, shakespeare_path)
+    result = run_python(PREPARE_COMMON, "overlap", out)
+    assert_clean_failure(result, "meta.json's tokenizer has no end-of-text token", "--boundary-id")
+    quiz = tmp_path / "quiz.txt"
+    quiz.write_text("Before w\u2603e proceed\nBefore we proceed any further\n", encoding="utf-8")
+    report = overlap_json(out, "--boundary-id", "0", "--against", quiz)
+    (record,) = report["against"]
+    assert (record["items"], record["items_with_ngram_in_train"]) == (2, 1)
 
 
 def test_help():

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from formats import schema
+from hub import budgeted_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -59,18 +61,27 @@ SHUFFLED_RULE = SPLIT_RULE.replace(
 
 
 def main():
-    args = arguments().parse_args()
+    parser = arguments()
+    args = parser.parse_args()
+    if args.max_tokens and args.data_files:
+        parser.error("--max-tokens reads the hub's files: leave out --data-files")
     # 1. the tokenizer, and its end-of-text id that starts every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size, LLMC_READS)  # uint16 for GPT-2; llm.c's uint32 past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
-        # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files
-        hub = fineweb(args.type, args.sample)
-        dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
+        # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files;
+        #    --max-tokens N: only the first, whose tokens past shard 0 (val) reach N
+        hub, budget = fineweb(args.type, args.sample), None
         source = source_name(args.data_files, hub)
+        if args.max_tokens:
+            first = args.shard_size  # shard 0, val: the same first documents whatever the budget
+            count = document_tokens(encoding)  # a document's ids and its end-of-text
+            dataset, budget = budgeted_documents(hub, args.max_tokens, count, source, first)
+        else:
+            dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
@@ -112,7 +123,7 @@ def main():
             dtype=dtype,
             shards=shards,
             shard_format=args.format,
-            source=source_record(args.data_files, len(dataset), hub),
+            source=source_record(args.data_files, len(dataset), hub, budget),
             split=split,
             options={
                 "tokenizer": args.tokenizer and str(args.tokenizer),
@@ -145,6 +156,13 @@ def arguments():
         "(default: the hub)",
     )
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
+    add(
+        "--max-tokens",
+        type=token_budget,
+        metavar="N",
+        help="read only the first documents whose tokens past shard 0 (val) reach N (200M, "
+        "1.5B): the row groups of the hub's files they are in (default: all)",
+    )
     add(
         "--shard-size",
         type=tokens_per_shard,

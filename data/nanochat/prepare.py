@@ -12,14 +12,25 @@ zstd, about 250M characters a shard. Unlike it: the last partial shard kept, a v
     cd nanochat && NANOCHAT_BASE_DIR=../base python -m scripts.base_train --depth=4 ...
 """
 
+import shutil
 from argparse import ArgumentTypeError, RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
 
-from formats import nanochat
+from documents.inputs import checked_download, hub_entries, hub_failures
+from formats import nanochat, schema
+from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
-from prepare_common import load_documents, source_name, text_source, write_record
+from hub import token_budget
+from prepare_common import (
+    HubDataset,
+    bpe_encoding,
+    load_documents,
+    source_name,
+    text_source,
+    write_record,
+)
 from safety import (
     ArgumentParser,
     PrepareError,
@@ -39,6 +50,8 @@ TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
     sha256="86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
     mirror_path="tinyshakespeare/input.txt",
 )
+HUB_RULE = "nanochat's shards, whole, in the hub's order: the first train, the last always val"
+NANOCHAT_HUB = ("karpathy/fineweb-edu-100b-shuffle", "karpathy/climbmix-400b-shuffle")
 RANKS = 8  # nanochat's speedrun: 8 GPUs, and rank r reads the row groups r, r + 8, ... of val
 SPLIT_RULE = (
     "the documents in the order of np.random.default_rng(seed).permutation(n) (the reference's "
@@ -49,26 +62,9 @@ SPLIT_RULE = (
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
-        # 1. the documents: --data-files, or Tiny Shakespeare's 7,222 speeches (blank-line apart)
-        documents, source = load(args)
-        val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
-        name = source_name(args.data_files, None) if args.data_files else "Tiny Shakespeare"
-        print(f"{name}: {len(documents):,} documents")
-        check_val_docs(len(documents), val_docs)
-
-        # 2. shuffle them (the same order for the same --seed), the last val_docs for val
-        order = np.random.default_rng(args.seed).permutation(len(documents))
-        train, val = order[: len(order) - val_docs], order[len(order) - val_docs :]
-        print(
-            f"train: {len(train):,} documents, val: {len(val):,} ({len(val) // 1024} row "
-            "group(s) of 1,024)"
-        )
-
-        # 3. the shards: train cut as the reference cuts, its last partial shard kept; val last
-        groups = [*nanochat.cut_shards(texts(documents, train), args.shard_chars)]
-        shards = [write_shard(out, i, "train", docs) for i, docs in enumerate(groups)]
-        shards.append(write_shard(out, len(shards), "val", list(texts(documents, val))))
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
+        # 1 to 3. the shards: cut here from the documents, or --from-hub nanochat's own
+        shards, source, split = from_hub(out, args) if args.from_hub else cut(out, args)
 
         # 4. the tokenizer: trained on the train shards as nanochat's tok_train.py reads them
         tokenizer, files, token_bytes = None, [], None
@@ -88,12 +84,7 @@ def main():
                 "splits": split_totals(shards),
                 "shards": shards,
                 "source": source,
-                "split": {
-                    "rule": SPLIT_RULE,
-                    "seed": args.seed,
-                    "val_docs": val_docs,
-                    "numpy": np.__version__,
-                },
+                "split": split,
                 "options": {
                     "shard_chars": args.shard_chars,
                     "vocab_size": args.vocab_size,
@@ -106,6 +97,73 @@ def main():
         f"wrote {len(shards)} shards{', tokenizer/' if tokenizer else ''} and meta.json to "
         f"{args.out_dir}: NANOCHAT_BASE_DIR={args.out_dir.resolve()}"
     )
+
+
+def cut(out, args):
+    """Steps 1 to 3: the documents shuffled and cut into shards as the reference cuts them;
+    -> (the shards' records, meta.json's "source", its "split")."""
+    # 1. the documents: --data-files, or Tiny Shakespeare's 7,222 speeches (blank-line apart)
+    documents, source = load(args)
+    val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
+    name = source_name(args.data_files, None) if args.data_files else "Tiny Shakespeare"
+    print(f"{name}: {len(documents):,} documents")
+    check_val_docs(len(documents), val_docs)
+
+    # 2. shuffle them (the same order for the same --seed), the last val_docs for val
+    order = np.random.default_rng(args.seed).permutation(len(documents))
+    train, val = order[: len(order) - val_docs], order[len(order) - val_docs :]
+    print(
+        f"train: {len(train):,} documents, val: {len(val):,} ({len(val) // 1024} row "
+        "group(s) of 1,024)"
+    )
+
+    # 3. the shards: train cut as the reference cuts, its last partial shard kept; val last
+    groups = [*nanochat.cut_shards(texts(documents, train), args.shard_chars)]
+    shards = [write_shard(out, i, "train", docs) for i, docs in enumerate(groups)]
+    shards.append(write_shard(out, len(shards), "val", list(texts(documents, val))))
+    split = {"rule": SPLIT_RULE, "seed": args.seed, "val_docs": val_docs, "numpy": np.__version__}
+    return shards, source, split
+
+
+def from_hub(out, args):
+    """nanochat's own shards of --from-hub, whole, their names kept, each checked against the
+    LFS sha256 the hub publishes: the first, in order, until --shards of them or their GPT-2
+    tokens reach --max-tokens, and val, always the last; -> (records, "source", "split")."""
+    from huggingface_hub import HfApi
+
+    where, again = f"{args.from_hub} (--from-hub)", "run again when it can be reached"
+    with hub_failures(where, again):
+        revision = HfApi().dataset_info(args.from_hub, revision="main").sha  # pinned from here on
+    hub = HubDataset(args.from_hub, revision, None, "shard_*.parquet")
+    entries = hub_entries(hub, where, again)
+    encoding, tokens, used = bpe_encoding()[0], 0, []
+    with hub_failures(where, again):
+        for entry in entries[:-1]:
+            if len(used) == args.shards or (args.max_tokens and tokens >= args.max_tokens):
+                break
+            used.append(entry)
+            batches = nanochat.shard_texts(copy_shard(out, hub, entry, len(used) - 1))
+            tokens += sum(
+                len(ids) + 1 for b in batches for ids in encoding.encode_ordinary_batch(b)
+            )
+        copy_shard(out, hub, entries[-1], len(used))
+        used.append(entries[-1])
+    splits = ["train"] * (len(used) - 1) + ["val"]
+    shards = [shard_record(out, index, split) for index, split in enumerate(splits)]
+    print(f"{where}: {len(used) - 1} train shards of {len(entries) - 1} ({tokens:,} GPT-2 tokens)")
+    files = [{"path": e.path, "sha256": e.lfs.sha256} for e in used]
+    source = {"repo": hub.repo, "revision": revision, "files": files}
+    split = {"rule": HUB_RULE, "shards": args.shards, "max_tokens": args.max_tokens}
+    return shards, source, {**split, "gpt2_tokens": tokens}
+
+
+def copy_shard(out, hub, entry, index):
+    """One shard of the hub, downloaded and checked, copied into the folder as shard `index`
+    (the hub's names have a gap before val, its last, where nanochat's folder has none)."""
+    path = Path(out) / schema.nanochat_shard_name(index)
+    path.parent.mkdir(exist_ok=True)
+    shutil.copyfile(checked_download(hub, entry)[0], path)
+    return path
 
 
 def load(args):
@@ -146,16 +204,21 @@ def texts(documents, order):
 
 def write_shard(out, index, split, docs):
     """Write one shard; its meta.json record: file, split, documents, characters, bytes, sha256."""
-    path = Path(out) / nanochat.shard_name(index)
+    path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     nanochat.write_text_shard(path, docs)
+    return shard_record(out, index, split)
+
+
+def shard_record(out, index, split):
+    """Shard `index`'s meta.json record: file, split, documents, characters, bytes, sha256."""
+    name = schema.nanochat_shard_name(index)
+    path = Path(out) / name
+    docs = [text for batch in nanochat.shard_texts(path) for text in batch]
     characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)
-    print(
-        f"wrote {nanochat.shard_name(index)} ({split}): {len(docs):,} documents, "
-        f"{characters:,} characters"
-    )
+    print(f"wrote {name} ({split}): {len(docs):,} documents, {characters:,} characters")
     return {
-        "file": nanochat.shard_name(index),
+        "file": name,
         "split": split,
         "documents": len(docs),
         "characters": characters,
@@ -172,8 +235,8 @@ def write_tokenizer(out, shards, args):
     encoding = nanochat.nanochat_encoding(
         nanochat.train_tokenizer(documents, args.vocab_size, args.doc_cap, args.max_chars)
     )
-    names = nanochat.write_tokenizer_dir(Path(out) / nanochat.TOKENIZER_DIR, encoding)
-    files = [f"{nanochat.TOKENIZER_DIR}/{name}" for name in names]
+    names = nanochat.write_tokenizer_dir(Path(out) / schema.NANOCHAT_TOKENIZER_DIR, encoding)
+    files = [f"{schema.NANOCHAT_TOKENIZER_DIR}/{name}" for name in names]
     print(
         f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = "
         f"{encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}"
@@ -184,7 +247,7 @@ def write_tokenizer(out, shards, args):
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
     lengths = nanochat.token_byte_lengths(encoding)
     with atomic_path(Path(out) / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
-        np.save(f, lengths)
+        write_npy(f, lengths)
     record = {
         "kind": "nanochat",
         "name": f"nanochat-{encoding.n_vocab}",
@@ -289,7 +352,28 @@ def parse_args():
         "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
     )
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
-    return parser.parse_args()
+    repos = " or ".join(NANOCHAT_HUB)
+    add("--from-hub", choices=NANOCHAT_HUB, metavar="REPO", help=f"nanochat's shards: {repos}")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument(
+        "--shards", type=positive_int, metavar="K", help="--from-hub: K train shards"
+    )
+    budget.add_argument(
+        "--max-tokens",
+        type=token_budget,
+        metavar="N",
+        help="--from-hub: the first train shards whose GPT-2 tokens reach N (200M, 1.5B)",
+    )
+    args = parser.parse_args()
+    if args.from_hub and (args.data_files or args.val_docs):
+        parser.error(
+            "--from-hub takes nanochat's own shards: leave out --data-files and --val-docs"
+        )
+    if args.from_hub and not (args.shards or args.max_tokens):
+        parser.error("--from-hub needs --shards K or --max-tokens N (the hub holds 100B tokens)")
+    if not args.from_hub and (args.shards or args.max_tokens):
+        parser.error("--shards and --max-tokens take nanochat's own shards: add --from-hub REPO")
+    return args
 
 
 if __name__ == "__main__":

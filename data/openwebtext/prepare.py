@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from formats import schema
+from hub import budgeted_documents, count_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
     HubDataset,
@@ -25,6 +27,7 @@ from prepare_common import (
     source_name,
     source_record,
     split_record,
+    split_sizes,
     tokenize_dataset,
     write_bpe_meta_pkl,
     write_document_starts,
@@ -43,6 +46,10 @@ from safety import (
     tokens_per_shard,
 )
 
+BUDGET_RULE = (
+    "--max-tokens: the first ceil(val_fraction * n) documents of the source (n: all of its "
+    "documents, by its parquet footers) are val, the next ones train"
+)
 # the hub's parquet files at a pinned revision (80 files, 8,013,769 documents): change it here
 OPENWEBTEXT = HubDataset(
     "Skylion007/openwebtext",
@@ -53,17 +60,28 @@ OPENWEBTEXT = HubDataset(
 
 
 def main():
-    args = arguments().parse_args()
+    parser = arguments()
+    args = parser.parse_args()
+    if args.max_tokens and args.data_files:
+        parser.error("--max-tokens reads the hub's files: leave out --data-files")
     # 1. the tokenizer, and its end-of-text id that closes every document
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
     dtype = dtype_for_vocab(vocab_size)  # uint16 for GPT-2; uint32 (with a warning) past 65,536
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
-        # 2. the documents: OpenWebText from the hub, or local files
-        dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
-        source = source_name(args.data_files, OPENWEBTEXT)
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
+        # 2. the documents: OpenWebText from the hub, or local files; --max-tokens N: val the
+        #    first documents (as many as the random split draws), train the next, until N tokens
+        source, budget = source_name(args.data_files, OPENWEBTEXT), None
+        if args.max_tokens:  # the whole's count of documents, by its parquet footers
+            first = split_sizes(count_documents(OPENWEBTEXT, source), args.val_fraction)[1]
+            count = document_tokens(encoding)  # a document's ids and its end-of-text
+            dataset, budget = budgeted_documents(
+                OPENWEBTEXT, args.max_tokens, count, source, first_documents=first
+            )
+        else:
+            dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. --dedup: tokenize every document, keep the first of each copy (or of each cluster of
@@ -75,7 +93,12 @@ def main():
 
         # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our
         # 'val')
-        train, val = (kept[side] for side in random_split(len(kept), args.val_fraction, args.seed))
+        if budget:  # --max-tokens: val its first documents, the same whatever the budget
+            first = budget["first_documents"]
+            train, val = kept[kept >= first], kept[kept < first]
+        else:
+            sides = random_split(len(kept), args.val_fraction, args.seed)
+            train, val = kept[sides[0]], kept[sides[1]]
 
         # 5. tokenize every document, a batch at a time (nanoGPT's `process`): --dedup did already
         tokenized = {}
@@ -126,18 +149,23 @@ def main():
             split_tokens=split_tokens,
             shards=shards,
             shard_format=args.format,
-            source=source_record(args.data_files, len(dataset), OPENWEBTEXT),
+            source=source_record(args.data_files, len(dataset), OPENWEBTEXT, budget),
             split=split_record(
-                args.val_fraction, args.seed, {"train": len(train), "val": len(val)}, dedup=dedup
+                args.val_fraction,
+                args.seed,
+                {"train": len(train), "val": len(val)},
+                dedup=dedup,
+                rule=budget and BUDGET_RULE,
             ),
             options={
                 "tokenizer": args.tokenizer and str(args.tokenizer),
                 "num_proc": args.num_proc,
             },
         )
-    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    print(f"wrote {outputs} ({dtype.name}), {meta_files} to {args.out_dir}")
+    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + [schema.TOKEN_BYTES]
+    extras += [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+    print(f"wrote {outputs} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 
 
@@ -179,6 +207,13 @@ def arguments():
         type=tokens_per_shard,
         default=10**8,
         help="tokens per llm.c shard (llm.c's: 10**8)",
+    )
+    add(
+        "--max-tokens",
+        type=token_budget,
+        metavar="N",
+        help="read only the first documents: val as many as the random split draws from the "
+        "whole, train the next ones until their tokens reach N (200M, 1.5B) (default: all)",
     )
     add(
         "--dedup",

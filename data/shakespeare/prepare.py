@@ -14,6 +14,7 @@ gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from formats import schema
 from formats.tokenizers import check_covered
 from prepare_common import (
     bpe_encoding,
@@ -44,7 +45,7 @@ TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 def main():
     args = parse_args()
     out_dir = args.out_dir
-    with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(out_dir, schema) as out:  # written in `out`, moved into out_dir together
         # 1. the tokenizer first: a wrong --tokenizer should fail before any download
         encoding, tokenizer = bpe_encoding(args.tokenizer)
         print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")

@@ -12,6 +12,7 @@ import hashlib
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
+from formats import schema
 from prepare_common import dtype_for_vocab, text_source, write_bin, write_meta, write_pickle
 from safety import (
     ArgumentParser,
@@ -34,7 +35,7 @@ TRAIN_FRACTION = 0.9  # the first 90% of the characters train, the rest validate
 def main():
     args = parse_args()
     out_dir = args.out_dir
-    with output_folder(out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(out_dir, schema) as out:  # written in `out`, moved into out_dir together
         # 1. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
         input_path = args.input or fetch(TINY_SHAKESPEARE, out_dir / "input.txt")
         data = read_text(input_path)

@@ -21,6 +21,7 @@ from stories import SplitFiles, story_vocab_size, train_story_bpe
 from bpe import EOT
 from dedup.drop import document_keys, rule_record, without_boundaries
 from documents.parallel import ordered_map
+from formats import schema
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -57,7 +58,7 @@ VAL = "data00.json"  # llm.c's val split: the first file by name
 
 def main():
     args = parse_args()
-    with output_folder(args.out_dir) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 1. the archive: a local copy, or the pinned one (downloaded once, checksummed)
         url, dest = None if args.archive else ARCHIVE.url, args.out_dir / Path(ARCHIVE.url).name
         archive = archive_file(args.archive) if args.archive else fetch(ARCHIVE, dest)
@@ -114,8 +115,9 @@ def main():
             split=split,  # the files, their tokens and sha256; the archive's
             options={"format": args.format, "vocab_size": args.vocab_size},
         )
-    extras = [f"{name}.docs.npy" for name in ("val", "train") if not llmc]
-    extras += ["meta.pkl"] * wrote_pkl + ([path.name] if args.vocab_size else []) + ["meta.json"]
+    extras = [schema.index_name(name) for name in ("val", "train") if not llmc]
+    extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl
+    extras += ([path.name] if args.vocab_size else []) + [schema.RECORD_NAME]
     print(
         f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to "
         f"{args.out_dir}"

@@ -75,7 +75,7 @@ class SplitFiles(contextlib.AbstractContextManager):
 
         members = [(split, name) for split in SPLITS for name in sorted(self.lengths[split])]
         keys = [self.keys[split][name] for split, name in members]
-        keep = keep_documents(rule, keys, lambda numbers: self._signatures(members, numbers))
+        keep = keep_documents(rule, keys)
         dropped, first = Counter(), 0
         for split, name in members:
             count = len(self.lengths[split][name])
@@ -83,25 +83,6 @@ class SplitFiles(contextlib.AbstractContextManager):
             dropped[split] += count - int(self.kept[name].sum())
             first += count
         return {split: dropped[split] for split in SPLITS}
-
-    def _signatures(self, members, numbers):
-        """The MinHash signatures of stories `numbers` (sorted, counted across `members`), their
-        ids read back from the spools, the end-of-text token left out."""
-        from dedup.drop import without_boundaries
-        from dedup.fast import minhash_signatures
-        from dedup.overlap import documents_of
-
-        bounds = np.cumsum([0] + [len(self.lengths[s][n]) for s, n in members])
-        member_of = np.searchsorted(bounds, numbers, side="right") - 1
-        signatures = []
-        for m in np.unique(member_of):
-            split, name = members[m]
-            ids, lengths = self.spools[split].read(name), self.lengths[split][name]
-            tokens, offsets = without_boundaries(ids, lengths, first=True)
-            picked = numbers[member_of == m] - bounds[m]
-            stories = [tokens[offsets[i] : offsets[i + 1]] for i in picked]
-            signatures.append(minhash_signatures(*documents_of(stories)))
-        return np.concatenate(signatures)
 
     def tokens(self, split):
         """The ids of the split's file: those of the stories kept, after `deduplicate`."""

@@ -1,0 +1,142 @@
+"""The loops of fast.py that numpy makes slow, compiled with numba where it is installed
+(`pip install '.[fast-dedup]'`); without it, fast.py runs its numpy code, the reference each
+kernel here equals (tests/test_dedup.py runs both on the same ids and compares every value).
+
+    KERNELS.minhash(tokens, offsets, n, a, b, signatures)    # fast.minhash_signatures
+    KERNELS.ngram_hashes(tokens, offsets, n, base, inverse)  # fast.ngram_hashes of gram_hash
+    KERNELS.table(unique); KERNELS.positions(...)            # fast.lookup, a hash table
+
+The arithmetic is fast.py's, on the same uint64 values (numba wraps around as numpy does), so
+every signature, n-gram hash and look-up is the same number. KERNELS is None without numba.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import simple
+
+try:
+    import numba
+except ImportError:
+    numba = None
+
+SEED = np.uint64(simple.SEED)  # a global: numba compiles it in as a constant, and can cache
+
+
+def compiled(function):
+    """`function` compiled by numba (cached beside this file, or in the user's cache folder: a
+    later process loads it), or None without numba."""
+    if numba is None:
+        return None
+    try:
+        return numba.njit(nogil=True, cache=True)(function)
+    except RuntimeError:  # numba found no folder to cache in: each process compiles it again
+        return numba.njit(nogil=True)(function)
+
+
+@compiled
+def mix64(x):
+    """simple.mix64."""
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@compiled
+def minhash(tokens, offsets, n, a, b, signatures):
+    """fast.minhash_signatures: signatures[d] = min over document d's shingle hashes h
+    (simple.sequence_hash of each run of n ids; a shorter document's one: all its ids) of
+    a * h + b (mod 2**64), the hashes made as they are used."""
+    for d in range(len(offsets) - 1):
+        start, end = offsets[d], offsets[d + 1]
+        row = signatures[d]
+        for p in range(start, max(end - n + 1, min(start + 1, end))):
+            h = SEED
+            for q in range(p, min(p + n, end)):
+                h = mix64(h ^ np.uint64(tokens[q]))
+            for k in range(len(a)):
+                value = a[k] * h + b[k]
+                if value < row[k]:
+                    row[k] = value
+
+
+@compiled
+def ngram_hashes(tokens, offsets, n, base, inverse):
+    """fast.ngram_hashes: (hashes, positions, owners) of every n-gram inside a document,
+    its hash simple.gram_hash: a sum of mix64(id ^ SEED) * base**k, rolled on a token at a
+    time (the first term taken off, the sum divided by base, the new term added), mixed."""
+    count = 0
+    for d in range(len(offsets) - 1):
+        count += max(offsets[d + 1] - offsets[d] - n + 1, 0)
+    hashes = np.empty(count, np.uint64)
+    positions = np.empty(count, np.int64)
+    owners = np.empty(count, np.int64)
+    top = np.uint64(1)  # base ** (n - 1)
+    for _ in range(n - 1):
+        top *= base
+    i = 0
+    for d in range(len(offsets) - 1):
+        start, end = offsets[d], offsets[d + 1]
+        if end - start < n:
+            continue
+        window = np.uint64(0)
+        weight = np.uint64(1)
+        for q in range(start, start + n):
+            window += mix64(np.uint64(tokens[q]) ^ SEED) * weight
+            weight *= base
+        for p in range(start, end - n + 1):
+            if p > start:
+                window = (window - mix64(np.uint64(tokens[p - 1]) ^ SEED)) * inverse
+                window += mix64(np.uint64(tokens[p + n - 1]) ^ SEED) * top
+            hashes[i], positions[i], owners[i] = mix64(window), p, d
+            i += 1
+    return hashes, positions, owners
+
+
+@compiled
+def table(unique):
+    """An open-addressing table of distinct hashes, (keys, slots, bits): a power-of-2 size
+    at least twice theirs, indexed by a hash's low bits; and a bitmap of 8 bits a hash
+    (1 MB for a million), by its top bits, that most absent hashes miss (cache-resident)."""
+    size, shift = 16, 58  # the bitmap: 2**(64 - shift) bits
+    while size < 2 * len(unique):
+        size *= 2
+    while 2 ** (64 - shift) < 8 * len(unique) and shift > 6:
+        shift -= 1
+    keys = np.zeros(size, np.uint64)
+    slots = np.full(size, -1, np.int64)
+    bits = np.zeros(2 ** (64 - shift) // 64, np.uint64)
+    for i in range(len(unique)):
+        j = np.intp(unique[i] & np.uint64(size - 1))
+        while slots[j] >= 0:
+            j = (j + 1) & (size - 1)
+        keys[j], slots[j] = unique[i], i
+        bit = np.intp(unique[i] >> np.uint64(shift))
+        bits[bit >> 6] |= np.uint64(1) << np.uint64(bit & 63)
+    return keys, slots, bits, shift
+
+
+@compiled
+def positions(keys, slots, bits, shift, hashes):
+    """Each hash's position in the table's distinct hashes, or -1."""
+    out = np.empty(len(hashes), np.int64)
+    for i in range(len(hashes)):
+        bit = np.intp(hashes[i] >> np.uint64(shift))
+        if not (bits[bit >> 6] >> np.uint64(bit & 63)) & np.uint64(1):
+            out[i] = -1
+            continue
+        j = np.intp(hashes[i] & np.uint64(len(keys) - 1))
+        while slots[j] >= 0 and keys[j] != hashes[i]:
+            j = (j + 1) & (len(keys) - 1)
+        out[i] = slots[j]
+    return out
+
+
+KERNELS = None
+if numba is not None:
+    KERNELS = SimpleNamespace(
+        minhash=minhash, ngram_hashes=ngram_hashes, table=table, positions=positions
+    )

@@ -1,0 +1,518 @@
+"""A prepared folder's schema, written once: every file name it holds, the fields of its record
+(meta.json) and their forms, and which of its names a trainer reads.
+
+    train.bin, val.bin                  nanoGPT's ids, and their document starts (index_name)
+    meta.pkl, meta.json, TOKEN_BYTES    nanoGPT's pickle, the record, each id's byte length
+    <name>_train_000001.bin ...         llm.c's shards (format "llmc"), or .npy (format "npy")
+    NANOCHAT_DATA_DIR/shard_00000.parquet, NANOCHAT_TOKENIZER, NANOCHAT_TOKEN_BYTES
+                                        nanochat's folder (format "nanochat")
+
+A folder owns exactly what its meta.json lists: a commit replaces or removes only those files,
+and `verify` flags any other file a trainer would read. A record is input like any other (it can
+be downloaded, shared, edited), so a name it lists counts only in the form its field allows.
+The writer (prepare_common.py), the commit (safety/commit.py, given this module), `verify` and
+every command read the names from here.
+"""
+
+import fnmatch
+import json
+import re
+from pathlib import Path
+
+from safety.commit import RECORD_NAME  # the commit record, named by the commit
+from safety.errors import PrepareError
+from safety.text import shortened
+
+META_FORMAT_VERSION = 1
+SPLIT_NAMES = ("train", "val")  # nanoGPT reads both; a folder without either is not usable
+BIN_DTYPES = ("uint16", "uint32")
+META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it whenever it exists
+SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
+INDEX_SUFFIX = ".docs.npy"  # a split's document starts, read by docs/bos_batches.md's train.py
+TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special token
+NANOCHAT = "nanochat"  # the format of nanochat's folder, the one with subfolders:
+NANOCHAT_DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR
+NANOCHAT_TOKENIZER_DIR = "tokenizer"
+NANOCHAT_TOKENIZER = f"{NANOCHAT_TOKENIZER_DIR}/tokenizer.pkl"
+NANOCHAT_TOKEN_BYTES = f"{NANOCHAT_TOKENIZER_DIR}/token_bytes.pt"  # what nanochat's bpb reads
+NANOCHAT_NAME = re.compile(
+    rf"{NANOCHAT_DATA_DIR}/shard_\d{{5}}\.parquet"
+    rf"|{NANOCHAT_TOKENIZER_DIR}/(tokenizer\.pkl|token_bytes\.(pt|npy))"
+)
+GOLF_FORMAT = "parameter_golf"  # parameter-golf's folder (formats/golf.py): its documents,
+GOLF_DOCS = "docs_selected.jsonl"  # tokenizers/ and datasets/fineweb10B_{suffix}/ of shards
+GOLF_NAME = re.compile(
+    r"(manifest|tokenizer_config\.export)\.json|docs_selected\.(jsonl|source_manifest\.json)"
+    r"|tokenizers/[\w.-]+\.(model|vocab|json)"
+    r"|datasets/fineweb10B_\w+/fineweb_(train|val|val_bytes)_\d{6}\.bin"
+)
+GOLF_KINDS = ("sentencepiece_bpe", "byte", "bpe")
+
+
+def bin_name(split):
+    """The file nanoGPT's train.py opens for a split: "train" -> "train.bin"."""
+    return f"{split}.bin"
+
+
+def index_name(split):
+    """A split's document index: "train" -> "train" + INDEX_SUFFIX."""
+    return f"{split}{INDEX_SUFFIX}"
+
+
+def nanochat_shard_name(index):
+    """A nanochat shard's path in the folder: 0 -> NANOCHAT_DATA_DIR + "/shard_00000.parquet"."""
+    return f"{NANOCHAT_DATA_DIR}/shard_{index:05d}.parquet"
+
+
+DOCUMENT_INDEXES = tuple(map(index_name, SPLIT_NAMES))
+
+
+# ---------------------------------------------------------------------------------------------
+# the fields of meta.json and their forms: (key, check, expected)
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value):
+    return _is_int(value) and value >= 0
+
+
+def _is_sha256(value):
+    return isinstance(value, str) and len(value) == 64 and set(value) <= set("0123456789abcdef")
+
+
+def _is_object(value):
+    return isinstance(value, dict)
+
+
+def is_plain_name(value):
+    """A file name inside the folder: "train.bin" yes; "", ".", "..", "a/b", "/etc" no."""
+    return (
+        isinstance(value, str)
+        and value not in ("", ".", "..")
+        and "/" not in value
+        and "\\" not in value
+        and "\0" not in value
+    )
+
+
+FILE = ("file", is_plain_name, "a file name in the folder")
+SHA256 = ("sha256", _is_sha256, "a sha256 (64 hex digits)")
+TOP_FIELDS = (
+    ("tokenizer", _is_object, "a JSON object"),
+    ("splits", _is_object, "a JSON object"),
+    ("dtype", lambda v: isinstance(v, str), "a JSON string"),
+)
+TOKENIZER_FIELDS = (
+    ("kind", lambda v: v in ("char", "tiktoken", "bpe"), '"char", "tiktoken" or "bpe"'),
+    ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
+    SHA256,
+)
+SHARD_FIELDS = (
+    FILE,
+    ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
+    ("tokens", lambda v: _is_int(v) and v > 0, "a positive count of tokens"),
+    SHA256,
+)
+INDEX_FIELDS = (FILE, ("documents", _is_count, "a count of documents"), SHA256)
+SPLIT_FIELDS = (FILE, ("tokens", _is_count, "a count of tokens"), SHA256)
+TEXT_KEYS = ("documents", "characters", "bytes")  # of a nanochat shard, and of its split
+TEXT_FIELDS = tuple((key, _is_count, "a count") for key in TEXT_KEYS)
+NANOCHAT_SHARD_FIELDS = (
+    ("file", lambda v: isinstance(v, str) and NANOCHAT_NAME.fullmatch(v), "a shard's name"),
+    ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
+    *TEXT_FIELDS,
+    SHA256,
+)
+TOKEN_BYTES_FIELDS = (("file", lambda v: v == TOKEN_BYTES, json.dumps(TOKEN_BYTES)), SHA256)
+LISTED_FILE_FIELDS = (
+    ("file", lambda v: isinstance(v, str) and NANOCHAT_NAME.fullmatch(v), "a tokenizer file"),
+    SHA256,
+)
+
+
+def wrong(where, value, expected):
+    """A field's problem as a phrase: 'dtype is "int8", expected uint16 or uint32'."""
+    return f"{where} is {shortened(json.dumps(value))}, expected {expected}"
+
+
+def fields_problem(record, where, fields):
+    """The first of `fields` (key, check, expected) missing from `record` or failing its check;
+    a `record` that is not a JSON object fails first."""
+    if not isinstance(record, dict):
+        return wrong(where, record, "a JSON object")
+    for key, check, expected in fields:
+        if key not in record:
+            return f'{where} "{key}" is missing'.lstrip()
+        if not check(record[key]):
+            return wrong(f"{where}.{key}" if where else key, record[key], expected)
+    return None
+
+
+def shape_problem(meta):
+    """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
+    if meta.get("format") == NANOCHAT:
+        return _nanochat_problem(meta)
+    if meta.get("format") == GOLF_FORMAT:
+        return _golf_problem(meta)
+    problem = fields_problem(meta, "", TOP_FIELDS)
+    if problem is None and meta["dtype"] not in BIN_DTYPES:
+        problem = wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
+    if problem := problem or fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS):
+        return problem
+    if meta.get("meta_pkl") is not None and not (
+        isinstance(meta["meta_pkl"], dict)
+        and meta["meta_pkl"].get("file") == META_PKL
+        and _is_sha256(meta["meta_pkl"].get("sha256"))
+    ):
+        return wrong(
+            "meta_pkl", meta["meta_pkl"], f'null or {{"file": "{META_PKL}", "sha256": ...}}'
+        )
+    if problem := _token_bytes_problem(meta):
+        return problem
+    if "shards" in meta:
+        return _shards_problem(meta)
+    missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
+    if missing:
+        return (
+            f"splits has no {' and no '.join(missing)}: a prepared folder needs both train and val"
+        )
+    for name in SPLIT_NAMES:
+        split = meta["splits"][name]
+        if problem := fields_problem(split, f"splits.{name}", SPLIT_FIELDS):
+            return problem
+        if split["file"] != bin_name(name):  # the name nanoGPT's train.py opens, whatever we say
+            return wrong(
+                f"splits.{name}.file", split["file"], f'"{bin_name(name)}" (what nanoGPT reads)'
+            )
+        if "index" in split and (
+            problem := fields_problem(split["index"], f"splits.{name}.index", INDEX_FIELDS)
+        ):
+            return problem
+    if "source" in meta and not isinstance(meta["source"], dict):
+        return wrong("source", meta["source"], "a JSON object")
+    return None
+
+
+def _token_bytes_problem(meta):
+    """meta.json's token_bytes: absent or null (a folder written before it), else its record."""
+    if meta.get("token_bytes") is None:
+        return None
+    problem = fields_problem(meta["token_bytes"], "token_bytes", TOKEN_BYTES_FIELDS)
+    bytes_ = meta["token_bytes"].get("bytes") if problem is None else None
+    if problem is None and not (isinstance(bytes_, dict) and all(map(_is_count, bytes_.values()))):
+        return wrong("token_bytes.bytes", bytes_, "each split's count of bytes")
+    return problem
+
+
+def _shards_problem(meta):
+    """shape_problem's checks of a folder of shards: its format, and each shard's record."""
+    if meta.get("format") not in SHARD_FORMATS:
+        return wrong("format", meta.get("format"), '"llmc" or "npy"')
+    shards = meta["shards"]
+    if not isinstance(shards, list) or not shards:
+        return wrong("shards", shards, "a list of the shards")
+    for i, shard in enumerate(shards):
+        if problem := fields_problem(shard, f"shards[{i}]", SHARD_FIELDS):
+            return problem
+    if shards[0]["split"] != "val":
+        return wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
+    if all(shard["split"] != "train" for shard in shards):
+        return "shards has no train shard: llm.c and modded-nanogpt would have nothing to train on"
+    return None
+
+
+def _nanochat_problem(meta):
+    """shape_problem's checks of a nanochat folder: its shards, splits, tokenizer and its files."""
+    shards = meta.get("shards")
+    if not isinstance(shards, list) or not shards:
+        return "shards is missing or empty: a nanochat folder lists its parquet shards"
+    for i, shard in enumerate(shards):
+        if problem := fields_problem(shard, f"shards[{i}]", NANOCHAT_SHARD_FIELDS):
+            return problem
+        if shard["file"] != nanochat_shard_name(i):
+            return wrong(f"shards[{i}].file", shard["file"], json.dumps(nanochat_shard_name(i)))
+    splits = [shard["split"] for shard in shards]
+    if splits[-1] != "val" or set(splits[:-1]) != {"train"}:
+        return (
+            f"the shards' splits are {splits}: nanochat reads the last as val, the others as train"
+        )
+    tokenizer = meta.get("tokenizer")
+    if tokenizer is not None:
+        if not isinstance(tokenizer, dict) or tokenizer.get("path") != NANOCHAT_TOKENIZER:
+            return f'tokenizer is not null nor a record with "path": "{NANOCHAT_TOKENIZER}"'
+        if not (
+            _is_int(tokenizer.get("vocab_size")) and _is_sha256(tokenizer.get("encoding_sha256"))
+        ):
+            return "tokenizer has no vocab_size or encoding_sha256 to check tokenizer.pkl against"
+        files = meta.get("tokenizer_files")
+        if not isinstance(files, list) or not files:
+            return wrong("tokenizer_files", files, "a list of the tokenizer directory's files")
+        for i, item in enumerate(files):
+            if problem := fields_problem(item, f"tokenizer_files[{i}]", LISTED_FILE_FIELDS):
+                return problem
+        if NANOCHAT_TOKENIZER not in [item["file"] for item in files]:
+            return f"tokenizer_files does not list {NANOCHAT_TOKENIZER}, whose sha256 it records"
+        if meta.get("token_bytes") is None:
+            return wrong("token_bytes", None, f"the record of {TOKEN_BYTES}")
+        if problem := _token_bytes_problem(meta):
+            return problem
+    return None
+
+
+def _golf_problem(meta):
+    """shape_problem's checks of a parameter-golf folder: its files, and each dataset's record
+    (its tokenizer and files, shards, val bytes sidecars, each split's byte figures)."""
+    files = meta.get("files")
+    if not _records(files, ("file", "sha256")) or GOLF_DOCS not in [f["file"] for f in files]:
+        return f"files is not a list of records of file and sha256 naming {GOLF_DOCS}"
+    datasets = meta.get("datasets")
+    if not isinstance(datasets, list) or not datasets:
+        return "datasets is missing or empty: a parameter-golf folder lists its datasets"
+    for i, dataset in enumerate(datasets):
+        keys = ("name", "tokenizer", "shards", "val_bytes", "bytes")
+        if not isinstance(dataset, dict) or any(key not in dataset for key in keys):
+            return f"datasets[{i}] is not a record of {', '.join(keys)}"
+        tokenizer = dataset["tokenizer"]
+        if not (
+            isinstance(tokenizer, dict)
+            and tokenizer.get("kind") in GOLF_KINDS
+            and _records(tokenizer.get("files"), ("file", "sha256"))
+            and tokenizer["files"]
+        ):
+            kinds = " or ".join(GOLF_KINDS)
+            return f"datasets[{i}].tokenizer is not a record of kind {kinds} and files"
+        for key in ("shards", "val_bytes"):
+            fields = ("file", "split", "tokens", "sha256")
+            if not _records(dataset[key], fields) or any(
+                s["split"] not in SPLIT_NAMES for s in dataset[key]
+            ):
+                return f"datasets[{i}].{key} is not a list of records of {', '.join(fields)}"
+        if not isinstance(dataset["bytes"], dict) or set(dataset["bytes"]) != set(SPLIT_NAMES):
+            return f"datasets[{i}].bytes is not a record of val and train"
+    return None
+
+
+def _records(value, fields):
+    """Whether `value` is a list of dicts that each hold `fields`."""
+    return isinstance(value, list) and all(
+        isinstance(item, dict) and all(key in item for key in fields) for item in value
+    )
+
+
+def totals_problem(meta):
+    """A folder of shards' splits against its shards (a record shape_problem passed): each
+    split's count of shards and its tokens (nanochat's documents, characters and bytes), their
+    sums, as a phrase, or None."""
+    if "shards" not in meta:
+        return None
+    keys = TEXT_KEYS if meta.get("format") == NANOCHAT else ("tokens",)
+    found = {}
+    for shard in meta["shards"]:
+        totals = found.setdefault(shard["split"], {"shards": 0, **dict.fromkeys(keys, 0)})
+        totals["shards"] += 1
+        for key in keys:
+            totals[key] += shard[key]
+    splits = meta["splits"] if isinstance(meta.get("splits"), dict) else None
+    recorded = {
+        name: {key: split.get(key) for key in found[name]} if isinstance(split, dict) else split
+        for name, split in (splits or {}).items()
+        if name in found
+    }
+    if splits is None or set(splits) != set(found) or recorded != found:
+        return (
+            f"splits is {shortened(json.dumps(meta.get('splits')))}, but its shards add up to "
+            f"{json.dumps(found)}"
+        )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the names a record lists, which the folder owns, and which a trainer reads
+
+
+def listed_files(meta, where=RECORD_NAME):
+    """The file names a meta.json lists as the folder's own (itself included): what a commit may
+    replace or remove, and all `verify` accepts that a trainer would read. Every name the record
+    gives is checked first (`name_problem`): one outside the folder, or not of the form its field
+    allows ("prepare.py" as a shard), is a PrepareError naming the field and `where` the record
+    is, so that nothing is read, replaced or removed through it.
+
+    {"splits": {"train": {"file": "train.bin", ...}, ...}, "meta_pkl": null, ...}
+    -> {"meta.json", "train.bin", "val.bin"}
+    """
+    problem = name_problem(meta)
+    if problem is not None:
+        raise PrepareError(refused_record(where, problem))
+    return {RECORD_NAME} | {name for _, name, owned, _ in record_names(meta) if owned}
+
+
+def refused_record(where, problem):
+    """The one line that refuses a record (meta.json, the journal) for a name it lists."""
+    return (
+        f"{where}: {problem}; a record lists only file names inside its folder, so nothing was "
+        f"read, replaced or removed through it: fix or remove {Path(where).name} and run again"
+    )
+
+
+def record_names(meta):
+    """Every name field of a meta.json, whatever its value: (field, value, owned, form), `owned`
+    whether the folder owns the file, `form` the one name the field allows (None: any plain name
+    of the form `name_problem` checks).
+
+    {"splits": {"train": {"file": "train.bin"}}, "tokenizer": {"path": "/t/tok.json"}}
+    -> [("splits.train.file", "train.bin", True, "train.bin"), ("tokenizer.path", ..., False, None)]
+    """
+    if not isinstance(meta, dict):
+        return []
+    found, splits = [], meta.get("splits")
+    for split, record in splits.items() if isinstance(splits, dict) else ():
+        index = _field(record, "index")
+        if isinstance(record, dict) and "file" in record:
+            found.append((f"{_key('splits', split)}.file", record["file"], True, bin_name(split)))
+        if isinstance(index, dict) and "file" in index:
+            field = f"{_key('splits', split)}.index.file"
+            found.append((field, index["file"], True, index_name(split)))
+    shards = meta.get("shards") if isinstance(meta.get("shards"), list) else []
+    for i, shard in enumerate(shards):
+        if isinstance(shard, dict) and "file" in shard:
+            found.append((f"shards[{i}].file", shard["file"], True, None))
+    if isinstance(meta.get("meta_pkl"), dict):
+        found.append(("meta_pkl.file", meta["meta_pkl"].get("file"), True, META_PKL))
+    path = _field(meta.get("tokenizer"), "path")  # a file the run trained, or the user's outside
+    if path is not None:
+        owned = is_plain_name(path) and path.endswith(".json") and path != RECORD_NAME
+        found.append(("tokenizer.path", path, owned, None))
+    if _field(meta.get("source"), "path") is not None:  # the input, in the folder or outside
+        found.append(("source.path", meta["source"]["path"], False, None))
+    if _field(meta.get("token_bytes"), "file") is not None:
+        found.append(("token_bytes.file", meta["token_bytes"]["file"], True, TOKEN_BYTES))
+    if meta.get("format") == GOLF_FORMAT:
+        found += _golf_names(meta)
+    files = meta.get("tokenizer_files") if isinstance(meta.get("tokenizer_files"), list) else []
+    for i, item in enumerate(files):  # a nanochat folder's tokenizer directory
+        if isinstance(item, dict) and "file" in item:
+            found.append((f"tokenizer_files[{i}].file", item["file"], True, None))
+    return found
+
+
+def _golf_names(meta):
+    """The names of a parameter-golf folder's record: its files, and each dataset's tokenizer
+    files, shards and val bytes sidecars, (field, name, True, None) each."""
+    found = [
+        (f"files[{i}].file", item.get("file"), True, None) for i, item in _items(meta, "files")
+    ]
+    for i, dataset in _items(meta, "datasets"):
+        for key in ("shards", "val_bytes"):
+            found += [
+                (f"datasets[{i}].{key}[{j}].file", item.get("file"), True, None)
+                for j, item in _items(dataset, key)
+            ]
+        found += [
+            (f"datasets[{i}].tokenizer.files[{j}].file", item.get("file"), True, None)
+            for j, item in _items(dataset.get("tokenizer"), "files")
+        ]
+    return found
+
+
+def _items(record, key):
+    """(index, item) of the dicts in record[key], a list (anything else holds none)."""
+    items = record.get(key) if isinstance(record, dict) else None
+    items = items if isinstance(items, list) else []
+    return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)]
+
+
+def name_problem(meta):
+    """The first name field of a meta.json that is not of its form, as a phrase, or None.
+
+    A split's file is "<split>.bin", its index index_name(split); a shard's a name with its
+    format's suffix, not hidden; meta_pkl's "meta.pkl"; the tokenizer's and the source's a plain
+    name (in the folder) or an absolute path (a file outside, read, never owned).
+    {"splits": {"../victim": {"file": "../victim.bin"}}} ->
+    'splits["../victim"].file is "../victim.bin", expected a file name inside the folder'
+    """
+    suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
+    nanochat = isinstance(meta, dict) and meta.get("format") == NANOCHAT
+    golf = isinstance(meta, dict) and meta.get("format") == GOLF_FORMAT
+    for field, value, _, form in record_names(meta):
+        if golf and field.startswith(("files", "datasets")):
+            if not (isinstance(value, str) and GOLF_NAME.fullmatch(value)):
+                expected = (
+                    "a name of parameter-golf's folder (manifest.json, "
+                    "datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)"
+                )
+                return f"{field} is {_shown(value)}, expected {expected}"
+            continue
+        if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
+            if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
+                expected = (
+                    f"a name of nanochat's folder ({nanochat_shard_name(0)}, "
+                    f"{NANOCHAT_TOKENIZER}, ...)"
+                )
+                return f"{field} is {_shown(value)}, expected {expected}"
+            continue
+        if not is_plain_name(value):
+            absolute = isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
+            if field in ("tokenizer.path", "source.path") and absolute:
+                continue  # an input outside the folder: read by verify, never owned
+            return f"{field} is {_shown(value)}, expected a file name inside the folder"
+        expected = None
+        if form is not None and value != form:
+            expected = json.dumps(form)
+        elif field.startswith("shards") and suffix is None:
+            expected = f"a format of {' or '.join(map(json.dumps, SHARD_FORMATS))} beside it"
+        elif field.startswith("shards") and (value.startswith(".") or not value.endswith(suffix)):
+            expected = f"a name ending in {suffix} (its format {meta['format']}), not hidden"
+        if expected is not None:
+            return f"{field} is {_shown(value)}, expected {expected}"
+    return None
+
+
+def journal_problem(journal):
+    """The first name of a commit's journal ({"owned": [names]}) that is not a plain name of the
+    folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
+    names = journal.get("owned") if isinstance(journal, dict) else None
+    for i, name in enumerate(names if isinstance(names, list) else []):
+        nested = isinstance(name, str) and (
+            NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)
+        )
+        if not (is_plain_name(name) or nested) or name.startswith("."):
+            return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
+    return None
+
+
+def _field(record, key):
+    return record.get(key) if isinstance(record, dict) else None
+
+
+def _key(field, key):
+    """A field's name as the line shows it: splits.train, or splits["../victim"] for an odd key."""
+    plain = isinstance(key, str) and key.isidentifier()
+    return f"{field}.{key}" if plain else f"{field}[{json.dumps(key)}]"
+
+
+def _shown(value):
+    """A value as the line shows it: JSON, cut short (a 10 MB name makes no 10 MB line)."""
+    return shortened(json.dumps(value))
+
+
+def trainer_reads(name, shard_format=None):
+    """Whether a trainer pointed at the folder would read a file of this name: nanoGPT's
+    train.bin, val.bin and meta.pkl, and the document starts the BOS-aligned train.py of
+    docs/bos_batches.md reads (DOCUMENT_INDEXES); llm.c's and modded-nanogpt's
+    `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val"
+    (its listdir filter), in a folder of .npy shards; nanochat's every .parquet of its data folder
+    and its tokenizer directory. "corpus_train_000002 (1).bin" -> True."""
+    if name in (*map(bin_name, SPLIT_NAMES), META_PKL, *DOCUMENT_INDEXES):
+        return True
+    if shard_format == NANOCHAT:  # dataset.py lists every *.parquet; the bpb reads token_bytes.pt
+        data = name.startswith(f"{NANOCHAT_DATA_DIR}/") and name.endswith(".parquet")
+        return data or NANOCHAT_NAME.fullmatch(name) is not None
+    if shard_format == GOLF_FORMAT:  # train_gpt.py's DATA_PATH globs, in a dataset's folder
+        return fnmatch.fnmatchcase(name, "datasets/*/fineweb_*.bin")
+    globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
+    if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+        return True
+    return shard_format == "npy" and ("train" in name or "val" in name)

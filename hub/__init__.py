@@ -1,0 +1,13 @@
+"""Reading a hub dataset by a token budget: only the row groups N tokens need.
+
+- budget.py: `--max-tokens N` (`token_budget`), and `budgeted_documents`, which reads a pinned
+  hub dataset's parquet files in order, a row group at a time through HTTP range requests, until
+  the documents hold N tokens of the folder's tokenizer; every piece cached, checked, resumable;
+  `count_documents`, the documents of those files by their footers.
+
+Layers: it imports safety and documents (the hub's listing), nothing above them.
+"""
+
+from .budget import budgeted_documents, count_documents, document_tokens, token_budget
+
+__all__ = ["budgeted_documents", "count_documents", "document_tokens", "token_budget"]

@@ -1,0 +1,75 @@
+"""A prepared folder read as its trainer reads it: its record (meta.json), checked for its
+schema (formats/schema.py), and a split's ids. verify audits the rest; show, packing and overlap
+read through here."""
+
+import os
+from pathlib import Path
+
+from formats.schema import (
+    META_FORMAT_VERSION,
+    RECORD_NAME,
+    name_problem,
+    shape_problem,
+    totals_problem,
+    trainer_reads,
+)
+from formats.shards import read_ids, read_shard
+from safety.commit import JOURNAL_NAME
+from safety.errors import PrepareError
+from safety.files import json_kind, load_json, read_small_file
+
+
+def checked_meta(folder, leftovers=()):
+    """meta.json of `folder` if it is well-formed, else a PrepareError of its first problem.
+
+    Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
+    a run was interrupted in while it replaced the files (see safety/commit.py).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        what = "a file" if folder.exists() else "missing"
+        raise PrepareError(
+            f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
+        )
+    path = folder / RECORD_NAME
+    if not os.path.lexists(path):
+        if (
+            leftovers
+            or os.path.lexists(folder / JOURNAL_NAME)
+            or any(trainer_reads(p.name) for p in folder.iterdir())
+        ):
+            left = f", leaving {', '.join(leftovers)}" if leftovers else ""
+            raise PrepareError(
+                f"{path} does not exist: the folder is incomplete (a run was interrupted while "
+                f"replacing its files{left}); run its prepare.py again"
+            )
+        raise PrepareError(f"{path} does not exist; run the folder's prepare.py first")
+    meta = load_json(read_small_file(path), path)
+    if not isinstance(meta, dict):
+        raise PrepareError(f"{path} holds a JSON {json_kind(meta)}, not an object")
+    if meta.get("format_version") != META_FORMAT_VERSION:
+        raise PrepareError(
+            f"{path} has format_version {meta.get('format_version')!r}, "
+            f"expected {META_FORMAT_VERSION}"
+        )
+    if problem := shape_problem(meta) or name_problem(meta) or totals_problem(meta):
+        raise PrepareError(f"{path}: {problem}")
+    return meta
+
+
+def open_split(folder, split, meta=None):
+    """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps
+    them: a .bin file, or a folder of shards' first of the split (or the one named)."""
+    folder = Path(folder)
+    meta = meta or checked_meta(folder)
+    if "shards" in meta:
+        shard = next((s for s in meta["shards"] if split in (s["file"], s["split"])), None)
+        if shard is None:
+            raise PrepareError(f"{folder} has no shard of split or file {split!r}")
+        return meta, read_shard(folder / shard["file"], meta["format"], meta["dtype"])
+    if split not in meta["splits"]:
+        raise PrepareError(f"{folder / RECORD_NAME} has no split {split!r}: {list(meta['splits'])}")
+    path = folder / meta["splits"][split]["file"]
+    if not path.is_file() or path.stat().st_size == 0:
+        raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
+    return meta, read_ids(path, meta["dtype"])
