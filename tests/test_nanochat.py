@@ -257,7 +257,9 @@ def test_train_tokenizer_nanochat_refuses(tmp_path, args, message):
         pytest.param(
             "a.jsonl", b'{"body": "a"}\n', "a.jsonl line 1: no 'text' field", id="no-text"
         ),  # fmt: skip
-        pytest.param("a.parquet", b"not parquet", "cannot read", id="not-parquet"),
+        pytest.param(
+            "a.parquet", b"not parquet", "a.parquet: cannot be read as parquet", id="not-parquet"
+        ),
         pytest.param("a.txt", b"\xff\xfe bad", "a.txt", id="not-utf8"),
     ],
 )
