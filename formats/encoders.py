@@ -29,8 +29,12 @@ os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
 
 def fast_encoding(encoding):
     """`encoding` (a tiktoken Encoding) as the pipelines encode with it: a `FastEncoding` of it
-    when fastokens is installed and $NANOGPT_FAST_ENCODER is not "0", else `encoding` itself."""
-    if os.environ.get(FAST_ENV, "1").strip() == "0":
+    when fastokens is installed, $NANOGPT_FAST_ENCODER is not "0" and the pattern is GPT-2's,
+    GPT-4's or nanochat's (the ones tests/test_fast_encoder.py proves), else `encoding` itself."""
+    from bpe.patterns import BUILTIN_PATTERNS
+
+    # another pattern may leave text out, which tiktoken drops and fastokens' Split keeps
+    if os.environ.get(FAST_ENV, "1").strip() == "0" or encoding._pat_str not in BUILTIN_PATTERNS:
         return encoding
     try:
         import fastokens  # noqa: F401  (the optional extra "fast")
