@@ -49,16 +49,18 @@ def bpe_encoding(tokenizer_path=None, need_eot=False):
     from formats.tokenizers import encoding_sha256, gpt2_encoding, trained_tokenizer
 
     if tokenizer_path is not None:
-        return trained_tokenizer(tokenizer_path, need_eot)
-    encoding = gpt2_encoding()
-    n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
-    record = {
-        "kind": "tiktoken",
-        "name": "gpt2",
-        "vocab_size": n_vocab,
-        "eot_id": eot,
-        "sha256": sha256,
-    }
+        encoding, record = trained_tokenizer(tokenizer_path, need_eot)
+    else:
+        encoding = gpt2_encoding()
+        n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
+        record = {
+            "kind": "tiktoken",
+            "name": "gpt2",
+            "vocab_size": n_vocab,
+            "eot_id": eot,
+            "sha256": sha256,
+        }
+    encoding.encode_ordinary("")  # the fast encoder (formats/encoders.py) built before any step
     return encoding, record
 
 
@@ -538,7 +540,7 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
 
 
 def main(argv=None):
-    """python prepare_common.py verify|show|packing FOLDER (each answers --help)"""
+    """python prepare_common.py verify|show|packing|overlap|bpb FOLDER (each answers --help)"""
     from inspection import main as inspect_folder
 
     inspect_folder(argv)

@@ -26,6 +26,13 @@ document's first --doc-cap characters, --max-chars in all (nanochat's 10,000 and
     python train_tokenizer.py --format nanochat --vocab-size 32768 --out base/tokenizer \
         --input "base/base_data_climbmix/*.parquet"
 
+With --kind sentencepiece it trains parameter-golf's SentencePiece BPE instead (the sentencepiece
+package, with the options of its data/download_hf_docs_and_tokenize.py; formats/golf.py): --out
+PREFIX writes PREFIX.model and PREFIX.vocab, what data/parameter_golf/prepare.py trains.
+
+    python train_tokenizer.py --kind sentencepiece --vocab-size 1024 --out fineweb_1024_bpe \
+        --input docs_selected.jsonl
+
 With --engine datatrove the counting runs as N datatrove tasks, on this machine, a Slurm or a
 Ray cluster, and one more task learns the merges: the same tokenizer file, and a rerun skips
 the count tasks already done (engine/training.py).
@@ -39,6 +46,7 @@ import argparse
 import contextlib
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -139,6 +147,13 @@ def make_parser():
         help="our tokenizer file (default), or nanochat's tokenizer directory (--out DIR)",
     )
     parser.add_argument(
+        "--kind",
+        choices=["bpe", "sentencepiece"],
+        default="bpe",
+        help="our byte-level BPE (default), or parameter-golf's SentencePiece BPE (--out PREFIX "
+        "writes PREFIX.model and PREFIX.vocab; pip install -e '.[golf]')",
+    )
+    parser.add_argument(
         "--doc-cap",
         type=int,
         metavar="N",
@@ -212,6 +227,8 @@ def check_args(args):
         raise UsageError("give --vocab-size N (or --sweep SIZES)")
     if args.format == "nanochat" or args.doc_cap is not None:
         return check_nanochat_args(args)
+    if args.kind == "sentencepiece":
+        return check_sentencepiece_args(args)
     if args.out is None and not args.sweep:
         args.out = str(default_out(args.input, args.vocab_size))
     if args.sweep and args.vocab_size != args.sweep[-1]:
@@ -266,6 +283,20 @@ def check_nanochat_args(args):
         raise PrepareError(
             f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first"
         )
+
+
+def check_sentencepiece_args(args):
+    """--kind sentencepiece: parameter-golf's options, its own special ids, --out a prefix."""
+    given = [o for o in ("special_tokens", "sweep", "trace", "plot", "eval") if getattr(args, o)]
+    if given or args.engine != "bpe":
+        what = f"--{given[0].replace('_', '-')}" if given else "--engine datatrove"
+        raise UsageError(f"{what} does not go with --kind sentencepiece")
+    if args.out is None:
+        raise UsageError("--kind sentencepiece: give --out PREFIX (PREFIX.model, PREFIX.vocab)")
+    if not 0 < args.vocab_size <= 2**16:
+        raise UsageError(f"--vocab-size {args.vocab_size}: 1 to 65,536 (parameter-golf's uint16)")
+    if not Path(args.out).parent.is_dir():
+        raise PrepareError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
 
 
 def check_eval(path):
@@ -474,6 +505,8 @@ def main(argv=None):
     with says_if_written(args.out):
         if args.format == "nanochat":
             train_nanochat(args)
+        elif args.kind == "sentencepiece":
+            train_sentencepiece(args)
         elif args.engine == "datatrove":
             train_with_tasks(args)
         else:
@@ -563,6 +596,22 @@ def train_nanochat(args):
         npy = Path(args.out) / names[-1]
         print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
         print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
+
+
+def train_sentencepiece(args):
+    """--kind sentencepiece: parameter-golf's SentencePiece BPE on the documents, into --out."""
+    from formats import golf
+
+    prefix = Path(args.out)
+    texts = documents(expand_inputs(args.input), args.text_column)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=prefix.parent, prefix=".sentencepiece-") as staging:
+        golf.train_sentencepiece(texts, args.vocab_size, Path(staging) / prefix.name)
+        for suffix in (".vocab", ".model"):  # renamed whole; the model last
+            os.replace(Path(staging) / f"{prefix.name}{suffix}", f"{prefix}{suffix}")
+    pieces = golf.SentencePieceTokens(f"{prefix}.model").vocab_size
+    print(f"trained {pieces:,} pieces in {time.perf_counter() - start:.2f} s")
+    print(f"wrote {prefix}.model, {prefix}.vocab")
 
 
 def train_with_tasks(args):

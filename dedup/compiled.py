@@ -25,9 +25,14 @@ SEED = np.uint64(simple.SEED)  # a global: numba compiles it in as a constant, a
 
 
 def compiled(function):
-    """`function` compiled by numba (cached beside this file: a later process loads it), or
-    None without numba."""
-    return None if numba is None else numba.njit(nogil=True, cache=True)(function)
+    """`function` compiled by numba (cached beside this file, or in the user's cache folder: a
+    later process loads it), or None without numba."""
+    if numba is None:
+        return None
+    try:
+        return numba.njit(nogil=True, cache=True)(function)
+    except RuntimeError:  # numba found no folder to cache in: each process compiles it again
+        return numba.njit(nogil=True)(function)
 
 
 @compiled

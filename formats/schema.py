@@ -39,6 +39,14 @@ NANOCHAT_NAME = re.compile(
     rf"{NANOCHAT_DATA_DIR}/shard_\d{{5}}\.parquet"
     rf"|{NANOCHAT_TOKENIZER_DIR}/(tokenizer\.pkl|token_bytes\.(pt|npy))"
 )
+GOLF_FORMAT = "parameter_golf"  # parameter-golf's folder (formats/golf.py): its documents,
+GOLF_DOCS = "docs_selected.jsonl"  # tokenizers/ and datasets/fineweb10B_{suffix}/ of shards
+GOLF_NAME = re.compile(
+    r"(manifest|tokenizer_config\.export)\.json|docs_selected\.(jsonl|source_manifest\.json)"
+    r"|tokenizers/[\w.-]+\.(model|vocab|json)"
+    r"|datasets/fineweb10B_\w+/fineweb_(train|val|val_bytes)_\d{6}\.bin"
+)
+GOLF_KINDS = ("sentencepiece_bpe", "byte", "bpe")
 
 
 def bin_name(split):
@@ -147,6 +155,8 @@ def shape_problem(meta):
     """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
     if meta.get("format") == NANOCHAT:
         return _nanochat_problem(meta)
+    if meta.get("format") == GOLF_FORMAT:
+        return _golf_problem(meta)
     problem = fields_problem(meta, "", TOP_FIELDS)
     if problem is None and meta["dtype"] not in BIN_DTYPES:
         problem = wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
@@ -252,6 +262,46 @@ def _nanochat_problem(meta):
     return None
 
 
+def _golf_problem(meta):
+    """shape_problem's checks of a parameter-golf folder: its files, and each dataset's record
+    (its tokenizer and files, shards, val bytes sidecars, each split's byte figures)."""
+    files = meta.get("files")
+    if not _records(files, ("file", "sha256")) or GOLF_DOCS not in [f["file"] for f in files]:
+        return f"files is not a list of records of file and sha256 naming {GOLF_DOCS}"
+    datasets = meta.get("datasets")
+    if not isinstance(datasets, list) or not datasets:
+        return "datasets is missing or empty: a parameter-golf folder lists its datasets"
+    for i, dataset in enumerate(datasets):
+        keys = ("name", "tokenizer", "shards", "val_bytes", "bytes")
+        if not isinstance(dataset, dict) or any(key not in dataset for key in keys):
+            return f"datasets[{i}] is not a record of {', '.join(keys)}"
+        tokenizer = dataset["tokenizer"]
+        if not (
+            isinstance(tokenizer, dict)
+            and tokenizer.get("kind") in GOLF_KINDS
+            and _records(tokenizer.get("files"), ("file", "sha256"))
+            and tokenizer["files"]
+        ):
+            kinds = " or ".join(GOLF_KINDS)
+            return f"datasets[{i}].tokenizer is not a record of kind {kinds} and files"
+        for key in ("shards", "val_bytes"):
+            fields = ("file", "split", "tokens", "sha256")
+            if not _records(dataset[key], fields) or any(
+                s["split"] not in SPLIT_NAMES for s in dataset[key]
+            ):
+                return f"datasets[{i}].{key} is not a list of records of {', '.join(fields)}"
+        if not isinstance(dataset["bytes"], dict) or set(dataset["bytes"]) != set(SPLIT_NAMES):
+            return f"datasets[{i}].bytes is not a record of val and train"
+    return None
+
+
+def _records(value, fields):
+    """Whether `value` is a list of dicts that each hold `fields`."""
+    return isinstance(value, list) and all(
+        isinstance(item, dict) and all(key in item for key in fields) for item in value
+    )
+
+
 def totals_problem(meta):
     """A folder of shards' splits against its shards (a record shape_problem passed): each
     split's count of shards and its tokens (nanochat's documents, characters and bytes), their
@@ -339,11 +389,39 @@ def record_names(meta):
         found.append(("source.path", meta["source"]["path"], False, None))
     if _field(meta.get("token_bytes"), "file") is not None:
         found.append(("token_bytes.file", meta["token_bytes"]["file"], True, TOKEN_BYTES))
+    if meta.get("format") == GOLF_FORMAT:
+        found += _golf_names(meta)
     files = meta.get("tokenizer_files") if isinstance(meta.get("tokenizer_files"), list) else []
     for i, item in enumerate(files):  # a nanochat folder's tokenizer directory
         if isinstance(item, dict) and "file" in item:
             found.append((f"tokenizer_files[{i}].file", item["file"], True, None))
     return found
+
+
+def _golf_names(meta):
+    """The names of a parameter-golf folder's record: its files, and each dataset's tokenizer
+    files, shards and val bytes sidecars, (field, name, True, None) each."""
+    found = [
+        (f"files[{i}].file", item.get("file"), True, None) for i, item in _items(meta, "files")
+    ]
+    for i, dataset in _items(meta, "datasets"):
+        for key in ("shards", "val_bytes"):
+            found += [
+                (f"datasets[{i}].{key}[{j}].file", item.get("file"), True, None)
+                for j, item in _items(dataset, key)
+            ]
+        found += [
+            (f"datasets[{i}].tokenizer.files[{j}].file", item.get("file"), True, None)
+            for j, item in _items(dataset.get("tokenizer"), "files")
+        ]
+    return found
+
+
+def _items(record, key):
+    """(index, item) of the dicts in record[key], a list (anything else holds none)."""
+    items = record.get(key) if isinstance(record, dict) else None
+    items = items if isinstance(items, list) else []
+    return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)]
 
 
 def name_problem(meta):
@@ -357,7 +435,16 @@ def name_problem(meta):
     """
     suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
     nanochat = isinstance(meta, dict) and meta.get("format") == NANOCHAT
+    golf = isinstance(meta, dict) and meta.get("format") == GOLF_FORMAT
     for field, value, _, form in record_names(meta):
+        if golf and field.startswith(("files", "datasets")):
+            if not (isinstance(value, str) and GOLF_NAME.fullmatch(value)):
+                expected = (
+                    "a name of parameter-golf's folder (manifest.json, "
+                    "datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)"
+                )
+                return f"{field} is {_shown(value)}, expected {expected}"
+            continue
         if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
             if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
                 expected = (
@@ -388,8 +475,10 @@ def journal_problem(journal):
     folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        nanochat = isinstance(name, str) and NANOCHAT_NAME.fullmatch(name)  # its subfolders' names
-        if not (is_plain_name(name) or nanochat) or name.startswith("."):
+        nested = isinstance(name, str) and (
+            NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)
+        )
+        if not (is_plain_name(name) or nested) or name.startswith("."):
             return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
     return None
 
@@ -421,6 +510,8 @@ def trainer_reads(name, shard_format=None):
     if shard_format == NANOCHAT:  # dataset.py lists every *.parquet; the bpb reads token_bytes.pt
         data = name.startswith(f"{NANOCHAT_DATA_DIR}/") and name.endswith(".parquet")
         return data or NANOCHAT_NAME.fullmatch(name) is not None
+    if shard_format == GOLF_FORMAT:  # train_gpt.py's DATA_PATH globs, in a dataset's folder
+        return fnmatch.fnmatchcase(name, "datasets/*/fineweb_*.bin")
     globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
     if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
         return True

@@ -1,6 +1,6 @@
 """The tokenizer a prepared folder records: how it is loaded, known by, and checked.
 
-- `gpt2_encoding`: tiktoken's "gpt2", its two files fetched and checked first
+- `gpt2_encoding`: tiktoken's "gpt2", its two files fetched and checked first (fast_encoding's)
 - `encoding_sha256`: the fingerprint of a tiktoken Encoding's definition (meta.json records it)
 - `load_trained`: a train_tokenizer.py file as (bpe.Tokenizer, tiktoken Encoding), or one line
 - `check_covered`: a trained tokenizer's own pattern may leave characters out; refuse such ids
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.encoders import fast_encoding
 from formats.nanochat import load_encoding, token_byte_lengths
 from formats.schema import TOKEN_BYTES, bin_name
 from formats.shards import read_shard, write_npy
@@ -35,7 +36,7 @@ def gpt2_encoding():
     for remote in (GPT2_VOCAB_BPE, GPT2_ENCODER_JSON):
         fetch(remote, folder / tiktoken_name(remote.url))
     os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-    return tiktoken.get_encoding("gpt2")
+    return fast_encoding(tiktoken.get_encoding("gpt2"))
 
 
 def encoding_sha256(encoding):
@@ -159,7 +160,7 @@ def text_bytes(ids, lengths, chunk=2**24):
 
 
 def load_trained(path, option="--tokenizer"):
-    """(bpe.Tokenizer, its tiktoken Encoding) of a file written by train_tokenizer.py.
+    """(bpe.Tokenizer, its tiktoken Encoding, fast_encoding's) of a file of train_tokenizer.py.
 
     A missing file, a folder, a file that is not a tokenizer, a pattern tiktoken cannot run:
     each a PrepareError naming the file ("--tokenizer tok.json does not exist; ...").
@@ -184,7 +185,7 @@ def load_trained(path, option="--tokenizer"):
         encoding = bpe_tokenizer.to_tiktoken()
     except ValueError as exc:  # a pattern tiktoken's regex engine cannot compile
         raise PrepareError(f"{path}: tiktoken cannot use this tokenizer ({exc})") from None
-    return bpe_tokenizer, encoding
+    return bpe_tokenizer, fast_encoding(encoding)
 
 
 def trained_tokenizer(tokenizer_path, need_eot=False):

@@ -4,12 +4,15 @@
     python prepare_common.py show FOLDER      # one block as nanoGPT's get_batch reads it
     python prepare_common.py packing FOLDER --block-size T  # what get_batch draws, BOS alignment
     python prepare_common.py overlap FOLDER   # what val shares with train, what train repeats
+    python prepare_common.py bpb FOLDER       # lossless or not, and what bits per byte divides by
 
 - verify.py: the auditor, recomputing, not trusting, a folder's meta.json
 - show.py: one block, x and y side by side, each document start marked
 - packing.py: document lengths against the block size; nanochat's best-fit packing simulated
 - overlap.py: val's exact and near copies in train, shared 13-grams, train's repeats (dedup/)
 - token_bytes.py: each id's byte length and each split's bytes of text, for bits per byte
+- bpb.py: each split's bytes as the text, the tokenizer and decode(encode(doc)) count them
+- golf.py: verify on a parameter-golf folder (its datasets, tokenizers and val bytes sidecars)
 - folder.py: the folder's record checked (meta.json, against formats/schema.py), a split's ids
 - nanochat.py: the three commands on a nanochat folder (parquet shards of text)
 """
@@ -17,10 +20,10 @@
 import json
 import sys
 
-from formats.schema import NANOCHAT
+from formats.schema import GOLF_FORMAT, NANOCHAT
 from safety import ArgumentParser, PrepareError, positive_int, random_seed
 
-from . import nanochat, overlap
+from . import bpb, golf, nanochat, overlap
 from .packing import packing
 from .show import random_offset, show
 from .verify import verified_meta, verify
@@ -57,6 +60,10 @@ def main(argv=None):
         help="draw the document lengths, T marked, into this file (not a folder)",
     )
     overlap.add_parser(commands)
+    bits = commands.add_parser(
+        "bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by"
+    )
+    bits.add_argument("folder", help="a folder data/parameter_golf/prepare.py wrote")
     args = parser.parse_args(argv)
     if args.command == "overlap":
         return overlap.run(args)
@@ -71,11 +78,26 @@ def main(argv=None):
     if args.command == "show" and args.block_size < 1:
         raise PrepareError(f"--block-size must be at least 1, got {args.block_size}")
     meta = verified_meta(args.folder)  # what show and packing read depends on what verify checks
+    if args.command == "bpb":
+        return bpb_audit(args.folder, meta)
+    if meta.get("format") == GOLF_FORMAT:  # datasets of shards: overlap reads one of them
+        raise golf.not_one_dataset(args.folder, meta)
     if meta.get("format") == NANOCHAT:  # parquet shards of text: inspection/nanochat.py
         return _nanochat_command(args, meta)
     if args.command == "packing":
         return packing(args.folder, meta, args.split, args.block_size, args.json, args.plot)
     return show(args.folder, meta, args.split, args.block_size, args.offset, args.seed)
+
+
+def bpb_audit(folder, meta):
+    """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
+    if meta.get("format") != GOLF_FORMAT:
+        raise PrepareError(
+            f"{folder}/meta.json records no byte figures; data/parameter_golf/prepare.py's "
+            "folders do"
+        )
+    for dataset in meta["datasets"]:
+        print("\n".join(bpb.audit_lines(dataset["name"], dataset["bytes"])))
 
 
 def _nanochat_command(args, meta):

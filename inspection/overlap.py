@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup.overlap import documents_of, exact_report, overlap_report, stream_documents
+from formats.schema import GOLF_FORMAT
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
@@ -131,6 +132,10 @@ def boundary_problem(layout):
 
 def meta_layout(folder, meta):
     """The files, end-of-text id and rule of a folder meta.json describes."""
+    if meta.get("format") == GOLF_FORMAT:
+        from .golf import not_one_dataset
+
+        raise not_one_dataset(folder, meta)
     layout = {"tokenizer": meta["tokenizer"], "dtype": meta["dtype"]}
     eot_id = layout["boundary_id"] = meta["tokenizer"].get("eot_id")
     for split in ("train", "val"):
@@ -394,7 +399,7 @@ def add_parser(commands):
     parser.add_argument(
         "--boundary",
         choices=["first", "last"],
-        help="it comes before each document (llm.c, nanochat) or after (nanoGPT)",
+        help="it comes before each document (llm.c, parameter-golf) or after (nanoGPT)",
     )
     parser.add_argument("--dtype", choices=["uint16", "uint32"], help="the ids' type in raw files")
     parser.add_argument("--train", metavar="GLOB", help="the train files (default: *train*)")

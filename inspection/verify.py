@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from formats.schema import (
+    GOLF_FORMAT,
     META_PKL,
     NANOCHAT,
     NANOCHAT_DATA_DIR,
@@ -29,7 +30,7 @@ from safety.errors import PrepareError, reading
 from safety.files import read_plain_pickle, sha256_file
 from safety.signals import closed_stdout
 
-from . import nanochat
+from . import golf, nanochat
 from .folder import checked_meta, open_split
 from .token_bytes import audit_token_bytes
 
@@ -74,6 +75,8 @@ def _audit(folder, quiet=False):
     problems += _unlisted_files(folder, meta, leftovers)
     if meta.get("format") == NANOCHAT:  # parquet shards of text: inspection/nanochat.py
         return nanochat.audit(folder, meta, quiet, problems)
+    if meta.get("format") == GOLF_FORMAT:  # parameter-golf's datasets: inspection/golf.py
+        return problems + golf.audit(folder, meta, quiet)
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
     if "shards" in meta:

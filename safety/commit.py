@@ -360,17 +360,13 @@ def _unwritable(folder, exc):
 
 def _staged_names(staging):
     """The files staged, sorted: names, and "sub/name" for a file in a staged subfolder (a
-    nanochat folder's data and tokenizer folders), one level deep."""
+    nanochat folder's data and tokenizer folders, parameter-golf's datasets/NAME/)."""
     names = []
     for entry in os.scandir(staging):
         if TEMPORARY_NAME.match(entry.name) or entry.name == STAGING_MARKER:
             continue
         if entry.is_dir(follow_symlinks=False):
-            names += [
-                f"{entry.name}/{name}"
-                for name in os.listdir(entry.path)
-                if not TEMPORARY_NAME.match(name)
-            ]
+            names += [f"{entry.name}/{name}" for name in _staged_names(entry.path)]
         else:
             names.append(entry.name)
     return sorted(names)
@@ -392,7 +388,8 @@ def _commit(schema, staging, folder):
                 f"(nothing in {folder} was changed)"
             )
     present = os.listdir(folder)  # and the names in the subfolders the outputs go into
-    for sub in {name.split("/")[0] for name in staged if "/" in name}:
+    parts = [name.split("/")[:-1] for name in staged]  # each subfolder, and those it is in
+    for sub in sorted({"/".join(p[: k + 1]) for p in parts for k in range(len(p))}):
         path = folder / sub
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):
             raise PrepareError(
@@ -421,7 +418,7 @@ def _commit(schema, staging, folder):
             _fsync_path(folder)
             _pause_if_asked("uncommitted")
             for name in data_files:
-                (folder / name).parent.mkdir(exist_ok=True)  # a nanochat folder's subfolders
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)  # nanochat's, golf's
                 os.replace(staging / name, folder / name)
                 _pause_if_asked("replaced")
             for name in stale:

@@ -1,0 +1,365 @@
+"""
+Prepare FineWeb as openai/parameter-golf's train_gpt.py reads it: its frozen selection of
+documents (docs_selected.jsonl) tokenized by each --variant: SentencePiece BPE (sp1024, sp4096,
+sp8192, sp<N>) trained here with parameter-golf's options, its pure-byte byte260, or a
+--tokenizer of train_tokenizer.py. Byte for byte what its data/download_hf_docs_and_tokenize.py
+writes from the same documents: tokenizers/, datasets/fineweb10B_{suffix}/fineweb_{val,train}_
+000000.bin (llm.c's header, uint16 ids, each document its BOS then its ids; the first --val-docs
+documents are val), tokenizer_config.export.json and manifest.json. Unlike it: --data-files, each
+split's true byte figures in meta.json (`python prepare_common.py bpb DIR`), --val-bytes (the
+CaseOps records' per-token byte sidecar), a folder that changes as one transaction.
+
+    python data/parameter_golf/prepare.py --data-files docs.jsonl --variant sp1024 byte260
+    DATA_PATH=$OUT/datasets/fineweb10B_sp1024 \\
+        TOKENIZER_PATH=$OUT/tokenizers/fineweb_1024_bpe.model torchrun train_gpt.py
+"""
+
+import itertools
+import json
+import os
+import re
+import shutil
+from argparse import ArgumentTypeError, RawDescriptionHelpFormatter
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from documents.corpus import documents
+from documents.inputs import expand_data_files, hub_files
+from formats import golf, schema
+from formats.schema import GOLF_FORMAT
+from inspection.bpb import FIGURES, add_figures, audit_lines
+from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
+from safety import (
+    ArgumentParser,
+    PrepareError,
+    output_folder,
+    positive_int,
+    run_main,
+    tokens_per_shard,
+)
+from safety.cli import whole_number
+from safety.files import sha256_file
+
+# The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
+# sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
+REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
+DOCS, SIDECAR = golf.DOCS, golf.SIDECAR
+BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
+SPLIT_RULE = (
+    "parameter-golf's: the documents in order; the first val_docs are val, the others train; "
+    "each split's stream cut every shard_size tokens"
+)
+
+
+def main():
+    args = arguments().parse_args()
+    with output_folder(
+        args.out_dir, schema
+    ) as out:  # written in `out`, moved into out_dir together
+        # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
+        #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
+        sidecar, source = copy_documents(args.data_files, out)
+        num_docs = sum(1 for _ in documents([out / DOCS]))
+        val_docs = (
+            args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)
+        )
+        print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
+        if not 0 <= val_docs <= num_docs:
+            raise PrepareError(f"--val-docs {val_docs:,}: choose 0 to the {num_docs:,} documents")
+        if sidecar and sidecar.get("num_docs") not in (None, num_docs):
+            raise PrepareError(
+                f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}"
+            )
+
+        # 2. the tokenizers: SentencePiece trained on the (first --tokenizer-train-docs)
+        #    documents, byte260, or yours
+        train_docs = min(num_docs, args.tokenizer_train_docs or num_docs)
+        variants = [
+            make_tokenizer(v, train_docs, args.tokenizer_train_docs, out)
+            for v in args.variant or ["sp1024"] * (not args.tokenizer)
+        ]
+        variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
+        check_names(variants)
+
+        # 3. each tokenizer's shards: every document as BOS + ids, val first, then train; the
+        #    figures bits per byte needs; with --val-bytes each val token's share of the text
+        for variant in variants:
+            variant["dataset"] = write_dataset(out, variant, num_docs, val_docs, args)
+
+        # 4. parameter-golf's manifest.json and tokenizer_config.export.json; meta.json, last
+        specs = [variant["spec"] for variant in variants]
+        (out / "tokenizer_config.export.json").write_text(
+            json.dumps({"tokenizers": specs}, indent=2) + "\n"
+        )
+        manifest = golf.manifest(variants, num_docs, val_docs, args.shard_size, sidecar, source)
+        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        files = [
+            DOCS,
+            *([SIDECAR] * bool(sidecar)),
+            "tokenizer_config.export.json",
+            "manifest.json",
+        ]
+        write_record(
+            out,
+            {
+                "format_version": 1,
+                "created_by": "data/parameter_golf/prepare.py",
+                "format": GOLF_FORMAT,
+                "files": [{"file": name, "sha256": sha256_file(out / name)} for name in files],
+                "datasets": [variant["dataset"] for variant in variants],
+                "source": source["record"],
+                "split": {"rule": SPLIT_RULE, "val_docs": val_docs, "shard_size": args.shard_size},
+            },
+        )
+    for variant in variants:
+        print("\n".join(audit_lines(variant["dataset"]["name"], variant["dataset"]["bytes"])))
+    print(
+        f"wrote tokenizers/, datasets/ ({', '.join(v['dataset']['name'] for v in variants)}), "
+        f"manifest.json and meta.json to {args.out_dir}"
+    )
+
+
+def copy_documents(data_files, out):
+    """Put the documents in `out` as docs_selected.jsonl (a link or a copy of a single .jsonl
+    file, else one {"text": ...} a line); -> (its sidecar's dict or None, the source)."""
+    if data_files is None:
+        hub = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}")
+        (path,), _ = hub_files(hub, f"{REPO}@{REVISION}")
+        (meta_path,), _ = hub_files(
+            hub._replace(files=f"{REMOTE_ROOT}/{SIDECAR}"), f"{REPO}@{REVISION}"
+        )
+        name, record = (
+            f"{REPO}@{REVISION}",
+            {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"},
+        )
+        paths, remote = [Path(path)], (REPO, REMOTE_ROOT)
+    else:
+        paths, remote = [Path(p) for p in expand_data_files(data_files)], (None, None)
+        meta_path = paths[0].with_name(f"{paths[0].stem}.source_manifest.json")
+        name, record = " ".join(data_files), {"files": data_files}
+    if len(paths) == 1 and paths[0].suffix == ".jsonl":
+        link_or_copy(paths[0], out / DOCS)
+    else:
+        with open(out / DOCS, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps({"text": text}) + "\n" for text in documents(paths))
+    sidecar = None
+    if len(paths) == 1 and Path(meta_path).is_file():
+        sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+        link_or_copy(Path(meta_path), out / SIDECAR)
+        if sidecar.get("docs_sha256") not in (None, sha256_file(out / DOCS)):
+            raise PrepareError(
+                f"{paths[0]} is not the selection its sidecar {meta_path} describes "
+                "(docs_sha256 differs); download both again"
+            )
+    record["sha256"] = sha256_file(out / DOCS)
+    return sidecar, {"name": name, "record": record, "remote": remote}
+
+
+def link_or_copy(source, target):
+    try:
+        os.link(os.path.realpath(source), target)  # the file, not the hub cache's link to it
+    except OSError:  # another file system, or links not allowed
+        shutil.copyfile(source, target)
+
+
+def make_tokenizer(variant, num_docs, train_docs, out):
+    """A --variant's tokenizer, its files written in out/tokenizers/, and its spec."""
+    folder = out / "tokenizers"
+    folder.mkdir(exist_ok=True)
+    if variant == "byte260":
+        (folder / golf.BYTE260_FILE).write_bytes(golf.byte260_json())
+        spec = {"name": "pure_byte_260", "dataset_suffix": "byte260"}
+        return {
+            "spec": spec,
+            "tokens": golf.ByteTokens(),
+            "files": [f"tokenizers/{golf.BYTE260_FILE}"],
+        }
+    vocab_size = int(variant[2:])
+    prefix = folder / f"fineweb_{vocab_size}_bpe"
+    print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
+    try:
+        texts = itertools.islice(documents([out / DOCS]), num_docs)
+        golf.train_sentencepiece(texts, vocab_size, prefix)
+    except RuntimeError as exc:  # sentencepiece's own checks: one line of its message
+        raise PrepareError(
+            f"--variant {variant}: sentencepiece refused ({str(exc).strip().splitlines()[-1]})"
+        ) from None
+    tokens = golf.SentencePieceTokens(prefix.with_suffix(".model"))
+    print(f"{prefix.name}.model: {tokens.vocab_size:,} pieces")
+    spec = {"name": f"sp_bpe_{vocab_size}", "dataset_suffix": variant, "vocab_size": vocab_size}
+    if train_docs is not None:  # as its --tokenizer-train-docs records it
+        spec["tokenizer_train_docs"] = train_docs
+    files = [f"tokenizers/{prefix.name}.model", f"tokenizers/{prefix.name}.vocab"]
+    return {"spec": spec, "tokens": tokens, "files": files}
+
+
+def our_tokenizer(path, out):
+    """A --tokenizer of train_tokenizer.py, copied into out/tokenizers/; <|endoftext|> is BOS."""
+    encoding, record = bpe_encoding(path, need_eot=True)
+    name = f"tokenizers/{Path(path).stem}.json"
+    shutil.copyfile(path, out / name)
+    spec = {"name": record["name"], "kind": "bpe", "dataset_suffix": f"bpe{encoding.n_vocab}"}
+    return {"spec": spec, "tokens": golf.BpeTokens(encoding, record["eot_id"]), "files": [name]}
+
+
+def check_names(variants):
+    for key in ("name", "dataset_suffix"):
+        names = [variant["spec"][key] for variant in variants]
+        if len(set(names)) < len(names):
+            raise PrepareError(f"two tokenizers have the same {key} ({names}); give each once")
+    for variant in variants:
+        if variant["tokens"].vocab_size > 2**16:
+            raise PrepareError(
+                f"{variant['spec']['name']} has {variant['tokens'].vocab_size:,} ids: "
+                "parameter-golf's uint16 shards hold 65,536"
+            )
+
+
+def write_dataset(out, variant, num_docs, val_docs, args):
+    """datasets/fineweb10B_{suffix}/: the shards (and sidecars); -> meta.json's dataset record."""
+    tokens, name = variant["tokens"], f"fineweb10B_{variant['spec']['dataset_suffix']}"
+    folder = out / "datasets" / name
+    folder.mkdir(parents=True)
+    encoded = encode(tokens, documents([out / DOCS]), num_docs, name)
+    figures, shares, shards = {}, [], []
+    for split, part in (("val", itertools.islice(encoded, val_docs)), ("train", encoded)):
+        figures[split] = dict.fromkeys(FIGURES, 0)
+
+        def ids_with_bos(part=part, totals=figures[split], val=split == "val"):
+            for text, ids, text_shares in part:
+                add_figures(totals, text, ids, tokens)
+                if val and args.val_bytes:  # the BOS: 0, or a document of no token's bytes
+                    shares.append(
+                        np.concatenate([[0 if len(ids) else len(text.encode())], text_shares])
+                    )
+                yield np.concatenate([[tokens.bos_id], ids])
+
+        names = llmc_names("fineweb", split)
+        shards += write_shards(
+            folder,
+            ids_with_bos(),
+            names,
+            args.shard_size,
+            np.uint16,
+            tokens.vocab_size,
+            "llmc",
+            say=False,
+        )
+    sidecars = []
+    if args.val_bytes:
+        names = (
+            (s, f"fineweb_val_bytes_{i:06d}")
+            for i, (s, _) in enumerate(llmc_names("fineweb", "val"))
+        )
+        sidecars = write_shards(
+            folder, shares, names, args.shard_size, np.uint16, 2**16, "llmc", say=False
+        )
+    for record in shards + sidecars:
+        record["file"] = f"datasets/{name}/{record['file']}"
+    print(
+        (
+            f"wrote datasets/{name}: {len(shards)} shard(s), {sum(s['tokens'] for s in shards):,} "
+            "tokens"
+        )
+        + (f", {len(sidecars)} val bytes sidecar(s)" if sidecars else "")
+    )
+    files = [{"file": f, "sha256": sha256_file(out / f)} for f in variant["files"]]
+    tokenizer = {
+        "kind": tokens.kind,
+        "name": variant["spec"]["name"],
+        "vocab_size": tokens.vocab_size,
+        "bos_id": tokens.bos_id,
+        "files": files,
+    }
+    return {
+        "name": name,
+        "tokenizer": tokenizer,
+        "shards": shards,
+        "val_bytes": sidecars,
+        "bytes": figures,
+    }
+
+
+def encode(tokens, texts, total, desc):
+    """(text, ids, shares) of each text, a batch at a time, behind a progress bar."""
+    with tqdm(total=total, desc=f"tokenizing {desc}", unit=" documents", disable=None) as bar:
+        texts = iter(texts)
+        while batch := list(itertools.islice(texts, BATCH)):
+            for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
+                yield text, ids, golf.checked_shares(shares, desc)
+            bar.update(len(batch))
+
+
+def variant_name(text):
+    """--variant: "sp1024" ... "sp<N>" (SentencePiece BPE at N ids) or "byte260"."""
+    if text == "byte260" or (re.fullmatch(r"sp[1-9]\d*", text) and int(text[2:]) <= 2**16):
+        return text
+    raise ArgumentTypeError(
+        f"{text!r} is not byte260 nor sp<N> with N at most 65,536 (sp1024, sp4096, sp8192, ...)"
+    )
+
+
+def arguments():
+    parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add(
+        "--data-files",
+        nargs="+",
+        metavar="PATH|GLOB",
+        help=(
+            f"local .jsonl ('text' field), .parquet or .txt files (default: the hub's {REPO} "
+            f"{REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256)"
+        ),
+    )
+    add(
+        "--variant",
+        nargs="+",
+        type=variant_name,
+        default=[],
+        metavar="VARIANT",
+        help="sp1024, sp4096, sp8192, sp<N> (SentencePiece BPE at N ids) or byte260, several at "
+        "once (default: sp1024 unless --tokenizer is given)",
+    )
+    add(
+        "--tokenizer",
+        nargs="+",
+        type=Path,
+        metavar="TOK.json",
+        help="tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)",
+    )
+    add(
+        "--val-docs",
+        type=whole_number,
+        metavar="N",
+        help="the first N documents are val (default: the sidecar's docs_val, else 50,000)",
+    )
+    add(
+        "--tokenizer-train-docs",
+        type=positive_int,
+        metavar="N",
+        help="train SentencePiece on the first N documents (default: all, as parameter-golf's)",
+    )
+    add(
+        "--shard-size",
+        type=tokens_per_shard,
+        default=10**8,
+        metavar="N",
+        help="tokens per shard (default: 10**8)",
+    )
+    add(
+        "--val-bytes",
+        action="store_true",
+        help=(
+            "write fineweb_val_bytes_*.bin beside each val shard: each token's share of the "
+            "text's UTF-8 bytes (stock train_gpt.py's fineweb_val_*.bin glob reads them too: see "
+            "docs/bits_per_byte.md)"
+        ),
+    )
+    add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
+    return parser
+
+
+if __name__ == "__main__":
+    run_main(main)

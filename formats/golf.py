@@ -1,0 +1,276 @@
+"""parameter-golf's tokenizers (openai/parameter-golf: data/download_hf_docs_and_tokenize.py,
+train_gpt.py): SentencePiece BPE trained with its options exactly, the pure-byte byte260, our
+byte-level BPE beside them; for each, how it counts bytes and each token's share of a text; and
+the manifest.json its script writes.
+
+    tokenizer = SentencePieceTokens("tokenizers/fineweb_1024_bpe.model")
+    ids, shares = tokenizer.encode_batch(["Hello  world"])[0]  # shares.sum() == 12, the UTF-8 bytes
+    tokenizer.own_bytes(ids)  # 11: what train_gpt.py's eval_val divides by ("Hello world")
+
+A token's share (the val bytes sidecar) is how far it moves the end of the text covered so far:
+bytes that normalisation drops (a second space, a newline) go to the token that follows them,
+those dropped at a document's end to its last token, so the shares of a document sum to its UTF-8
+length exactly. The BOS before a document gets 0, or the whole document if it has no token.
+"""
+
+import json
+
+import numpy as np
+
+from formats.schema import GOLF_DOCS
+from safety import PrepareError
+
+# build_sentencepiece_tokenizer's arguments to SentencePieceTrainer.train, as they are
+SENTENCEPIECE_OPTIONS = {
+    "model_type": "bpe",
+    "character_coverage": 0.999,
+    "byte_fallback": True,
+    "split_digits": True,
+    "normalization_rule_name": "nmt_nfkc",
+    "add_dummy_prefix": False,
+    "pad_id": 0,
+    "bos_id": 1,
+    "eos_id": 2,
+    "unk_id": 3,
+    "hard_vocab_limit": False,
+}
+# PureByteTokenizer: pad, bos, eos, unk, then byte b at id 4 + b
+BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4, "byte_count": 256}
+BYTE260_FILE = "fineweb_pure_byte_260.json"
+DOCS = GOLF_DOCS  # the documents, in the folder: {"text": ...} a line
+SIDECAR = "docs_selected.source_manifest.json"  # the hub's: num_docs, docs_val, docs_sha256, ...
+SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
+
+
+def training_text(texts):
+    """What SentencePiece trains on (_iter_sentencepiece_text): each text with NUL as a space,
+    stripped, the empty ones left out: [" a\\x00b ", "  "] -> "a b"."""
+    for text in texts:
+        text = text.replace("\x00", " ").strip()
+        if text:
+            yield text
+
+
+def train_sentencepiece(texts, vocab_size, prefix):
+    """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab."""
+    spm = sentencepiece_module()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=training_text(texts),
+        model_prefix=str(prefix),
+        vocab_size=vocab_size,
+        minloglevel=2,  # its log to stderr: the lesson prints its own lines
+        **SENTENCEPIECE_OPTIONS,
+    )
+
+
+def sentencepiece_module():
+    """The sentencepiece package, or one line saying how to install it."""
+    try:
+        import sentencepiece
+    except ImportError:
+        raise PrepareError(
+            "SentencePiece tokenizers need the sentencepiece package: pip install -e '.[golf]'"
+        ) from None
+    return sentencepiece
+
+
+def byte260_json():
+    """PureByteTokenizer.save_json's bytes: the file fineweb_pure_byte_260.json."""
+    payload = {"tokenizer_type": "pure_byte", "config": BYTE260, "vocab_size": 260}
+    return (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode()
+
+
+def covered_shares(ends, size):
+    """Each token's share of a text of `size` bytes from the byte offsets where the tokens end:
+    ([4, 6], 6) -> [4, 2]; ([1, 4], 6) -> [1, 5] (two bytes dropped at the end go to the last)."""
+    covered = np.maximum.accumulate(np.asarray(ends, dtype=np.int64)) if len(ends) else ends
+    shares = np.diff(covered, prepend=0)
+    if len(shares):
+        shares[-1] += size - covered[-1]
+    return shares
+
+
+def checked_shares(shares, where):
+    """Shares as SHARE_DTYPE, or one line if one does not fit (a run of 65,536 spaces)."""
+    if len(shares) and int(np.max(shares)) > np.iinfo(SHARE_DTYPE).max:
+        raise PrepareError(
+            f"{where}: a token stands for more than 65,535 bytes of text, more than a uint16 "
+            "sidecar holds"
+        )
+    return np.asarray(shares).astype(SHARE_DTYPE)
+
+
+class SentencePieceTokens:
+    """A SentencePiece model as parameter-golf encodes and counts with it."""
+
+    kind = "sentencepiece_bpe"
+
+    def __init__(self, model_path):
+        self.processor = sentencepiece_module().SentencePieceProcessor(model_file=str(model_path))
+        sp = self.processor
+        self.vocab_size, self.bos_id, self.eos_id = sp.vocab_size(), sp.bos_id(), sp.eos_id()
+        self.base, self.leading_space, self.boundary = sentencepiece_luts(sp)
+
+    def encode_batch(self, texts):
+        """[(ids, shares)] of each text: ids as tokenizer.encode gives them, shares from the
+        byte offsets SentencePiece reports in the text as given."""
+        protos = self.processor.encode(texts, return_type="proto", num_threads=2)
+        pairs = []
+        for text, proto in zip(texts, protos):
+            ids = np.array([piece.id for piece in proto.pieces], dtype=np.int64)
+            ends = np.array([piece.end for piece in proto.pieces], dtype=np.int64)
+            pairs.append((ids, covered_shares(ends, len(text.encode()))))
+        return pairs
+
+    def decode(self, ids):
+        return self.processor.decode([int(i) for i in ids])
+
+    def own_bytes(self, ids):
+        """train_gpt.py's eval_val count for a document's ids after its BOS (a boundary id):
+        base[t] + (leading_space[t] and not boundary[prev])."""
+        ids = np.asarray(ids, dtype=np.int64)
+        previous = np.concatenate([[self.bos_id], ids[:-1]]).astype(np.int64)
+        spaces = self.leading_space[ids] & ~self.boundary[previous]
+        return int(self.base[ids].sum() + spaces.sum())
+
+
+def sentencepiece_luts(sp):
+    """train_gpt.py's build_sentencepiece_luts in numpy: (bytes of each id's piece without its
+    leading "▁", 1 for a byte-fallback id; whether it has the "▁"; whether it is a boundary:
+    control, unknown or unused)."""
+    size = sp.vocab_size()
+    base = np.zeros(size, dtype=np.int64)
+    leading_space = np.zeros(size, dtype=bool)
+    boundary = np.ones(size, dtype=bool)
+    for token_id in range(size):
+        if sp.is_control(token_id) or sp.is_unknown(token_id) or sp.is_unused(token_id):
+            continue
+        boundary[token_id] = False
+        if sp.is_byte(token_id):
+            base[token_id] = 1
+            continue
+        piece = sp.id_to_piece(token_id)
+        if piece.startswith("▁"):
+            leading_space[token_id] = True
+            piece = piece[1:]
+        base[token_id] = len(piece.encode("utf-8"))
+    return base, leading_space, boundary
+
+
+class ByteTokens:
+    """byte260: each UTF-8 byte b of the text is id 4 + b; one byte a token."""
+
+    kind = "byte"
+    vocab_size, bos_id, eos_id = 260, BYTE260["bos_id"], BYTE260["eos_id"]
+
+    def encode_batch(self, texts):
+        pairs = []
+        for text in texts:
+            data = np.frombuffer(text.encode("utf-8", errors="replace"), dtype=np.uint8)
+            pairs.append(
+                (data.astype(np.int64) + BYTE260["byte_offset"], np.ones(len(data), np.int64))
+            )
+        return pairs
+
+    def decode(self, ids):
+        data = np.asarray(ids, dtype=np.int64)
+        data = data[data >= BYTE260["byte_offset"]] - BYTE260["byte_offset"]
+        return data.astype(np.uint8).tobytes().decode("utf-8", errors="replace")
+
+    def own_bytes(self, ids):
+        return int((np.asarray(ids) >= BYTE260["byte_offset"]).sum())
+
+
+class BpeTokens:
+    """A byte-level BPE of train_tokenizer.py: its <|endoftext|> as BOS, each token's bytes."""
+
+    kind = "bpe"
+
+    def __init__(self, encoding, eot_id):
+        from formats.tokenizers import token_byte_lengths
+
+        self.encoding, self.lengths = encoding, token_byte_lengths(encoding)
+        self.vocab_size, self.bos_id, self.eos_id = encoding.n_vocab, eot_id, eot_id
+
+    def encode_batch(self, texts):
+        pairs = []
+        for ids in self.encoding.encode_ordinary_batch(texts, num_threads=2):
+            ids = np.array(ids, dtype=np.int64)
+            pairs.append((ids, self.lengths[ids]))
+        return pairs
+
+    def decode(self, ids):
+        return self.encoding.decode([int(i) for i in ids])
+
+    def own_bytes(self, ids):
+        return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
+
+
+def manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
+    """manifest.json as download_hf_docs_and_tokenize.py's main() writes it, of the lesson's
+    variants ({"spec", "tokens", "files", "dataset": meta.json's record}) and its source."""
+    repo, root = source["remote"]
+    docs_meta = {
+        "remote_repo_id": repo,
+        "remote_root": root,
+        "num_docs": num_docs,
+        "docs_sha256": (sidecar or {}).get("docs_sha256"),
+        "source_manifest": SIDECAR if sidecar else None,
+    }
+    if sidecar is not None:
+        docs_meta["source_sidecar"] = sidecar
+    manifest = {
+        "version": "10B",
+        "num_docs": num_docs,
+        "num_val_docs": val_docs,
+        "shuffle_seed": (sidecar or {}).get("shuffle_seed"),
+        "shard_size": shard_size,
+        "append_eos": False,
+        "docs_jsonl": DOCS,
+        "docs_meta": docs_meta,
+        "tokenizer_specs": [variant["spec"] for variant in variants],
+        "tokenizers": [],
+        "datasets": [],
+    }
+    for variant in variants:
+        tokens, spec, name = variant["tokens"], variant["spec"], variant["dataset"]["name"]
+        common = {
+            "vocab_size": tokens.vocab_size,
+            "bos_id": tokens.bos_id,
+            "eos_id": tokens.eos_id,
+            "recommended_bigram_vocab_size": (tokens.vocab_size + 127) // 128 * 128 * 5,
+        }
+        paths = dict(zip(("model_path", "vocab_path"), variant["files"]))
+        if tokens.kind != "sentencepiece_bpe":
+            paths = {"path": variant["files"][0], "pad_id": 0, "unk_id": 3}
+        manifest["tokenizers"].append(
+            {"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths}
+        )
+        counts = dataset_stats(variant["dataset"], val_docs, num_docs)
+        folder = f"datasets/{name}"
+        manifest["datasets"].append(
+            {
+                "name": name,
+                "tokenizer_name": spec["name"],
+                "tokenizer_kind": tokens.kind,
+                "path": folder,
+                "train_glob": f"{folder}/fineweb_train_*.bin",
+                "val_glob": f"{folder}/fineweb_val_*.bin",
+                **common,
+                "stats": counts,
+            }
+        )
+    return manifest
+
+
+def dataset_stats(dataset, val_docs, num_docs):
+    """export_shards' stats: documents, files and tokens, in all and per split."""
+    shards = dataset["shards"]
+    files = {s: sum(x["split"] == s for x in shards) for s in ("val", "train")}
+    tokens = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in ("val", "train")}
+    stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
+    stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
+    stats.update(
+        tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"]
+    )
+    return stats

@@ -1,0 +1,183 @@
+"""verify and bpb for a parameter-golf folder (data/parameter_golf/prepare.py): its documents,
+tokenizers/, datasets/fineweb10B_{suffix}/ of llm.c shards, manifest.json.
+
+verify recomputes, from the documents and the ids a trainer reads: every file's sha256; each
+shard's header, tokens and largest id; each dataset's tokenizer rebuilt from its files; each
+split's byte figures (inspection/bpb.py); each val bytes sidecar's header, its length against
+its val shard and, per document, the sum of its shares against the text's UTF-8 bytes.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from documents.corpus import documents
+from formats import golf
+from formats.shards import read_shard
+from formats.tokenizers import load_trained
+from safety.errors import PrepareError
+from safety.files import sha256_file
+
+from .bpb import FIGURES, add_figures, audit_lines, document_ids, document_share_sums
+
+
+def audit(folder, meta, quiet=False):
+    """verify's problems with a parameter-golf folder, one line each; prints each audit."""
+    from .verify import SHA256_DIFFERS, _audit_shards
+
+    folder, problems = Path(folder), []
+    for item in meta["files"]:
+        path = folder / item["file"]
+        if not path.is_file() or sha256_file(path) != item["sha256"]:
+            problems.append(f"{path} is missing or {SHA256_DIFFERS}")
+    problems += _unlisted(folder, meta)
+    if problems:
+        return problems
+    for i, dataset in enumerate(meta["datasets"]):
+        where = f"{folder / 'meta.json'}: datasets[{i}]"
+        try:
+            tokens = rebuilt_tokenizer(folder, dataset["tokenizer"], where)
+        except PrepareError as exc:
+            problems.append(str(exc))
+            continue
+        shards = _audit_shards(
+            folder,
+            {"format": "llmc", "shards": dataset["shards"]},
+            np.dtype(np.uint16),
+            tokens.vocab_size,
+            quiet=True,
+        )
+        if shards:
+            problems += shards
+            continue
+        problems += _audit_figures(folder, dataset, tokens, where)
+        problems += _audit_sidecars(folder, dataset, tokens)
+        if not problems and not quiet:
+            print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
+    return problems
+
+
+def not_one_dataset(folder, meta):
+    """The PrepareError for a command that reads one stream of ids, given a parameter-golf
+    folder: its datasets' shards are read by overlap, one dataset at a time."""
+    names = ", ".join(dataset["name"] for dataset in meta["datasets"])
+    bos = meta["datasets"][0]["tokenizer"]["bos_id"]
+    return PrepareError(
+        f"{folder} is a parameter-golf folder of datasets ({names}); bpb and verify read it "
+        f"whole, overlap one dataset: python prepare_common.py overlap "
+        f"{Path(folder) / 'datasets' / meta['datasets'][0]['name']} --boundary-id {bos}"
+    )
+
+
+def rebuilt_tokenizer(folder, record, where):
+    """The dataset's tokenizer from its files (each checked against its sha256 first)."""
+    for item in record["files"]:
+        path = folder / item["file"]
+        if not path.is_file() or sha256_file(path) != item.get("sha256"):
+            raise PrepareError(
+                f"{path} is missing or does not match the sha256 recorded in meta.json"
+            )
+    path = folder / record["files"][0]["file"]
+    if record["kind"] == "byte":
+        if path.read_bytes() != golf.byte260_json():
+            raise PrepareError(f"{path} is not parameter-golf's pure-byte tokenizer")
+        tokens = golf.ByteTokens()
+    elif record["kind"] == "sentencepiece_bpe":
+        tokens = golf.SentencePieceTokens(path)
+    else:
+        tokens = golf.BpeTokens(load_trained(path, option="the tokenizer")[1], record.get("bos_id"))
+    if (tokens.vocab_size, tokens.bos_id) != (record.get("vocab_size"), record.get("bos_id")):
+        raise PrepareError(
+            f"{where}.tokenizer says {record.get('vocab_size')} ids and BOS "
+            f"{record.get('bos_id')}, its files {tokens.vocab_size} and {tokens.bos_id}"
+        )
+    return tokens
+
+
+def split_ids(folder, dataset, split, key="shards"):
+    """The split's shards (or val bytes sidecars) of a dataset, read as a trainer reads them."""
+    records = [s for s in dataset[key] if s["split"] == split]
+    return [read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records]
+
+
+def _audit_figures(folder, dataset, tokens, where):
+    """Each split's byte figures recounted from the documents and the shards' ids."""
+    texts = iter(documents([folder / golf.DOCS]))
+    problems = []
+    for split in ("val", "train"):
+        figures = dict.fromkeys(FIGURES, 0)
+        recorded = dataset["bytes"][split] if isinstance(dataset["bytes"][split], dict) else {}
+        for ids, text in zip(document_ids(split_ids(folder, dataset, split), tokens.bos_id), texts):
+            add_figures(figures, text, ids, tokens)
+        for name in FIGURES:
+            if figures[name] != recorded.get(name):
+                problems.append(
+                    f"{where}.bytes.{split}.{name} is {json.dumps(recorded.get(name))}, "
+                    f"recomputed from the documents and the ids: {figures[name]:,}"
+                )
+    return problems
+
+
+def _audit_sidecars(folder, dataset, tokens):
+    """Each val bytes sidecar: its header and sha256, its length against its val shard, and per
+    document the sum of the shares against the text's UTF-8 bytes."""
+    sidecars, problems = dataset["val_bytes"], []
+    if not sidecars:
+        return []
+    vals = [s for s in dataset["shards"] if s["split"] == "val"]
+    for sidecar, val in zip(sidecars, vals):
+        path = folder / sidecar["file"]
+        try:
+            shares = read_shard(path, "llmc", np.dtype(np.uint16))
+        except PrepareError as exc:
+            problems.append(str(exc))
+            continue
+        if sha256_file(path) != sidecar["sha256"]:
+            problems.append(f"{path} does not match the sha256 recorded in meta.json")
+        if len(shares) != val["tokens"]:
+            problems.append(
+                f"{path} holds {len(shares):,} shares, its val shard {folder / val['file']} "
+                f"{val['tokens']:,} tokens"
+            )
+    if len(sidecars) != len(vals):
+        problems.append(
+            f"{folder / vals[0]['file']}: {len(vals)} val shard(s) but {len(sidecars)} val "
+            "bytes sidecar(s)"
+        )
+    if problems:
+        return problems
+    ids = np.concatenate(split_ids(folder, dataset, "val"))
+    sums = document_share_sums(
+        ids, np.concatenate(split_ids(folder, dataset, "val", "val_bytes")), tokens.bos_id
+    )
+    for index, (total, text) in enumerate(zip(sums, documents([folder / golf.DOCS]))):
+        if int(total) != len(text.encode()):
+            return [
+                (
+                    f"{folder / sidecars[0]['file']}: the shares of val document {index:,} sum to "
+                    f"{int(total):,}, its text has {len(text.encode()):,} UTF-8 bytes"
+                )
+            ]
+    return []
+
+
+def _unlisted(folder, meta):
+    """Shards in datasets/*/ that train_gpt.py's globs read but meta.json does not list."""
+    listed = {
+        s["file"] for d in meta["datasets"] for key in ("shards", "val_bytes") for s in d[key]
+    }
+    found = sorted(
+        path.relative_to(folder).as_posix()
+        for path in folder.glob("datasets/*/fineweb_*.bin")
+        if path.relative_to(folder).as_posix() not in listed
+    )
+    if not found:
+        return []
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3:,} more" if len(found) > 3 else "")
+    return [
+        (
+            f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read "
+            "them: move them away, or run prepare.py again"
+        )
+    ]
