@@ -95,6 +95,15 @@ def test_a_wrong_budget_is_a_usage_error(args, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("lesson_name", ["fineweb", "openwebtext"])
+def test_the_datatrove_twins_refuse_a_budget(lesson_name, tmp_path):
+    """prepare_datatrove.py shares its lesson's options but reads whole files: --max-tokens is
+    a usage error there, saying whose option it is."""
+    script = REPO / "data" / lesson_name / "prepare_datatrove.py"
+    result = run(script, "--max-tokens", "5", "--out-dir", tmp_path / "out")
+    assert_one_line(result, "--max-tokens is prepare.py's", code=2)
+
+
 def test_a_budget_reads_only_its_row_groups(hub, repo, gpt2_encoding, tmp_path):
     """Train holds at least N tokens and at most one row group's worth more; the hub sent at
     most 1.1 times the bytes of the row groups used plus the footers; val is the same bytes
