@@ -141,9 +141,10 @@ def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
     say_documents(job, plan)
     for name, tokens in split_tokens.items():
         print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
-    meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    print(f"wrote {outputs} ({job.dtype}), {meta_files} to {job.out_dir_as_given}")
+    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + [schema.TOKEN_BYTES]
+    extras += [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+    print(f"wrote {outputs} ({job.dtype}), {', '.join(extras)} to {job.out_dir_as_given}")
 
 
 @dataclass(frozen=True)
