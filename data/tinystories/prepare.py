@@ -77,7 +77,7 @@ def main():
         # 3. tokenize each JSON file as it comes out of the archive, --num-proc files at a time
         llmc = args.format == "llmc"
         dtype = dtype_for_vocab(tokenizer["vocab_size"], LLMC_READS if llmc else NANOGPT_READS)
-        gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared, on val
+        gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared
         with SplitFiles(out, dtype, llmc) as splits:
             members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
             members, processes = at_most_a_process_a_member(members, args.num_proc)
@@ -148,7 +148,7 @@ def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
     )
     ids = np.concatenate(out["ids"]) if stories else np.empty(0, dtype)
     counts = {"stories": len(stories), "characters": sum(map(len, stories))}
-    if gpt2 is not None and name == VAL:
+    if gpt2 is not None:  # both splits: a trained BPE beside GPT-2, story for story
         counts["gpt2"] = sum(len(gpt2.encode_ordinary(story)) + 1 for story in stories)
     keys = (
         None
