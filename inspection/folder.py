@@ -16,7 +16,9 @@ from formats.schema import (
 from formats.shards import read_ids, read_shard
 from safety.commit import JOURNAL_NAME
 from safety.errors import PrepareError
-from safety.files import json_kind, load_json, read_small_file
+from safety.files import json_kind, load_json, read_small_file, sha256_file
+
+SHA256_DIFFERS = "does not match the sha256 recorded in meta.json"
 
 
 def checked_meta(folder, leftovers=()):
@@ -73,3 +75,37 @@ def open_split(folder, split, meta=None):
     if not path.is_file() or path.stat().st_size == 0:
         raise PrepareError(f"{path} is missing or empty; run the folder's prepare.py again")
     return meta, read_ids(path, meta["dtype"])
+
+
+def ids_problems(path, ids, sha256, vocab_size):
+    """A token file's sha256 against meta.json's, and its largest id against vocab_size."""
+    problems = [] if sha256_file(path) == sha256 else [f"{path} {SHA256_DIFFERS}"]
+    highest = int(ids.max())
+    if highest >= vocab_size:
+        problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
+    return problems
+
+
+def audit_shards(folder, meta, dtype, vocab_size, quiet=False):
+    """Each shard meta.json lists: its header (or .npy header) as the readers check it, its
+    token count, sha256 and largest id; and no shard in the folder that the list leaves out."""
+    problems = []
+    for shard in meta["shards"]:
+        path = folder / shard["file"]
+        if not path.is_file():
+            problems.append(f"{path} is missing" if not path.exists() else f"{path} is not a file")
+            continue
+        try:
+            tokens = read_shard(path, meta["format"], dtype)
+        except PrepareError as exc:
+            problems.append(str(exc))
+            continue
+        if not quiet:
+            print(f"{shard['split']}: {len(tokens):,} tokens, {dtype.name}, {path}")
+        if len(tokens) != shard["tokens"]:
+            problems.append(
+                f"{path} holds {len(tokens):,} tokens, meta.json says {shard['tokens']:,}"
+            )
+            continue
+        problems += ids_problems(path, tokens, shard["sha256"], vocab_size)
+    return problems

@@ -20,12 +20,11 @@ from safety.errors import PrepareError
 from safety.files import sha256_file
 
 from .bpb import FIGURES, add_figures, audit_lines, document_ids, document_share_sums
+from .folder import SHA256_DIFFERS, audit_shards
 
 
 def audit(folder, meta, quiet=False):
     """verify's problems with a parameter-golf folder, one line each; prints each audit."""
-    from .verify import SHA256_DIFFERS, _audit_shards
-
     folder, problems = Path(folder), []
     for item in meta["files"]:
         path = folder / item["file"]
@@ -41,7 +40,7 @@ def audit(folder, meta, quiet=False):
         except PrepareError as exc:
             problems.append(str(exc))
             continue
-        shards = _audit_shards(
+        shards = audit_shards(
             folder,
             {"format": "llmc", "shards": dataset["shards"]},
             np.dtype(np.uint16),

@@ -29,7 +29,7 @@ from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.text import plural
 
-from .verify import checked_meta
+from .folder import checked_meta
 
 BLOCK_TOKENS = 1 << 20  # train is read 1M tokens at a time (a chunk's arrays: about 130 MB)
 TEXTS_PER_CHUNK = 1_000  # a nanochat split's rows encoded at a time

@@ -23,7 +23,7 @@ from formats.schema import (
     listed_files,
     trainer_reads,
 )
-from formats.shards import open_npy, read_ids, read_shard
+from formats.shards import open_npy, read_ids
 from formats.tokenizers import encoding_sha256, record_encoding
 from safety.commit import leftover_temporaries, lock_holder
 from safety.errors import PrepareError, reading
@@ -31,11 +31,10 @@ from safety.files import read_plain_pickle, sha256_file
 from safety.signals import closed_stdout
 
 from . import golf, nanochat
-from .folder import checked_meta, open_split
+from .folder import SHA256_DIFFERS, audit_shards, checked_meta, ids_problems, open_split
 from .token_bytes import audit_token_bytes
 
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
-SHA256_DIFFERS = "does not match the sha256 recorded in meta.json"
 
 
 def verify(folder, quiet=False):
@@ -80,7 +79,7 @@ def _audit(folder, quiet=False):
     dtype = np.dtype(meta["dtype"])
     vocab_size = meta["tokenizer"]["vocab_size"]
     if "shards" in meta:
-        problems += _audit_shards(folder, meta, dtype, vocab_size, quiet)
+        problems += audit_shards(folder, meta, dtype, vocab_size, quiet)
     for name in SPLIT_NAMES if "shards" not in meta else ():
         problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
         problems += _audit_index(folder, meta["splits"][name], dtype, meta["tokenizer"])
@@ -106,16 +105,7 @@ def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
         print(f"{name}: {split['tokens']:,} tokens, {dtype.name}, {path}")
     if size == 0:
         return [f"{path} holds no tokens: nanoGPT cannot read an empty {name} split"]
-    return _ids_problems(path, read_ids(path, dtype), split["sha256"], vocab_size)
-
-
-def _ids_problems(path, ids, sha256, vocab_size):
-    """A token file's sha256 against meta.json's, and its largest id against vocab_size."""
-    problems = [] if sha256_file(path) == sha256 else [f"{path} {SHA256_DIFFERS}"]
-    highest = int(ids.max())
-    if highest >= vocab_size:
-        problems.append(f"{path} holds token id {highest:,} >= vocab_size {vocab_size:,}")
-    return problems
+    return ids_problems(path, read_ids(path, dtype), split["sha256"], vocab_size)
 
 
 def _audit_index(folder, split, dtype, tokenizer):
@@ -162,31 +152,6 @@ def _starts_problem(starts, documents, data, eot_id):
         f"not every document ends with the end-of-text id {eot_id} (nor begins with it, "
         f"llm.c's rule)"
     )
-
-
-def _audit_shards(folder, meta, dtype, vocab_size, quiet=False):
-    """Each shard meta.json lists: its header (or .npy header) as the readers check it, its
-    token count, sha256 and largest id; and no shard in the folder that the list leaves out."""
-    problems = []
-    for shard in meta["shards"]:
-        path = folder / shard["file"]
-        if not path.is_file():
-            problems.append(f"{path} is missing" if not path.exists() else f"{path} is not a file")
-            continue
-        try:
-            tokens = read_shard(path, meta["format"], dtype)
-        except PrepareError as exc:
-            problems.append(str(exc))
-            continue
-        if not quiet:
-            print(f"{shard['split']}: {len(tokens):,} tokens, {dtype.name}, {path}")
-        if len(tokens) != shard["tokens"]:
-            problems.append(
-                f"{path} holds {len(tokens):,} tokens, meta.json says {shard['tokens']:,}"
-            )
-            continue
-        problems += _ids_problems(path, tokens, shard["sha256"], vocab_size)
-    return problems
 
 
 def _unlisted_files(folder, meta, leftovers):
