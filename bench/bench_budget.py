@@ -3,7 +3,7 @@ huggingface_hub.snapshot_download of the whole sample, from a local hub over HTT
 
     python bench/bench_budget.py [--files 4] [--row-groups 8] [--rows 400]
 
-The hub is tests/hub_server.py on 127.0.0.1, serving a FineWeb-Edu-shaped sample/10BT: --files
+The hub is tests/stand_ins/hub_server.py on 127.0.0.1, serving a FineWeb-Edu-shaped sample/10BT: --files
 parquet files of --row-groups row groups of --rows documents (FineWeb-Edu's columns; made-up
 English-like text of about 2,000 characters a document). For budgets of 1%, 10% and 100% of the
 sample's GPT-2 tokens, each from an empty cache: the bytes the hub sent, the wall and CPU time,
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "stand_ins")]
 from hub_server import LocalHub, fineweb_files  # noqa: E402
 
 REPO, REVISION = "HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"

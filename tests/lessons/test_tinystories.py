@@ -3,7 +3,7 @@ TinyStories' layout: data00.json, data01.json, ... at the top of a .tar.gz, each
 objects whose "story" is the text (with the real files' other fields beside it).
 
 - --format llmc writes llm.c's TinyStories_val.bin and TinyStories_train.bin byte for byte
-  (tests/llmc_tinystories.py, llm.c's script with one worker), whatever order the archive holds
+  (tests/references/llmc_tinystories.py, llm.c's script with one worker), whatever order the archive holds
   its members in; --format bin the same two streams without the header, as nanoGPT reads them;
   --num-proc 1 and 2 write the same bytes (and so do spawned workers, as on macOS and Windows);
 - --vocab-size 512 trains a BPE on the train stories: the folder passes verify and show, its
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, files_in, run_python, tokenizer_file
+from conftest import REPO, WINDOWS_LIKE, assert_clean_failure, files_in, run_python, tokenizer_file
 from llmc_tinystories import split_tokens, write_llmc_tinystories
 
 from bpe import EOT, Tokenizer
@@ -47,7 +47,6 @@ pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's f
 
 SCRIPT = REPO / "data" / "tinystories" / "prepare.py"
 COMMON = REPO / "prepare_common.py"
-WINDOWS_LIKE = REPO / "tests" / "windows_like"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,7 +120,7 @@ def corpus(paragraphs):
 
 @pytest.fixture(scope="module")
 def oracle(corpus, gpt2_encoding, tmp_path_factory):
-    """llm.c's two files from `corpus` (tests/llmc_tinystories.py): {name: bytes}."""
+    """llm.c's two files from `corpus` (tests/references/llmc_tinystories.py): {name: bytes}."""
     data_dir = unpacked(tmp_path_factory.mktemp("unpacked"), corpus)
     out = tmp_path_factory.mktemp("llmc")
     return {p.name: p.read_bytes() for p in write_llmc_tinystories(data_dir, gpt2_encoding, out)}
@@ -184,7 +183,7 @@ def test_bin_format_is_the_same_streams_without_the_header(corpus, oracle, tmp_p
 
 
 def test_spawned_workers_write_the_same_bytes(corpus, oracle, tmp_path):
-    """As on macOS and Windows: tests/windows_like makes every pool start its workers by spawn."""
+    """As on macOS and Windows: tests/stand_ins/windows_like makes every pool start its workers by spawn."""
     archive = write_archive(tmp_path / "a.tar.gz", corpus, ORDERS["reversed"])
     paths = [str(WINDOWS_LIKE), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {"PYTHONPATH": os.pathsep.join(paths)}

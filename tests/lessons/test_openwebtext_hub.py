@@ -1,7 +1,7 @@
 """data/openwebtext/prepare.py's default path, OpenWebText from the Hugging Face hub, run for real.
 
 The script, with no --data-files, loads hf://datasets/Skylion007/openwebtext@<HUB_REVISION>/...
-from a local hub (tests/hub_server.py, the `openwebtext_hub` fixture) reached through
+from a local hub (tests/stand_ins/hub_server.py, the `openwebtext_hub` fixture) reached through
 HF_ENDPOINT, as a user reaches a mirror of the hub, and must write what a --data-files run over
 the same parquet files writes: with the datasets engine (datasets downloads the files) and with
 the datatrove engine (its tasks read them through huggingface_hub's HfFileSystem). The hub answers only the routes the libraries are known to call:

@@ -3,7 +3,7 @@ code). The code is nanoGPT's, changed only where it must be to run here: the fol
 input.txt from and writes to is its first argument instead of its own folder, and input.txt must
 already be there (nanoGPT downloads it with requests, which it still imports).
 
-    python tests/nanogpt_shakespeare_char.py DIR
+    python tests/references/nanogpt_shakespeare_char.py DIR
 """
 
 import os

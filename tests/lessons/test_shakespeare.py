@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import REPO, TINY_SHAKESPEARE, assert_refused, run_python
+from conftest import REFERENCES, REPO, TINY_SHAKESPEARE, assert_refused, run_python
 
 from bpe import EOT, Tokenizer
 from inspection import verify
@@ -67,7 +67,7 @@ def test_golden_figures(prepared):
 def test_bins_are_nanogpts_bytes(prepared, tmp_path):
     out_dir, stdout = prepared
     (tmp_path / "input.txt").write_bytes((out_dir / "input.txt").read_bytes())
-    oracle = run_python(REPO / "tests" / "nanogpt_shakespeare.py", tmp_path)
+    oracle = run_python(REFERENCES / "nanogpt_shakespeare.py", tmp_path)
     assert oracle.returncode == 0, oracle.stderr
     for name in ("train.bin", "val.bin"):
         assert (out_dir / name).read_bytes() == (tmp_path / name).read_bytes(), name

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, assert_refused, run_python, write_jsonl
+from conftest import REFERENCES, REPO, assert_refused, run_python, write_jsonl
 
 from bpe import EOT, Tokenizer
 from inspection import verify
@@ -22,7 +22,7 @@ from safety.files import sha256_file
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
-NANOGPT_SCRIPT = REPO / "tests" / "nanogpt_openwebtext.py"  # nanoGPT's code, run as the oracle
+NANOGPT_SCRIPT = REFERENCES / "nanogpt_openwebtext.py"  # nanoGPT's code, run as the oracle
 GPT2_EOT = 50256
 
 

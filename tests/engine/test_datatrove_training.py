@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_clean_failure, run_python
+from conftest import REPO, SLURM, assert_clean_failure, run_python
 
 from bpe import EOT
 
@@ -43,8 +43,8 @@ def test_three_count_tasks_write_the_one_machine_tokenizer_file(tmp_path, shakes
 
 @pytest.mark.slow
 def test_slurm_executor_with_stand_in_sbatch(tmp_path, monkeypatch, paragraphs):
-    """datatrove's real Slurm launch scripts, run here by the stand-in tests/slurm/sbatch."""
-    stand_in = REPO / "tests" / "slurm"
+    """datatrove's real Slurm launch scripts, run here by the stand-in tests/stand_ins/slurm/sbatch."""
+    stand_in = SLURM
     monkeypatch.setenv(
         "PATH",
         f"{stand_in}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",

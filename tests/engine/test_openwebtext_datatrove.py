@@ -1,7 +1,7 @@
 """data/openwebtext/prepare_datatrove.py: byte for byte the files of prepare.py (the datasets engine).
 
 Real datatrove executors on local files: the local one (forked processes), Slurm's through
-stand-in sbatch/scontrol/srun (tests/slurm/) that run datatrove's own launch scripts here, and
+stand-in sbatch/scontrol/srun (tests/stand_ins/slurm/) that run datatrove's own launch scripts here, and
 Ray's when Ray is installed. Each comparison is against a run of the default (datasets) engine
 on the same files. The hub path of this engine is tested in test_openwebtext_hub.py.
 """
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, hand_made_tokenizer
+from conftest import REPO, SLURM, hand_made_tokenizer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +34,6 @@ pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scal
 
 SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 DATASETS_SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"  # the reference
-STAND_IN_SLURM = Path(__file__).resolve().parent / "slurm"
 VAL_FRACTION = "0.01"
 
 
@@ -310,9 +309,9 @@ def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
 
 @pytest.mark.slow
 def test_slurm_executor_with_stand_in_sbatch(jsonl, jsonl_reference, tmp_path):
-    """datatrove's real Slurm launch scripts, array ranks and dependencies, run by tests/slurm/."""
+    """datatrove's real Slurm launch scripts, array ranks and dependencies, run by tests/stand_ins/slurm/."""
     env = {
-        "PATH": f"{STAND_IN_SLURM}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+        "PATH": f"{SLURM}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
         + os.environ["PATH"],
         "FAKE_SLURM_STATE": str(tmp_path / "slurm"),
     }

@@ -7,7 +7,7 @@ formats.tokenizers.gpt2_encoding (the same encoding, offline). Everything else i
 lists of ids (int64 in the datasets cache) and the fixed 1,024-shard writing loop, which crashes
 on a split with fewer documents than shards.
 
-    python tests/nanogpt_openwebtext.py --out-dir DIR [--test-size 0.0005] [--num-proc 8] FILE ...
+    python tests/references/nanogpt_openwebtext.py --out-dir DIR [--test-size 0.0005] [--num-proc 8] FILE ...
 """
 
 import argparse

@@ -3,7 +3,7 @@ nanoGPT's, changed only where it must be to run here: the folder it reads input.
 writes to is its first argument, input.txt must already be there, and GPT-2's files come through
 formats.tokenizers.gpt2_encoding (the same encoding as tiktoken.get_encoding("gpt2"), offline).
 
-    python tests/nanogpt_shakespeare.py DIR
+    python tests/references/nanogpt_shakespeare.py DIR
 """
 
 import os

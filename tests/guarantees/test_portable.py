@@ -1,7 +1,7 @@
 """The lessons run on Windows and macOS: proved here by hiding what those systems lack.
 
 Each command runs twice in a fresh process, in the same folder on the same inputs: once as it
-is, once with tests/windows_like/sitecustomize.py started first in every Python process (the
+is, once with tests/stand_ins/windows_like/sitecustomize.py started first in every Python process (the
 command's and its workers'): no fcntl (the folder commit then locks with msvcrt.locking, emulated
 on this machine's POSIX locks), no signal.pthread_sigmask, no os.sched_getaffinity, and every
 process pool (multiprocessing, and the `multiprocess` of datasets and datatrove) starting its
@@ -18,9 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, needs_datatrove
+from conftest import REPO, WINDOWS_LIKE, needs_datatrove
 
-WINDOWS_LIKE = REPO / "tests" / "windows_like"
 # on Windows itself the lessons run as they are (CI); the stand-in builds msvcrt on fcntl
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Windows runs the real thing")
 EOT = "<|endoftext|>"

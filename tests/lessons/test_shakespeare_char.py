@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 from conftest import (
+    REFERENCES,
     REPO,
     TINY_SHAKESPEARE,
     assert_clean_failure,
@@ -68,7 +69,7 @@ def test_golden_figures(prepared):
 def test_outputs_equal_nanogpts_script(prepared, tmp_path):
     out_dir, stdout = prepared
     (tmp_path / "input.txt").write_bytes((out_dir / "input.txt").read_bytes())
-    oracle = run_python(REPO / "tests" / "nanogpt_shakespeare_char.py", tmp_path)
+    oracle = run_python(REFERENCES / "nanogpt_shakespeare_char.py", tmp_path)
     assert oracle.returncode == 0, oracle.stderr
     for name in ("train.bin", "val.bin", "meta.pkl"):
         assert (out_dir / name).read_bytes() == (tmp_path / name).read_bytes(), name

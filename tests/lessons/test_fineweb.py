@@ -2,9 +2,9 @@
 
 - on local parquet files (--data-files), its shards are the bytes llm.c's dev/data/fineweb.py
   (--format llmc) and build-nanogpt's fineweb.py (--format npy) write from the same documents,
-  names included (tests/llmc_fineweb.py, tests/buildnanogpt_fineweb.py); every shard passes
+  names included (tests/references/llmc_fineweb.py, tests/references/buildnanogpt_fineweb.py); every shard passes
   modded-nanogpt's and llm.c's readers; meta.json lists every shard; a rerun writes the same;
-- from the local hub (tests/hub_server.py) with no --data-files: the same bytes as the
+- from the local hub (tests/stand_ins/hub_server.py) with no --data-files: the same bytes as the
   --data-files run on the same parquet files, every request at the pinned revision;
 - `prepare_common.py verify` audits the shard folder and finds what is wrong with it, `show`
   shows a shard's x/y block; bad input is one `error:` line;
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from buildnanogpt_fineweb import write_npy_shards
-from conftest import REPO, assert_clean_failure, files_in, lesson, run_python
+from conftest import REPO, SLURM, assert_clean_failure, files_in, lesson, run_python
 from hub_server import LocalHub, fineweb_files
 from llmc_fineweb import llmc_check_shard, write_llmc_shards
 from modded_nanogpt_loader import load_data_shard
@@ -340,13 +340,13 @@ def test_datatrove_from_the_hub_equals_data_files_run(fineweb_repo, data_files_r
 def test_datatrove_on_a_cluster_writes_the_same_shards(
     executor, fineweb_repo, data_files_run, tmp_path
 ):
-    """Slurm: datatrove's real launch scripts run by the stand-in sbatch of tests/slurm/; Ray:
+    """Slurm: datatrove's real launch scripts run by the stand-in sbatch of tests/stand_ins/slurm/; Ray:
     a local Ray cluster, when Ray is installed."""
     pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
     env, options = {}, ["--tasks", 2]
     if executor == "slurm":
         env = {
-            "PATH": f"{REPO / 'tests' / 'slurm'}{os.pathsep}{Path(sys.executable).parent}"
+            "PATH": f"{SLURM}{os.pathsep}{Path(sys.executable).parent}"
             f"{os.pathsep}{os.environ['PATH']}",
             "FAKE_SLURM_STATE": str(tmp_path / "slurm"),
         }

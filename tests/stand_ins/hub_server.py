@@ -373,7 +373,7 @@ def error(status, code, message):
 
 
 def unknown_route():
-    return 404, {"X-Unknown-Route": "1"}, b"no such route in tests/hub_server.py"
+    return 404, {"X-Unknown-Route": "1"}, b"no such route in tests/stand_ins/hub_server.py"
 
 
 def parquet_bytes(texts):

@@ -2,7 +2,7 @@
 
 Written in our own words from the source (karpathy/build-nanogpt: fineweb.py, and
 train_gpt2.py's `load_tokens`), single process. The token stream and the shard rule are llm.c's
-(see tests/llmc_fineweb.py: end of text first, `count + len(doc) < shard_size` appends, otherwise
+(see tests/references/llmc_fineweb.py: end of text first, `count + len(doc) < shard_size` appends, otherwise
 top up, save, and start the next shard with the rest; the last partial shard only if non-empty;
 and the same two places where the script crashes); what differs:
 

@@ -26,7 +26,7 @@ def test_write_meta_then_verify_in_process(tmp_path, capsys):
     write_bin(tmp_path / "val.bin", [val], np.uint16, len(chars))
     meta = write_meta(
         tmp_path,
-        script="tests/test_meta.py",
+        script="tests/parts/test_meta.py",
         tokenizer={
             "kind": "char",
             "name": "char",

@@ -27,7 +27,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run, tree, write_jsonl
+from conftest import (
+    REFERENCES,
+    REPO,
+    assert_ok,
+    assert_one_line,
+    mounted_tmpfs,
+    run,
+    tree,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -38,8 +47,8 @@ FINEWEB = REPO / "data" / "fineweb" / "prepare.py"
 FINEWEB_DATATROVE = REPO / "data" / "fineweb" / "prepare_datatrove.py"
 TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
 COMMON = REPO / "prepare_common.py"
-CHAR_ORACLE = REPO / "tests" / "nanogpt_shakespeare_char.py"
-GPT2_ORACLE = REPO / "tests" / "nanogpt_shakespeare.py"
+CHAR_ORACLE = REFERENCES / "nanogpt_shakespeare_char.py"
+GPT2_ORACLE = REFERENCES / "nanogpt_shakespeare.py"
 EOT = "<|endoftext|>"
 SHARD_SIZE = 3_000  # 300 paragraphs of Tiny Shakespeare are 12,695 tokens: 5 shards
 

@@ -5,7 +5,7 @@ The reference is openai/parameter-golf's data/download_hf_docs_and_tokenize.py i
 unchanged from a checkout named by PARAMETER_GOLF_DIR (git clone
 https://github.com/openai/parameter-golf); without one that test skips, saying so. It downloads
 its documents with huggingface_hub, so both it and our lesson read them from a local hub
-(tests/hub_server.py) serving willdepueoai/parameter-golf's datasets/ folder.
+(tests/stand_ins/hub_server.py) serving willdepueoai/parameter-golf's datasets/ folder.
 """
 
 import hashlib
