@@ -3,8 +3,8 @@ huggingface_hub.snapshot_download of the whole sample, from a local hub over HTT
 
     python bench/bench_budget.py [--files 4] [--row-groups 8] [--rows 400]
 
-The hub is tests/stand_ins/hub_server.py on 127.0.0.1, serving a FineWeb-Edu-shaped sample/10BT: --files
-parquet files of --row-groups row groups of --rows documents (FineWeb-Edu's columns; made-up
+The hub is tests/stand_ins/hub_server.py on 127.0.0.1, serving a FineWeb-Edu-shaped sample/10BT:
+--files parquet files of --row-groups row groups of --rows documents (FineWeb-Edu's columns; made-up
 English-like text of about 2,000 characters a document). For budgets of 1%, 10% and 100% of the
 sample's GPT-2 tokens, each from an empty cache: the bytes the hub sent, the wall and CPU time,
 and each against snapshot_download's (the reference: every file whole, its own parallel

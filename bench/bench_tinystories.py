@@ -7,8 +7,9 @@ list of objects whose "story" is synthetic TinyStories-like English, with the re
 fields beside it) is prepared, each command a fresh process on the same archive:
 
 - ours, --format llmc, at --num-proc 1 and 2 (the archive read as a stream, never unpacked);
-- llm.c's rule in one process (tests/references/llmc_tinystories.py, the tests' oracle): `tar -xzf` into a
-  folder, as llm.c's os.system does, then every file's tokens into one Python list per split;
+- llm.c's rule in one process (tests/references/llmc_tinystories.py, the tests' oracle): `tar -xzf`
+  into a folder, as llm.c's os.system does, then every file's tokens into one Python list per
+  split;
 - llm.c's rule with its pool, in our words: a ProcessPoolExecutor over the split's files, its
   results gathered by as_completed (so its order, and bytes, hold only by luck).
 

@@ -16,9 +16,9 @@ hand_made_tokenizer (a bpe.Tokenizer from merges written by hand).
 Fixtures: shakespeare_path, shakespeare (Tiny Shakespeare), paragraphs and corpus (documents made
 of its paragraphs), gpt2_encoding (tiktoken's GPT-2), gpt2_files (GPT-2's own two files), server
 (a real HTTP server on 127.0.0.1), trained (a 1,000-id BPE trained on Tiny Shakespeare),
-openwebtext_hub (a local Hugging Face hub, tests/stand_ins/hub_server.py, holding a small OpenWebText), tmpfs
-and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up); tokenizer_file (a
-byte-level tokenizer file with a given pattern). The
+openwebtext_hub (a local Hugging Face hub, tests/stand_ins/hub_server.py, holding a small
+OpenWebText), tmpfs and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up);
+tokenizer_file (a byte-level tokenizer file with a given pattern). The
 inputs come through the project's own `fetch`, so with NANOGPT_DATA_MIRROR set (as CI does) no
 test touches the network.
 """

@@ -1,6 +1,7 @@
 """`python prepare_common.py overlap`: its figures against a count by definition (Python sets of
-documents), on our folders, on llm.c's FineWeb shards (tests/references/llmc_fineweb.py) and on a BOS-first
-folder without meta.json (parameter-golf's leak, scaled down); benchmark files; bad inputs."""
+documents), on our folders, on llm.c's FineWeb shards (tests/references/llmc_fineweb.py) and on a
+BOS-first folder without meta.json (parameter-golf's leak, scaled down); benchmark files; bad
+inputs."""
 
 import json
 

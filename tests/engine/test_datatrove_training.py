@@ -43,7 +43,8 @@ def test_three_count_tasks_write_the_one_machine_tokenizer_file(tmp_path, shakes
 
 @pytest.mark.slow
 def test_slurm_executor_with_stand_in_sbatch(tmp_path, monkeypatch, paragraphs):
-    """datatrove's real Slurm launch scripts, run here by the stand-in tests/stand_ins/slurm/sbatch."""
+    """datatrove's real Slurm launch scripts, run here by the stand-in
+    tests/stand_ins/slurm/sbatch."""
     stand_in = SLURM
     monkeypatch.setenv(
         "PATH",

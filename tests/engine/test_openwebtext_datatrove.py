@@ -1,8 +1,8 @@
 """data/openwebtext/prepare_datatrove.py: byte for byte the files of prepare.py (the datasets engine).
 
 Real datatrove executors on local files: the local one (forked processes), Slurm's through
-stand-in sbatch/scontrol/srun (tests/stand_ins/slurm/) that run datatrove's own launch scripts here, and
-Ray's when Ray is installed. Each comparison is against a run of the default (datasets) engine
+stand-in sbatch/scontrol/srun (tests/stand_ins/slurm/) that run datatrove's own launch scripts here,
+and Ray's when Ray is installed. Each comparison is against a run of the default (datasets) engine
 on the same files. The hub path of this engine is tested in test_openwebtext_hub.py.
 """
 
@@ -309,7 +309,8 @@ def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
 
 @pytest.mark.slow
 def test_slurm_executor_with_stand_in_sbatch(jsonl, jsonl_reference, tmp_path):
-    """datatrove's real Slurm launch scripts, array ranks and dependencies, run by tests/stand_ins/slurm/."""
+    """datatrove's real Slurm launch scripts, array ranks and dependencies, run by
+    tests/stand_ins/slurm/."""
     env = {
         "PATH": f"{SLURM}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
         + os.environ["PATH"],

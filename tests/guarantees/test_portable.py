@@ -1,10 +1,10 @@
 """The lessons run on Windows and macOS: proved here by hiding what those systems lack.
 
 Each command runs twice in a fresh process, in the same folder on the same inputs: once as it
-is, once with tests/stand_ins/windows_like/sitecustomize.py started first in every Python process (the
-command's and its workers'): no fcntl (the folder commit then locks with msvcrt.locking, emulated
-on this machine's POSIX locks), no signal.pthread_sigmask, no os.sched_getaffinity, and every
-process pool (multiprocessing, and the `multiprocess` of datasets and datatrove) starting its
+is, once with tests/stand_ins/windows_like/sitecustomize.py started first in every Python process
+(the command's and its workers'): no fcntl (the folder commit then locks with msvcrt.locking,
+emulated on this machine's POSIX locks), no signal.pthread_sigmask, no os.sched_getaffinity, and
+every process pool (multiprocessing, and the `multiprocess` of datasets and datatrove) starting its
 workers with spawn, as on macOS and Windows, not fork. The outputs and stdout must be the same
 bytes.
 """

@@ -1,8 +1,8 @@
 """--max-tokens N: a hub dataset read by a token budget, through a real local hub.
 
-The hub (tests/stand_ins/hub_server.py) serves FineWeb-Edu-shaped parquet files of 10 row groups each over
-HTTP, range requests included, and counts what it sends; data/fineweb/prepare.py reads them
-through huggingface_hub's HfFileSystem and pyarrow, as it reads the real hub.
+The hub (tests/stand_ins/hub_server.py) serves FineWeb-Edu-shaped parquet files of 10 row groups
+each over HTTP, range requests included, and counts what it sends; data/fineweb/prepare.py reads
+them through huggingface_hub's HfFileSystem and pyarrow, as it reads the real hub.
 """
 
 import hashlib

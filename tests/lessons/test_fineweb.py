@@ -2,8 +2,9 @@
 
 - on local parquet files (--data-files), its shards are the bytes llm.c's dev/data/fineweb.py
   (--format llmc) and build-nanogpt's fineweb.py (--format npy) write from the same documents,
-  names included (tests/references/llmc_fineweb.py, tests/references/buildnanogpt_fineweb.py); every shard passes
-  modded-nanogpt's and llm.c's readers; meta.json lists every shard; a rerun writes the same;
+  names included (tests/references/llmc_fineweb.py, tests/references/buildnanogpt_fineweb.py); every
+  shard passes modded-nanogpt's and llm.c's readers; meta.json lists every shard; a rerun writes
+  the same;
 - from the local hub (tests/stand_ins/hub_server.py) with no --data-files: the same bytes as the
   --data-files run on the same parquet files, every request at the pinned revision;
 - `prepare_common.py verify` audits the shard folder and finds what is wrong with it, `show`
@@ -340,8 +341,8 @@ def test_datatrove_from_the_hub_equals_data_files_run(fineweb_repo, data_files_r
 def test_datatrove_on_a_cluster_writes_the_same_shards(
     executor, fineweb_repo, data_files_run, tmp_path
 ):
-    """Slurm: datatrove's real launch scripts run by the stand-in sbatch of tests/stand_ins/slurm/; Ray:
-    a local Ray cluster, when Ray is installed."""
+    """Slurm: datatrove's real launch scripts run by the stand-in sbatch of tests/stand_ins/slurm/;
+    Ray: a local Ray cluster, when Ray is installed."""
     pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
     env, options = {}, ["--tasks", 2]
     if executor == "slurm":

@@ -3,8 +3,8 @@ TinyStories' layout: data00.json, data01.json, ... at the top of a .tar.gz, each
 objects whose "story" is the text (with the real files' other fields beside it).
 
 - --format llmc writes llm.c's TinyStories_val.bin and TinyStories_train.bin byte for byte
-  (tests/references/llmc_tinystories.py, llm.c's script with one worker), whatever order the archive holds
-  its members in; --format bin the same two streams without the header, as nanoGPT reads them;
+  (tests/references/llmc_tinystories.py, llm.c's script with one worker), whatever order the archive
+  holds its members in; --format bin the same two streams without the header, as nanoGPT reads them;
   --num-proc 1 and 2 write the same bytes (and so do spawned workers, as on macOS and Windows);
 - --vocab-size 512 trains a BPE on the train stories: the folder passes verify and show, its
   meta.pkl says 512, and its ids decode back to the stories; --tokenizer takes one made before;
@@ -183,7 +183,8 @@ def test_bin_format_is_the_same_streams_without_the_header(corpus, oracle, tmp_p
 
 
 def test_spawned_workers_write_the_same_bytes(corpus, oracle, tmp_path):
-    """As on macOS and Windows: tests/stand_ins/windows_like makes every pool start its workers by spawn."""
+    """As on macOS and Windows: tests/stand_ins/windows_like makes every pool start its workers by
+    spawn."""
     archive = write_archive(tmp_path / "a.tar.gz", corpus, ORDERS["reversed"])
     paths = [str(WINDOWS_LIKE), str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {"PYTHONPATH": os.pathsep.join(paths)}

@@ -1,11 +1,11 @@
 """The shard writer of prepare_common against llm.c's and build-nanogpt's rules.
 
 Hand-made documents, each case a row: the shards our writer makes from the documents' ids must
-be the bytes llm.c's dev/data/fineweb.py (tests/references/llmc_fineweb.py) and build-nanogpt's fineweb.py
-(tests/references/buildnanogpt_fineweb.py) write from the same documents, file names included, and every
-shard must pass modded-nanogpt's reader and llm.c's dataloader checks. Where the references crash
-(see their docstrings), ours must write the stream cut every shard_size tokens, which is what
-their rule means.
+be the bytes llm.c's dev/data/fineweb.py (tests/references/llmc_fineweb.py) and build-nanogpt's
+fineweb.py (tests/references/buildnanogpt_fineweb.py) write from the same documents, file names
+included, and every shard must pass modded-nanogpt's reader and llm.c's dataloader checks. Where the
+references crash (see their docstrings), ours must write the stream cut every shard_size tokens,
+which is what their rule means.
 """
 
 import numpy as np

@@ -2,9 +2,9 @@
 
 Written in our own words from the source (karpathy/build-nanogpt: fineweb.py, and
 train_gpt2.py's `load_tokens`), single process. The token stream and the shard rule are llm.c's
-(see tests/references/llmc_fineweb.py: end of text first, `count + len(doc) < shard_size` appends, otherwise
-top up, save, and start the next shard with the rest; the last partial shard only if non-empty;
-and the same two places where the script crashes); what differs:
+(see tests/references/llmc_fineweb.py: end of text first, `count + len(doc) < shard_size` appends,
+otherwise top up, save, and start the next shard with the rest; the last partial shard only if
+non-empty; and the same two places where the script crashes); what differs:
 
 - FineWeb-Edu sample-10BT only, GPT-2 only, uint16 only; shard_size = int(1e8);
 - each shard is saved with `np.save(DIR/"edufineweb_{split}_{index:06d}", tokens)`: numpy's .npy
