@@ -4,7 +4,8 @@ FineWeb layout checked against datasets' own loader.
 - tests/references/llmc_fineweb.py (llm.c's fineweb.py) and tests/references/buildnanogpt_fineweb.py
   (build-nanogpt's): their shards are the document stream (end of text first) cut every
   shard_size tokens, the last one partial and never empty, named and headed as the references name
-  and head them; every shard passes llm.c's and modded-nanogpt's readers; they crash where the scripts crash.
+  and head them; every shard passes llm.c's and modded-nanogpt's readers; they crash where the
+  scripts crash.
 - tests/stand_ins/hub_server.py's fineweb_files: datasets.load_dataset("HuggingFaceFW/fineweb-edu",
   name="sample-10BT") reads the card's `configs:` and returns the sample's documents in order.
 """
