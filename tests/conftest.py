@@ -3,7 +3,8 @@ fixtures, found by pytest.
 
 Paths: REPO (the repo's folder), REFERENCES (tests/references: the other projects' scripts the
 tests run as oracles), SLURM and WINDOWS_LIKE (tests/stand_ins: a stand-in sbatch/scontrol/srun,
-and a sitecustomize.py hiding what Windows lacks). pyproject.toml puts tests/references and
+and a sitecustomize.py hiding what Windows lacks); COMMON, TRAIN_TOKENIZER, CHAR, BPE, OWT and
+OWT_DATATROVE (the scripts many files run). pyproject.toml puts tests/references and
 tests/stand_ins on sys.path, so their modules import by name (`from hub_server import LocalHub`).
 
 Helpers: run_python (a script in a fresh process, as a user runs it);
@@ -55,6 +56,13 @@ REPO = Path(__file__).resolve().parents[1]
 REFERENCES = REPO / "tests" / "references"
 SLURM = REPO / "tests" / "stand_ins" / "slurm"
 WINDOWS_LIKE = REPO / "tests" / "stand_ins" / "windows_like"
+# The scripts many test files run: the shared commands and the lessons' own.
+COMMON = REPO / "prepare_common.py"
+TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
+CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
+BPE = REPO / "data" / "shakespeare" / "prepare.py"
+OWT = REPO / "data" / "openwebtext" / "prepare.py"
+OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 
 # A test of the datatrove engine, an optional extra: skipped, saying why, where it is not installed.
 needs_datatrove = pytest.mark.skipif(

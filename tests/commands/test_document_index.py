@@ -13,11 +13,8 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, run_python, write_jsonl
+from conftest import COMMON, OWT, OWT_DATATROVE, REPO, assert_clean_failure, run_python, write_jsonl
 
-OWT = REPO / "data" / "openwebtext" / "prepare.py"
-OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
-COMMON = REPO / "prepare_common.py"
 EOT = "<|endoftext|>"
 T = 8
 # longer than T, exactly T + 1, a single token (an empty text), and others; 0.2 of 10 go to val

@@ -10,12 +10,11 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_one_line, run, run_python, write_jsonl
+from conftest import COMMON, REPO, assert_one_line, run, run_python, write_jsonl
 
 from formats.schema import NANOCHAT_TOKEN_BYTES, NANOCHAT_TOKENIZER, TOKEN_BYTES
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
-COMMON = REPO / "prepare_common.py"
 
 
 def script(name):

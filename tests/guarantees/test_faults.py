@@ -18,7 +18,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, tokenizer_file
+from conftest import (
+    BPE,
+    CHAR,
+    COMMON,
+    OWT,
+    OWT_DATATROVE,
+    REPO,
+    TRAIN_TOKENIZER,
+    assert_clean_failure,
+    tokenizer_file,
+)
 
 from formats import schema
 from prepare_common import random_split
@@ -30,12 +40,6 @@ resource = pytest.importorskip("resource", reason="these faults are POSIX's (not
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
-CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
-BPE = REPO / "data" / "shakespeare" / "prepare.py"
-OWT = REPO / "data" / "openwebtext" / "prepare.py"
-OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
-TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
-COMMON = REPO / "prepare_common.py"
 PR_CAPBSET_DROP = 24  # prctl option, from <linux/prctl.h>
 
 

@@ -34,7 +34,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import (
-    REPO,
+    BPE,
+    CHAR,
+    COMMON,
+    OWT,
+    OWT_DATATROVE,
+    TRAIN_TOKENIZER,
     assert_ok,
     assert_one_line,
     finish,
@@ -45,12 +50,6 @@ from conftest import (
     write_jsonl,
 )
 
-CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
-BPE = REPO / "data" / "shakespeare" / "prepare.py"
-OWT = REPO / "data" / "openwebtext" / "prepare.py"
-OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
-TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
-COMMON = REPO / "prepare_common.py"
 BPE_SHOW = ["-m", "bpe", "show"]
 LOCK = ".prepare.lock"
 OUTPUTS = ("train.bin", "val.bin", "meta.pkl", "meta.json")

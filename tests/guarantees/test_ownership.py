@@ -28,8 +28,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import (
+    CHAR,
+    COMMON,
+    OWT,
     REFERENCES,
     REPO,
+    TRAIN_TOKENIZER,
     assert_ok,
     assert_one_line,
     mounted_tmpfs,
@@ -40,13 +44,9 @@ from conftest import (
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
-CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 GPT2 = REPO / "data" / "shakespeare" / "prepare.py"
-OWT = REPO / "data" / "openwebtext" / "prepare.py"
 FINEWEB = REPO / "data" / "fineweb" / "prepare.py"
 FINEWEB_DATATROVE = REPO / "data" / "fineweb" / "prepare_datatrove.py"
-TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
-COMMON = REPO / "prepare_common.py"
 CHAR_ORACLE = REFERENCES / "nanogpt_shakespeare_char.py"
 GPT2_ORACLE = REFERENCES / "nanogpt_shakespeare.py"
 EOT = "<|endoftext|>"

@@ -26,12 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, mounted_tmpfs, run, tree
+from conftest import CHAR, COMMON, OWT, REPO, assert_ok, assert_one_line, mounted_tmpfs, run, tree
 
-CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
-OWT = REPO / "data" / "openwebtext" / "prepare.py"
 TINYSTORIES = REPO / "data" / "tinystories" / "prepare.py"
-COMMON = REPO / "prepare_common.py"
 VICTIM = b"a file of the user's, outside the prepared folder\n"
 
 

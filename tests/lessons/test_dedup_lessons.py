@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, needs_datatrove, run_python, write_jsonl
+from conftest import COMMON, REPO, assert_clean_failure, needs_datatrove, run_python, write_jsonl
 from test_tinystories import story_items, write_archive
 
 from dedup import fast
@@ -20,7 +20,6 @@ from safety.spool import Spool
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
-COMMON = REPO / "prepare_common.py"
 LESSONS = {name: REPO / "data" / name / "prepare.py" for name in ("openwebtext", "fineweb", "tinystories")}  # fmt: skip
 EXACT_COPIES, NEAR_COPIES = 40, 40
 

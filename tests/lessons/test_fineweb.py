@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from buildnanogpt_fineweb import write_npy_shards
-from conftest import REPO, SLURM, assert_clean_failure, files_in, lesson, run_python
+from conftest import COMMON, REPO, SLURM, assert_clean_failure, files_in, lesson, run_python
 from hub_server import LocalHub, fineweb_files
 from llmc_fineweb import llmc_check_shard, write_llmc_shards
 from modded_nanogpt_loader import load_data_shard
@@ -31,7 +31,6 @@ from modded_nanogpt_loader import load_data_shard
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
 SCRIPT = REPO / "data" / "fineweb" / "prepare.py"
-COMMON = REPO / "prepare_common.py"
 SHARD_SIZE = 5_000  # 400 paragraphs of Tiny Shakespeare, about 19,000 tokens: 4 shards
 
 

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import REPO, run_python
+from conftest import COMMON, REPO, run_python
 from llmc_fineweb import llmc_check_shard
 from modded_nanogpt_loader import load_data_shard
 
@@ -15,7 +15,6 @@ pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's f
 
 SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"
 CLUSTER_SCRIPT = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
-COMMON = REPO / "prepare_common.py"
 OPTIONS = ["--num-proc", 2, "--val-fraction", 0.01, "--shard-size", 20_000]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, run_python, write_jsonl
+from conftest import COMMON, REPO, assert_clean_failure, run_python, write_jsonl
 from hub_server import LocalHub
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,7 +31,6 @@ from safety.commit import PAUSE_ENV
 pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
 
 LESSON = REPO / "data" / "parameter_golf" / "prepare.py"
-COMMON = REPO / "prepare_common.py"
 # documents a tokenizer may change: NUL, CRLF, runs of spaces, text nmt_nfkc rewrites, nothing
 ODD_DOCUMENTS = ["", "a\x00b", "x\r\ny\r\n", "  two  spaces  ", "ﬁne ① ｆｕｌｌ", "e\u0301", "   "]
 

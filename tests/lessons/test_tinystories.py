@@ -30,7 +30,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, WINDOWS_LIKE, assert_clean_failure, files_in, run_python, tokenizer_file
+from conftest import (
+    COMMON,
+    REPO,
+    WINDOWS_LIKE,
+    assert_clean_failure,
+    files_in,
+    run_python,
+    tokenizer_file,
+)
 from llmc_tinystories import split_tokens, write_llmc_tinystories
 
 from bpe import EOT, Tokenizer
@@ -46,7 +54,6 @@ from stories import train_story_bpe  # noqa: E402
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
 SCRIPT = REPO / "data" / "tinystories" / "prepare.py"
-COMMON = REPO / "prepare_common.py"
 
 
 # ---------------------------------------------------------------------------------------------
