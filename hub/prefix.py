@@ -2,7 +2,7 @@
 
     prefix = Prefix(url, cache / "TinyStories_all_data.tar.gz", "TinyStories_all_data.tar.gz")
     data = prefix.read(1 << 16)  # the file's next bytes: from the cache, else fetched
-    prefix.record()  # {"file", "url", "size", "bytes", "sha256"}: the bytes read so far
+    prefix.record()  # {"file", "size", "bytes", "sha256"}: the bytes read so far
 
 A remote file (http or https) is fetched by HTTP Range requests of a piece at a time (1% of the
 file, 64 KiB to 16 MiB): each piece is appended to the copy of the prefix in the cache, and the
@@ -170,12 +170,10 @@ class Prefix:
         return f"delete {self.path} and run again" if self.remote else "check the file"
 
     def record(self):
-        """meta.json's record of what was read: the file, its URL (None for a local file), its
-        size, the bytes read from its start and their sha256."""
-        url = self.source if self.remote else None
+        """meta.json's record of what was read: the file, its size, the bytes read from its
+        start and their sha256 (not the URL: the same bytes from any mirror are one record)."""
         return {
             "file": self.where,
-            "url": url,
             "size": self.size,
             "bytes": self.position,
             "sha256": self.digest.hexdigest(),

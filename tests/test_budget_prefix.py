@@ -1,0 +1,204 @@
+"""--max-tokens on the lessons whose source is one file read front to back (hub/prefix.py):
+TinyStories' .tar.gz and parameter-golf's docs_selected.jsonl, each fetched from a real HTTP
+server on 127.0.0.1 (tests/hub_server.py) by Range requests, a piece at a time, as far as the
+budget needs; the server counts what it sends.
+"""
+
+import gzip
+import hashlib
+import io
+import json
+import signal
+import tarfile
+import time
+
+import numpy as np
+import pytest
+from conftest import REPO, assert_ok, assert_one_line, files_in, finish, kill_session, run, start
+from hub_server import LocalHub, unused_port_url
+
+from hub.prefix import MIN_PIECE
+from safety.gpt2 import tiktoken_cache
+
+pytestmark = pytest.mark.usefixtures("gpt2_encoding")  # GPT-2's files in the tiktoken cache
+
+TINYSTORIES = REPO / "data" / "tinystories" / "prepare.py"
+GOLF = REPO / "data" / "parameter_golf" / "prepare.py"
+MIRROR_PATH = "tinystories/TinyStories_all_data.tar.gz"
+WORDS = 3000
+
+
+def made_up_texts(count, words_each, seed):
+    """`count` texts of `words_each` made-up words: English-like, compressing as text does."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("etaoinshrdlucmfwypvbgkqjxz"))
+    words = ["".join(rng.choice(letters, size=rng.integers(2, 8))) for _ in range(WORDS)]
+    return [
+        " ".join(words[i] for i in rng.integers(0, WORDS, words_each)) + "." for _ in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def members():
+    """TinyStories' layout, made small: data00.json (val) ... data05.json, 120 stories each."""
+    texts = made_up_texts(6 * 120, 300, seed=0)
+    return {
+        f"data{m:02d}.json": json.dumps(
+            [{"story": story, "summary": story[:20]} for story in texts[m * 120 : (m + 1) * 120]]
+        ).encode()
+        for m in range(6)
+    }
+
+
+@pytest.fixture(scope="module")
+def archive(members):
+    """The members as one .tar.gz, in the order of their names (about 520 KB: 8 pieces)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(buffer.getvalue(), mtime=0)
+
+
+@pytest.fixture
+def mirror(archive):
+    with LocalHub("roneneldan/TinyStories", {}, mirror={MIRROR_PATH: archive}) as served:
+        yield served
+
+
+def environment(home, mirror_url):
+    """A run's own caches, the mirror at `mirror_url`, GPT-2's files where this process has them."""
+    return {
+        "NANOGPT_DATA_MIRROR": mirror_url,
+        "NANOGPT_DATA_CACHE": str(home / "cache"),
+        "TIKTOKEN_CACHE_DIR": str(tiktoken_cache()[0]),
+    }
+
+
+def stories(out, home, max_tokens, mirror_url, *args):
+    options = ("--max-tokens", max_tokens, "--num-proc", 1, "--out-dir", out, *args)
+    return run(TINYSTORIES, *options, env=environment(home, mirror_url))
+
+
+def member_tokens(members, encoding):
+    """{member: its GPT-2 tokens as the lesson writes them: each story stripped, EOT first}."""
+    return {
+        name: sum(
+            len(encoding.encode_ordinary(item["story"].strip())) + 1 for item in json.loads(data)
+        )
+        for name, data in members.items()
+    }
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_tinystories_budget_reads_a_prefix(mirror, archive, members, gpt2_encoding, tmp_path):
+    """Train holds the first train files whose tokens reach N, at most one file's worth past
+    it; val is the same bytes for two budgets; the server sent the bytes read (meta.json's
+    record, their sha256 the archive's prefix's) and at most one piece more; verify calls the
+    folders OK."""
+    tokens = member_tokens(members, gpt2_encoding)
+    vals = []
+    for budget in (tokens["data01.json"] - 1000, tokens["data01.json"] + 1000):
+        sent, out = mirror.bytes_sent, tmp_path / f"out-{budget}"
+        assert_ok(stories(out, tmp_path / f"home-{budget}", budget, mirror.mirror_url))
+        meta = json.loads((out / "meta.json").read_text())
+        train = meta["splits"]["train"]["tokens"]
+        assert budget <= train <= budget + max(tokens.values())
+        record = meta["source"]["budget"]
+        assert record["max_tokens"] == budget and record["tokens"] == train
+        assert record["sha256"] == sha256(archive[: record["bytes"]])
+        assert record["size"] == len(archive) and record["whole"] is False
+        assert mirror.bytes_sent - sent <= 1.1 * record["bytes"] + MIN_PIECE
+        assert record["bytes"] < len(archive) * 0.7  # not the whole archive
+        assert_ok(run(REPO / "prepare_common.py", "verify", out))
+        vals.append((out / "val.bin").read_bytes())
+    assert vals[0] == vals[1]
+    assert mirror.unknown == []
+
+
+def test_tinystories_killed_mid_download_the_rerun_goes_on(mirror, tmp_path):
+    """SIGKILL while the 4th piece is on its way: the rerun fetches none of the pieces already
+    answered, writes what an uninterrupted run writes; a third run, offline (the mirror gone),
+    writes it from the cache alone."""
+    home, out, budget = tmp_path / "home", tmp_path / "out", 250_000
+    mirror.hold_after(3)
+    options = ("--max-tokens", budget, "--num-proc", 1, "--out-dir", out)
+    process = start(TINYSTORIES, *options, env=environment(home, mirror.mirror_url))
+    assert mirror.held.wait(60), "the client never asked for a 4th piece"
+    kill_session(process.pid)
+    process.wait()
+    finish(process, 10)
+    assert process.returncode == -signal.SIGKILL
+    answered = list(mirror.served)
+    mirror.holding = None
+    mirror.release.set()
+    deadline = time.monotonic() + 10
+    while len(mirror.served) == len(answered) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the held answer, which reaches no one, is logged
+    assert_ok(stories(out, home, budget, mirror.mirror_url))
+    again = mirror.served[len(answered) + 1 :]
+    assert len(answered) == 3 and not {start for _, start, _ in answered} & {s for _, s, _ in again}
+
+    reference = tmp_path / "reference"
+    assert_ok(stories(reference, tmp_path / "other-home", budget, mirror.mirror_url))
+    assert files_in(out) == files_in(reference)
+    offline = tmp_path / "offline"
+    assert_ok(stories(offline, home, budget, unused_port_url()))
+    assert files_in(offline) == files_in(reference)
+
+
+@pytest.mark.parametrize(
+    ("times", "refused"),
+    [
+        pytest.param(0, False, id="kept-copy-damaged-fetched-again"),
+        pytest.param(-1, True, id="refused"),
+    ],
+)
+def test_tinystories_a_damaged_prefix_is_fetched_again_then_refused(
+    mirror, times, refused, tmp_path
+):
+    """A byte of the kept prefix changed on disk: the rerun fetches the prefix again and goes
+    on; if the server's bytes differ from the record too, one error line naming the file, and
+    the folder keeps its previous set."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    assert_ok(stories(out, home, 100_000, mirror.mirror_url))
+    before = files_in(out)
+    (copy,) = (home / "cache" / "prefix").glob("*.tar.gz")
+    data = bytearray(copy.read_bytes())
+    data[1000] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    if times:
+        mirror.damage(MIRROR_PATH, 1000, times)
+    result = stories(out, home, 100_000, mirror.mirror_url)
+    if refused:
+        assert_one_line(result, "TinyStories_all_data.tar.gz", "fetched twice", "delete")
+        assert files_in(out) == before
+    else:
+        assert_ok(result)
+        assert files_in(out) == before
+
+
+def test_tinystories_budget_of_a_local_archive_reads_fewer_bytes(archive, tmp_path):
+    """--archive with --max-tokens: the local file's first bytes only, nothing fetched, the
+    same train and val as from the mirror."""
+    path = tmp_path / "a.tar.gz"
+    path.write_bytes(archive)
+    out = tmp_path / "out"
+    env = environment(tmp_path / "home", unused_port_url())
+    assert_ok(
+        run(TINYSTORIES, "--archive", path, "--max-tokens", 100_000, "--out-dir", out, env=env)
+    )
+    record = json.loads((out / "meta.json").read_text())["source"]["budget"]
+    assert record["file"] == str(path) and record["bytes"] < len(archive)
+    assert record["sha256"] == sha256(archive[: record["bytes"]])
+
+
+def test_tinystories_budget_refuses_vocab_size(tmp_path):
+    """--vocab-size trains on every train story, which a budget does not read: a usage error."""
+    result = run(TINYSTORIES, "--max-tokens", 5, "--vocab-size", 512, "--out-dir", tmp_path / "o")
+    assert_one_line(result, "--max-tokens", "--tokenizer", code=2)
