@@ -18,10 +18,13 @@ import json
 import os
 from pathlib import Path
 
+from documents.inputs import hub_failures, hub_files
 from safety import PrepareError
 from safety.downloads import download_range, mirror_file
 from safety.files import atomic_path
 from safety.gpt2 import data_cache, mirrored
+
+from .budget import AGAIN, cache_folder, listing
 
 MIN_PIECE, MAX_PIECE = 1 << 16, 1 << 24  # bytes a request: 64 KiB to 16 MiB, 1% of the file
 
@@ -33,6 +36,35 @@ def pinned_prefix(remote, where):
     if not url.startswith(("http://", "https://")):
         return Prefix(mirror_file(remote, url), None, where, remote.sha256)
     return Prefix(url, data_cache() / "prefix" / f"{remote.sha256}-{name}", where, remote.sha256)
+
+
+def hub_prefix(hub, where):
+    """The Prefix of the one LFS file `hub.files` names (a HubDataset), fetched from the hub's
+    resolve URL and kept beside budget.py's pieces, the hub's listing with it: a rerun the
+    cache holds asks the hub nothing. Read to its end, it is checked against its LFS sha256."""
+    from huggingface_hub import hf_hub_url
+
+    folder = cache_folder(hub)
+    with hub_failures(where, AGAIN):
+        entries = listing(hub, where, folder)
+    if len(entries) != 1:
+        raise PrepareError(f"{where}: {hub.files} is not one LFS file of the hub; run again")
+    (entry,) = entries
+    url = hf_hub_url(hub.repo, entry["path"], repo_type="dataset", revision=hub.revision)
+    cache = folder / "prefix" / f"{entry['sha256']}-{Path(entry['path']).name}"
+    return Prefix(url, cache, f"{where}/{entry['path']}", entry["sha256"])
+
+
+def hub_small_file(hub, path, where):
+    """The bytes of the hub's file `path` (a sidecar: read whole, checked as documents.inputs
+    checks what it downloads), kept beside hub_prefix's copy for a rerun offline."""
+    kept = cache_folder(hub) / "files" / Path(path).name
+    if not kept.is_file():
+        (downloaded,), _ = hub_files(hub._replace(files=path), where)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(kept) as tmp:
+            Path(tmp).write_bytes(Path(downloaded).read_bytes())
+    return kept.read_bytes()
 
 
 def piece_bytes(size):

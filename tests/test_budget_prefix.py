@@ -202,3 +202,110 @@ def test_tinystories_budget_refuses_vocab_size(tmp_path):
     """--vocab-size trains on every train story, which a budget does not read: a usage error."""
     result = run(TINYSTORIES, "--max-tokens", 5, "--vocab-size", 512, "--out-dir", tmp_path / "o")
     assert_one_line(result, "--max-tokens", "--tokenizer", code=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameter-golf: the hub's datasets/docs_selected.jsonl, an LFS file served by Range requests
+
+GOLF_REPO, GOLF_COMMIT = "willdepueoai/parameter-golf", sha256(b"parameter-golf")[:40]
+VAL_DOCS = 100
+
+
+@pytest.fixture(scope="module")
+def golf_files():
+    """The hub's datasets/ folder, made small: 2,000 documents of about 400 characters (about
+    800 KB: 13 pieces) and their sidecar (docs_val 100)."""
+    data = "".join(json.dumps({"text": t}) + "\n" for t in made_up_texts(2000, 60, seed=1))
+    data = data.encode()
+    sidecar = {"num_docs": 2000, "docs_val": VAL_DOCS, "docs_sha256": sha256(data)}
+    return {
+        "datasets/docs_selected.jsonl": data,
+        "datasets/docs_selected.source_manifest.json": json.dumps(sidecar).encode(),
+    }
+
+
+@pytest.fixture
+def golf_hub(golf_files):
+    commits, refs = {GOLF_COMMIT: golf_files}, {"main": GOLF_COMMIT}
+    with LocalHub(GOLF_REPO, commits, refs, lfs_suffixes=(".jsonl",)) as served:
+        yield served
+
+
+def golf(hub, home, out, max_tokens, *args):
+    env = {**hub.environment(home), **environment(home, unused_port_url())}
+    return run(GOLF, "--max-tokens", max_tokens, "--out-dir", out, *args, env=env)
+
+
+def split_tokens(meta, split):
+    (dataset,) = meta["datasets"]
+    return sum(shard["tokens"] for shard in dataset["shards"] if shard["split"] == split)
+
+
+def test_golf_budget_reads_the_first_lines(golf_hub, golf_files, tmp_path):
+    """byte260: train holds the first documents after val whose tokens reach N, at most one
+    document's worth past it; docs_selected.jsonl is the hub file's first bytes, as meta.json
+    records them; val is the same bytes for two budgets; the hub sent at most 1.1 times what
+    the folder holds, plus a piece and the sidecar; verify calls the folders OK."""
+    data = golf_files["datasets/docs_selected.jsonl"]
+    longest = max(len(line) for line in data.splitlines())  # byte260: a token a byte
+    vals = []
+    for budget in (60_000, 150_000):
+        sent, out = golf_hub.bytes_sent, tmp_path / f"out-{budget}"
+        assert_ok(golf(golf_hub, tmp_path / f"home-{budget}", out, budget, "--variant", "byte260"))
+        meta = json.loads((out / "meta.json").read_text())
+        train = split_tokens(meta, "train")
+        assert budget <= train <= budget + longest
+        record = meta["source"]["budget"]
+        assert record["tokens"] == train and record["val_docs"] == VAL_DOCS
+        kept = (out / "docs_selected.jsonl").read_bytes()
+        assert kept == data[: record["bytes"]] and record["sha256"] == sha256(kept)
+        assert record["documents"] == kept.count(b"\n")
+        assert golf_hub.bytes_sent - sent <= 1.1 * len(kept) + MIN_PIECE + 1000
+        assert_ok(run(REPO / "prepare_common.py", "verify", out))
+        val = out / "datasets" / "fineweb10B_byte260" / "fineweb_val_000000.bin"
+        vals.append(val.read_bytes())
+    assert vals[0] == vals[1]
+    assert golf_hub.unknown == []
+
+
+def test_golf_budget_trains_sentencepiece_first(golf_hub, golf_files, tmp_path):
+    """sp1024 with --tokenizer-train-docs 600: SentencePiece learns from the first 600
+    documents, though the budget needs fewer; the folder keeps only those it needs, and a
+    rerun offline, from the cache, writes the same documents and shards (the model records
+    the folder it was trained in)."""
+    pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
+    home, out = tmp_path / "home", tmp_path / "out"
+    args = ("--variant", "sp1024", "--tokenizer-train-docs", 600)
+    assert_ok(golf(golf_hub, home, out, 20_000, *args))
+    meta = json.loads((out / "meta.json").read_text())
+    record = meta["source"]["budget"]
+    assert VAL_DOCS < record["documents"] < 600
+    assert split_tokens(meta, "train") >= 20_000
+    kept = (out / "docs_selected.jsonl").read_bytes()
+    assert kept == golf_files["datasets/docs_selected.jsonl"][: record["bytes"]]
+    assert kept.count(b"\n") == record["documents"]
+    spec = json.loads((out / "tokenizer_config.export.json").read_text())["tokenizers"][0]
+    assert spec["tokenizer_train_docs"] == 600
+    offline = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": unused_port_url()}
+    again = tmp_path / "again"
+    env = {**golf_hub.environment(home), **environment(home, unused_port_url()), **offline}
+    assert_ok(run(GOLF, "--max-tokens", 20_000, *args, "--out-dir", again, env=env))
+    written = [path for path in files_in(out) if path.suffix in (".jsonl", ".bin")]
+    assert len(written) == 3
+    assert all((again / path).read_bytes() == (out / path).read_bytes() for path in written)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        pytest.param(["--data-files", "a.jsonl"], "--data-files", id="with-data-files"),
+        pytest.param(["--variant", "byte260", "sp1024"], "one tokenizer", id="two-tokenizers"),
+        pytest.param(["--variant", "sp1024"], "--tokenizer-train-docs", id="sp-untrained"),
+    ],
+)
+def test_golf_budget_usage_errors(args, fragment, tmp_path):
+    """--max-tokens with local files, two tokenizers, or SentencePiece with no documents to
+    learn from first: exit 2, one line, before any work."""
+    result = run(GOLF, "--max-tokens", 5, *args, "--out-dir", tmp_path / "out")
+    assert_one_line(result, "--max-tokens", fragment, code=2)
+    assert not (tmp_path / "out").exists()
