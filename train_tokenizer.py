@@ -20,11 +20,11 @@ on the first documents only, up to N characters.
 
 With --format nanochat it writes nanochat's tokenizer directory instead, what its
 scripts/tok_train.py writes with rustbpe: tokenizer.pkl (nanochat's pattern, its nine special
-tokens after the merges) and token_bytes.pt (token_bytes.npy without torch), trained on each
+tokens after the merges) and token_bytes.pt (its numpy copy without torch), trained on each
 document's first --doc-cap characters, --max-chars in all (nanochat's 10,000 and 2B).
 
     python train_tokenizer.py --format nanochat --vocab-size 32768 --out base/tokenizer \
-        --input "base/base_data_climbmix/*.parquet"
+        --input "base/shards/*.parquet"
 
 With --kind sentencepiece it trains parameter-golf's SentencePiece BPE instead (the sentencepiece
 package, with the options of its data/download_hf_docs_and_tokenize.py; formats/golf.py): --out
@@ -593,9 +593,7 @@ def train_nanochat(args):
     names = nanochat.write_tokenizer_dir(args.out, encoding)
     print(f"wrote {', '.join(str(Path(args.out) / name) for name in names)}")
     if names[-1].endswith(".npy"):
-        npy = Path(args.out) / names[-1]
-        print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
-        print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
+        print(nanochat.torch_note(Path(args.out) / names[-1]))
 
 
 def train_sentencepiece(args):

@@ -57,6 +57,14 @@ TORCH_LINE = (  # the one line that makes token_bytes.pt from its .npy copy, whe
 )
 
 
+def torch_note(npy):
+    """What to tell a user with no torch, whose token_bytes.pt was written as `npy`."""
+    return (
+        f"torch is not importable here: {TOKEN_BYTES} in its place; where torch is, run\n"
+        + TORCH_LINE.format(npy=npy, pt=Path(npy).with_suffix(".pt"))
+    )
+
+
 def cut_shards(documents, shard_chars=SHARD_CHARS):
     """The reference's cut: lists of documents, each closed once it holds shard_chars characters
     and a multiple of 1,024 documents; the rest is the last list (kept, unlike the reference's).
@@ -161,7 +169,7 @@ def token_byte_lengths(encoding):
 
 def write_tokenizer_dir(folder, encoding):
     """nanochat's tokenizer directory in `folder`: tokenizer.pkl, and token_bytes.pt where torch
-    is importable, else its .npy copy (see TORCH_LINE). -> the names written."""
+    is importable, else its .npy copy (see torch_note). -> the names written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     pkl, pt = Path(NANOCHAT_TOKENIZER).name, Path(NANOCHAT_TOKEN_BYTES).name

@@ -5,7 +5,7 @@
 The figures are dedup/overlap.py's; this module finds the files and the document rule. A folder
 with meta.json says it all: the tokenizer's end-of-text id, and whether it comes after each
 document (nanoGPT's .bin files) or before (llm.c's shards, FineWeb's, TinyStories'): the document
-index (SPLIT.docs.npy) decides where there is one, else the ends of the splits' streams. A
+index (beside each split) decides where there is one, else the ends of the splits' streams. A
 nanochat folder's documents are its parquet rows, encoded with its tokenizer.pkl. A folder no
 meta.json describes is read with the flags: --boundary-id ID (default for llm.c's shards: the
 token its fineweb.py puts before each document, GPT-2's 50256 or llama-3's 128000), --boundary

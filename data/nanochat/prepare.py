@@ -242,11 +242,9 @@ def write_tokenizer(out, shards, args):
         f"{encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}"
     )
     if files[-1].endswith(".npy"):
-        npy = args.out_dir / files[-1]
-        print("torch is not importable here: token_bytes.npy in its place; where torch is, run")
-        print(nanochat.TORCH_LINE.format(npy=npy, pt=npy.with_suffix(".pt")))
+        print(nanochat.torch_note(args.out_dir / files[-1]))
     lengths = nanochat.token_byte_lengths(encoding)
-    with atomic_path(Path(out) / "token_bytes.npy") as tmp, open(tmp, "wb") as f:
+    with atomic_path(Path(out) / schema.TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
         write_npy(f, lengths)
     record = {
         "kind": "nanochat",
@@ -262,8 +260,8 @@ def write_tokenizer(out, shards, args):
     tokenizer_files = [{"file": f, "sha256": sha256_file(Path(out) / f)} for f in files]
     splits = {s: sum(x["bytes"] for x in shards if x["split"] == s) for s in ("train", "val")}
     token_bytes = {
-        "file": "token_bytes.npy",
-        "sha256": sha256_file(Path(out) / "token_bytes.npy"),
+        "file": schema.TOKEN_BYTES,
+        "sha256": sha256_file(Path(out) / schema.TOKEN_BYTES),
         "bytes": splits,
     }
     return record, tokenizer_files, token_bytes

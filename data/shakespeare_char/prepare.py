@@ -63,8 +63,10 @@ def main():
         # fmt: off
         stoi = { ch:i for i,ch in enumerate(chars) }
         itos = { i:ch for i,ch in enumerate(chars) }
-        encode = lambda s: [stoi[c] for c in s] # encoder: take a string, output a list of integers  # noqa: E731
-        decode = lambda l: ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string  # noqa: E731, E741, F841
+        def encode(s):
+            return [stoi[c] for c in s] # encoder: take a string, output a list of integers
+        def decode(l):
+            return ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string
         # fmt: on
 
         # 5. with --vocab-from train, val may hold characters train never had: refuse or drop them
