@@ -78,14 +78,15 @@ class LocalHub:
         self.refs = dict(refs or {})
         self.page_size = page_size  # entries per tree page (the real hub: 1,000)
         self.lfs_suffixes = lfs_suffixes  # the names the repo keeps in LFS
-        self.mirror = dict(mirror or {})  # {path: bytes} served as plain files
+        mirror = mirror or {}  # {path: bytes} served as plain files, by their sha256
+        self.mirror = {path: hashlib.sha256(data).hexdigest() for path, data in mirror.items()}
         self.requests = []
         self.unknown = []
         self.lock = threading.Lock()
         self.blobs = {}  # sha256 -> bytes, what the CDN serves
         self.bytes_sent, self.served, self.damaged = 0, [], {}  # damaged: sha256 -> [offset, times]
         self.held, self.release, self.holding = threading.Event(), threading.Event(), None
-        for files in [*commits.values(), self.mirror]:
+        for files in [*commits.values(), mirror]:
             for data in files.values():
                 self.blobs[hashlib.sha256(data).hexdigest()] = data
         self.hub = ThreadingHTTPServer(("127.0.0.1", 0), self.handler(self.route_hub))
@@ -225,7 +226,7 @@ class LocalHub:
             return unknown_route()
         if plain is not None and plain not in self.mirror:
             return 404, {}, b"not found"
-        sha256 = hashlib.sha256(self.mirror[plain]).hexdigest() if plain else match["sha256"]
+        sha256 = self.mirror[plain] if plain else match["sha256"]
         data = self.blobs.get(sha256)
         if data is None:
             return 404, {}, b"not found"
@@ -250,8 +251,9 @@ class LocalHub:
     def damage(self, path, offset, times=-1):
         """Serve the byte at `offset` of the file at `path` (of any commit) flipped: `times`
         answers that hold it (-1: always)."""
-        data = next(f[path] for f in [*self.commits.values(), self.mirror] if path in f)
-        self.damaged[hashlib.sha256(data).hexdigest()] = [offset, times]
+        files = (f for f in self.commits.values() if path in f)
+        sha256 = self.mirror.get(path) or hashlib.sha256(next(files)[path]).hexdigest()
+        self.damaged[sha256] = [offset, times]
 
     def hold_after(self, answers):
         """Let the CDN answer `answers` GETs, then hold each next one until `release` is set."""

@@ -309,3 +309,45 @@ def test_golf_budget_usage_errors(args, fragment, tmp_path):
     result = run(GOLF, "--max-tokens", 5, *args, "--out-dir", tmp_path / "out")
     assert_one_line(result, "--max-tokens", fragment, code=2)
     assert not (tmp_path / "out").exists()
+
+
+def test_golf_killed_mid_download_the_rerun_goes_on(golf_hub, tmp_path):
+    """SIGKILL while the 4th piece of docs_selected.jsonl is on its way: the rerun fetches
+    none of the pieces already answered and writes what an uninterrupted run writes."""
+    home, out, budget = tmp_path / "home", tmp_path / "out", 400_000
+    golf_hub.hold_after(3)
+    env = {**golf_hub.environment(home), **environment(home, unused_port_url())}
+    options = ("--max-tokens", budget, "--variant", "byte260", "--out-dir", out)
+    process = start(GOLF, *options, env=env)
+    assert golf_hub.held.wait(60), "the client never asked for a 4th piece"
+    kill_session(process.pid)
+    process.wait()
+    finish(process, 10)
+    assert process.returncode == -signal.SIGKILL
+    answered = list(golf_hub.served)
+    golf_hub.holding = None
+    golf_hub.release.set()
+    deadline = time.monotonic() + 10
+    while len(golf_hub.served) == len(answered) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the held answer, which reaches no one, is logged
+    assert_ok(golf(golf_hub, home, out, budget, "--variant", "byte260"))
+    again = golf_hub.served[len(answered) + 1 :]
+    assert len(answered) == 3 and not {s for _, s, _ in answered} & {s for _, s, _ in again}
+    reference = tmp_path / "reference"
+    assert_ok(golf(golf_hub, tmp_path / "other-home", reference, budget, "--variant", "byte260"))
+    assert files_in(out) == files_in(reference)
+
+
+def test_golf_a_damaged_prefix_is_refused(golf_hub, tmp_path):
+    """A byte of the kept prefix changed on disk, and the hub's bytes differ from the record
+    too: one error line naming the hub's file, nothing written."""
+    home = tmp_path / "home"
+    assert_ok(golf(golf_hub, home, tmp_path / "first", 50_000, "--variant", "byte260"))
+    (copy,) = (home / "hf-home" / "token-budget").glob("*/prefix/*.jsonl")
+    data = bytearray(copy.read_bytes())
+    data[500] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    golf_hub.damage("datasets/docs_selected.jsonl", 500)
+    result = golf(golf_hub, home, tmp_path / "out", 50_000, "--variant", "byte260")
+    assert_one_line(result, f"{GOLF_REPO}@main/datasets/docs_selected.jsonl", "fetched twice")
+    assert not (tmp_path / "out").exists()
