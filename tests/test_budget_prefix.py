@@ -257,6 +257,7 @@ def test_golf_budget_reads_the_first_lines(golf_hub, golf_files, tmp_path):
         assert budget <= train <= budget + longest
         record = meta["source"]["budget"]
         assert record["tokens"] == train and record["val_docs"] == VAL_DOCS
+        assert record["size"] == len(data) and record["whole"] is False
         kept = (out / "docs_selected.jsonl").read_bytes()
         assert kept == data[: record["bytes"]] and record["sha256"] == sha256(kept)
         assert record["documents"] == kept.count(b"\n")

@@ -202,7 +202,8 @@ def budgeted_documents(args, out):
     record = {"max_tokens": args.max_tokens, "tokens": tokens, "val_docs": val_docs}
     record.update(documents=kept, **prefix.record())
     record.update(bytes=ends[kept - 1] if kept else 0, sha256=sha256_file(out / DOCS))
-    if record["bytes"] == prefix.size and sidecar.get("docs_sha256") not in (
+    record["whole"] = record["bytes"] == prefix.size
+    if record["whole"] and sidecar.get("docs_sha256") not in (
         None,
         record["sha256"],
     ):
