@@ -185,17 +185,39 @@ def test_tinystories_a_damaged_prefix_is_fetched_again_then_refused(
 
 def test_tinystories_budget_of_a_local_archive_reads_fewer_bytes(archive, tmp_path):
     """--archive with --max-tokens: the local file's first bytes only, nothing fetched, the
-    same train and val as from the mirror."""
+    same bytes at --num-proc 1 and 2 (a worker's file read past the budget is not kept)."""
     path = tmp_path / "a.tar.gz"
     path.write_bytes(archive)
-    out = tmp_path / "out"
     env = environment(tmp_path / "home", unused_port_url())
-    assert_ok(
-        run(TINYSTORIES, "--archive", path, "--max-tokens", 100_000, "--out-dir", out, env=env)
-    )
+    for num_proc in (1, 2):
+        out = tmp_path / f"out-{num_proc}"
+        args = ("--archive", path, "--max-tokens", 100_000, "--num-proc", num_proc)
+        assert_ok(run(TINYSTORIES, *args, "--out-dir", out, env=env))
     record = json.loads((out / "meta.json").read_text())["source"]["budget"]
     assert record["file"] == str(path) and record["bytes"] < len(archive)
     assert record["sha256"] == sha256(archive[: record["bytes"]])
+    assert files_in(tmp_path / "out-1") == files_in(tmp_path / "out-2")
+
+
+def test_tinystories_budget_reads_on_to_val(members, gpt2_encoding, tmp_path):
+    """An archive whose val (data00.json) comes last: train is the first train file in the
+    archive's order, data05.json; the files after it are read for val, not kept."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name in sorted(members, reverse=True):
+            info = tarfile.TarInfo(name)
+            info.size = len(members[name])
+            tar.addfile(info, io.BytesIO(members[name]))
+    path = tmp_path / "reversed.tar.gz"
+    path.write_bytes(gzip.compress(buffer.getvalue(), mtime=0))
+    out, env = tmp_path / "out", environment(tmp_path / "home", unused_port_url())
+    assert_ok(run(TINYSTORIES, "--archive", path, "--max-tokens", 1, "--out-dir", out, env=env))
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["source"]["budget"]["files"] == ["data00.json", "data05.json"]
+    tokens = member_tokens(members, gpt2_encoding)
+    assert meta["splits"]["train"]["tokens"] == tokens["data05.json"]
+    assert meta["splits"]["val"]["tokens"] == tokens["data00.json"]
+    assert_ok(run(REPO / "prepare_common.py", "verify", out))
 
 
 def test_tinystories_budget_refuses_vocab_size(tmp_path):

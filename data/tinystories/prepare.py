@@ -93,12 +93,12 @@ def main():
         gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared
         with SplitFiles(out, dtype, llmc) as splits:
             members = json_members(archive, MEMBER, raw=prefix)  # (name, bytes), one at a time
-            marks = {}  # --max-tokens: {member: the prefix read when it was whole}
-            members = marked(members, prefix, marks) if prefix else members
+            marks, budget = {}, {}  # --max-tokens: each member's prefix read; meta.json's record
+            if prefix:
+                members = marked(members, prefix, marks, budget, args.max_tokens)
             members, processes = at_most_a_process_a_member(members, args.num_proc)
             shared = (encoding, tokenizer, dtype, gpt2, args.dedup)
             results = ordered_map(process, members, processes, shared)
-            budget = {}  # --max-tokens: meta.json's record of the prefix, once it is read
             if prefix:
                 results = within_budget(results, args.max_tokens, prefix, marks, budget)
             for name, ids, lengths, counts, keys in results:
@@ -156,12 +156,15 @@ def archive_prefix(local, dest):
     return pinned_prefix(ARCHIVE, Path(ARCHIVE.url).name)
 
 
-def marked(members, prefix, marks):
+def marked(members, prefix, marks, record, max_tokens):
     """The members as they come, each one's prefix record (Prefix.record: the bytes read when
-    it was read whole, and the next header) put in `marks` under its name."""
+    it was read whole, and the next header) put in `marks` under its name; once the train
+    files taken hold max_tokens (record["tokens"], `within_budget`'s), the train files read on
+    the way to val are passed over: nobody tokenizes them."""
     for name, data in members:
         marks[name] = prefix.record()
-        yield name, data
+        if name == VAL or record.get("tokens", 0) < max_tokens:
+            yield name, data
 
 
 def within_budget(results, max_tokens, prefix, marks, record):
@@ -175,6 +178,7 @@ def within_budget(results, max_tokens, prefix, marks, record):
             continue  # val is still to come: past the budget, a train file is read, not kept
         val, tokens = val or name == VAL, tokens + len(ids) * (name != VAL)
         kept.append(name)
+        record["tokens"] = tokens  # what `marked` reads
         prefix.note(tokens)
         yield result
         if val and tokens >= max_tokens:
