@@ -374,3 +374,16 @@ def test_golf_a_damaged_prefix_is_refused(golf_hub, tmp_path):
     result = golf(golf_hub, home, tmp_path / "out", 50_000, "--variant", "byte260")
     assert_one_line(result, f"{GOLF_REPO}@main/datasets/docs_selected.jsonl", "fetched twice")
     assert not (tmp_path / "out").exists()
+
+
+def test_golf_budget_past_the_whole_file_reads_it_all(golf_hub, golf_files, tmp_path):
+    """A budget the file cannot meet: all of it read, checked against the hub's LFS sha256 and
+    the sidecar's docs_sha256, a note saying so, the folder's documents the hub's file."""
+    out = tmp_path / "out"
+    result = golf(golf_hub, tmp_path / "home", out, 10**9, "--variant", "byte260")
+    assert_ok(result)
+    assert "fewer than asked: all read" in result.stdout
+    record = json.loads((out / "meta.json").read_text())["source"]["budget"]
+    assert record["whole"] is True and record["documents"] == 2000
+    data = golf_files["datasets/docs_selected.jsonl"]
+    assert (out / "docs_selected.jsonl").read_bytes() == data

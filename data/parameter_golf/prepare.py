@@ -199,14 +199,12 @@ def budgeted_documents(args, out):
         docs.truncate(ends[kept - 1] if kept else 0)
     prefix.close()
     tokens = int(cumulative[train - 1]) if train else 0
+    read = ends[kept - 1] if kept else 0  # the folder's docs_selected.jsonl: the first bytes
     record = {"max_tokens": args.max_tokens, "tokens": tokens, "val_docs": val_docs}
-    record.update(documents=kept, **prefix.record())
-    record.update(bytes=ends[kept - 1] if kept else 0, sha256=sha256_file(out / DOCS))
-    record["whole"] = record["bytes"] == prefix.size
-    if record["whole"] and sidecar.get("docs_sha256") not in (
-        None,
-        record["sha256"],
-    ):
+    record.update(documents=kept, file=prefix.where, size=prefix.size, bytes=read)
+    record.update(sha256=sha256_file(out / DOCS), whole=read == prefix.size)
+    pinned = sidecar.get("docs_sha256")
+    if record["whole"] and pinned not in (None, record["sha256"]):
         raise PrepareError(
             f"{prefix.where} is not the selection its sidecar describes (docs_sha256 differs); "
             "run again"

@@ -10,7 +10,7 @@ then the first train files in the archive's order whose tokens reach N), fetched
 requests, kept in $NANOGPT_DATA_CACHE/prefix and resumed where a run stopped (hub/prefix.py).
 
     python data/tinystories/prepare.py --archive TinyStories_all_data.tar.gz --vocab-size 2048
-    python data/tinystories/prepare.py --max-tokens 20M  # about 40 MB of the 1.6 GB archive
+    python data/tinystories/prepare.py --max-tokens 10M  # a train file holds about 19M
 """
 
 import itertools
