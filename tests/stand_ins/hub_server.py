@@ -25,6 +25,9 @@ every other request is answered 404, and a request that fails here 500; both are
                                                          answered 206 (HfFileSystem's reads); on
                                                          its own port, so another origin, as the
                                                          real CDN is (the client sends no token)
+    HEAD, GET {cdn}/mirror/{path}                        a plain file of `mirror` (a mirror that
+                                                         NANOGPT_DATA_MIRROR=hub.mirror_url names),
+                                                         Range requests answered 206 too
 
 `{rev}` is a commit sha or a ref name (e.g. "main"), percent-encoded. A repo the hub does not hold
 gets 404 RepoNotFound, an unknown revision 404 RevisionNotFound, a missing path 404 EntryNotFound
@@ -67,18 +70,23 @@ class LocalHub:
     `requests` as (method, path, status); those no route answers also in `unknown`.
     """
 
-    def __init__(self, repo_id, commits, refs=None, page_size=1000):
+    def __init__(
+        self, repo_id, commits, refs=None, page_size=1000, lfs_suffixes=LFS_SUFFIXES, mirror=None
+    ):
         self.repo_id = repo_id
         self.commits = commits
         self.refs = dict(refs or {})
         self.page_size = page_size  # entries per tree page (the real hub: 1,000)
+        self.lfs_suffixes = lfs_suffixes  # the names the repo keeps in LFS
+        mirror = mirror or {}  # {path: bytes} served as plain files, by their sha256
+        self.mirror = {path: hashlib.sha256(data).hexdigest() for path, data in mirror.items()}
         self.requests = []
         self.unknown = []
         self.lock = threading.Lock()
         self.blobs = {}  # sha256 -> bytes, what the CDN serves
         self.bytes_sent, self.served, self.damaged = 0, [], {}  # damaged: sha256 -> [offset, times]
         self.held, self.release, self.holding = threading.Event(), threading.Event(), None
-        for files in commits.values():
+        for files in [*commits.values(), mirror]:
             for data in files.values():
                 self.blobs[hashlib.sha256(data).hexdigest()] = data
         self.hub = ThreadingHTTPServer(("127.0.0.1", 0), self.handler(self.route_hub))
@@ -95,6 +103,10 @@ class LocalHub:
     @property
     def cdn_url(self):
         return f"http://127.0.0.1:{self.cdn.server_address[1]}"
+
+    @property
+    def mirror_url(self):
+        return f"{self.cdn_url}/mirror"
 
     def environment(self, home):
         """What a process needs to use this hub, with its own empty caches under `home`."""
@@ -207,10 +219,14 @@ class LocalHub:
         return unknown_route()
 
     def route_cdn(self, request):
-        match = re.fullmatch(r"/lfs/(?P<sha256>[0-9a-f]{64})", urlsplit(request.path).path)
-        if request.command not in ("GET", "HEAD") or not match:
+        path = urlsplit(request.path).path
+        match = re.fullmatch(r"/lfs/(?P<sha256>[0-9a-f]{64})", path)
+        plain = unquote(path[len("/mirror/") :]) if path.startswith("/mirror/") else None
+        if request.command not in ("GET", "HEAD") or not (match or plain is not None):
             return unknown_route()
-        sha256 = match["sha256"]
+        if plain is not None and plain not in self.mirror:
+            return 404, {}, b"not found"
+        sha256 = self.mirror[plain] if plain else match["sha256"]
         data = self.blobs.get(sha256)
         if data is None:
             return 404, {}, b"not found"
@@ -235,8 +251,9 @@ class LocalHub:
     def damage(self, path, offset, times=-1):
         """Serve the byte at `offset` of the file at `path` (of any commit) flipped: `times`
         answers that hold it (-1: always)."""
-        data = next(files[path] for files in self.commits.values() if path in files)
-        self.damaged[hashlib.sha256(data).hexdigest()] = [offset, times]
+        files = (f for f in self.commits.values() if path in f)
+        sha256 = self.mirror.get(path) or hashlib.sha256(next(files)[path]).hexdigest()
+        self.damaged[sha256] = [offset, times]
 
     def hold_after(self, answers):
         """Let the CDN answer `answers` GETs, then hold each next one until `release` is set."""
@@ -251,7 +268,7 @@ class LocalHub:
         if path in files:
             data = files[path]
             entry = {"type": "file", "oid": git_blob_id(data), "size": len(data), "path": path}
-            if path.endswith(LFS_SUFFIXES):
+            if path.endswith(self.lfs_suffixes):
                 pointer = lfs_pointer(data)
                 entry["oid"] = git_blob_id(pointer)  # git holds the pointer, LFS the bytes
                 entry["lfs"] = {
