@@ -14,7 +14,17 @@ import time
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_ok, assert_one_line, files_in, finish, kill_session, run, start
+from conftest import (
+    COMMON,
+    REPO,
+    assert_ok,
+    assert_one_line,
+    files_in,
+    finish,
+    kill_session,
+    run,
+    start,
+)
 from hub_server import LocalHub, unused_port_url
 
 from hub.prefix import MIN_PIECE
@@ -115,7 +125,7 @@ def test_tinystories_budget_reads_a_prefix(mirror, archive, members, gpt2_encodi
         assert record["size"] == len(archive) and record["whole"] is False
         assert mirror.bytes_sent - sent <= 1.1 * record["bytes"] + MIN_PIECE
         assert record["bytes"] < len(archive) * 0.7  # not the whole archive
-        assert_ok(run(REPO / "prepare_common.py", "verify", out))
+        assert_ok(run(COMMON, "verify", out))
         vals.append((out / "val.bin").read_bytes())
     assert vals[0] == vals[1]
     assert mirror.unknown == []
@@ -217,7 +227,7 @@ def test_tinystories_budget_reads_on_to_val(members, gpt2_encoding, tmp_path):
     tokens = member_tokens(members, gpt2_encoding)
     assert meta["splits"]["train"]["tokens"] == tokens["data05.json"]
     assert meta["splits"]["val"]["tokens"] == tokens["data00.json"]
-    assert_ok(run(REPO / "prepare_common.py", "verify", out))
+    assert_ok(run(COMMON, "verify", out))
 
 
 def test_tinystories_budget_refuses_vocab_size(tmp_path):
@@ -284,7 +294,7 @@ def test_golf_budget_reads_the_first_lines(golf_hub, golf_files, tmp_path):
         assert kept == data[: record["bytes"]] and record["sha256"] == sha256(kept)
         assert record["documents"] == kept.count(b"\n")
         assert golf_hub.bytes_sent - sent <= 1.1 * len(kept) + MIN_PIECE + 1000
-        assert_ok(run(REPO / "prepare_common.py", "verify", out))
+        assert_ok(run(COMMON, "verify", out))
         val = out / "datasets" / "fineweb10B_byte260" / "fineweb_val_000000.bin"
         vals.append(val.read_bytes())
     assert vals[0] == vals[1]
