@@ -37,10 +37,6 @@ order, and what a crash (SIGKILL, power loss) at each step leaves:
 7. commit: meta.json is renamed into place and out_dir fsynced: the new set is complete.
 8. the staging folder is removed and the lock released.
 
-For the fault tests only: with NANOGPT_DATA_PAUSE_AT=<step> in the environment, the process stops
-itself (SIGSTOP) at that step ("staged": step 4 done; "uncommitted": step 5 done; "replaced": the
-first data file renamed; "committed": step 7 done), so that a test can SIGKILL it exactly there.
-
 Ctrl-C and SIGTERM are held back during steps 5-7 (a few renames), so an interrupt lands before
 them (old set kept) or after (new set complete), never between; only a crash can, and then the
 folder has no meta.json. An interrupt raises KeyboardInterrupt (`Terminated` for SIGTERM) whose
@@ -55,7 +51,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import sys
 from pathlib import Path
@@ -64,7 +59,6 @@ from .errors import PrepareError
 from .files import TEMPORARY_TAG, atomic_write_text, load_json, read_small_file
 from .signals import Terminated, closed_stdout, signals_held, sigterm_raises_terminated
 
-PAUSE_ENV = "NANOGPT_DATA_PAUSE_AT"  # tests only: see the steps above
 LOCK_NAME = ".prepare.lock"
 WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, which stays readable
 # Written before meta.json is removed, removed once it is back: every name the folder owns while
@@ -409,18 +403,15 @@ def _commit(schema, staging, folder):
     journal = {"owned": sorted(owned | set(staged))}  # a failure writing it changed nothing yet
     atomic_write_text(folder / JOURNAL_NAME, json.dumps(journal) + "\n")
     _fsync_path(folder)
-    _pause_if_asked("staged")
     with signals_held():
         try:
             UNCOMMITTED.append(folder)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / RECORD_NAME)
             _fsync_path(folder)
-            _pause_if_asked("uncommitted")
             for name in data_files:
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)  # nanochat's, golf's
                 os.replace(staging / name, folder / name)
-                _pause_if_asked("replaced")
             for name in stale:
                 os.unlink(folder / name)
             for subfolder in {(folder / name).parent for name in staged + stale} - {folder}:
@@ -430,7 +421,6 @@ def _commit(schema, staging, folder):
             _fsync_path(folder)
             os.unlink(folder / JOURNAL_NAME)
             COMMITTED.append(folder)
-            _pause_if_asked("committed")
         except OSError as exc:
             raise PrepareError(
                 f"cannot replace the outputs in {folder} ({exc.strerror}: {exc.filename}); "
@@ -508,11 +498,6 @@ def _failure_message(exc, folder):
         f"cannot finish the outputs in {folder}: {reason}; nothing was replaced "
         f"(the previous outputs are whole): {hint}"
     )
-
-
-def _pause_if_asked(step):
-    if os.environ.get(PAUSE_ENV) == step:
-        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def _fsync_path(path):

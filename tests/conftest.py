@@ -56,6 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 REFERENCES = REPO / "tests" / "references"
 SLURM = REPO / "tests" / "stand_ins" / "slurm"
 WINDOWS_LIKE = REPO / "tests" / "stand_ins" / "windows_like"
+PAUSED = REPO / "tests" / "stand_ins" / "paused.py"  # a run that stops itself mid-commit
 # The scripts many test files run: the shared commands and the lessons' own.
 COMMON = REPO / "prepare_common.py"
 TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
@@ -63,6 +64,13 @@ CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
 BPE = REPO / "data" / "shakespeare" / "prepare.py"
 OWT = REPO / "data" / "openwebtext" / "prepare.py"
 OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
+
+
+def paused_command(step, script, *args):
+    """The command that runs `script` with `args`, stopping itself (SIGSTOP) at `step` of its
+    folder commit: "staged", "uncommitted", "replaced" or "committed" (tests/stand_ins/paused.py)."""
+    return [sys.executable, str(PAUSED), step, str(script), *map(str, args)]
+
 
 # A test of the datatrove engine, an optional extra: skipped, saying why, where it is not installed.
 needs_datatrove = pytest.mark.skipif(

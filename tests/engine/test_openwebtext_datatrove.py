@@ -19,14 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, SLURM, hand_made_tokenizer
+from conftest import REPO, SLURM, hand_made_tokenizer, paused_command
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import executors, readers
 from inspection import verify
 from safety import PrepareError
-from safety.commit import PAUSE_ENV, leftover_temporaries
+from safety.commit import leftover_temporaries
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -37,9 +37,12 @@ DATASETS_SCRIPT = REPO / "data" / "openwebtext" / "prepare.py"  # the reference
 VAL_FRACTION = "0.01"
 
 
-def run(*args, tmp_path, env=None, script=SCRIPT, **popen):
+def run(*args, tmp_path, env=None, script=SCRIPT, paused_at=None, **popen):
     env = dict(os.environ, HF_DATASETS_CACHE=str(tmp_path / "hf-cache"), **(env or {}))
-    command = [sys.executable, str(script), *map(str, args)]
+    if paused_at:  # it stops itself at that step of its commit
+        command = paused_command(paused_at, script, *args)
+    else:
+        command = [sys.executable, str(script), *map(str, args)]
     if popen:
         return subprocess.Popen(command, env=env, **popen)
     return subprocess.run(command, capture_output=True, text=True, env=env)
@@ -370,7 +373,7 @@ def test_sigkill_in_the_commit_leaves_an_incomplete_folder_and_a_rerun_completes
     args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION]
     args += ["--tasks", 2, "--work-dir", work_root, "--out-dir", out]
     paused = run(
-        *args, tmp_path=tmp_path, env={PAUSE_ENV: step}, stdout=subprocess.DEVNULL,
+        *args, tmp_path=tmp_path, paused_at=step, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:

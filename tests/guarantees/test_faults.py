@@ -27,13 +27,14 @@ from conftest import (
     REPO,
     TRAIN_TOKENIZER,
     assert_clean_failure,
+    paused_command,
     tokenizer_file,
 )
 
 from formats import schema
 from prepare_common import random_split
 from safety import output_folder
-from safety.commit import PAUSE_ENV, leftover_temporaries
+from safety.commit import leftover_temporaries
 
 # SIGKILL, SIGSTOP, process groups, file size limits: POSIX's faults (not on Windows)
 resource = pytest.importorskip("resource", reason="these faults are POSIX's (not on Windows)")
@@ -105,10 +106,9 @@ def state_of(folder, old, new):
 def start_paused(script, *args, step):
     """Start a run that stops itself (SIGSTOP) at `step` of its commit; wait until it has."""
     process = subprocess.Popen(
-        [sys.executable, str(script), *args],
+        paused_command(step, script, *args),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, PAUSE_ENV: step},
     )
     _, status = os.waitpid(process.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
@@ -204,11 +204,10 @@ def test_sigkill_while_writing_leaves_the_old_set_and_verify_warns(two_runs):
 def test_interrupt_says_what_was_left(two_runs, signum):
     folder, old, new_args, new = two_runs
     process = subprocess.Popen(
-        [sys.executable, str(CHAR), *new_args],
+        paused_command("staged", CHAR, *new_args),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, PAUSE_ENV: "staged"},
         # as from a terminal: a shell's background job (nohup, &) starts with Ctrl-C ignored
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, WINDOWS_LIKE, needs_datatrove
+from conftest import CHAR, REPO, WINDOWS_LIKE, needs_datatrove, paused_command
 
 # on Windows itself the lessons run as they are (CI); the stand-in builds msvcrt on fcntl
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Windows runs the real thing")
@@ -168,18 +168,16 @@ def test_ctrl_c_during_the_renames_is_held_back(tmp_path, windows_like):
     block it, and Python then runs the handler in the main thread at once."""
     import signal
 
-    from safety.commit import PAUSE_ENV
-
     (tmp_path / "abba.txt").write_text("ABBA" * 10, encoding="utf-8")
     paths = [str(WINDOWS_LIKE)] if windows_like else []
     paths += [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     process = subprocess.Popen(
-        [sys.executable, str(REPO / "data" / "shakespeare_char" / "prepare.py")]
-        + ["--input", str(tmp_path / "abba.txt"), "--out-dir", str(tmp_path / "out")],
+        paused_command("uncommitted", CHAR, "--input", tmp_path / "abba.txt")
+        + ["--out-dir", str(tmp_path / "out")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths), PAUSE_ENV: "uncommitted"},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
     )
     _, status = os.waitpid(process.pid, os.WUNTRACED)

@@ -14,19 +14,17 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import COMMON, REPO, assert_clean_failure, run_python, write_jsonl
+from conftest import COMMON, REPO, assert_clean_failure, paused_command, run_python, write_jsonl
 from hub_server import LocalHub
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formats import golf
 from inspection.bpb import FIGURES, add_figures, document_share_sums
-from safety.commit import PAUSE_ENV
 
 pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
 
@@ -513,10 +511,9 @@ def test_a_run_killed_in_its_commit_leaves_the_old_set_or_an_incomplete_one(
     assert run_python(LESSON, *old).returncode == 0
     new = [*old[:3], "sp1024", "byte260", "--val-docs", 200, "--val-bytes", "--out-dir", out]
     process = subprocess.Popen(
-        [sys.executable, LESSON, *map(str, new)],
+        paused_command(step, LESSON, *new),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, PAUSE_ENV: step},
     )
     _, status = os.waitpid(process.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
