@@ -61,16 +61,18 @@ def cache_path(documents, key):
 
 
 def record_batches(documents, tokenize, schema, num_proc, desc):
-    """The documents' ids and lengths as Arrow record batches of ROWS_PER_BATCH rows, in order:
+    """The documents' ids and lengths as Arrow record batches of ROWS_PER_BATCH rows (fewer when
+    there are fewer documents than that a process: each process gets some), in order:
     ids [50256, 17250, 50256, 64] with lengths [2, 2] -> ids [[50256, 17250], [50256, 64]]."""
     import pyarrow as pa
     from tqdm import tqdm
 
     rows = documents.with_format("arrow")  # read in the workers: a slice of the mapped file
-    starts = range(0, len(documents), ROWS_PER_BATCH)
-    spans = ((start, min(start + ROWS_PER_BATCH, len(documents))) for start in starts)
+    size = max(1, min(ROWS_PER_BATCH, -(-len(rows) // num_proc)))  # a few documents: all share
+    starts = range(0, len(rows), size)
+    spans = ((start, min(start + size, len(rows))) for start in starts)
     processes = min(num_proc, len(starts))
-    bar = tqdm(total=len(documents), unit=" doc", desc=desc)
+    bar = tqdm(total=len(rows), unit=" doc", desc=f"{desc} (num_proc={processes})")
     for ids, lengths in ordered_map(encoded_rows, spans, processes, shared=(rows, tokenize)):
         offsets = np.zeros(len(lengths) + 1, np.int32)
         np.cumsum(lengths, out=offsets[1:])
