@@ -187,7 +187,7 @@ def run_all(files, tmp, args, env):
             (out / f).read_bytes() == (outputs["lesson"] / f).read_bytes() for f in files_of[name]
         )
         for name, out in outputs.items()
-        if name != "datatrove"
+        if name not in ("lesson", "datatrove")
     }
     if "datatrove" in outputs:  # its meta.json says how it ran: only the shards are compared
         shards = [f for f in files_of["lesson"] if f != "meta.json"]
@@ -195,13 +195,13 @@ def run_all(files, tmp, args, env):
             (outputs["datatrove"] / f).read_bytes() == (outputs["lesson"] / f).read_bytes()
             for f in shards
         )
-    written = {
-        name: sum(s["tokens"] for s in json.loads((out / "meta.json").read_text())["shards"])
-        for name, out in outputs.items()
+    shards = {
+        name: json.loads((out / "meta.json").read_text())["shards"] for name, out in outputs.items()
     }
+    written = {name: sum(s["tokens"] for s in listed) for name, listed in shards.items()}
     if len(floor_tokens | set(written.values())) != 1:
         sys.exit(f"the encoder counted {floor_tokens} tokens, the scripts wrote {written}")
-    return results, len(files_of["lesson"]) - 1, floor_tokens.pop(), same
+    return results, len(shards["lesson"]), floor_tokens.pop(), same
 
 
 def main():

@@ -72,14 +72,14 @@ def record_batches(documents, tokenize, schema, num_proc, desc):
     starts = range(0, len(rows), size)
     spans = ((start, min(start + size, len(rows))) for start in starts)
     processes = min(num_proc, len(starts))
-    bar = tqdm(total=len(rows), unit=" doc", desc=f"{desc} (num_proc={processes})")
-    for ids, lengths in ordered_map(encoded_rows, spans, processes, shared=(rows, tokenize)):
-        offsets = np.zeros(len(lengths) + 1, np.int32)
-        np.cumsum(lengths, out=offsets[1:])
-        column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
-        yield pa.record_batch([column, pa.array(lengths)], schema=schema)
-        bar.update(len(lengths))
-    bar.close()
+    # closed before an error goes on: the error is the last line, not a bar redrawn after it
+    with tqdm(total=len(rows), unit=" doc", desc=f"{desc} (num_proc={processes})") as bar:
+        for ids, lengths in ordered_map(encoded_rows, spans, processes, shared=(rows, tokenize)):
+            offsets = np.zeros(len(lengths) + 1, np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
+            yield pa.record_batch([column, pa.array(lengths)], schema=schema)
+            bar.update(len(lengths))
 
 
 def encoded_rows(start, stop, rows, tokenize):
