@@ -15,6 +15,7 @@ inspects a prepared folder is the `inspection` package, run from here:
     python prepare_common.py packing data/openwebtext --block-size 1024
 """
 
+import functools
 import hashlib
 import itertools
 import json
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from documents.encoded import encoded_documents
 from documents.inputs import builder, check_texts, expand_data_files, hub_files, inputs_sha256
 from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
 from formats.shards import llmc_header, splits_record, write_npy
@@ -432,36 +434,17 @@ def id_batches(tokenized, documents_per_batch=10_000):
 
 def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):
     """nanoGPT's `documents.map(process, ...)`: every document's ids and length
-    (tokenize_documents),
-    in datasets' cache. The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64)
-    and the cache is keyed by what decides them (the input, the tokenizer's sha256 and end-of-text
+    (tokenize_documents), in `num_proc` processes (documents/encoded.py), as a datasets.Dataset.
+    The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64), beside the
+    documents, under a key of what decides them (the input, the tokenizer's sha256 and end-of-text
     id and where it goes, the dtype): datasets' own key would pickle the whole vocabulary."""
-    import datasets
     from datasets.fingerprint import Hasher
 
-    key = [
-        documents._fingerprint,
-        tokenize_documents,
-        tokenizer["sha256"],
-        tokenizer["eot_id"],
-        eot_first,
-    ]
-    return documents.map(
-        tokenize_documents,
-        input_columns="text",
-        with_indices=True,
-        batched=True,
-        desc=desc,
-        fn_kwargs=dict(
-            encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where, eot_first=eot_first
-        ),
-        remove_columns=documents.column_names,
-        num_proc=min(num_proc, len(documents)),  # datasets warns of more processes than rows
-        features=datasets.Features(
-            {"ids": datasets.List(datasets.Value(dtype.name)), "len": datasets.Value("int64")}
-        ),
-        new_fingerprint=Hasher.hash([*key, dtype.name]),
-    )
+    key = [documents._fingerprint, tokenize_documents, tokenizer["sha256"], tokenizer["eot_id"]]
+    options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
+    tokenize = functools.partial(tokenize_documents, **options, eot_first=eot_first)
+    key = Hasher.hash([*key, eot_first, dtype.name])
+    return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
 
 
 def split_sizes(num_documents, val_fraction):

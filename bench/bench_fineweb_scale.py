@@ -1,5 +1,5 @@
-"""Benchmark: data/fineweb/prepare.py (datasets, one machine) and prepare_datatrove.py (datatrove's
-local executor) at 100,000 FineWeb-Edu-sized documents, against tiktoken alone.
+"""Benchmark: data/fineweb/prepare.py (one machine) at 100,000 FineWeb-Edu-sized documents,
+with the fast encoder and with tiktoken, against the fast encoder alone on the same texts.
 
 The corpus: 100,000 documents in 4 parquet files with FineWeb-Edu's columns (text, id, dump,
 url, file_path, language, language_score, token_count, score, int_score; only `text` is read,
@@ -10,23 +10,25 @@ drawn log-normal (the shape bench_openwebtext_scale.py draws for OpenWebText) wi
 turned into characters at docs20's characters per GPT-2 token, each document the next that
 many characters of ../shared/bench/docs20.txt (cycled through).
 
-Three runs, alternated `--repeats` times (medians are printed):
+The runs, alternated `--repeats` times (medians are printed):
 
-- datasets: prepare.py --data-files ... --num-proc 2 (a fresh datasets cache);
-- datatrove: prepare_datatrove.py --data-files ... --tasks 2 --workers 2 (a fresh work dir);
-- floor: tiktoken alone, `encode_to_numpy` on the same texts in 2 processes, every other
-  document each, each reading its half of the parquet files before the clock starts; with
-  `--ordinary` also `encode_ordinary` (a list of ids). The floors must count the tokens the
-  scripts wrote (each document's ids and its end of text), and the two scripts' shards must be
-  byte-identical, or the bench stops.
+- encoder: the fast encoder alone (formats/encoders.py), `encode_to_numpy` on the same texts in
+  2 processes, every other document each, each reading its half of the parquet files and
+  building the encoder before the clock starts: the floor;
+- lesson: prepare.py --data-files ... --num-proc 2 (a fresh datasets cache);
+- tiktoken: the same with NANOGPT_FAST_ENCODER=0 (tiktoken alone encodes);
+- datatrove (with `--datatrove`): prepare_datatrove.py --tasks 2 --workers 2 (a fresh work dir).
 
-`--shard-size` (default 10^7: about 10 shards, so both write tasks have several) is passed to
-both scripts. Printed per run: wall time, CPU time of the script and every process it waited
-for, peak memory of the whole process tree (summed RSS, sampled every 20 ms), the load average;
-then the ratios to the floor and the extrapolation to sample-10BT.
+The encoder must count the tokens the scripts wrote (each document's ids and its end of text);
+the tiktoken run's shards and meta.json, and datatrove's shards, must be byte-identical to the
+lesson's, or the bench fails. `--shard-size` (default 10^7: about 10 shards) is passed to the
+scripts. Printed per run: wall time, CPU time of the script and every process it waited for,
+peak memory of the whole process tree (summed RSS, sampled every 20 ms), the load average; then
+the ratios (targets: the lesson at most 1.15x the encoder's CPU, at most 0.45x tiktoken's) and
+the extrapolation to sample-10BT.
 
     NANOGPT_DATA_MIRROR=../shared/mirror python bench/bench_fineweb_scale.py [--repeats 3]
-        [--documents 100000] [--shard-size 10000000] [--ordinary] [--corpus docs20.txt]
+        [--documents 100000] [--shard-size 10000000] [--datatrove] [--corpus docs20.txt]
 """
 
 import json
@@ -42,8 +44,9 @@ from bench_openwebtext_scale import CORPUS, FLOOR_TEMPLATE, ROOT, timed  # noqa:
 
 from safety import ArgumentParser  # noqa: E402
 
+FAST_ENV = "NANOGPT_FAST_ENCODER"  # "0": the lesson encodes with tiktoken alone
 SCRIPTS = {
-    "datasets": ROOT / "data" / "fineweb" / "prepare.py",
+    "lesson": ROOT / "data" / "fineweb" / "prepare.py",
     "datatrove": ROOT / "data" / "fineweb" / "prepare_datatrove.py",
 }
 NUM_FILES, ROW_GROUP, CORES = 4, 1_000, 2
@@ -127,30 +130,41 @@ def load():
     return os.getloadavg()[0]
 
 
+def lesson_command(name, files, out, scratch, args):
+    """The command of run `name`: the lesson (fast encoder or tiktoken) or datatrove's script."""
+    script = SCRIPTS["datatrove" if name == "datatrove" else "lesson"]
+    command = [sys.executable, str(script), "--data-files", *map(str, files)]
+    command += ["--out-dir", str(out), "--shard-size", str(args.shard_size)]
+    if name == "datatrove":
+        return command + [
+            "--tasks",
+            str(CORES),
+            "--workers",
+            str(CORES),
+            "--work-dir",
+            str(scratch),
+        ]
+    return command + ["--num-proc", str(CORES), "--cache-dir", str(scratch)]
+
+
 def run_all(files, tmp, args, env):
-    names = ["datasets", "datatrove", "floor"] + ["ordinary"] * args.ordinary
+    names = ["encoder", "lesson", "tiktoken"] + ["datatrove"] * args.datatrove
     results = {name: [] for name in names}
     floor_tokens, outputs = set(), {}
     for repeat in range(args.repeats):
         for name in names:
             out, scratch = tmp / f"{name}-{repeat}", tmp / f"scratch-{name}-{repeat}"
             before = load()
-            if name in ("floor", "ordinary"):
-                call = "encode_to_numpy" if name == "floor" else "encode_ordinary"
-                command = [sys.executable, "-c", FLOOR, call, *map(str, files)]
+            if name == "encoder":
+                command = [sys.executable, "-c", FLOOR, "encode_to_numpy", *map(str, files)]
                 _, _, peak, stdout = timed(command, env)
                 floor = json.loads(stdout)
                 wall, cpu, disk = floor["seconds"], floor["cpu"], 0
                 floor_tokens.add(floor["tokens"])
             else:
-                command = [sys.executable, str(SCRIPTS[name]), "--data-files", *map(str, files)]
-                command += ["--out-dir", str(out), "--shard-size", str(args.shard_size)]
-                if name == "datasets":
-                    command += ["--num-proc", str(CORES), "--cache-dir", str(scratch)]
-                else:
-                    command += ["--tasks", str(CORES), "--workers", str(CORES)]
-                    command += ["--work-dir", str(scratch)]
-                wall, cpu, peak, _ = timed(command, env)
+                run_env = dict(env, **{FAST_ENV: "0"}) if name == "tiktoken" else env
+                command = lesson_command(name, files, out, scratch, args)
+                wall, cpu, peak, _ = timed(command, run_env)
                 disk = disk_usage(scratch, out)
                 shutil.rmtree(scratch)
                 if name in outputs:
@@ -163,23 +177,31 @@ def run_all(files, tmp, args, env):
                 f"{peak / 2**20:6.0f} MB, load {before:.1f} -> {loads[1]:.1f}",
                 flush=True,
             )
+    files_of = {
+        name: sorted(p.name for p in out.iterdir() if p.suffix in (".bin", ".npy", ".json"))
+        for name, out in outputs.items()
+    }
+    same = {
+        name: files_of[name] == files_of["lesson"]
+        and all(
+            (out / f).read_bytes() == (outputs["lesson"] / f).read_bytes() for f in files_of[name]
+        )
+        for name, out in outputs.items()
+        if name not in ("lesson", "datatrove")
+    }
+    if "datatrove" in outputs:  # its meta.json says how it ran: only the shards are compared
+        shards = [f for f in files_of["lesson"] if f != "meta.json"]
+        same["datatrove"] = all(
+            (outputs["datatrove"] / f).read_bytes() == (outputs["lesson"] / f).read_bytes()
+            for f in shards
+        )
     shards = {
-        name: sorted(p.name for p in out.iterdir() if p.suffix in (".bin", ".npy"))
-        for name, out in outputs.items()
+        name: json.loads((out / "meta.json").read_text())["shards"] for name, out in outputs.items()
     }
-    same = shards["datasets"] == shards["datatrove"] and all(
-        (outputs["datasets"] / f).read_bytes() == (outputs["datatrove"] / f).read_bytes()
-        for f in shards["datasets"]
-    )
-    written = {
-        name: sum(s["tokens"] for s in json.loads((out / "meta.json").read_text())["shards"])
-        for name, out in outputs.items()
-    }
+    written = {name: sum(s["tokens"] for s in listed) for name, listed in shards.items()}
     if len(floor_tokens | set(written.values())) != 1:
-        sys.exit(f"the floors encoded {floor_tokens} tokens, the scripts wrote {written}")
-    if not same:
-        sys.exit(f"the two scripts' shards differ: {shards}")
-    return results, len(shards["datasets"]), floor_tokens.pop()
+        sys.exit(f"the encoder counted {floor_tokens} tokens, the scripts wrote {written}")
+    return results, len(shards["lesson"]), floor_tokens.pop(), same
 
 
 def main():
@@ -187,10 +209,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--shard-size", type=int, default=10**7)
-    parser.add_argument("--ordinary", action="store_true", help="also the encode_ordinary floor")
+    parser.add_argument("--datatrove", action="store_true", help="also prepare_datatrove.py")
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="default: %(default)s")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop(FAST_ENV, None)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         text = args.corpus.read_text(encoding="utf-8")
@@ -201,15 +224,15 @@ def main():
             f"corpus (FineWeb-Edu sizes): {args.documents:,} documents, {size / 1e6:.1f} MB of "
             f"parquet in {NUM_FILES} files; load average {load():.1f}"
         )
-        results, num_shards, tokens = run_all(files, tmp, args, env)
+        results, num_shards, tokens, same = run_all(files, tmp, args, env)
     median = {
         name: [statistics.median(r[i] for r in runs) for i in range(5)]
         for name, runs in results.items()
     }
-    print(
-        f"\n{tokens:,} tokens in {num_shards} shards of {args.shard_size:,}; the two scripts' "
-        f"shards byte-identical, the floor counted the same tokens"
-    )
+    print(f"\n{tokens:,} tokens in {num_shards} shards of {args.shard_size:,}")
+    for name, identical in same.items():
+        what = "shards" if name == "datatrove" else "shards and meta.json"
+        print(f"{name}: {what} {'byte-identical to' if identical else 'DIFFER from'} lesson's")
     print(
         f"{'run':10s} {'wall (s)':>9s} {'CPU (s)':>8s} {'peak RSS (MB)':>14s} "
         f"{'scratch disk (MB)':>18s} {'load':>5s}"
@@ -219,23 +242,28 @@ def main():
             f"{name:10s} {wall:9.2f} {cpu:8.2f} {peak / 2**20:14.0f} {disk / 2**20:18.1f} "
             f"{top:5.1f}"
         )
-    floor, floor_cpu = median["floor"][:2]
-    for name in SCRIPTS:
-        print(
-            f"{name} / floor: {median[name][0] / floor:.2f}x wall (target <= 1.3), "
-            f"{median[name][1] / floor_cpu:.2f}x CPU"
-        )
-    print(f"floor throughput: {tokens / floor_cpu:,.0f} tokens per CPU second")
-    for name in SCRIPTS:  # CPU seconds per document, on every core of 8-core nodes
+    (wall, cpu), (tiktoken_wall, tiktoken_cpu) = median["lesson"][:2], median["tiktoken"][:2]
+    floor_wall, floor_cpu = median["encoder"][:2]
+    print(
+        f"lesson / encoder alone: {cpu / floor_cpu:.2f}x CPU (target <= 1.15), "
+        f"{wall / floor_wall:.2f}x wall"
+    )
+    print(
+        f"lesson / lesson with {FAST_ENV}=0: {cpu / tiktoken_cpu:.2f}x CPU (target <= 0.45), "
+        f"{wall / tiktoken_wall:.2f}x wall"
+    )
+    print(f"encoder alone: {tokens / floor_cpu:,.0f} tokens per CPU second")
+    for name in median.keys() - {"encoder"}:  # CPU seconds per document, on 8-core nodes
         per_document = median[name][1] / args.documents
         hours = {n: per_document * SAMPLE_DOCUMENTS / (8 * n) / 3600 for n in (1, 8, 64)}
         print(
             f"{name}: sample-10BT at {per_document * 1e3:.2f} ms CPU per document: "
             f"{hours[1]:.2f} h on 1 node of 8 cores, {hours[8] * 60:.1f} min on 8, "
-            f"{hours[64] * 60:.1f} min on 64; scratch disk "
-            f"{median[name][3] / tokens * SAMPLE_TOKENS / 1e9:.0f} GB (per token)"
+            f"{hours[64] * 60:.1f} min on 64"
         )
     print(f"load average at the end: {load():.1f}")
+    if not all(same.values()):
+        sys.exit("the outputs differ")
 
 
 if __name__ == "__main__":

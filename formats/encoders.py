@@ -5,6 +5,7 @@
 - `FastEncoding`: a tiktoken Encoding whose ordinary encoding runs in fastokens (12x to 30x less
   CPU on GPT-2), tiktoken itself for any text fastokens refuses and for everything else
 - `hf_tokenizer_json`: a tiktoken Encoding as a Hugging Face byte-level BPE tokenizer.json
+  (`cached_tokenizer_json`: made once, then read from the cache)
 - `recovered_merges`: the merges a tiktoken Encoding's ranks stand for (GPT-2's: its vocab.bpe)
 
 tiktoken stays the reference: tests/parts/test_fast_encoder.py proves the ids equal on random
@@ -26,6 +27,7 @@ FAST_ENV = "NANOGPT_FAST_ENCODER"  # "0": encode with tiktoken alone
 SPLIT_DIFFERS = "\u180e"
 # The pipelines run one process per core; fastokens' own BPE threads would only contend with them.
 os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
+_BUILT = {}  # "pid:id" -> a fastokens Tokenizer built in process pid (and its forked workers)
 
 
 def fast_encoding(encoding):
@@ -51,25 +53,27 @@ class FastEncoding:
     the same ids, per document. A text fastokens refuses (a lone surrogate) goes to tiktoken, as
     does every other attribute (n_vocab, decode, _pat_str, ...): `reference` is the Encoding."""
 
-    def __init__(self, reference, tokenizer_json=None):
+    def __init__(self, reference, tokenizer_json=None, built=None):
         self.reference = reference
         self._json = tokenizer_json  # hf_tokenizer_json(reference), made once
-        self._fast = None
+        self._fast = _BUILT.get(built)  # forked from the process that built it: that one
+        self._built = built if self._fast else None  # its key in _BUILT, once built
         self._splits_by_regex = not uses_byte_level_regex(reference)
         if tokenizer_json is not None:  # unpickled in a worker process, which will encode
             self._ids("")
 
     def __getattr__(self, name):
-        if name in ("reference", "_json", "_fast"):  # not yet set: while unpickling
+        if name in ("reference", "_json", "_fast", "_built"):  # not yet set: while unpickling
             raise AttributeError(name)
         return getattr(self.reference, name)
 
     def __reduce__(self):
-        # a worker process gets the JSON, not the 0.4 s of making it, and builds fastokens'
-        # side (0.35 s) as it unpickles: nothing built in one process is used in another
+        # a worker process gets the JSON, not the 1.4 s of making it; one forked after fastokens'
+        # side was built here finds it in _BUILT (its memory is a copy of ours) and skips the
+        # 0.4 s of building it again; another (spawned) builds it from the JSON as it unpickles
         if self._json is None:
-            self._json = hf_tokenizer_json(self.reference)
-        return FastEncoding, (self.reference, self._json)
+            self._json = cached_tokenizer_json(self.reference)
+        return FastEncoding, (self.reference, self._json, self._built)
 
     def __repr__(self):
         return f"FastEncoding({self.reference!r})"
@@ -81,8 +85,10 @@ class FastEncoding:
             import fastokens
 
             with contextlib.suppress(Exception):  # not a BPE vocabulary, a pattern PCRE2 refuses
-                self._json = self._json or hf_tokenizer_json(self.reference)
+                self._json = self._json or cached_tokenizer_json(self.reference)
                 self._fast = fastokens.Tokenizer.from_json_str(self._json)
+                self._built = f"{os.getpid()}:{id(self._fast)}"
+                _BUILT[self._built] = self._fast  # for the workers forked from here
         if self._fast is False or (self._splits_by_regex and SPLIT_DIFFERS in text):
             return None
         try:
@@ -115,6 +121,35 @@ def uses_byte_level_regex(encoding):
     from bpe.patterns import PATTERNS
 
     return encoding._pat_str == PATTERNS["gpt2"]
+
+
+def cached_tokenizer_json(encoding):
+    """`hf_tokenizer_json(encoding)`, made once and kept in $NANOGPT_DATA_CACHE/fastokens (1.7 s
+    for GPT-2's, 10 ms to read again), named by a hash of what it is made from: the pattern, the
+    ranks, the code making it and fastokens' version. A cache that cannot be read or written is
+    left alone: the JSON is made here again."""
+    import hashlib
+    import marshal
+    import pickle
+    from importlib.metadata import version
+
+    from safety.files import atomic_path
+    from safety.gpt2 import data_cache
+
+    makers = [
+        marshal.dumps(f.__code__) for f in (hf_tokenizer_json, recovered_merges, render_token)
+    ]
+    made_from = (encoding._pat_str, encoding._mergeable_ranks, makers, version("fastokens"))
+    key = hashlib.sha256(pickle.dumps(made_from)).hexdigest()
+    path = data_cache() / "fastokens" / f"tokenizer-{key[:32]}.json"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return path.read_text(encoding="utf-8")
+    tokenizer_json = hf_tokenizer_json(encoding)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.write_text(tokenizer_json, encoding="utf-8")
+    return tokenizer_json
 
 
 def hf_tokenizer_json(encoding):

@@ -40,7 +40,8 @@ def tiktoken_cache():
 
 
 def data_cache():
-    """Where downloaded files are kept: $NANOGPT_DATA_CACHE, else ~/.cache/nanogpt-data."""
+    """Where the lessons keep what they fetch or make once: $NANOGPT_DATA_CACHE, else
+    ~/.cache/nanogpt-data."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
 
 

@@ -72,14 +72,40 @@ def lesson_batches(tokenized, batch_size):
 
 @pytest.mark.parametrize("batch_size", [1, 7, 10_000])
 def test_the_lessons_write_loop_is_concatenate_of_the_ids_column(tokenized, batch_size):
-    """The memmap loop copies the ids of every document, in order, as uint16, across the map's
-    two cache files; `len` adds up to them (the memmap's size)."""
-    assert len(tokenized.cache_files) == 2
+    """The memmap loop copies the ids of every document, in order, as uint16, from the Arrow
+    file beside the documents' cache; `len` adds up to them (the memmap's size)."""
+    assert len(tokenized.cache_files) == 1
     expected = np.concatenate(tokenized.with_format("numpy")["ids"])
     batches = list(lesson_batches(tokenized, batch_size))
     assert np.concatenate(batches).tolist() == expected.tolist()
     assert {b.dtype for b in batches} == {np.dtype(np.uint16)}
     assert int(tokenized.with_format("arrow")["len"].to_numpy().sum()) == len(expected)
+
+
+@pytest.mark.parametrize("num_proc", [1, 3])
+def test_tokenize_dataset_is_tokenize_documents_in_order_at_any_number_of_processes(
+    corpus, tmp_path, gpt2_encoding, num_proc
+):
+    """tokenize_dataset's rows are tokenize_documents' on all the documents, in their order, in
+    batches of 1,000 rows over any number of processes (3,000 documents: a batch a worker);
+    its Arrow file beside the documents is read again by the next call with the same inputs,
+    and documents held in memory get their ids in memory."""
+    import datasets
+
+    folder, _ = corpus
+    loaded = load_documents(OPENWEBTEXT, [str(folder / "*.jsonl")], 1, tmp_path)
+    dtype = np.dtype(np.uint16)
+    expected = tokenize(loaded["text"], gpt2_encoding, dtype)
+    made = tokenize_dataset(loaded, gpt2_encoding, GPT2_RECORD, dtype, "doc", num_proc, "t")
+    assert [ids.tolist() for ids in expected["ids"]] == made["ids"]
+    assert made["len"] == expected["len"]
+    [path] = {Path(f["filename"]) for f in made.cache_files}
+    assert path.parent == Path(loaded.cache_files[0]["filename"]).parent
+    again = tokenize_dataset(loaded, gpt2_encoding, GPT2_RECORD, dtype, "doc", num_proc, "t")
+    assert {Path(f["filename"]) for f in again.cache_files} == {path}
+    in_memory = datasets.Dataset.from_dict({"text": loaded["text"][:20]})
+    held = tokenize_dataset(in_memory, gpt2_encoding, GPT2_RECORD, dtype, "doc", num_proc, "t")
+    assert not held.cache_files and held["ids"] == made["ids"][:20]
 
 
 def test_the_lessons_write_loop_reads_an_in_memory_dataset(tokenized):

@@ -3,6 +3,7 @@ tokenizers trained here (GPT-2's, GPT-4's and nanochat's patterns): on random Un
 code point, on runs of 200,000 characters and on Tiny Shakespeare; and it is the Encoding the
 pipelines get, unless NANOGPT_FAST_ENCODER=0."""
 
+import multiprocessing
 import pickle
 
 import numpy as np
@@ -11,7 +12,12 @@ from conftest import REPO, run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formats.encoders import FastEncoding, recovered_merges
+from formats.encoders import (
+    FastEncoding,
+    cached_tokenizer_json,
+    hf_tokenizer_json,
+    recovered_merges,
+)
 
 pytest.importorskip(
     "fastokens", reason="the fast encoder's tests need the extra: pip install -e '.[fast]'"
@@ -168,6 +174,32 @@ def test_fast_encoding_pickles_and_keeps_the_definition(encodings):
         50256,
         "Hello world",
     )
+
+
+def _built_id(fast):
+    return id(fast._fast), fast.encode_ordinary("Hello world")
+
+
+def test_a_forked_worker_encodes_with_the_fast_encoder_built_before_the_fork(encodings):
+    """A FastEncoding pickled to a worker forked after it was built uses the fastokens tokenizer
+    already in the worker's memory (a copy of the parent's), not one built again from the JSON."""
+    fast = pickle.loads(pickle.dumps(encodings["gpt2"][1]))
+    fast.encode_ordinary("")  # built here, before the fork
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_built_id, (fast,)) == (id(fast._fast), [15496, 995])
+
+
+def test_the_tokenizer_json_is_made_once_then_read_from_the_cache(encodings, tmp_path, monkeypatch):
+    """cached_tokenizer_json writes hf_tokenizer_json's JSON into $NANOGPT_DATA_CACHE/fastokens
+    the first time, and reads that file after (a marker written into it comes back)."""
+    monkeypatch.setenv("NANOGPT_DATA_CACHE", str(tmp_path))
+    reference = encodings["trained-gpt4"][0]
+    made = cached_tokenizer_json(reference)
+    [path] = (tmp_path / "fastokens").iterdir()
+    assert path.read_text(encoding="utf-8") == made == hf_tokenizer_json(reference)
+    path.write_text("read again", encoding="utf-8")
+    assert cached_tokenizer_json(reference) == "read again"
+    assert cached_tokenizer_json(encodings["trained-nanochat"][0]) != "read again"
 
 
 @pytest.mark.parametrize(

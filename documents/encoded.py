@@ -1,0 +1,89 @@
+"""Every document's ids, a batch of rows at a time in a pool of processes started once: what
+datasets' map did for prepare_common's `tokenize_dataset`, without its cost beyond the encoder
+(a Python list per row turned into Arrow, a pool per call, the function pickled to each worker).
+
+    tokenized = encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
+    # a datasets.Dataset {"ids": [[50256, 17250], ...], "len": [2, ...]}, in the documents' order
+
+tokenize(texts, indices) -> {"ids": [array, ...], "len": [int, ...]} is prepare_common's
+`tokenize_documents` with its options. The workers are forked after the encoder was built
+(formats/encoders.py: they use the parent's), read their rows of the documents themselves (the
+documents are memory-mapped Arrow: no text goes through a pipe) and send back one flat array of
+ids a batch. The results come in the documents' order (documents/parallel.py), so the file is
+the same at any number of processes. Documents read from files (datasets' cache) get their ids in
+an Arrow file beside them, named by `key` and read again by the next run with the same key;
+documents held in memory (a budget's) get them in memory.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from .parallel import ordered_map
+
+ROWS_PER_BATCH = 1_000  # a worker's task: ~1M tokens of FineWeb-Edu
+
+
+def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
+    """The ids and length of every document of `documents` (a datasets.Dataset with `text`), as
+    tokenize gives them, in a datasets.Dataset of columns "ids" (lists of `dtype`) and "len"."""
+    import datasets
+    import pyarrow as pa
+
+    from safety.files import atomic_path
+
+    path = cache_path(documents, key)
+    if path is not None and path.is_file():  # made by an earlier run from the same inputs
+        return datasets.Dataset.from_file(str(path))
+    schema = pa.schema({"ids": pa.list_(pa.from_numpy_dtype(dtype)), "len": pa.int64()})
+    batches = record_batches(documents, tokenize, schema, num_proc, desc)
+    if path is None:
+        return datasets.Dataset(
+            datasets.table.InMemoryTable(pa.Table.from_batches(batches, schema))
+        )
+    # atomic: a run stopped half-way leaves no file that the next would read
+    with (
+        atomic_path(path) as tmp,
+        pa.OSFile(str(tmp), "wb") as sink,
+        pa.ipc.new_stream(sink, schema) as writer,
+    ):
+        for batch in batches:
+            writer.write_batch(batch)
+    return datasets.Dataset.from_file(str(path))
+
+
+def cache_path(documents, key):
+    """Where the ids of documents read from files go: beside their first cache file, named by
+    `key`; None for documents in memory."""
+    if not documents.cache_files:
+        return None
+    return Path(documents.cache_files[0]["filename"]).parent / f"tokenized-{key}.arrow"
+
+
+def record_batches(documents, tokenize, schema, num_proc, desc):
+    """The documents' ids and lengths as Arrow record batches of ROWS_PER_BATCH rows (fewer when
+    there are fewer documents than that a process: each process gets some), in order:
+    ids [50256, 17250, 50256, 64] with lengths [2, 2] -> ids [[50256, 17250], [50256, 64]]."""
+    import pyarrow as pa
+    from tqdm import tqdm
+
+    rows = documents.with_format("arrow")  # read in the workers: a slice of the mapped file
+    size = max(1, min(ROWS_PER_BATCH, -(-len(rows) // num_proc)))  # a few documents: all share
+    starts = range(0, len(rows), size)
+    spans = ((start, min(start + size, len(rows))) for start in starts)
+    processes = min(num_proc, len(starts))
+    # closed before an error goes on: the error is the last line, not a bar redrawn after it
+    with tqdm(total=len(rows), unit=" doc", desc=f"{desc} (num_proc={processes})") as bar:
+        for ids, lengths in ordered_map(encoded_rows, spans, processes, shared=(rows, tokenize)):
+            offsets = np.zeros(len(lengths) + 1, np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
+            yield pa.record_batch([column, pa.array(lengths)], schema=schema)
+            bar.update(len(lengths))
+
+
+def encoded_rows(start, stop, rows, tokenize):
+    """Rows start..stop-1 of the documents encoded: (their ids as one flat array, the lengths)."""
+    texts = rows[start:stop]["text"].to_pylist()
+    encoded = tokenize(texts, range(start, stop))
+    return np.concatenate(encoded["ids"]), np.asarray(encoded["len"], np.int64)
