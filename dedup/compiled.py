@@ -57,10 +57,8 @@ def minhash(tokens, offsets, n, a, b, signatures):
             h = SEED
             for q in range(p, min(p + n, end)):
                 h = mix64(h ^ np.uint64(tokens[q]))
-            for k in range(len(a)):
-                value = a[k] * h + b[k]
-                if value < row[k]:
-                    row[k] = value
+            for k in range(len(a)):  # a branch-free min: the compiler vectorises it
+                row[k] = min(row[k], a[k] * h + b[k])
 
 
 @compiled

@@ -8,11 +8,15 @@ simple.py's `& MASK`, so the hashes are the same bits.
 """
 
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import simple
 from .compiled import KERNELS
+
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 U64 = np.uint64
 MASK = U64(simple.MASK)
@@ -111,6 +115,13 @@ def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
     return flat, begins
 
 
+def on_threads(work, bounds):
+    """work(lo, hi) for each pair of neighbouring bounds, a thread each: the compiled kernels
+    hold no GIL, so the pieces run on as many cores. [0, 5, 9] -> work(0, 5), work(5, 9)."""
+    with ThreadPoolExecutor(len(bounds) - 1) as pool:
+        list(pool.map(work, bounds[:-1], bounds[1:]))
+
+
 def sequence_hashes(rows):
     """[simple.sequence_hash(row) for row in rows] of a 2-D array of integers."""
     rows = np.asarray(rows).astype(U64)
@@ -127,8 +138,13 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
     a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
     signatures = np.full((len(offsets) - 1, num_hashes), MASK, U64)
     if KERNELS is not None:
-        offsets = np.asarray(offsets, np.int64)
-        KERNELS.minhash(np.asarray(tokens), offsets, n, a, b, signatures)
+        offsets, tokens = np.asarray(offsets, np.int64), np.asarray(tokens)
+
+        def sign(lo, hi):  # documents lo..hi-1, into their rows of signatures
+            KERNELS.minhash(tokens, offsets[lo : hi + 1], n, a, b, signatures[lo:hi])
+
+        cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], THREADS + 1)[1:-1])
+        on_threads(sign, [0, *np.unique(cuts), len(offsets) - 1])  # as many tokens a thread
         return signatures
     flat, begins = shingle_hashes(tokens, offsets, n)
     nonempty = np.flatnonzero(np.diff(begins) > 0)
@@ -157,7 +173,17 @@ def lookup(unique):
     """
     if KERNELS is not None:
         table = KERNELS.table(np.asarray(unique, U64))
-        return lambda hashes: KERNELS.positions(*table, hashes)
+
+        def positions(hashes):
+            found = np.empty(len(hashes), np.int64)
+
+            def look(lo, hi):
+                found[lo:hi] = KERNELS.positions(*table, hashes[lo:hi])
+
+            on_threads(look, np.linspace(0, len(hashes), THREADS + 1).astype(np.int64))
+            return found
+
+        return positions
     return lambda hashes: positions_in(unique, hashes)
 
 
