@@ -76,8 +76,9 @@ def main():
         os.environ.update(server.environment(home))  # before huggingface_hub reads its constants
         from huggingface_hub import snapshot_download
 
+        from documents.inputs import HubDataset
         from hub.budget import budgeted_documents, cache_folder, document_tokens
-        from prepare_common import HubDataset, bpe_encoding
+        from prepare_common import bpe_encoding
 
         encoding = bpe_encoding()[0]
         total = sum(len(ids) + 1 for ids in encoding.encode_ordinary_batch(texts))

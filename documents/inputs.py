@@ -1,6 +1,6 @@
 """A lesson's inputs checked before `datasets` reads them: hub files and local files.
 
-prepare_common's `load_documents` loads a pinned dataset of the hub (`hub_files`: each file
+`load_documents` loads a pinned dataset of the hub, a HubDataset (`hub_files`: each file
 checked against the hash the hub publishes) or the user's --data-files (`expand_data_files`:
 files of one known kind, not all empty). What can go wrong is refused in one line naming the
 input: a revision that is gone, a corrupt parquet file, a missing `text` column (`check_texts`),
@@ -12,6 +12,7 @@ import contextlib
 import fnmatch
 import hashlib
 import os
+from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -239,3 +240,66 @@ def check_texts(dataset, source):
             f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
             f"'text' (the first at row {first:,}); fix or drop those rows"
         )
+
+
+# A document lesson pins its dataset, a HubDataset: its repository and revision, its config (the
+# card's name for it), the files it holds (a glob of parquet files, read with datasets' own parquet
+# builder: no loading script runs) and the split they are.
+HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
+
+
+def load_documents(hub, data_files, num_proc, cache_dir):
+    """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
+
+    data_files None -> `hub`'s files at its revision, downloaded and each checked against the
+    sha256 the hub publishes (`hub_files`); else the files the patterns name (see
+    `expand_data_files`). Every failure is a PrepareError saying what to do.
+    """
+    import datasets
+
+    if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+        raise PrepareError(f"--cache-dir {cache_dir} is a file, not a folder; choose another path")
+    if data_files is None:
+        files, hashes = hub_files(hub, source_name(None, hub))
+        content = hashlib.sha256("".join(hashes).encode()).hexdigest()
+    else:
+        files = expand_data_files(data_files)
+        content = inputs_sha256(files)
+    name, options = builder(files[0])
+    # datasets knows a local file by its path, size and time: its cache of the documents goes
+    # in a folder named by their content, so an input edited in place is read again
+    cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
+    try:
+        dataset = datasets.load_dataset(
+            name,
+            data_files={"train": files},
+            split="train",
+            cache_dir=str(cache_dir),
+            num_proc=min(num_proc, len(files)),
+            **options,
+        )
+    except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
+        cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
+        detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
+        what = f"--data-files {' '.join(data_files)}" if data_files else source_name(None, hub)
+        raise PrepareError(f"datasets could not read {what} ({detail})") from None
+    check_texts(dataset, source_name(data_files, hub))
+    return dataset
+
+
+def source_name(data_files, hub):
+    """None -> "Skylion007/openwebtext@79d93d786212"; ["a/*.jsonl", "b.txt"] -> "a/*.jsonl
+    b.txt"."""
+    if data_files:
+        return " ".join(data_files)
+    config = f" ({hub.config})" if hub.config not in hub.files else ""
+    return f"{hub.repo}@{hub.revision[:12]}{config}"
+
+
+def source_record(data_files, num_documents, hub, budget=None):
+    """meta.json's "source": the hub repo, revision and config, or the --data-files as given;
+    with --max-tokens, its "budget" (hub.budget: the files and row groups read)."""
+    if data_files:
+        return {"files": data_files, "documents": num_documents}
+    record = dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)
+    return {**record, "budget": budget} if budget else record

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from documents.inputs import HubDataset, source_name, source_record
 from engine.executors import (
     LOADED_TOKENIZERS,
     WORK_FORMAT,
@@ -56,14 +57,7 @@ from engine.readers import (
     task_slices,
 )
 from inspection.overlap import say_overlap
-from prepare_common import (
-    NANOGPT_READS,
-    HubDataset,
-    bpe_encoding,
-    dtype_for_vocab,
-    source_name,
-    source_record,
-)
+from prepare_common import NANOGPT_READS, bpe_encoding, dtype_for_vocab
 from safety.commit import folder_lock
 from safety.text import plural
 

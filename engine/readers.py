@@ -17,8 +17,7 @@ from documents.corpus import (
     line_start,
     parquet_texts,
 )
-from documents.inputs import builder, expand_data_files, hub_files
-from prepare_common import source_name
+from documents.inputs import builder, expand_data_files, hub_files, source_name
 from safety.errors import PrepareError
 from safety.files import sha256_file
 from safety.text import read_text

@@ -18,19 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
-from documents.inputs import checked_download, hub_entries, hub_failures
+from documents.inputs import (
+    HubDataset,
+    checked_download,
+    hub_entries,
+    hub_failures,
+    load_documents,
+    source_name,
+)
 from formats import nanochat, schema
 from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
 from hub import token_budget
-from prepare_common import (
-    HubDataset,
-    bpe_encoding,
-    load_documents,
-    source_name,
-    text_source,
-    write_record,
-)
+from prepare_common import bpe_encoding, text_source, write_record
 from safety import (
     ArgumentParser,
     PrepareError,

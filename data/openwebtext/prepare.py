@@ -13,19 +13,16 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
+from documents.inputs import HubDataset, load_documents, source_name, source_record
 from formats import schema
 from hub import budgeted_documents, count_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
-    HubDataset,
     bpe_encoding,
     dtype_for_vocab,
     id_batches,
     llmc_names,
-    load_documents,
     random_split,
-    source_name,
-    source_record,
     split_record,
     split_sizes,
     tokenize_dataset,

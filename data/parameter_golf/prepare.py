@@ -29,13 +29,13 @@ import numpy as np
 from tqdm import tqdm
 
 from documents.corpus import documents
-from documents.inputs import expand_data_files, hub_files
+from documents.inputs import HubDataset, expand_data_files, hub_files
 from formats import golf, schema
 from formats.schema import GOLF_FORMAT
 from hub import token_budget
 from hub.prefix import hub_prefix, hub_small_file
 from inspection.bpb import FIGURES, add_figures, audit_lines
-from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
+from prepare_common import bpe_encoding, llmc_names, write_record, write_shards
 from safety import (
     ArgumentParser,
     PrepareError,

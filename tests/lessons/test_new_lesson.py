@@ -7,10 +7,10 @@ import json
 from conftest import run_python
 from hub_server import LocalHub, parquet_bytes
 
-# A lesson as a learner would add it: data/stories/prepare.py, importing prepare_common only.
+# A lesson as a learner would add it: data/stories/prepare.py, importing the project's modules only.
 NEW_LESSON = """
 import json
-from prepare_common import HubDataset, load_documents
+from documents.inputs import HubDataset, load_documents
 from safety import run_main
 
 STORIES = HubDataset("someone/stories", "{revision}", "tiny", "tiny/*.parquet", split="validation")

@@ -9,10 +9,9 @@ from conftest import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from documents.inputs import expand_data_files
+from documents.inputs import expand_data_files, load_documents
 from prepare_common import (
     encode_document,
-    load_documents,
     random_split,
     split_sizes,
     tokenize_dataset,
