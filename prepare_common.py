@@ -274,6 +274,7 @@ def write_meta(
     shards=None,
     shard_format=None,
     documents=None,
+    eot_first=False,
 ):
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
 
@@ -282,7 +283,7 @@ def write_meta(
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
     documents: {"train": texts, "val": texts} as written (a str: the split is one text), for each
     split's byte figures and val's bytes sidecar, recounted from them and the ids written
-    (formats/val_bytes.py).
+    (formats/val_bytes.py); eot_first: each document's end-of-text is before it (llm.c's rule).
     """
     out = Path(out)
     pkl = out / META_PKL
@@ -302,7 +303,7 @@ def write_meta(
     splits = meta["splits"]
     meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
     if documents is not None:
-        meta.update(write_val_bytes(out, meta, tokenizer, documents))
+        meta.update(write_val_bytes(out, meta, tokenizer, documents, eot_first))
     return write_record(out, meta)
 
 

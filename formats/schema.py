@@ -32,7 +32,7 @@ SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
 INDEX_SUFFIX = ".docs.npy"  # a split's document starts, read by docs/bos_batches.md's train.py
 TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special token
 VAL_BYTES = "val_bytes.bin"  # each val token's share of the text's UTF-8 bytes (formats/val_bytes)
-VAL_BYTES_NAME = re.compile(rf"{re.escape(VAL_BYTES)}|\w[\w.-]*_bytes_\d{{6}}\.(bin|npy)")
+VAL_BYTES_NAME = re.compile(rf"{re.escape(VAL_BYTES)}|\w[\w.-]*_bytes(_\d{{6}})?\.(bin|npy)")
 FIGURES = (  # a split's byte figures (meta.json's "bytes"): inspection/bpb.py says each
     "documents",
     "text_bytes",
@@ -74,13 +74,14 @@ def index_name(split):
 def val_bytes_name(ids_file):
     """The val bytes sidecar beside a val ids file, named so that no trainer's glob reads it as
     ids (build-nanogpt reads every name holding "val"): "val.bin" -> VAL_BYTES;
-    "edu_fineweb_val_000000.npy" -> "edu_fineweb_bytes_000000.npy"."""
+    "edu_fineweb_val_000000.npy" -> "edu_fineweb_bytes_000000.npy"; "TinyStories_val.bin" ->
+    "TinyStories_bytes.bin"."""
     if ids_file == bin_name("val"):
         return VAL_BYTES
-    stem, found, rest = ids_file.rpartition("_val_")
+    stem, found, rest = ids_file.rpartition("_val")
     if not found:
-        raise PrepareError(f"{ids_file} is not a val shard's name (<name>_val_000000.bin)")
-    return f"{stem}_bytes_{rest}"
+        raise PrepareError(f"{ids_file} is not a val file's name (<name>_val_000000.bin)")
+    return f"{stem}_bytes{rest}"
 
 
 def nanochat_shard_name(index):

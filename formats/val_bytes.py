@@ -181,13 +181,12 @@ def written_parts(folder, meta):
     ]
 
 
-def eot_position(meta, documents):
+def eot_position(documents, eot_first):
     """Where each document's end-of-text sits in the ids: None for splits given as one text
-    each (the Shakespeare lessons'), "first" in shards (llm.c's rule), "last" in val.bin
-    (nanoGPT's)."""
+    each (the Shakespeare lessons'), "first" (llm.c's rule), or "last" (nanoGPT's)."""
     if isinstance(documents, dict) and isinstance(documents.get("val"), str):
         return None
-    return "first" if "shards" in meta else "last"
+    return "first" if eot_first else "last"
 
 
 def ordered_texts(parts, documents):
@@ -199,11 +198,12 @@ def ordered_texts(parts, documents):
     return itertools.chain.from_iterable(texts_of(documents[split]) for split in splits)
 
 
-def write_val_bytes(out, meta, tokenizer, documents):
+def write_val_bytes(out, meta, tokenizer, documents, eot_first=False):
     """Each split's figures, recounted from `documents` (see ordered_texts) and the ids written
-    in `out`, and the val bytes sidecars beside val.bin or each val shard; return meta.json's
-    {"bytes": {split: figures}, "val_bytes": its record}."""
-    tokens, eot = RecordTokens(tokenizer), eot_position(meta, documents)
+    in `out` (eot_first: each document's end-of-text before it, llm.c's rule), and the val bytes
+    sidecars beside val.bin or each val shard; return meta.json's {"bytes": {split: figures},
+    "val_bytes": its record}."""
+    tokens, eot = RecordTokens(tokenizer), eot_position(documents, eot_first)
     parts = written_parts(out, meta)
     figures = {split: dict.fromkeys(FIGURES, 0) for split in meta["splits"]}
     pairs = itertools.zip_longest(

@@ -134,7 +134,9 @@ def prepare(archive, out, *args, env=None):
 
 
 def outputs(folder):
-    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.suffix == ".bin"}
+    """The ids files (the val bytes sidecar, which the references do not write, left out)."""
+    files = sorted(Path(folder).iterdir())
+    return {p.name: p.read_bytes() for p in files if p.suffix == ".bin" and "_bytes" not in p.name}
 
 
 # ---------------------------------------------------------------------------------------------
