@@ -17,7 +17,7 @@ from formats.shards import read_shard
 from formats.val_bytes import write_val_bytes
 from inspection import main as inspect_folder
 from inspection.verify import verify
-from prepare_common import bpe_encoding, encode_document, write_bin, write_shards
+from prepare_common import bpe_encoding, encode_document, llmc_names, write_bin, write_shards
 
 # text a tokenizer could trip on: NUL, lone combining marks, CRLF, runs of spaces, 4-byte
 # characters. No lone surrogates: the lessons read UTF-8 files and Arrow strings, which hold none.
@@ -85,9 +85,8 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
             meta["splits"] = {s: {"tokens": int(sum(map(len, ids[s])))} for s in ("train", "val")}
             documents = {"train": train, "val": val}
         else:
-            stream = ids["val"] + ids["train"]  # shard 0 val, the rest train: one stream, cut
-            names = ((("val" if i == 0 else "train"), f"t_{'val' if i == 0 else 'train'}_{i:06d}")
-                     for i in range(10**6))  # fmt: skip
+            stream = ids["val"] + ids["train"]  # one stream, cut in shards
+            names = llmc_names("t")  # shard 0 val, the others train
             size = max(1, sum(map(len, ids["val"])) - 1)
             meta["shards"] = write_shards(
                 out, stream, names, size, np.uint16, tokenizer["vocab_size"], layout, say=False
@@ -160,7 +159,8 @@ def char_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("char")
     text = folder / "input.txt"
     text.write_text("First Citizen:\r\nBefore we proceed \u0301 any further, 中文 🙂\n" * 40)
-    result = run_python("data/shakespeare_char/prepare.py", "--input", text, "--out-dir", folder / "out", cwd=REPO)  # fmt: skip
+    script = "data/shakespeare_char/prepare.py"
+    result = run_python(script, "--input", text, "--out-dir", folder / "out", cwd=REPO)
     assert result.returncode == 0, result.stderr
     return folder / "out"
 
@@ -207,21 +207,21 @@ def rename(_folder, meta):
     [
         pytest.param(
             lambda f, m: change_share(f, m, False), ["val_bytes.bin", "sha256"], id="share-changed"
-        ),  # fmt: skip
+        ),
         pytest.param(
             lambda f, m: change_share(f, m, True),
             ["val_bytes.bin: share 3 is"],
             id="share-changed-sha256-too",
-        ),  # fmt: skip
+        ),
         pytest.param(shorten, ["val_bytes.bin holds", "shares, val.bin"], id="wrong-length"),
         pytest.param(change_figure("text_bytes"), ["bytes.val.text_bytes is"], id="text-bytes"),
         pytest.param(
             change_figure("changed_documents"), ["bytes.val.changed_documents"], id="changed"
-        ),  # fmt: skip
+        ),
         pytest.param(change_figure("documents"), ["bytes.val.documents is 2"], id="documents"),
         pytest.param(
             drop("val_bytes"), ["bytes and val_bytes without the other"], id="no-sidecar-record"
-        ),  # fmt: skip
+        ),
         pytest.param(rename, ['val_bytes.files[0].file is "prepare.py"'], id="not-a-sidecar-name"),
     ],
 )
