@@ -4,8 +4,8 @@ The corpus: ../shared/bench/docs20.txt (~20 MB) cut at line ends into 20,000 doc
 as 4 .jsonl files in a temporary folder. Both scripts run as subprocesses with 2 processes and a
 fresh datasets cache each:
 
-- reference: tests/nanogpt_openwebtext.py, nanoGPT's code (int64 lists in the datasets cache,
-  the 1,024-shard concatenate loop into a memmap);
+- reference: tests/references/nanogpt_openwebtext.py, nanoGPT's code (int64 lists in the datasets
+  cache, the 1,024-shard concatenate loop into a memmap);
 - ours: data/openwebtext/prepare.py --data-files ...
 
 Printed: wall time of each whole script, the ratio ours/reference, peak RSS, the size of each
@@ -161,7 +161,7 @@ def main():
         ref_seconds, ref_rss = run(
             [
                 sys.executable,
-                str(ROOT / "tests" / "nanogpt_openwebtext.py"),
+                str(ROOT / "tests" / "references" / "nanogpt_openwebtext.py"),
                 "--out-dir",
                 str(tmp / "ref"),
                 "--test-size",

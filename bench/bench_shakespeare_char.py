@@ -4,9 +4,9 @@
 
 Both run as fresh processes (start-up and imports count: that is most of the time) on the same
 Tiny Shakespeare, alternating, with input.txt already in place. nanoGPT's method is its
-prepare.py verbatim (tests/nanogpt_shakespeare_char.py): read, sorted(set(data)), list-comprehension
-encode, np.array, tofile, pickle. Prints the median of each, and ours / nanoGPT's (the target:
-at most 1.0, no slower than nanoGPT's script).
+prepare.py verbatim (tests/references/nanogpt_shakespeare_char.py): read, sorted(set(data)),
+list-comprehension encode, np.array, tofile, pickle. Prints the median of each, and ours / nanoGPT's
+(the target: at most 1.0, no slower than nanoGPT's script).
 """
 
 import argparse
@@ -25,7 +25,8 @@ TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespe
 
 REPO = Path(__file__).resolve().parents[1]
 
-NANOGPT_SCRIPT = REPO / "tests" / "nanogpt_shakespeare_char.py"  # nanoGPT's prepare.py, verbatim
+# nanoGPT's prepare.py, verbatim
+NANOGPT_SCRIPT = REPO / "tests" / "references" / "nanogpt_shakespeare_char.py"
 
 
 def wall_time(command):

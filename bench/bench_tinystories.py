@@ -7,8 +7,9 @@ list of objects whose "story" is synthetic TinyStories-like English, with the re
 fields beside it) is prepared, each command a fresh process on the same archive:
 
 - ours, --format llmc, at --num-proc 1 and 2 (the archive read as a stream, never unpacked);
-- llm.c's rule in one process (tests/llmc_tinystories.py, the tests' oracle): `tar -xzf` into a
-  folder, as llm.c's os.system does, then every file's tokens into one Python list per split;
+- llm.c's rule in one process (tests/references/llmc_tinystories.py, the tests' oracle): `tar -xzf`
+  into a folder, as llm.c's os.system does, then every file's tokens into one Python list per
+  split;
 - llm.c's rule with its pool, in our words: a ProcessPoolExecutor over the split's files, its
   results gathered by as_completed (so its order, and bytes, hold only by luck).
 
@@ -40,7 +41,7 @@ from safety import ArgumentParser
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "data" / "tinystories" / "prepare.py"
-TESTS = REPO / "tests"
+REFERENCES = REPO / "tests" / "references"
 
 VOCABULARY = (  # the words of the synthetic stories
     "the a and to was he she it they her his him them little big happy sad day time one "
@@ -227,7 +228,7 @@ def main():
                 if command[1] == "-c":
                     unpacked, out = tmp / f"unpacked-{len(rows)}", tmp / f"llmc-{len(rows)}"
                     unpacked.mkdir(), out.mkdir()
-                    command = [*command, str(archive), str(unpacked), str(out), str(TESTS)]
+                    command = [*command, str(archive), str(unpacked), str(out), str(REFERENCES)]
                 else:
                     out = Path(command[-1])
                 figures = measure(command)

@@ -1,6 +1,6 @@
 """The loops of fast.py that numpy makes slow, compiled with numba where it is installed
 (`pip install '.[fast-dedup]'`); without it, fast.py runs its numpy code, the reference each
-kernel here equals (tests/test_dedup.py runs both on the same ids and compares every value).
+kernel here equals (tests/parts/test_dedup.py runs both on the same ids and compares every value).
 
     KERNELS.minhash(tokens, offsets, n, a, b, signatures)    # fast.minhash_signatures
     KERNELS.ngram_hashes(tokens, offsets, n, base, inverse)  # fast.ngram_hashes of gram_hash

@@ -2,7 +2,7 @@
 
 Documents come as one array of token ids and their offsets: document i is
 tokens[offsets[i]:offsets[i + 1]] (offsets [0, 3, 3, 5] -> three documents of 3, 0 and 2 ids).
-Each function says which function of simple.py it equals; tests/test_dedup.py proves it on
+Each function says which function of simple.py it equals; tests/parts/test_dedup.py proves it on
 random ids and on Tiny Shakespeare. uint64 arithmetic wraps around in numpy arrays as it does in
 simple.py's `& MASK`, so the hashes are the same bits.
 """

@@ -7,8 +7,8 @@
 - `hf_tokenizer_json`: a tiktoken Encoding as a Hugging Face byte-level BPE tokenizer.json
 - `recovered_merges`: the merges a tiktoken Encoding's ranks stand for (GPT-2's: its vocab.bpe)
 
-tiktoken stays the reference: tests/test_fast_encoder.py proves the ids equal on random Unicode
-and on the real corpora, for GPT-2 and for trained tokenizers.
+tiktoken stays the reference: tests/parts/test_fast_encoder.py proves the ids equal on random
+Unicode and on the real corpora, for GPT-2 and for trained tokenizers.
 """
 
 import contextlib
@@ -21,7 +21,8 @@ from bpe.io import render_token
 FAST_ENV = "NANOGPT_FAST_ENCODER"  # "0": encode with tiktoken alone
 # The one code point where fastokens' regex engine (for any pattern but GPT-2's) and tiktoken's
 # disagree: U+180E, a space before Unicode 6.3 and a format character since, is \s to the first
-# only. A text holding it goes to tiktoken (tests/test_fast_encoder.py tries every code point).
+# only. A text holding it goes to tiktoken (tests/parts/test_fast_encoder.py tries every code
+# point).
 SPLIT_DIFFERS = "\u180e"
 # The pipelines run one process per core; fastokens' own BPE threads would only contend with them.
 os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
@@ -30,7 +31,8 @@ os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
 def fast_encoding(encoding):
     """`encoding` (a tiktoken Encoding) as the pipelines encode with it: a `FastEncoding` of it
     when fastokens is installed, $NANOGPT_FAST_ENCODER is not "0" and the pattern is GPT-2's,
-    GPT-4's or nanochat's (the ones tests/test_fast_encoder.py proves), else `encoding` itself."""
+    GPT-4's or nanochat's (the ones tests/parts/test_fast_encoder.py proves), else `encoding`
+    itself."""
     from bpe.patterns import BUILTIN_PATTERNS
 
     # another pattern may leave text out, which tiktoken drops and fastokens' Split keeps

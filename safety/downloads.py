@@ -5,12 +5,13 @@
 
 The classic failure this prevents is an HTML error page saved as input.txt: whatever server
 answered, the bytes are renamed into place only if their sha256 is the pinned one.
-`download_blocks` retries a dropped connection or a 5xx, never a 4xx; a name that does not
-resolve (no network) fails at once: retrying cannot help. With NANOGPT_DATA_MIRROR set (a folder
+`download_blocks` (and `download_range`, one HTTP Range request: a piece of a file) retries a
+dropped connection or a 5xx, never a 4xx; a name that does not resolve (no network) fails at once: retrying cannot help. With NANOGPT_DATA_MIRROR set (a folder
 or an http(s) URL), the bytes come from the mirror, laid out as `mirror_path` says.
 """
 
 import hashlib
+import re
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -33,6 +34,43 @@ def download_blocks(url, save, retries=3, backoff=1.0):
     Attempt k (from 0) that fails transiently waits `backoff * 2**k` seconds before the next;
     after `retries` retries the last failure is raised as a PrepareError naming the URL.
     """
+
+    def answered(response):
+        length = response.headers.get("Content-Length")
+        # With Content-Encoding the header counts compressed bytes, not the ones we get.
+        compressed = response.headers.get("Content-Encoding")
+        total = int(length) if length and length.isdigit() and not compressed else None
+        return save(response.iter_content(1 << 16), total)
+
+    return _answer(url, answered, {}, retries, backoff)
+
+
+def download_range(url, start, end, retries=3, backoff=1.0):
+    """(the bytes [start, end) of `url`, the file's size): one HTTP Range request, retried as
+    `download_blocks` retries. Fewer bytes only at the file's end; a server that answers a
+    range past the start with the whole file cannot be read a piece at a time: an error.
+    "http://h/f" of 10 bytes, 4, 8 -> (its bytes 4 to 7, 10)."""
+
+    def answered(response):
+        data = b"".join(response.iter_content(1 << 16))
+        if response.status_code != 206:  # the whole file: usable as its first piece only
+            if start:
+                raise PrepareError(
+                    f"{url} does not answer HTTP Range requests, which a prefix of it needs; "
+                    f"leave out --max-tokens to download it whole"
+                )
+            return data[:end], len(data)
+        found = re.fullmatch(r"bytes (\d+)-\d+/(\d+)", response.headers.get("Content-Range", ""))
+        if not found or int(found[1]) != start or len(data) > end - start:
+            raise PrepareError(f"{url} answered bytes {start:,} to {end:,} with other bytes")
+        return data, int(found[2])
+
+    return _answer(url, answered, {"Range": f"bytes={start}-{end - 1}"}, retries, backoff)
+
+
+def _answer(url, answered, headers, retries, backoff):
+    """answered(response) of a GET of `url`, its status checked, retried as download_blocks
+    says."""
     import requests
     from requests import exceptions
 
@@ -41,14 +79,10 @@ def download_blocks(url, save, retries=3, backoff=1.0):
         response = None
         try:
             with requests.get(
-                url, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+                url, headers=headers, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
             ) as response:
                 _check_status(url, response)
-                length = response.headers.get("Content-Length")
-                # With Content-Encoding the header counts compressed bytes, not the ones we get.
-                compressed = response.headers.get("Content-Encoding")
-                total = int(length) if length and length.isdigit() and not compressed else None
-                return save(response.iter_content(1 << 16), total)
+                return answered(response)
         except (exceptions.InvalidURL, exceptions.MissingSchema) as exc:
             raise PrepareError(
                 f"{url} is not a valid URL ({exc}); check {MIRROR_ENV} if it is set"
@@ -119,7 +153,16 @@ def fetch(remote, dest):
         return download_blocks(
             url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total)
         )
-    source = Path(url)  # a mirror folder
+    source = mirror_file(remote, url)
+    with open(source, "rb") as f:
+        blocks = iter(lambda: f.read(1 << 20), b"")
+        return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)
+
+
+def mirror_file(remote, url):
+    """`remote`'s copy in a mirror folder (`url`, as `mirrored` names it), or one line saying
+    it is not there."""
+    source = Path(url)
     if not source.is_file():
         option = remote.local_option
         copy = f", or pass a copy you have with {option}" if option else ""
@@ -127,9 +170,7 @@ def fetch(remote, dest):
             f"mirror file {source} does not exist; {MIRROR_ENV} should name a folder laid "
             f"out as docs/offline.md lists{copy}"
         )
-    with open(source, "rb") as f:
-        blocks = iter(lambda: f.read(1 << 20), b"")
-        return save_verified(blocks, remote.sha256, dest, source, source.stat().st_size)
+    return source
 
 
 def save_verified(blocks, expected_sha256, dest, source, total_bytes):

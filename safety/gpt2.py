@@ -36,8 +36,12 @@ def tiktoken_cache():
     The lessons put checked copies there, named as tiktoken names them (`tiktoken_name`)."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return Path(os.environ["TIKTOKEN_CACHE_DIR"]), "TIKTOKEN_CACHE_DIR"
-    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
-    return root / "tiktoken", CACHE_ENV
+    return data_cache() / "tiktoken", CACHE_ENV
+
+
+def data_cache():
+    """Where downloaded files are kept: $NANOGPT_DATA_CACHE, else ~/.cache/nanogpt-data."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
 
 
 def tiktoken_name(url):

@@ -1,7 +1,13 @@
 """What the test files share, imported by name (`from conftest import REPO, run_python`) or, for
 fixtures, found by pytest.
 
-Helpers: REPO (the repo's folder); run_python (a script in a fresh process, as a user runs it);
+Paths: REPO (the repo's folder), REFERENCES (tests/references: the other projects' scripts the
+tests run as oracles), SLURM and WINDOWS_LIKE (tests/stand_ins: a stand-in sbatch/scontrol/srun,
+and a sitecustomize.py hiding what Windows lacks); COMMON, TRAIN_TOKENIZER, CHAR, BPE, OWT and
+OWT_DATATROVE (the scripts many files run). pyproject.toml puts tests/references and
+tests/stand_ins on sys.path, so their modules import by name (`from hub_server import LocalHub`).
+
+Helpers: run_python (a script in a fresh process, as a user runs it);
 assert_clean_failure (exit 1, one `error:` line, no traceback); assert_refused (a bad-input case:
 lay out files, run, a clean failure, the folder untouched); names_in, files_in, write_files,
 write_jsonl (folders and files of a case); send (an answer of the HTTP server); run, start,
@@ -11,9 +17,9 @@ hand_made_tokenizer (a bpe.Tokenizer from merges written by hand).
 Fixtures: shakespeare_path, shakespeare (Tiny Shakespeare), paragraphs and corpus (documents made
 of its paragraphs), gpt2_encoding (tiktoken's GPT-2), gpt2_files (GPT-2's own two files), server
 (a real HTTP server on 127.0.0.1), trained (a 1,000-id BPE trained on Tiny Shakespeare),
-openwebtext_hub (a local Hugging Face hub, tests/hub_server.py, holding a small OpenWebText), tmpfs
-and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up); tokenizer_file (a
-byte-level tokenizer file with a given pattern). The
+openwebtext_hub (a local Hugging Face hub, tests/stand_ins/hub_server.py, holding a small
+OpenWebText), tmpfs and small_tmpfs (real 1 MB and 64 KB tmpfs mounts, for a disk that fills up);
+tokenizer_file (a byte-level tokenizer file with a given pattern). The
 inputs come through the project's own `fetch`, so with NANOGPT_DATA_MIRROR set (as CI does) no
 test touches the network.
 """
@@ -47,6 +53,16 @@ from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE
 from safety import fetch
 
 REPO = Path(__file__).resolve().parents[1]
+REFERENCES = REPO / "tests" / "references"
+SLURM = REPO / "tests" / "stand_ins" / "slurm"
+WINDOWS_LIKE = REPO / "tests" / "stand_ins" / "windows_like"
+# The scripts many test files run: the shared commands and the lessons' own.
+COMMON = REPO / "prepare_common.py"
+TRAIN_TOKENIZER = REPO / "train_tokenizer.py"
+CHAR = REPO / "data" / "shakespeare_char" / "prepare.py"
+BPE = REPO / "data" / "shakespeare" / "prepare.py"
+OWT = REPO / "data" / "openwebtext" / "prepare.py"
+OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 
 # A test of the datatrove engine, an optional extra: skipped, saying why, where it is not installed.
 needs_datatrove = pytest.mark.skipif(
@@ -306,7 +322,7 @@ def trained(shakespeare):
 
 
 # ---------------------------------------------------------------------------------------------
-# A local Hugging Face hub holding a small OpenWebText (tests/hub_server.py)
+# A local Hugging Face hub holding a small OpenWebText (tests/stand_ins/hub_server.py)
 
 
 @dataclass

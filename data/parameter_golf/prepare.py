@@ -7,9 +7,12 @@ writes from the same documents: tokenizers/, datasets/fineweb10B_{suffix}/finewe
 000000.bin (llm.c's header, uint16 ids, each document its BOS then its ids; the first --val-docs
 documents are val), tokenizer_config.export.json and manifest.json. Unlike it: --data-files, each
 split's true byte figures in meta.json (`python prepare_common.py bpb DIR`), --val-bytes (the
-CaseOps records' per-token byte sidecar), a folder that changes as one transaction.
+CaseOps records' per-token byte sidecar), a folder that changes as one transaction, and
+--max-tokens N: only the hub file's first lines, as far as val and N train tokens of the one
+tokenizer need, fetched by HTTP Range requests, kept and resumed where a run stopped.
 
     python data/parameter_golf/prepare.py --data-files docs.jsonl --variant sp1024 byte260
+    python data/parameter_golf/prepare.py --max-tokens 100M --tokenizer-train-docs 100000
     DATA_PATH=$OUT/datasets/fineweb10B_sp1024 \\
         TOKENIZER_PATH=$OUT/tokenizers/fineweb_1024_bpe.model torchrun train_gpt.py
 """
@@ -30,6 +33,8 @@ from documents.inputs import expand_data_files, hub_files
 from formats import golf, schema
 from formats.schema import FIGURES, GOLF_FORMAT
 from formats.val_bytes import add_figures, checked_shares
+from hub import token_budget
+from hub.prefix import hub_prefix, hub_small_file
 from inspection.bpb import audit_lines
 from prepare_common import HubDataset, bpe_encoding, llmc_names, write_record, write_shards
 from safety import (
@@ -55,17 +60,24 @@ SPLIT_RULE = (
 
 
 def main():
-    args = arguments().parse_args()
+    parser = arguments()
+    args = parser.parse_args()
+    budget_usage(parser, args)
     with output_folder(
         args.out_dir, schema
     ) as out:  # written in `out`, moved into out_dir together
         # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
-        #    as docs_selected.jsonl (the file parameter-golf's script reads them from)
-        sidecar, source = copy_documents(args.data_files, out)
+        #    as docs_selected.jsonl (the file parameter-golf's script reads them from);
+        #    --max-tokens N: its first lines only, the tokenizer made on the way (it counts N)
+        variants, val_docs = None, args.val_docs
+        if args.max_tokens:
+            source, variants, val_docs = budgeted_documents(args, out)
+            sidecar = None  # the hub's describes its whole file, not the folder's first lines
+        else:
+            sidecar, source = copy_documents(args.data_files, out)
         num_docs = sum(1 for _ in documents([out / DOCS]))
-        val_docs = (
-            args.val_docs if args.val_docs is not None else (sidecar or {}).get("docs_val", 50_000)
-        )
+        if val_docs is None:
+            val_docs = (sidecar or {}).get("docs_val", 50_000)
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
         if not 0 <= val_docs <= num_docs:
             raise PrepareError(f"--val-docs {val_docs:,}: choose 0 to the {num_docs:,} documents")
@@ -77,11 +89,12 @@ def main():
         # 2. the tokenizers: SentencePiece trained on the (first --tokenizer-train-docs)
         #    documents, byte260, or yours
         train_docs = min(num_docs, args.tokenizer_train_docs or num_docs)
-        variants = [
-            make_tokenizer(v, train_docs, args.tokenizer_train_docs, out)
-            for v in args.variant or ["sp1024"] * (not args.tokenizer)
-        ]
-        variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
+        if variants is None:
+            asked = asked_variants(args)
+            variants = [
+                make_tokenizer(v, train_docs, args.tokenizer_train_docs, out) for v in asked
+            ]
+            variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
         check_names(variants)
 
         # 3. each tokenizer's shards: every document as BOS + ids, val first, then train; the
@@ -120,6 +133,119 @@ def main():
         f"wrote tokenizers/, datasets/ ({', '.join(v['dataset']['name'] for v in variants)}), "
         f"manifest.json and meta.json to {args.out_dir}"
     )
+
+
+def budget_usage(parser, args):
+    """--max-tokens' usage errors: it reads the hub's file, counts one tokenizer's tokens, and
+    trains SentencePiece on the first --tokenizer-train-docs documents before it counts."""
+    if not args.max_tokens:
+        return
+    asked = asked_variants(args)
+    if args.data_files:
+        parser.error("--max-tokens reads the hub's docs_selected.jsonl: leave out --data-files")
+    if len(asked) + len(args.tokenizer or ()) != 1:
+        parser.error(
+            "--max-tokens counts one tokenizer's tokens: give one --variant or --tokenizer"
+        )
+    if asked and asked[0] != "byte260" and not args.tokenizer_train_docs:
+        parser.error(
+            f"--max-tokens counts {asked[0]}'s tokens, so SentencePiece is trained first: give "
+            "--tokenizer-train-docs N (the first N documents)"
+        )
+
+
+def asked_variants(args):
+    """The --variant names asked: sp1024 when neither --variant nor --tokenizer is given."""
+    return args.variant or ["sp1024"] * (not args.tokenizer)
+
+
+def budgeted_documents(args, out):
+    """--max-tokens N: the hub's docs_selected.jsonl read line by line (hub.Prefix: fetched by
+    Range requests, kept, resumable) into out/docs_selected.jsonl, as far as the first
+    --val-docs (val) and the first train documents whose tokens (each its BOS and its ids) reach
+    N; SentencePiece is trained on the first --tokenizer-train-docs on the way, which may reach
+    past N (the folder keeps none past it) -> (the source, with its "budget", [the variant],
+    val_docs)."""
+    hub, where = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}"), f"{REPO}@{REVISION}"
+    prefix = hub_prefix(hub, where)
+    sidecar = json.loads(hub_small_file(hub, f"{REMOTE_ROOT}/{SIDECAR}", where))
+    val_docs = args.val_docs if args.val_docs is not None else sidecar.get("docs_val", 50_000)
+    asked = asked_variants(args)
+    sp_docs = args.tokenizer_train_docs if asked and asked[0] != "byte260" else 0
+    variant = None if sp_docs else first_variant(args, asked, 0, out)
+    ends, lengths, tokens = [], [], 0  # each document's end; each train document's tokens
+    with open(out / DOCS, "wb") as docs:
+        for line in iter(prefix.readline, b""):
+            docs.write(line)
+            ends.append(prefix.tell())
+            if variant is None and len(ends) == sp_docs:  # trained, then counted up to here
+                docs.flush()
+                variant = first_variant(args, asked, sp_docs, out)
+                texts = itertools.islice(documents([out / DOCS]), val_docs, None)
+                lengths = train_lengths(variant, texts)
+                tokens = sum(lengths)
+            elif variant is not None and len(ends) > val_docs:
+                lengths += train_lengths(variant, [document_text(line, len(ends), prefix.where)])
+                tokens += lengths[-1]
+            prefix.note(tokens)
+            if len(ends) >= max(val_docs, sp_docs) and tokens >= args.max_tokens:
+                break
+        if variant is None:  # the file ended first: SentencePiece trained on all of it
+            docs.flush()
+            variant = first_variant(args, asked, len(ends), out)
+            lengths = train_lengths(variant, itertools.islice(documents([out / DOCS]), val_docs))
+        cumulative = np.cumsum(lengths, dtype=np.int64)
+        train = min(int(np.searchsorted(cumulative, args.max_tokens)) + 1, len(lengths))
+        kept = min(val_docs, len(ends)) + train
+        docs.truncate(ends[kept - 1] if kept else 0)
+    prefix.close()
+    tokens = int(cumulative[train - 1]) if train else 0
+    read = ends[kept - 1] if kept else 0  # the folder's docs_selected.jsonl: the first bytes
+    record = {"max_tokens": args.max_tokens, "tokens": tokens, "val_docs": val_docs}
+    record.update(documents=kept, file=prefix.where, size=prefix.size, bytes=read)
+    record.update(sha256=sha256_file(out / DOCS), whole=read == prefix.size)
+    pinned = sidecar.get("docs_sha256")
+    if record["whole"] and pinned not in (None, record["sha256"]):
+        raise PrepareError(
+            f"{prefix.where} is not the selection its sidecar describes (docs_sha256 differs); "
+            "run again"
+        )
+    print(
+        f"budget: {train:,} train documents, {tokens:,} tokens; {record['bytes']:,} of "
+        f"{prefix.size:,} bytes of {prefix.where} read, {prefix.fetched:,} fetched now"
+    )
+    if tokens < args.max_tokens:
+        print(f"note: {where} holds {tokens:,} train tokens, fewer than asked: all read")
+    source = {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"}
+    source.update(sha256=record["sha256"], budget=record)
+    return {"name": where, "record": source, "remote": (REPO, REMOTE_ROOT)}, [variant], val_docs
+
+
+def first_variant(args, asked, train_docs, out):
+    """The one tokenizer of a --max-tokens run: its --variant (SentencePiece trained on the
+    first `train_docs` documents of out/docs_selected.jsonl) or its --tokenizer."""
+    if asked:
+        return make_tokenizer(asked[0], train_docs, args.tokenizer_train_docs, out)
+    return our_tokenizer(args.tokenizer[0], out)
+
+
+def train_lengths(variant, texts):
+    """Each text's tokens in its shard: its BOS and its ids. byte260, ["ab", ""] -> [3, 1]."""
+    lengths, texts = [], iter(texts)
+    while batch := list(itertools.islice(texts, BATCH)):
+        lengths += [len(ids) + 1 for ids, _ in variant["tokens"].encode_batch(batch)]
+    return lengths
+
+
+def document_text(line, number, where):
+    """The text of a line of docs_selected.jsonl ({"text": ...}), or one line naming it."""
+    try:
+        text = json.loads(line).get("text")
+    except (ValueError, AttributeError):
+        text = None
+    if not isinstance(text, str):
+        raise PrepareError(f'{where}: line {number:,} is not a JSON object with a string "text"')
+    return text
 
 
 def copy_documents(data_files, out):
@@ -357,6 +483,14 @@ def arguments():
             "text's UTF-8 bytes (stock train_gpt.py's fineweb_val_*.bin glob reads them too: see "
             "docs/bits_per_byte.md)"
         ),
+    )
+    add(
+        "--max-tokens",
+        type=token_budget,
+        metavar="N",
+        help="read only the hub file's first lines: the --val-docs, then the first train documents "
+        "whose tokens of the one tokenizer reach N (100M, 1.5B), fetched by range requests, "
+        "resumable (default: all)",
     )
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
     return parser

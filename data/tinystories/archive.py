@@ -30,6 +30,7 @@ object's "story" string (the rest of each object is dropped as it is parsed).
 Errors are ArchiveError, a PrepareError: one `error:` line from any command.
 """
 
+import contextlib
 import fnmatch
 import gzip
 import json
@@ -59,22 +60,26 @@ class ArchiveError(PrepareError):
     """The archive, or one of its members, is not what it should be: one line, naming it."""
 
 
-def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True):
+def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True, raw=None):
     """Yield (name, data) of each member of the .tar.gz at `path`, in the archive's order.
 
     `pattern`, a glob ("data[0-9][0-9].json"), must match each member's name; see the module
     docstring for every check. data: the member's bytes. progress: a tqdm bar of the archive's
-    (compressed) bytes read, shown after a second (a quick run prints none)."""
+    (compressed) bytes read, shown after a second (a quick run prints none). raw: the archive's
+    bytes from a file object in place of `path`'s (a prefix of it being downloaded: hub.Prefix),
+    `path` naming it; a consumer that stops early leaves the rest unread, and no error."""
     from tqdm import tqdm
 
     path = Path(path)
     seen, reading = set(), None
-    size, hidden = path.stat().st_size, not progress  # a quiet run shows no bar
+    hidden = not progress or raw is not None  # a quiet run shows no bar, a prefix its own
+    size = None if hidden else path.stat().st_size
     bar = tqdm(
         total=size, unit="B", unit_scale=True, desc=path.name, delay=1, leave=False, disable=hidden
     )
+    opened = open(path, "rb") if raw is None else contextlib.nullcontext(raw)  # noqa: SIM115
     try:
-        with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+        with opened as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
             archive = _Archive.open(fileobj=stream, mode="r|", path=path)
             member = archive.next()
             while member is not None:

@@ -4,9 +4,13 @@ val, the rest train; each file's stories shuffled by random.Random(1337 + its in
 stripped, each written as <|endoftext|> then its ids: llm.c's TinyStories_{val,train}.bin byte for
 byte (--format llmc: a 256-int32 header, uint16 ids), or nanoGPT's val.bin, train.bin (the same
 ids). Unlike llm.c's: a pinned, checked download, the archive read as a stream (never unpacked),
-the same bytes at any --num-proc; --vocab-size N trains a BPE on the train stories first.
+the same bytes at any --num-proc; --vocab-size N trains a BPE on the train stories first;
+--max-tokens N reads only the archive's first bytes, as far as N train tokens need (val whole,
+then the first train files in the archive's order whose tokens reach N), fetched by HTTP Range
+requests, kept in $NANOGPT_DATA_CACHE/prefix and resumed where a run stopped (hub/prefix.py).
 
     python data/tinystories/prepare.py --archive TinyStories_all_data.tar.gz --vocab-size 2048
+    python data/tinystories/prepare.py --max-tokens 10M  # a train file holds about 19M
 """
 
 import itertools
@@ -21,6 +25,8 @@ from bpe import EOT
 from dedup.drop import document_keys, rule_record, without_boundaries
 from documents.parallel import ordered_map
 from formats import schema
+from hub import token_budget
+from hub.prefix import Prefix, pinned_prefix
 from inspection.overlap import say_overlap
 from prepare_common import (
     LLMC_READS,
@@ -59,11 +65,18 @@ def main():
     args = parse_args()
     with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
         # 1. the archive: a local copy, or the pinned one (downloaded once, checksummed)
+        #    --max-tokens N: a prefix of it, read (and fetched) only as far as N tokens need
         url, dest = None if args.archive else ARCHIVE.url, args.out_dir / Path(ARCHIVE.url).name
-        archive = archive_file(args.archive) if args.archive else fetch(ARCHIVE, dest)
-        source = text_source(archive, args.out_dir, characters=None, url=url)  # path, sha256, url
-        pinned = "pinned" if source["sha256"] == ARCHIVE.sha256 else "NOT pinned: prepared anyway"
-        print(f"{archive}: sha256 {source['sha256'][:12]} ({pinned})")
+        prefix = archive_prefix(args.archive, dest) if args.max_tokens else None
+        if prefix:  # the whole archive's sha256 cannot be checked: the prefix read is recorded
+            archive = Path(prefix.where)
+            source = dict(path=None, sha256=None, characters=None, url=url)
+            print(f"{archive}: read as far as {args.max_tokens:,} train tokens need")
+        else:
+            archive = archive_file(args.archive) if args.archive else fetch(ARCHIVE, dest)
+            source = text_source(archive, args.out_dir, characters=None, url=url)  # its sha256
+            ok = "pinned" if source["sha256"] == ARCHIVE.sha256 else "NOT pinned: prepared anyway"
+            print(f"{archive}: sha256 {source['sha256'][:12]} ({ok})")
 
         # 2. the tokenizer: GPT-2's, --tokenizer, or a BPE learned now from the train stories
         path = out / f"tinystories-{args.vocab_size}.json" if args.vocab_size else args.tokenizer
@@ -78,14 +91,22 @@ def main():
         dtype = dtype_for_vocab(tokenizer["vocab_size"], LLMC_READS if llmc else NANOGPT_READS)
         gpt2 = bpe_encoding()[0] if tokenizer["kind"] == "bpe" else None  # compared
         with SplitFiles(out, dtype, llmc) as splits:
-            members = json_members(archive, MEMBER)  # (name, bytes), one member at a time
+            members = json_members(archive, MEMBER, raw=prefix)  # (name, bytes), one at a time
+            marks, budget = {}, {}  # --max-tokens: each member's prefix read; meta.json's record
+            if prefix:
+                members = marked(members, prefix, marks, budget, args.max_tokens)
             members, processes = at_most_a_process_a_member(members, args.num_proc)
             shared = (encoding, tokenizer, dtype, gpt2, args.dedup)
-            for name, ids, lengths, counts, keys in ordered_map(
-                process, members, processes, shared
-            ):
+            results = ordered_map(process, members, processes, shared)
+            if prefix:
+                results = within_budget(results, args.max_tokens, prefix, marks, budget)
+            for name, ids, lengths, counts, keys in results:
                 splits.add("val" if name == VAL else "train", name, ids, lengths, counts, keys)
             print(*splits.summary(tokenizer["name"]), sep="\n")
+            if prefix:
+                source["budget"] = budget
+                print(budget_line(budget, prefix))
+                prefix.close()
 
             # 4. --dedup: drop each story repeating an earlier one, val's first: no val story
             #    keeps a copy in train (stories.py's SplitFiles.deduplicate says the order)
@@ -100,7 +121,7 @@ def main():
                 )
 
             # 5. each split's files written in the order of their names, as llm.c sorts them
-            record = splits.finish(archive)  # and each .bin's document index
+            record = splits.finish(archive, whole=budget.get("whole", True))  # and indexes
 
         # 6. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
@@ -124,6 +145,62 @@ def main():
         f"{args.out_dir}"
     )
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a story
+
+
+def archive_prefix(local, dest):
+    """hub.Prefix of the archive for --max-tokens: --archive, or a whole download already at
+    `dest`, read as it is (fewer bytes), else the pinned one's first bytes, fetched as read."""
+    if local is not None:
+        return Prefix(archive_file(local), None, str(local))
+    if dest.is_file():  # checked against its pin when downloaded, and when read to its end
+        return Prefix(dest, None, str(dest), ARCHIVE.sha256)
+    return pinned_prefix(ARCHIVE, Path(ARCHIVE.url).name)
+
+
+def marked(members, prefix, marks, record, max_tokens):
+    """The members as they come, each one's prefix record (Prefix.record: the bytes read when
+    it was read whole, and the next header) put in `marks` under its name; once the train
+    files taken hold max_tokens (record["tokens"], `within_budget`'s), the train files read on
+    the way to val are passed over: nobody tokenizes them."""
+    for name, data in members:
+        marks[name] = prefix.record()
+        if name == VAL or record.get("tokens", 0) < max_tokens:
+            yield name, data
+
+
+def within_budget(results, max_tokens, prefix, marks, record):
+    """The results of `process` the folder keeps: val's, and those of the first train files (in
+    the archive's order) whose tokens reach max_tokens; read no further once both are in hand.
+    `record` gets meta.json's "budget": max_tokens, tokens, the files kept, the prefix read."""
+    tokens, val, kept = 0, False, []
+    for result in results:
+        name, ids = result[:2]
+        if name != VAL and tokens >= max_tokens:
+            continue  # val is still to come: past the budget, a train file is read, not kept
+        val, tokens = val or name == VAL, tokens + len(ids) * (name != VAL)
+        kept.append(name)
+        record["tokens"] = tokens  # what `marked` reads
+        prefix.note(tokens)
+        yield result
+        if val and tokens >= max_tokens:
+            results.close()  # the workers end; the rest of the archive is neither read nor fetched
+            read, whole = marks[name], False
+            break
+    else:
+        read, whole = prefix.record(), True  # all of it read, its end checked
+    record.update(max_tokens=max_tokens, tokens=tokens, files=sorted(kept), **read, whole=whole)
+
+
+def budget_line(record, prefix):
+    """The line of what --max-tokens read: 'budget: 3 train files, 20,102 tokens; 1,234 of
+    9,876 bytes of the archive read (sha256 0a1b2c3d4e5f), 1,310 fetched now'."""
+    size = f" of {record['size']:,}" if record["size"] else ""
+    files = len(record["files"]) - (VAL in record["files"])
+    return (
+        f"budget: {files:,} train file{'s' * (files != 1)}, {record['tokens']:,} tokens; "
+        f"{record['bytes']:,}{size} bytes of the archive read (sha256 {record['sha256'][:12]}), "
+        f"{prefix.fetched:,} fetched now"
+    )
 
 
 def at_most_a_process_a_member(members, num_proc):
@@ -165,6 +242,13 @@ def parse_args():
     add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's (default) or llm.c's")
     add("--num-proc", type=positive_int, default=default_num_proc(), help="worker processes")
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside this script")
+    add(
+        "--max-tokens",
+        type=token_budget,
+        metavar="N",
+        help="read only the archive's first bytes: val (data00.json), then the first train files "
+        "whose tokens reach N (200M, 1.5B), fetched by range requests, resumable (default: all)",
+    )
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--vocab-size", type=story_vocab_size, metavar="N", help="train a BPE")
     tokens.add_argument("--tokenizer", type=Path, help="from train_tokenizer.py (default: GPT-2)")
@@ -174,7 +258,14 @@ def parse_args():
         help="drop each story repeating an earlier one (val's first): exact copies, or near "
         "copies (MinHash; docs/sound_data.md) (default: keep all)",
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.max_tokens and args.vocab_size:
+        parser.error(
+            "--max-tokens counts a tokenizer's tokens before the archive is read, and "
+            "--vocab-size trains one on all of it: train one with train_tokenizer.py, pass "
+            "--tokenizer"
+        )
+    return args
 
 
 if __name__ == "__main__":

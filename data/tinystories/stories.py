@@ -113,12 +113,14 @@ class SplitFiles(contextlib.AbstractContextManager):
         """{split: that figure}: totals("stories") -> {"val": 21990, "train": ...}."""
         return {split: self.figures[split][figure] for split in SPLITS}
 
-    def check(self, archive):
+    def check(self, archive, whole=True):
         """TinyStories' files, sorted, must be data00.json (val), data01.json, ... (train), none
         missing: a file's index within its split, which seeds its shuffle, is then its number
-        (minus 1 in train); and neither split may be empty. Else an ArchiveError."""
+        (minus 1 in train); and neither split may be empty. Else an ArchiveError. Not `whole`
+        (a prefix of the archive, --max-tokens), the train files may be any of them."""
         names = sorted(name for split in SPLITS for name in self.lengths[split])
-        if len(names) < 2 or names != [f"data{i:02d}.json" for i in range(len(names))]:
+        expected = [f"data{i:02d}.json" for i in range(len(names))]
+        if len(names) < 2 or (names != expected if whole else names[0] != expected[0]):
             raise ArchiveError(
                 f"{archive} holds {', '.join(names) or 'no JSON file'}; expected data00.json "
                 f"(val), data01.json and so on (train), none missing"
@@ -150,13 +152,13 @@ class SplitFiles(contextlib.AbstractContextManager):
                     )
         return lines
 
-    def finish(self, archive):
+    def finish(self, archive, whole=True):
         """`check` the members, then write each split's file (the temporaries go) -> what
         prepare_common.write_meta records of them: {"shards": [{"file", "split", "tokens",
         "sha256"}, ...], "shard_format": "llmc"} for llm.c's files, {"split_tokens": {"val": n,
         "train": n}} for nanoGPT's, each with its document index (SPLIT.docs.npy), from the
         stories' lengths in the files' order."""
-        self.check(archive)
+        self.check(archive, whole)
         shards = []
         for split, spool in self.spools.items():
             pick = functools.partial(self._kept_ids, split) if self.kept else None

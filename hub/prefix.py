@@ -1,0 +1,217 @@
+"""--max-tokens on a file read front to back (a .tar.gz, a .jsonl): only the prefix N tokens need.
+
+    prefix = Prefix(url, cache / "TinyStories_all_data.tar.gz", "TinyStories_all_data.tar.gz")
+    data = prefix.read(1 << 16)  # the file's next bytes: from the cache, else fetched
+    prefix.record()  # {"file", "size", "bytes", "sha256"}: the bytes read so far
+
+A remote file (http or https) is fetched by HTTP Range requests of a piece at a time (1% of the
+file, 64 KiB to 16 MiB): each piece is appended to the copy of the prefix in the cache, and the
+copy's length and sha256 recorded beside it, before a byte of it is read. A run killed
+mid-download goes on from the last piece recorded, and a rerun the cache holds needs no network.
+A rerun hashes the kept prefix again: one that differs from its record is fetched again once,
+then refused in one line. A local file (a mirror folder, --archive) is read as it is: a prefix
+of it is fewer bytes read. Read to its end, the file's sha256 is checked against its pin.
+"""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from documents.inputs import hub_failures, hub_files
+from safety import PrepareError
+from safety.downloads import download_range, mirror_file
+from safety.files import atomic_path
+from safety.gpt2 import data_cache, mirrored
+
+from .budget import AGAIN, cache_folder, listing
+
+MIN_PIECE, MAX_PIECE = 1 << 16, 1 << 24  # bytes a request: 64 KiB to 16 MiB, 1% of the file
+
+
+def pinned_prefix(remote, where):
+    """The Prefix of a RemoteFile (safety.downloads): its mirror's copy when NANOGPT_DATA_MIRROR
+    names a folder, else its URL (or the mirror's), kept under $NANOGPT_DATA_CACHE/prefix."""
+    url, name = mirrored(remote.url, remote.mirror_path), Path(remote.mirror_path).name
+    if not url.startswith(("http://", "https://")):
+        return Prefix(mirror_file(remote, url), None, where, remote.sha256)
+    return Prefix(url, data_cache() / "prefix" / f"{remote.sha256}-{name}", where, remote.sha256)
+
+
+def hub_prefix(hub, where):
+    """The Prefix of the one LFS file `hub.files` names (a HubDataset), fetched from the hub's
+    resolve URL and kept beside budget.py's pieces, the hub's listing with it: a rerun the
+    cache holds asks the hub nothing. Read to its end, it is checked against its LFS sha256."""
+    from huggingface_hub import hf_hub_url
+
+    folder = cache_folder(hub)
+    with hub_failures(where, AGAIN):
+        entries = listing(hub, where, folder)
+    if len(entries) != 1:
+        raise PrepareError(f"{where}: {hub.files} is not one LFS file of the hub; run again")
+    (entry,) = entries
+    url = hf_hub_url(hub.repo, entry["path"], repo_type="dataset", revision=hub.revision)
+    cache = folder / "prefix" / f"{entry['sha256']}-{Path(entry['path']).name}"
+    return Prefix(url, cache, f"{where}/{entry['path']}", entry["sha256"])
+
+
+def hub_small_file(hub, path, where):
+    """The bytes of the hub's file `path` (a sidecar: read whole, checked as documents.inputs
+    checks what it downloads), kept beside hub_prefix's copy for a rerun offline."""
+    kept = cache_folder(hub) / "files" / Path(path).name
+    if not kept.is_file():
+        (downloaded,), _ = hub_files(hub._replace(files=path), where)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(kept) as tmp:
+            Path(tmp).write_bytes(Path(downloaded).read_bytes())
+    return kept.read_bytes()
+
+
+def piece_bytes(size):
+    """The bytes of one Range request of a file of `size` bytes (None: not known yet):
+    1,608,001,638 -> 16,080,016; 1,000,000 -> 65,536; None -> 65,536."""
+    return min(max((size or 0) // 100, MIN_PIECE), MAX_PIECE)
+
+
+class Prefix:
+    """The bytes of `source` (a URL, or a local file) read in order from its start; a remote
+    one's kept at `cache` (and its record at `cache`.json). `where` names it in every line;
+    `sha256`, if known, is the whole file's, checked when it is read to its end."""
+
+    def __init__(self, source, cache, where, sha256=None):
+        self.source, self.where, self.pinned = str(source), where, sha256
+        self.remote = cache is not None
+        self.position, self.fetched, self.digest, self.bar = 0, 0, hashlib.sha256(), None
+        self.buffer = b""  # pulled from the copy, not read yet (a line's rest)
+        if self.remote:
+            self.path, self.index_path = Path(cache), Path(f"{cache}.json")
+            self.size, self.kept, self.kept_digest = self.checked_copy()
+        else:
+            self.path = Path(source)
+            self.size = self.kept = self.path.stat().st_size
+        self.file = open(self.path, "rb")  # noqa: SIM115 (closed by close())
+
+    def checked_copy(self):
+        """(the file's size if known, the bytes kept, their sha256 object) of the cached copy,
+        hashed again: a copy that differs from its record is fetched again, once."""
+        index = {
+            "url": self.source,
+            "size": None,
+            "bytes": 0,
+            "sha256": hashlib.sha256().hexdigest(),
+        }
+        if self.path.is_file() and self.index_path.is_file():
+            index = json.loads(self.index_path.read_text())
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as file:
+            file.truncate(index["bytes"])  # bytes written after the last record: not vouched for
+        for attempt in range(2):
+            digest = hashlib.sha256()
+            with open(self.path, "rb") as file:
+                for block in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(block)
+            if digest.hexdigest() == index["sha256"]:
+                return index["size"], index["bytes"], digest
+            if attempt == 0:
+                self.fetch_again(index["bytes"], index["size"])
+        raise PrepareError(
+            f"{self.where}: the first {index['bytes']:,} bytes kept in {self.path}, fetched "
+            f"twice, do not have the sha256 recorded when they were fetched, "
+            f"{index['sha256'][:12]} (has the file changed?); delete {self.path} and run again"
+        )
+
+    def fetch_again(self, end, size):
+        """Fetch the bytes [0, end) of the copy again, over the copy."""
+        with open(self.path, "r+b") as file:
+            while file.tell() < end:
+                start = file.tell()
+                data, _ = download_range(self.source, start, min(start + piece_bytes(size), end))
+                self.fetched += len(data)
+                file.write(data)
+
+    def read(self, count=-1):
+        """The next `count` bytes (fewer at the file's end only; -1: to its end)."""
+        while count < 0 or len(self.buffer) < count:
+            block = self.pull(1 << 20 if count < 0 else count - len(self.buffer))
+            if not block:
+                break
+            self.buffer += block
+        cut = len(self.buffer) if count < 0 else count
+        data, self.buffer = self.buffer[:cut], self.buffer[cut:]
+        self.position += len(data)
+        self.digest.update(data)
+        self.progress().update(len(data))
+        if not data and count and self.pinned and self.digest.hexdigest() != self.pinned:
+            raise PrepareError(
+                f"{self.where}: read to its end, its sha256 is {self.digest.hexdigest()}, not "
+                f"the pinned {self.pinned}; {self.advice()}"
+            )
+        return data
+
+    def readline(self):
+        """The next line, its newline included (b"" at the file's end)."""
+        while b"\n" not in self.buffer and (block := self.pull(1 << 16)):
+            self.buffer += block
+        end = self.buffer.find(b"\n") + 1 or len(self.buffer)
+        return self.read(end) if end else self.read(1)
+
+    def pull(self, count):
+        """Up to `count` bytes of the copy past those pulled, a piece fetched first if the copy
+        holds none; b"" at the file's end."""
+        if self.file.tell() >= self.kept:
+            self.fetch_piece()
+        return self.file.read(min(count, self.kept - self.file.tell()))
+
+    def fetch_piece(self):
+        """Append the next piece of a remote file to the copy and record it (none at the end,
+        nor for a local file, whose copy is the file)."""
+        if not self.remote or (self.size is not None and self.kept >= self.size):
+            return
+        end = self.kept + piece_bytes(self.size)
+        data, self.size = download_range(self.source, self.kept, min(end, self.size or end))
+        with open(self.path, "ab") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())  # on disk before the record vouches for it
+        self.kept += len(data)
+        self.fetched += len(data)
+        self.kept_digest.update(data)
+        record = {"url": self.source, "size": self.size, "bytes": self.kept}
+        with atomic_path(self.index_path) as tmp:
+            Path(tmp).write_text(json.dumps({**record, "sha256": self.kept_digest.hexdigest()}))
+
+    def progress(self):
+        """The bar of the bytes read (the file's size known after its first piece)."""
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.size, unit="B", unit_scale=True, desc=self.where, delay=1, leave=False
+            )
+        return self.bar
+
+    def note(self, tokens):
+        """Show the tokens the bytes read hold so far beside the bar."""
+        self.progress().set_postfix_str(f"{tokens:,} tokens", refresh=False)
+
+    def tell(self):
+        return self.position
+
+    def advice(self):
+        return f"delete {self.path} and run again" if self.remote else "check the file"
+
+    def record(self):
+        """meta.json's record of what was read: the file, its size, the bytes read from its
+        start and their sha256 (not the URL: the same bytes from any mirror are one record)."""
+        return {
+            "file": self.where,
+            "size": self.size,
+            "bytes": self.position,
+            "sha256": self.digest.hexdigest(),
+        }
+
+    def close(self):
+        self.file.close()
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,308 @@
+"""verify recomputes every figure a folder states from the bytes a trainer reads, reads untrusted
+files as data (a pickle through an allow-list, every file a regular one first), and the commands'
+messages name what went wrong: each damage is a case of a table, on a real prepared folder."""
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+from conftest import COMMON, REPO, assert_one_line, run, run_python, write_jsonl
+
+from formats.schema import NANOCHAT_TOKEN_BYTES, NANOCHAT_TOKENIZER, TOKEN_BYTES
+
+pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
+
+
+def script(name):
+    return REPO / "data" / name / "prepare.py"
+
+
+NANOCHAT = script("nanochat")
+ENV = {"PYTHONPATH": str(REPO)}
+
+
+def inspect(*args, env=None):
+    """A command of prepare_common.py, in a session of its own: a hang fails the test."""
+    return run(COMMON, *args, env=env)
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def edit_meta(folder, change):
+    meta = json.loads((folder / "meta.json").read_text())
+    change(meta)
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+
+
+@pytest.fixture(scope="module")
+def nanochat_set(shakespeare_path, tmp_path_factory):
+    """Tiny Shakespeare prepared for nanochat with a 300-id tokenizer, never changed."""
+    out = tmp_path_factory.mktemp("nanochat-set")
+    shutil.copyfile(shakespeare_path, out / "input.txt")
+    result = run_python(NANOCHAT, "--out-dir", out, "--vocab-size", 300, env=ENV)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture
+def nanochat_folder(nanochat_set, tmp_path):
+    """A copy of the nanochat folder, for this test to damage."""
+    return shutil.copytree(nanochat_set, tmp_path / "out")
+
+
+@pytest.fixture(scope="module")
+def gpt2_set(shakespeare_path, tmp_path_factory):
+    """Tiny Shakespeare as GPT-2 ids (data/shakespeare), never changed."""
+    out = tmp_path_factory.mktemp("gpt2-set")
+    shutil.copyfile(shakespeare_path, out / "input.txt")
+    result = run_python(script("shakespeare"), "--out-dir", out, env=ENV)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture
+def gpt2_folder(gpt2_set, tmp_path):
+    return shutil.copytree(gpt2_set, tmp_path / "out")
+
+
+def save_token_bytes(folder, array, name=TOKEN_BYTES):
+    """Replace a token_bytes file by `array` and record its new sha256, as a tamperer would."""
+    np.save(folder / name, array)
+    digest = sha256(folder / name)
+
+    def change(meta):
+        if name == TOKEN_BYTES:
+            meta["token_bytes"]["sha256"] = digest
+        for item in meta.get("tokenizer_files", []):
+            if item["file"] == name:
+                item["sha256"] = digest
+
+    edit_meta(folder, change)
+
+
+def wrong_length(folder):
+    lengths = np.load(folder / TOKEN_BYTES).astype(np.int64)
+    lengths[300 - 10] += 1  # an id before the special tokens
+    return lengths
+
+
+def raise_bytes(meta):
+    """Both records of the bytes of text, raised by 1,000 together."""
+    for split in meta["splits"]:
+        meta["splits"][split]["bytes"] = meta["splits"][split].get("bytes", 0) + 1000
+        meta["token_bytes"]["bytes"][split] += 1000
+
+
+def raise_tokens_bytes(meta):
+    for split in meta["splits"]:
+        meta["token_bytes"]["bytes"][split] += 1000
+
+
+def edit_source(folder):
+    path = folder / "input.txt"
+    path.write_bytes(path.read_bytes().replace(b"First Citizen", b"Fi rst Citizen", 1))
+
+
+def stale_token_bytes_pt(folder):
+    path = folder / NANOCHAT_TOKEN_BYTES
+    if path.exists():  # torch here: the run wrote it; a stale one is one it no longer lists
+        edit_meta(folder, lambda m: m.update(tokenizer_files=m["tokenizer_files"][:1]))
+    else:
+        path.write_bytes(b"an earlier run's token_bytes.pt")
+
+
+def split_totals_disagree(meta):
+    meta["splits"]["train"]["documents"] += 1
+
+
+def fifo(name):
+    def make(folder):
+        path = folder / name
+        path.unlink()
+        os.mkfifo(path)
+
+    return make
+
+
+NANOCHAT_CASES = [
+    pytest.param(
+        lambda f: edit_meta(f, split_totals_disagree), ["splits is", "add up to"], id="totals"
+    ),
+    pytest.param(lambda f: edit_meta(f, raise_bytes), ["add up to"], id="bytes-raised-together"),
+    pytest.param(
+        lambda f: edit_meta(f, raise_tokens_bytes), ["token_bytes.bytes"], id="token-bytes-raised"
+    ),
+    pytest.param(
+        lambda f: save_token_bytes(f, wrong_length(f)), ["int64", "token_bytes"], id="int64"
+    ),
+    pytest.param(
+        lambda f: save_token_bytes(f, np.load(f / TOKEN_BYTES).astype(np.float32)),
+        ["float32"],
+        id="float32",
+    ),
+    pytest.param(
+        lambda f: np.save(f / TOKEN_BYTES, np.load(f / TOKEN_BYTES)[::-1].copy()),
+        ["token_bytes.npy", "sha256"],
+        id="token-bytes-sha256",
+    ),
+    pytest.param(edit_source, ["input.txt", "source sha256"], id="source-edited"),
+    pytest.param(stale_token_bytes_pt, ["token_bytes.pt", "nanochat would read"], id="stale-pt"),
+    pytest.param(
+        lambda f: edit_meta(f, lambda m: m.update(tokenizer_files=[])),
+        ["tokenizer_files"],
+        id="empty-tokenizer-files",
+    ),
+    pytest.param(fifo(NANOCHAT_TOKENIZER), ["tokenizer.pkl", "not a regular file"], id="fifo-pkl"),
+    pytest.param(fifo(TOKEN_BYTES), ["token_bytes.npy", "not a regular file"], id="fifo-npy"),
+]
+
+
+@pytest.mark.parametrize("damage, fragments", NANOCHAT_CASES)
+def test_verify_flags_a_nanochat_folder_whose_figures_are_false(nanochat_folder, damage, fragments):
+    """Each figure a nanochat folder states is recomputed from its shards and tokenizer files:
+    a false one is one error line naming it, never OK, and a FIFO never makes verify hang."""
+    damage(nanochat_folder)
+    assert_one_line(inspect("verify", nanochat_folder), *fragments)
+
+
+GPT2_CASES = [
+    pytest.param(
+        lambda f: save_token_bytes(f, wrong_length(f)), ["int64", "token_bytes"], id="int64"
+    ),
+    pytest.param(
+        lambda f: save_token_bytes(f, np.load(f / TOKEN_BYTES).astype(np.float32)),
+        ["float32"],
+        id="float32",
+    ),
+    pytest.param(
+        lambda f: edit_meta(f, raise_tokens_bytes), ["token_bytes.bytes"], id="bytes-raised"
+    ),
+    pytest.param(fifo(TOKEN_BYTES), ["token_bytes.npy", "not a regular file"], id="fifo-npy"),
+]
+
+
+@pytest.mark.parametrize("damage, fragments", GPT2_CASES)
+def test_verify_flags_a_gpt2_folder_whose_token_bytes_are_false(gpt2_folder, damage, fragments):
+    """token_bytes.npy is checked by dtype and shape as well as by value and sha256, and each
+    split's bytes against its ids."""
+    damage(gpt2_folder)
+    assert_one_line(inspect("verify", gpt2_folder), *fragments)
+
+
+def registry_name_pickle(folder, encoding):
+    """A 46-byte tokenizer.pkl whose Encoding state is a registry name, its sha256 recorded."""
+    encoding = getattr(encoding, "reference", encoding)  # tiktoken's, behind the fast encoder
+    data = pickle.dumps(encoding)  # a registered encoding pickles as its name
+    assert len(data) < 64
+    (folder / NANOCHAT_TOKENIZER).write_bytes(data)
+    digest = sha256(folder / NANOCHAT_TOKENIZER)
+
+    def change(meta):
+        meta["tokenizer"]["sha256"] = digest
+        meta["tokenizer_files"][0]["sha256"] = digest
+
+    edit_meta(folder, change)
+
+
+@pytest.mark.parametrize("command", ["verify", "show", "packing"])
+def test_a_pickled_registry_name_reaches_no_network(
+    nanochat_folder, tmp_path, gpt2_encoding, command
+):
+    """tokenizer.pkl is read as data: a registered encoding's name (which tiktoken's own
+    unpickling downloads) is refused in one line, with no download tried and no cache written."""
+    registry_name_pickle(nanochat_folder, gpt2_encoding)
+    cache = tmp_path / "tiktoken-cache"
+    proxy = "http://127.0.0.1:9"  # a download tried would fail here at once, not hang
+    env = {"TIKTOKEN_CACHE_DIR": str(cache), "https_proxy": proxy, "http_proxy": proxy}
+    args = ["--block-size", "8"] if command == "packing" else []
+    result = inspect(command, nanochat_folder, *args, env=env)
+    assert_one_line(result, "tokenizer.pkl", "registered encoding")
+    assert not cache.exists()
+
+
+def test_the_unpickler_builds_the_encoding_itself(nanochat_set):
+    """load_encoding builds a tiktoken.Encoding equal to the one pickled, from data alone."""
+    from formats.nanochat import load_encoding
+
+    path = nanochat_set / NANOCHAT_TOKENIZER
+    ours, theirs = load_encoding(path), pickle.loads(path.read_bytes())
+    assert ours._mergeable_ranks == theirs._mergeable_ranks
+    assert ours._special_tokens == theirs._special_tokens and ours._pat_str == theirs._pat_str
+
+
+def empty_val(folder):
+    """A nanochat folder whose val shard holds 1,024 empty documents, its record rewritten."""
+    from formats import nanochat
+
+    meta = json.loads((folder / "meta.json").read_text())
+    path = folder / meta["shards"][-1]["file"]
+    nanochat.write_text_shard(path, [""] * 1024)
+    digest = sha256(path)
+
+    def change(meta):
+        meta["shards"][-1].update(characters=0, bytes=0, sha256=digest)
+        meta["splits"]["val"].update(characters=0, bytes=0)
+        meta["token_bytes"]["bytes"]["val"] = 0
+
+    edit_meta(folder, change)
+
+
+MESSAGE_CASES = [
+    pytest.param(
+        empty_val,
+        ["packing", "--split", "val", "--block-size", "8"],
+        1,
+        ["no token of text"],
+        id="packing-empty-documents",
+    ),
+]
+
+
+@pytest.mark.parametrize("damage, args, code, fragments", MESSAGE_CASES)
+def test_nanochat_messages(nanochat_folder, damage, args, code, fragments):
+    """A command on a nanochat folder it cannot serve says why in one line."""
+    damage(nanochat_folder)
+    assert_one_line(inspect(args[0], nanochat_folder, *args[1:]), *fragments, code=code)
+
+
+def test_packing_json_on_a_nanochat_folder(nanochat_set):
+    """packing --json works on a nanochat folder: one JSON object of its figures."""
+    result = inspect("packing", nanochat_set, "--block-size", "64", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["documents"] == 6198 and 0 < report["best_fit_tokens_kept"] <= 1
+
+
+def test_block_size_has_help_text():
+    """packing --help says what --block-size is."""
+    result = inspect("packing", "--help")
+    assert result.returncode == 0 and "context length" in result.stdout
+
+
+def test_full_disk_while_token_bytes_are_written_names_the_file(small_tmpfs, tmp_path):
+    """A disk that fills up while token_bytes.npy (201 KB for GPT-2) is written is one line
+    naming the file and the full disk (np.save would say only "50257 requested and 3040
+    written")."""
+    text = tmp_path / "small.txt"
+    text.write_text("hello world\n" * 1000)
+    result = run(script("shakespeare"), "--input", text, "--out-dir", small_tmpfs / "out")
+    assert_one_line(result, "No space left on device", TOKEN_BYTES, "free some space", alone=False)
+
+
+def test_openwebtext_wrote_line_names_every_file(paragraphs, tmp_path):
+    """OpenWebText's "wrote" line names its document indexes and token_bytes.npy."""
+    write_jsonl(tmp_path / "five.jsonl", paragraphs[100:105])
+    env = {"HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    result = run_python(
+        script("openwebtext"), "--data-files", tmp_path / "five.jsonl", "--out-dir", out, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    wrote = next(line for line in result.stdout.splitlines() if line.startswith("wrote"))
+    assert "train.docs.npy, val.docs.npy, token_bytes.npy, meta.json" in wrote

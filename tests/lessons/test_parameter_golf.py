@@ -1,0 +1,534 @@
+"""data/parameter_golf/prepare.py against parameter-golf's own script, and bits per byte that
+are true for any tokenizer: the byte figures, the val bytes sidecar, `verify` and `bpb`.
+
+The reference is openai/parameter-golf's data/download_hf_docs_and_tokenize.py itself, run
+unchanged from a checkout named by PARAMETER_GOLF_DIR (git clone
+https://github.com/openai/parameter-golf); without one that test skips, saying so. It downloads
+its documents with huggingface_hub, so both it and our lesson read them from a local hub
+(tests/stand_ins/hub_server.py) serving willdepueoai/parameter-golf's datasets/ folder.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import COMMON, REPO, assert_clean_failure, run_python, write_jsonl
+from hub_server import LocalHub
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formats import golf
+from formats.schema import FIGURES
+from formats.val_bytes import add_figures
+from inspection.bpb import document_share_sums
+from safety.commit import PAUSE_ENV
+
+pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
+
+LESSON = REPO / "data" / "parameter_golf" / "prepare.py"
+# documents a tokenizer may change: NUL, CRLF, runs of spaces, text nmt_nfkc rewrites, nothing
+ODD_DOCUMENTS = ["", "a\x00b", "x\r\ny\r\n", "  two  spaces  ", "ﬁne ① ｆｕｌｌ", "e\u0301", "   "]
+
+
+@pytest.fixture(scope="session")
+def golf_docs(paragraphs):
+    """3,000 documents: odd ones first (they land in val), then Tiny Shakespeare's paragraphs."""
+    return ODD_DOCUMENTS + paragraphs[: 3000 - len(ODD_DOCUMENTS)]
+
+
+@pytest.fixture(scope="session")
+def sp1024(golf_docs, tmp_path_factory):
+    """parameter-golf's SentencePiece BPE at 1,024 ids, trained on the documents."""
+    prefix = tmp_path_factory.mktemp("sp1024") / "fineweb_1024_bpe"
+    golf.train_sentencepiece(golf_docs, 1024, prefix)
+    return golf.SentencePieceTokens(prefix.with_suffix(".model"))
+
+
+@pytest.fixture(scope="session")
+def prepared(golf_docs, trained, tmp_path_factory):
+    """A folder of sp1024, byte260 and our BPE (1,000 ids) with val bytes sidecars."""
+    folder = tmp_path_factory.mktemp("golf")
+    docs = write_jsonl(folder / "docs.jsonl", golf_docs)
+    trained.save(folder / "ours.json")
+    out = folder / "out"
+    result = run_python(
+        LESSON,
+        "--data-files",
+        docs,
+        "--variant",
+        "sp1024",
+        "byte260",
+        "--tokenizer",
+        folder / "ours.json",
+        "--val-docs",
+        500,
+        "--val-bytes",
+        "--shard-size",
+        100_000,
+        "--out-dir",
+        out,
+    )
+    assert result.returncode == 0, result.stderr
+    return out, result.stdout
+
+
+def hub_files(docs):
+    """willdepueoai/parameter-golf's datasets/ folder as the hub holds it: the documents and
+    their sidecar (num_docs, docs_val, docs_sha256, shuffle_seed)."""
+    data = "".join(json.dumps({"text": doc}) + "\n" for doc in docs).encode()
+    sidecar = {
+        "num_docs": len(docs),
+        "docs_val": 500,
+        "docs_sha256": hashlib.sha256(data).hexdigest(),
+        "shuffle_seed": 1337,
+    }
+    return {
+        "datasets/docs_selected.jsonl": data,
+        "datasets/docs_selected.source_manifest.json": json.dumps(sidecar).encode(),
+    }
+
+
+def tree(folder):
+    """{relative path: bytes} of every file under `folder`."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "train_docs",
+    [pytest.param([], id="all"), pytest.param(["--tokenizer-train-docs", "1000"], id="first-1000")],
+)
+def test_same_bytes_as_parameter_golfs_own_script(golf_docs, tmp_path, train_docs):
+    """From the same documents, our folder holds the files parameter-golf's
+    download_hf_docs_and_tokenize.py writes, byte for byte (shards, byte260's file, the .vocab,
+    tokenizer_config.export.json, manifest.json), for sp1024, sp4096 and byte260, SentencePiece
+    trained on all the documents or on the first 1,000; each .model holds the same pieces and
+    scores, and differs only in the folder it names."""
+    checkout = os.environ.get("PARAMETER_GOLF_DIR")
+    if not checkout:
+        pytest.skip("set PARAMETER_GOLF_DIR to a checkout of openai/parameter-golf")
+    script = Path(checkout) / "data" / "download_hf_docs_and_tokenize.py"
+    specs = [
+        {"name": "sp_bpe_1024", "dataset_suffix": "sp1024", "vocab_size": 1024},
+        {"name": "sp_bpe_4096", "dataset_suffix": "sp4096", "vocab_size": 4096},
+        {"name": "pure_byte_260", "dataset_suffix": "byte260"},
+    ]
+    config = tmp_path / "specs.json"
+    config.write_text(json.dumps({"tokenizers": specs}))
+    commit = hashlib.sha1(b"parameter-golf").hexdigest()
+    with LocalHub(
+        "willdepueoai/parameter-golf", {commit: hub_files(golf_docs)}, {"main": commit}
+    ) as hub:
+        theirs = run_python(
+            script,
+            "--output-root",
+            tmp_path / "theirs",
+            "--tokenizer-config",
+            config,
+            "--chunk-tokens",
+            50_000,
+            *train_docs,
+            env=hub.environment(tmp_path / "a"),
+        )
+        ours = run_python(
+            LESSON,
+            "--variant",
+            "sp1024",
+            "sp4096",
+            "byte260",
+            "--shard-size",
+            50_000,
+            *train_docs,
+            "--out-dir",
+            tmp_path / "same",
+            env=hub.environment(tmp_path / "b"),
+        )
+    assert theirs.returncode == 0, theirs.stderr
+    assert ours.returncode == 0, ours.stderr
+    mine, reference = tree(tmp_path / "same"), tree(tmp_path / "theirs")
+    models = [name for name in reference if name.endswith(".model")]
+    assert set(mine) - {"meta.json"} == set(reference)
+    assert {n: d for n, d in mine.items() if n not in models and n != "meta.json"} == {
+        n: d for n, d in reference.items() if n not in models
+    }
+    spm = pytest.importorskip("sentencepiece")
+    for name in models:
+        a, b = (
+            spm.SentencePieceProcessor(model_file=str(root / name))
+            for root in (tmp_path / "same", tmp_path / "theirs")
+        )
+        assert [(a.id_to_piece(i), a.get_score(i)) for i in range(a.vocab_size())] == [
+            (b.id_to_piece(i), b.get_score(i)) for i in range(b.vocab_size())
+        ]
+        assert a.encode(golf_docs[:200]) == b.encode(golf_docs[:200])
+    assert run_python(COMMON, "verify", tmp_path / "same").returncode == 0
+
+
+def test_verify_ok_and_the_audit(prepared):
+    """The folder verifies; the audit calls byte260 and our BPE lossless with both counts equal,
+    and sp1024 not lossless, with the tokenizer's count below the text's bytes."""
+    out, printed = prepared
+    result = run_python(COMMON, "verify", out)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(f"{out}: OK")
+    audit = run_python(COMMON, "bpb", out)
+    assert audit.returncode == 0, audit.stderr
+    lines = audit.stdout.splitlines()
+    assert lines[0].startswith("fineweb10B_sp1024: NOT lossless on val: ")
+    assert "below the text's" in lines[1]
+    byte260 = lines.index(next(line for line in lines if line.startswith("fineweb10B_byte260")))
+    assert lines[byte260].startswith("fineweb10B_byte260: lossless on val")
+    assert lines[byte260 + 1].endswith(": equal")
+    assert any(line.startswith("fineweb10B_bpe1000: lossless on val") for line in lines)
+    meta = json.loads((out / "meta.json").read_text())
+    for dataset in meta["datasets"]:
+        val = dataset["bytes"]["val"]
+        lossless = dataset["tokenizer"]["kind"] != "sentencepiece_bpe"
+        assert (val["tokenizer_bytes"] == val["text_bytes"]) is lossless
+        assert (val["changed_documents"] == 0) is lossless
+
+
+def test_sidecar_sums_to_each_documents_bytes(prepared, golf_docs):
+    """Each val bytes sidecar is parallel to its val shard (llm.c's header, uint16), 0 at a BOS
+    (but the BOS of a document with no token), and sums per document to its UTF-8 length."""
+    out, _ = prepared
+    meta = json.loads((out / "meta.json").read_text())
+    sizes = [len(doc.encode()) for doc in golf_docs[:500]]
+    for dataset in meta["datasets"]:
+        ids, shares = (
+            np.concatenate(
+                [
+                    np.fromfile(out / s["file"], "<u2", offset=1024)
+                    for s in dataset[key]
+                    if s["split"] == "val"
+                ]
+            )
+            for key in ("shards", "val_bytes")
+        )
+        assert len(ids) == len(shares)
+        sums = document_share_sums(ids, shares, dataset["tokenizer"]["bos_id"])
+        assert sums.astype(int).tolist() == sizes
+
+
+def edit_sidecar(out, change):
+    """Change the first sidecar's shares with `change` and record its new sha256."""
+    meta = json.loads((out / "meta.json").read_text())
+    record = meta["datasets"][0]["val_bytes"][0]
+    path = out / record["file"]
+    header, shares = np.fromfile(path, "<i4", count=256), np.fromfile(path, "<u2", offset=1024)
+    shares = change(shares.copy())
+    header[2] = len(shares)
+    path.write_bytes(header.tobytes() + shares.astype("<u2").tobytes())
+    record["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
+def shift_a_byte(shares):
+    shares[10] += 1
+    return shares
+
+
+def edit_figure(out):
+    meta = json.loads((out / "meta.json").read_text())
+    meta["datasets"][1]["bytes"]["val"]["tokenizer_bytes"] += 1
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
+def name_outside(out):
+    meta = json.loads((out / "meta.json").read_text())
+    meta["datasets"][0]["shards"][0]["file"] = "../outside/fineweb_val_000000.bin"
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
+def tamper_bytes(out):
+    path = out / json.loads((out / "meta.json").read_text())["datasets"][0]["val_bytes"][0]["file"]
+    data = bytearray(path.read_bytes())
+    data[2000] ^= 1
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "change, fragments",
+    [
+        pytest.param(
+            tamper_bytes, ["fineweb_val_bytes_000000.bin", "sha256"], id="tampered-sidecar"
+        ),
+        pytest.param(
+            lambda out: edit_sidecar(out, shift_a_byte),
+            ["fineweb_val_bytes_000000.bin", "sum to"],
+            id="shares-moved",
+        ),
+        pytest.param(
+            lambda out: edit_sidecar(out, lambda s: s[:-1]),
+            ["fineweb_val_bytes_000000.bin", "shares, its val shard"],
+            id="sidecar-short",
+        ),
+        pytest.param(
+            edit_figure, ["meta.json", "datasets[1].bytes.val.tokenizer_bytes"], id="figure-edited"
+        ),
+        pytest.param(
+            name_outside,
+            ["datasets[0].shards[0].file", "parameter-golf's folder"],
+            id="shard-outside",
+        ),
+    ],
+)
+def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
+    """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
+    figure edited in meta.json: verify fails in one line naming the file and the figure."""
+    out = tmp_path / "copy"
+    shutil.copytree(prepared[0], out)
+    change(out)
+    assert_clean_failure(run_python(COMMON, "verify", out), *fragments)
+
+
+UNICODE = st.lists(
+    st.one_of(
+        st.text(max_size=12),
+        st.sampled_from(
+            ["\x00", "\u0301", "\r\n", "\n", "   ", "\t", "ﬁ", "①", "Ｆ", "Å", "\ufeff"]
+        ),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(UNICODE, min_size=1, max_size=6))
+def test_shares_sum_to_the_text_on_random_unicode(sp1024, trained_tokens, texts):
+    """On random Unicode (NUL, lone combining marks, CRLF, runs of spaces, text nmt_nfkc
+    rewrites) every tokenizer's shares sum per document to its UTF-8 length; byte260 and our
+    BPE are lossless with both counts equal; sp1024's figures count what it changes."""
+    for tokens in (sp1024, golf.ByteTokens(), trained_tokens):
+        figures = dict.fromkeys(FIGURES, 0)
+        for text, (ids, shares) in zip(texts, tokens.encode_batch(texts)):
+            share_sum = int(shares.sum()) + (0 if len(ids) else len(text.encode()))  # the BOS's
+            assert share_sum == len(text.encode())
+            add_figures(figures, text, ids, tokens)
+        assert figures["text_bytes"] == sum(len(t.encode()) for t in texts)
+        if tokens is not sp1024:
+            assert figures["changed_documents"] == 0
+            assert figures["tokenizer_bytes"] == figures["text_bytes"] == figures["decoded_bytes"]
+        changed = sum(
+            tokens.decode(ids) != t for t, (ids, _) in zip(texts, tokens.encode_batch(texts))
+        )
+        assert figures["changed_documents"] == changed
+
+
+@pytest.fixture(scope="session")
+def trained_tokens(trained):
+    return golf.BpeTokens(trained.to_tiktoken(), trained.special_tokens["<|endoftext|>"])
+
+
+def test_sp1024_reports_the_loss_on_newlines_and_spaces(sp1024):
+    """nmt_nfkc makes newlines spaces and collapses runs of spaces: the figures count the
+    documents changed and the bytes lost, and the tokenizer's count is the decoded text's."""
+    texts = ["one\ntwo", "a    b", "plain"]
+    figures = dict.fromkeys(FIGURES, 0)
+    for text, (ids, _) in zip(texts, sp1024.encode_batch(texts)):
+        add_figures(figures, text, ids, sp1024)
+    assert figures["changed_documents"] == 2
+    assert figures["lost_bytes"] == 3  # three of the four spaces
+    assert figures["tokenizer_bytes"] == figures["decoded_bytes"] == figures["text_bytes"] - 3
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        pytest.param(
+            ["--val-docs", "5000"], ["--val-docs 5,000", "3,000 documents"], id="val-too-big"
+        ),
+        pytest.param(["--variant", "sp100000"], ["sp100000"], id="vocab-too-big"),
+        pytest.param(
+            ["--variant", "sp1024", "sp1024", "--val-docs", "5"], ["same name"], id="twice"
+        ),
+    ],
+)
+def test_bad_options_fail_in_one_line(golf_docs, tmp_path, args, fragments):
+    """A val bigger than the documents, a vocabulary uint16 cannot hold, a variant given twice:
+    one line, before any output is committed."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs)
+    result = run_python(LESSON, "--data-files", docs, *args, "--out-dir", tmp_path / "out")
+    assert result.returncode in (1, 2), result.stderr
+    assert "Traceback" not in result.stderr
+    assert all(fragment in result.stderr for fragment in fragments), result.stderr
+    assert not (tmp_path / "out" / "meta.json").exists()
+
+
+def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path):
+    """train_tokenizer.py --kind sentencepiece on the lesson's documents writes a model of the
+    same pieces and scores as the lesson's sp1024."""
+    spm = pytest.importorskip("sentencepiece")
+    out, _ = prepared
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        "--kind",
+        "sentencepiece",
+        "--vocab-size",
+        1024,
+        "--input",
+        out / "docs_selected.jsonl",
+        "--out",
+        tmp_path / "sp",
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sp.model", "sp.vocab"]
+    models = [tmp_path / "sp.model", out / "tokenizers" / "fineweb_1024_bpe.model"]
+    a, b = (spm.SentencePieceProcessor(model_file=str(path)) for path in models)
+    pieces = [[(p.id_to_piece(i), p.get_score(i)) for i in range(p.vocab_size())] for p in (a, b)]
+    assert pieces[0] == pieces[1]
+    assert (tmp_path / "sp.vocab").read_bytes() == (
+        out / "tokenizers" / "fineweb_1024_bpe.vocab"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "honest", [pytest.param(True, id="checked"), pytest.param(False, id="wrong-sha256")]
+)
+def test_the_hubs_selection_is_checked_against_its_sidecar(golf_docs, tmp_path, honest):
+    """By default the documents come from the hub's datasets/ folder: a docs_selected.jsonl
+    whose sha256 is its sidecar's docs_sha256 is read (val = the sidecar's docs_val, the
+    manifest records the sidecar), one that is not is refused in one line, nothing written."""
+    files = hub_files(golf_docs[:1000])
+    if not honest:
+        files["datasets/docs_selected.jsonl"] += b'{"text": "one more"}\n'
+    commit = hashlib.sha1(b"parameter-golf").hexdigest()
+    with LocalHub("willdepueoai/parameter-golf", {commit: files}, {"main": commit}) as hub:
+        result = run_python(
+            LESSON,
+            "--variant",
+            "byte260",
+            "--out-dir",
+            tmp_path / "out",
+            env=hub.environment(tmp_path),
+        )
+    if not honest:
+        assert_clean_failure(result, "docs_sha256")
+        assert not (tmp_path / "out" / "meta.json").exists()
+        return
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["num_val_docs"] == 500 and manifest["shuffle_seed"] == 1337
+    assert manifest["docs_meta"]["remote_repo_id"] == "willdepueoai/parameter-golf"
+    assert run_python(COMMON, "verify", tmp_path / "out").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["show"], id="show"),
+        pytest.param(["packing", "--block-size", "64"], id="packing"),
+        pytest.param(["overlap"], id="overlap"),
+    ],
+)
+def test_commands_of_one_stream_point_at_a_dataset(prepared, command):
+    """show, packing and overlap on the folder of several datasets: one line pointing at
+    overlap on one dataset's folder, which reads its BOS-first shards without a meta.json."""
+    out, _ = prepared
+    result = run_python(COMMON, command[0], out, *command[1:])
+    assert_clean_failure(result, "parameter-golf folder", "--boundary-id 1")
+    dataset = out / "datasets" / "fineweb10B_sp1024"
+    result = run_python(COMMON, "overlap", dataset, "--boundary-id", 1)
+    assert result.returncode == 0, result.stderr
+    assert "val documents with an exact copy in train" in result.stdout
+
+
+def test_a_rerun_replaces_the_datasets_as_one_set(golf_docs, tmp_path):
+    """The folder is a transaction: a second run with byte260 only leaves byte260's files, the
+    first run's sp1024 model, shards and sidecars removed, and verifies."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:800])
+    out = tmp_path / "out"
+    for variants in (["sp1024", "byte260"], ["byte260"]):
+        result = run_python(
+            LESSON,
+            "--data-files",
+            docs,
+            "--variant",
+            *variants,
+            "--val-docs",
+            100,
+            "--val-bytes",
+            "--out-dir",
+            out,
+        )
+        assert result.returncode == 0, result.stderr
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert files == [
+        "datasets/fineweb10B_byte260/fineweb_train_000000.bin",
+        "datasets/fineweb10B_byte260/fineweb_val_000000.bin",
+        "datasets/fineweb10B_byte260/fineweb_val_bytes_000000.bin",
+        "docs_selected.jsonl",
+        "manifest.json",
+        "meta.json",
+        "tokenizer_config.export.json",
+        "tokenizers/fineweb_pure_byte_260.json",
+    ]
+    assert not (out / "datasets" / "fineweb10B_sp1024").exists()
+    assert run_python(COMMON, "verify", out).returncode == 0
+
+
+@pytest.mark.parametrize("fixture", ["tmpfs", "small_tmpfs"])
+def test_a_full_disk_is_one_line_and_changes_nothing(golf_docs, tmp_path, request, fixture):
+    """A disk that fills up (while the documents are copied, or the shards written): one line
+    saying so, and nothing left in the folder."""
+    disk = request.getfixturevalue(fixture)
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs)
+    result = run_python(
+        LESSON,
+        "--data-files",
+        docs,
+        "--variant",
+        "sp1024",
+        "byte260",
+        "--val-docs",
+        100,
+        "--out-dir",
+        disk / "out",
+    )
+    assert_clean_failure(result, "No space left on device")
+    assert not (disk / "out").exists() or not any((disk / "out").iterdir())
+
+
+@pytest.mark.parametrize("step", ["staged", "replaced"])
+def test_a_run_killed_in_its_commit_leaves_the_old_set_or_an_incomplete_one(
+    golf_docs, tmp_path, step
+):
+    """SIGKILL while the new folder is staged leaves the old set, which verifies; while its
+    files replace the old ones (a subfolder's shard among them), a folder verify calls
+    incomplete; the next run makes it whole again."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:600])
+    out = tmp_path / "out"
+    old = ["--data-files", docs, "--variant", "byte260", "--val-docs", 100, "--out-dir", out]
+    assert run_python(LESSON, *old).returncode == 0
+    new = [*old[:3], "sp1024", "byte260", "--val-docs", 200, "--val-bytes", "--out-dir", out]
+    process = subprocess.Popen(
+        [sys.executable, LESSON, *map(str, new)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, PAUSE_ENV: step},
+    )
+    _, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    result = run_python(COMMON, "verify", out)
+    if step == "staged":
+        assert result.returncode == 0, result.stderr
+        assert json.loads((out / "meta.json").read_text())["split"]["val_docs"] == 100
+    else:
+        assert_clean_failure(result, "incomplete")
+    assert run_python(LESSON, *new).returncode == 0
+    assert run_python(COMMON, "verify", out).returncode == 0
