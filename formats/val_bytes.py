@@ -68,18 +68,7 @@ class RecordTokens:
 def document_ids(arrays, bos_id):
     """Each document's ids after its BOS, from a split's shards in order (a document may
     straddle two): [[1, 5, 6, 1], [7]] with BOS 1 -> [5, 6], [7]."""
-    current = None
-    for ids in arrays:
-        ids = np.asarray(ids, dtype=np.int64)
-        starts = np.flatnonzero(ids == bos_id)
-        if current is not None:
-            current.append(ids[: starts[0] if len(starts) else len(ids)])
-        for i, start in enumerate(starts):
-            if current is not None:
-                yield np.concatenate(current)
-            current = [ids[start + 1 : starts[i + 1] if i + 1 < len(starts) else len(ids)]]
-    if current is not None:
-        yield np.concatenate(current)
+    return (ids for _, ids in _documents_after((("val", ids) for ids in arrays), bos_id))
 
 
 def written_documents(parts, eot_id, eot):
@@ -93,12 +82,10 @@ def written_documents(parts, eot_id, eot):
         yield from _documents_after(chunks, eot_id)
         return
     for split, group in itertools.groupby(chunks, key=lambda part: part[0]):
-        ids = [np.asarray(chunk, dtype=np.int64) for _, chunk in group]
-        if eot is None:
-            yield split, np.concatenate(ids)
+        if eot is None:  # the Shakespeare lessons': a split of one text, small
+            yield split, np.concatenate([np.asarray(chunk, dtype=np.int64) for _, chunk in group])
             continue
-        parts = itertools.chain([(split, [eot_id])], ((split, chunk) for chunk in ids))
-        pieces = _documents_after(parts, eot_id)
+        pieces = _documents_after(itertools.chain([(split, [eot_id])], group), eot_id)
         previous = next(pieces)
         for piece in pieces:  # the end-of-text before the stream starts the first document
             yield previous
