@@ -94,6 +94,8 @@ def main(argv=None):
 def bpb_audit(folder, meta):
     """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
     if meta.get("format") != GOLF_FORMAT:
+        if meta.get("format") == NANOCHAT:
+            raise PrepareError(f"{folder}: nanochat's folders record no byte figures yet")
         if meta.get("bytes") is None:
             raise PrepareError(
                 f"{folder}/meta.json records no byte figures: it was written before they were; "
