@@ -201,6 +201,7 @@ def write_val_bytes(out, meta, tokenizer, documents, eot_first=False):
         if document is None or text is None:
             raise PrepareError(f"{out}: the ids written and the documents differ in number")
         split, ids = document
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # as tiktoken
         add_figures(figures[split], text, ids, tokens)
         if split == "val":
             shares = document_shares(ids, len(text.encode()), tokens.lengths, eot)
