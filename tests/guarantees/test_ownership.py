@@ -176,7 +176,7 @@ def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, doc
         assert f"removed {out / stale}" in result.stdout, result.stdout
     assert_ok(fineweb(docs, clean, shard_size=5_000, env=env))
     expected = {p.name: p.read_bytes() for p in clean.iterdir()}
-    assert sorted(expected) == sorted([*shards[:3], "meta.json", "token_bytes.npy"])
+    assert sorted(expected) == sorted([*shards[:3], "edu_fineweb_bytes_000000.bin", "meta.json", "token_bytes.npy"])
     assert {p.name: p.read_bytes() for p in out.iterdir()} == {**expected, **mine}
     assert_verifies(out)
 
