@@ -27,8 +27,9 @@ import numpy as np
 
 from documents.encoded import encoded_documents
 from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
-from formats.shards import llmc_header, splits_record, write_npy
+from formats.shards import splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
+from formats.val_bytes import write_val_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
@@ -197,16 +198,6 @@ LLMC_READS = (  # dtype_for_vocab's warning for shards
 )
 
 
-def write_shard(path, tokens, shard_format):
-    """One shard file, atomically: llm.c's header and the tokens, or np.save's .npy."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        if shard_format == "llmc":
-            f.write(llmc_header(len(tokens), tokens.dtype).tobytes())
-            f.write(tokens.astype(tokens.dtype.newbyteorder("<"), copy=False).tobytes())
-        else:
-            write_npy(f, tokens)  # what build-nanogpt's np.save(filename, tokens) writes
-
-
 def fill_shards(batches, shard_size, dtype):
     """Cut a stream of id arrays into shards, each full one and then the rest: [[1, 2, 3], [4, 5]]
     (any batching of it), shard_size 2 -> [1, 2], [3, 4], [5]. One buffer, reused: use each shard
@@ -280,12 +271,17 @@ def write_meta(
     split_tokens=None,
     shards=None,
     shard_format=None,
+    documents=None,
+    eot_first=False,
 ):
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
     split_tokens: {"train": 1003854, "val": 111540}, or shards (write_shards' list) and their
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
+    documents: {"train": texts, "val": texts} as written (a str: the split is one text), for each
+    split's byte figures and val's bytes sidecar, recounted from them and the ids written
+    (formats/val_bytes.py); eot_first: each document's end-of-text is before it (llm.c's rule).
     """
     out = Path(out)
     pkl = out / META_PKL
@@ -304,6 +300,8 @@ def write_meta(
         meta["format"], meta["shards"] = shard_format, shards
     splits = meta["splits"]
     meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
+    if documents is not None:
+        meta.update(write_val_bytes(out, meta, tokenizer, documents, eot_first))
     return write_record(out, meta)
 
 

@@ -18,6 +18,7 @@ import json
 import numpy as np
 
 from formats.schema import GOLF_DOCS
+from formats.val_bytes import covered_shares
 from safety import PrepareError
 
 # build_sentencepiece_tokenizer's arguments to SentencePieceTrainer.train, as they are
@@ -39,7 +40,6 @@ BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4,
 BYTE260_FILE = "fineweb_pure_byte_260.json"
 DOCS = GOLF_DOCS  # the documents, in the folder: {"text": ...} a line
 SIDECAR = "docs_selected.source_manifest.json"  # the hub's: num_docs, docs_val, docs_sha256, ...
-SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
 
 
 def training_text(texts):
@@ -78,26 +78,6 @@ def byte260_json():
     """PureByteTokenizer.save_json's bytes: the file fineweb_pure_byte_260.json."""
     payload = {"tokenizer_type": "pure_byte", "config": BYTE260, "vocab_size": 260}
     return (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode()
-
-
-def covered_shares(ends, size):
-    """Each token's share of a text of `size` bytes from the byte offsets where the tokens end:
-    ([4, 6], 6) -> [4, 2]; ([1, 4], 6) -> [1, 5] (two bytes dropped at the end go to the last)."""
-    covered = np.maximum.accumulate(np.asarray(ends, dtype=np.int64)) if len(ends) else ends
-    shares = np.diff(covered, prepend=0)
-    if len(shares):
-        shares[-1] += size - covered[-1]
-    return shares
-
-
-def checked_shares(shares, where):
-    """Shares as SHARE_DTYPE, or one line if one does not fit (a run of 65,536 spaces)."""
-    if len(shares) and int(np.max(shares)) > np.iinfo(SHARE_DTYPE).max:
-        raise PrepareError(
-            f"{where}: a token stands for more than 65,535 bytes of text, more than a uint16 "
-            "sidecar holds"
-        )
-    return np.asarray(shares).astype(SHARE_DTYPE)
 
 
 class SentencePieceTokens:

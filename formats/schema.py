@@ -3,6 +3,7 @@
 
     train.bin, val.bin                  nanoGPT's ids, and their document starts (index_name)
     meta.pkl, meta.json, TOKEN_BYTES    nanoGPT's pickle, the record, each id's byte length
+    VAL_BYTES, <name>_bytes_000000.bin  val's bytes sidecar, beside val.bin or each val shard
     <name>_train_000001.bin ...         llm.c's shards (format "llmc"), or .npy (format "npy")
     NANOCHAT_DATA_DIR/shard_00000.parquet, NANOCHAT_TOKENIZER, NANOCHAT_TOKEN_BYTES
                                         nanochat's folder (format "nanochat")
@@ -30,6 +31,17 @@ META_PKL = "meta.pkl"  # nanoGPT's train.py and sample.py pickle.load it wheneve
 SHARD_FORMATS = {"llmc": ".bin", "npy": ".npy"}
 INDEX_SUFFIX = ".docs.npy"  # a split's document starts, read by docs/bos_batches.md's train.py
 TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special token
+VAL_BYTES = "val_bytes.bin"  # each val token's share of the text's UTF-8 bytes (formats/val_bytes)
+VAL_BYTES_NAME = re.compile(rf"{re.escape(VAL_BYTES)}|\w[\w.-]*_bytes(_\d{{6}})?\.(bin|npy)")
+FIGURES = (  # a split's byte figures (meta.json's "bytes"): inspection/bpb.py says each
+    "documents",
+    "text_bytes",
+    "tokenizer_bytes",
+    "decoded_bytes",
+    "changed_documents",
+    "lost_bytes",
+    "gained_bytes",
+)
 NANOCHAT = "nanochat"  # the format of nanochat's folder, the one with subfolders:
 NANOCHAT_DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR
 NANOCHAT_TOKENIZER_DIR = "tokenizer"
@@ -57,6 +69,19 @@ def bin_name(split):
 def index_name(split):
     """A split's document index: "train" -> "train" + INDEX_SUFFIX."""
     return f"{split}{INDEX_SUFFIX}"
+
+
+def val_bytes_name(ids_file):
+    """The val bytes sidecar beside a val ids file, named so that no trainer's glob reads it as
+    ids (build-nanogpt reads every name holding "val"): "val.bin" -> VAL_BYTES;
+    "edu_fineweb_val_000000.npy" -> "edu_fineweb_bytes_000000.npy"; "TinyStories_val.bin" ->
+    "TinyStories_bytes.bin"."""
+    if ids_file == bin_name("val"):
+        return VAL_BYTES
+    stem, found, rest = ids_file.rpartition("_val")
+    if not found:
+        raise PrepareError(f"{ids_file} is not a val file's name (<name>_val_000000.bin)")
+    return f"{stem}_bytes{rest}"
 
 
 def nanochat_shard_name(index):
@@ -170,7 +195,7 @@ def shape_problem(meta):
         return wrong(
             "meta_pkl", meta["meta_pkl"], f'null or {{"file": "{META_PKL}", "sha256": ...}}'
         )
-    if problem := _token_bytes_problem(meta):
+    if problem := _token_bytes_problem(meta) or _val_bytes_problem(meta):
         return problem
     if "shards" in meta:
         return _shards_problem(meta)
@@ -205,6 +230,34 @@ def _token_bytes_problem(meta):
     if problem is None and not (isinstance(bytes_, dict) and all(map(_is_count, bytes_.values()))):
         return wrong("token_bytes.bytes", bytes_, "each split's count of bytes")
     return problem
+
+
+def _val_bytes_problem(meta):
+    """meta.json's bytes and val_bytes: absent (a folder written before them), else each split's
+    figures and the sidecars' record ({"dtype": "uint16", "eot", "files": [...]})."""
+    figures, record = meta.get("bytes"), meta.get("val_bytes")
+    if figures is not None and not (
+        isinstance(figures, dict)
+        and all(
+            isinstance(f, dict) and all(_is_count(f.get(k)) for k in FIGURES)
+            for f in figures.values()
+        )
+    ):
+        return wrong("bytes", figures, f"each split's counts of {', '.join(FIGURES)}")
+    if record is None:
+        return None
+    if not isinstance(record, dict) or record.get("dtype") != "uint16":
+        return wrong("val_bytes", record, 'a record of "dtype": "uint16", "eot" and "files"')
+    if record.get("eot") not in ("first", "last", None):
+        return wrong("val_bytes.eot", record.get("eot"), '"first", "last" or null')
+    files = record.get("files")
+    if not isinstance(files, list) or not files:
+        return wrong("val_bytes.files", files, "a list of the sidecars")
+    fields = (FILE, ("ids", is_plain_name, "a val ids file's name"), SPLIT_FIELDS[1], SHA256)
+    for i, item in enumerate(files):
+        if problem := fields_problem(item, f"val_bytes.files[{i}]", fields):
+            return problem
+    return None
 
 
 def _shards_problem(meta):
@@ -389,6 +442,9 @@ def record_names(meta):
         found.append(("source.path", meta["source"]["path"], False, None))
     if _field(meta.get("token_bytes"), "file") is not None:
         found.append(("token_bytes.file", meta["token_bytes"]["file"], True, TOKEN_BYTES))
+    if isinstance(meta.get("val_bytes"), dict):
+        for i, item in _items(meta["val_bytes"], "files"):
+            found.append((f"val_bytes.files[{i}].file", item.get("file"), True, None))
     if meta.get("format") == GOLF_FORMAT:
         found += _golf_names(meta)
     files = meta.get("tokenizer_files") if isinstance(meta.get("tokenizer_files"), list) else []
@@ -461,6 +517,8 @@ def name_problem(meta):
         expected = None
         if form is not None and value != form:
             expected = json.dumps(form)
+        elif field.startswith("val_bytes") and not VAL_BYTES_NAME.fullmatch(value):
+            expected = f"{json.dumps(VAL_BYTES)} or a shard's sidecar, <name>_bytes_000000.bin"
         elif field.startswith("shards") and suffix is None:
             expected = f"a format of {' or '.join(map(json.dumps, SHARD_FORMATS))} beside it"
         elif field.startswith("shards") and (value.startswith(".") or not value.endswith(suffix)):

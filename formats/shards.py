@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from safety import PrepareError
-from safety.files import open_regular, sha256_file
+from safety.files import atomic_path, open_regular, sha256_file
 from safety.text import shortened
 
 from .schema import bin_name, index_name
@@ -105,6 +105,16 @@ def read_shard(path, shard_format, dtype):
             )
         little = dtype.newbyteorder("<")
         return np.memmap(f, dtype=little, mode="r", offset=LLMC_HEADER_INTS * 4)
+
+
+def write_shard(path, tokens, shard_format):
+    """One shard file, atomically: llm.c's header and the tokens, or np.save's .npy."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        if shard_format == "llmc":
+            f.write(llmc_header(len(tokens), tokens.dtype).tobytes())
+            f.write(tokens.astype(tokens.dtype.newbyteorder("<"), copy=False).tobytes())
+        else:
+            write_npy(f, tokens)  # what build-nanogpt's np.save(filename, tokens) writes
 
 
 def write_npy(file, array):

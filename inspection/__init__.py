@@ -19,6 +19,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 from formats.schema import GOLF_FORMAT, NANOCHAT
 from safety import ArgumentParser, PrepareError, positive_int, random_seed
@@ -26,6 +27,7 @@ from safety import ArgumentParser, PrepareError, positive_int, random_seed
 from . import bpb, golf, nanochat, overlap
 from .packing import packing
 from .show import random_offset, show
+from .val_bytes import sidecar_line
 from .verify import verified_meta, verify
 
 
@@ -63,7 +65,7 @@ def main(argv=None):
     bits = commands.add_parser(
         "bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by"
     )
-    bits.add_argument("folder", help="a folder data/parameter_golf/prepare.py wrote")
+    bits.add_argument("folder", help="a prepared folder (its meta.json records the byte figures)")
     args = parser.parse_args(argv)
     if args.command == "overlap":
         return overlap.run(args)
@@ -92,10 +94,17 @@ def main(argv=None):
 def bpb_audit(folder, meta):
     """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
     if meta.get("format") != GOLF_FORMAT:
-        raise PrepareError(
-            f"{folder}/meta.json records no byte figures; data/parameter_golf/prepare.py's "
-            "folders do"
-        )
+        if meta.get("format") == NANOCHAT:
+            raise PrepareError(f"{folder}: nanochat's folders record no byte figures yet")
+        if meta.get("bytes") is None:
+            raise PrepareError(
+                f"{folder}/meta.json records no byte figures: it was written before they were; "
+                "run its prepare.py again"
+            )
+        print("\n".join(bpb.audit_lines(Path(folder).name, meta["bytes"])))
+        if meta.get("val_bytes") is not None:
+            print(sidecar_line(meta))
+        return
     for dataset in meta["datasets"]:
         print("\n".join(bpb.audit_lines(dataset["name"], dataset["bytes"])))
 

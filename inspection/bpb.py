@@ -12,48 +12,6 @@ those whose decode(ids) differs from the text, and the lost_bytes and gained_byt
 
 import numpy as np
 
-FIGURES = (
-    "documents",
-    "text_bytes",
-    "tokenizer_bytes",
-    "decoded_bytes",
-    "changed_documents",
-    "lost_bytes",
-    "gained_bytes",
-)
-
-
-def add_figures(figures, text, ids, tokenizer):
-    """Add a document (its text, its ids after the BOS) to a split's figures (FIGURES, from 0):
-    "a  b" and the ids of "a b" add 1 document, 4 text_bytes, 3 decoded_bytes, 1 changed, ..."""
-    size, decoded = len(text.encode()), tokenizer.decode(ids)
-    decoded_size = len(decoded.encode())
-    figures["documents"] += 1
-    figures["text_bytes"] += size
-    figures["tokenizer_bytes"] += tokenizer.own_bytes(ids)
-    figures["decoded_bytes"] += decoded_size
-    if decoded != text:
-        figures["changed_documents"] += 1
-        figures["lost_bytes"] += max(0, size - decoded_size)
-        figures["gained_bytes"] += max(0, decoded_size - size)
-
-
-def document_ids(arrays, bos_id):
-    """Each document's ids after its BOS, from a split's shards in order (a document may
-    straddle two): [[1, 5, 6, 1], [7]] with BOS 1 -> [5, 6], [7]."""
-    current = None
-    for ids in arrays:
-        ids = np.asarray(ids, dtype=np.int64)
-        starts = np.flatnonzero(ids == bos_id)
-        if current is not None:
-            current.append(ids[: starts[0] if len(starts) else len(ids)])
-        for i, start in enumerate(starts):
-            if current is not None:
-                yield np.concatenate(current)
-            current = [ids[start + 1 : starts[i + 1] if i + 1 < len(starts) else len(ids)]]
-    if current is not None:
-        yield np.concatenate(current)
-
 
 def document_share_sums(ids, shares, bos_id):
     """Each document's sum of the sidecar's shares, its BOS's included: ids [1, 5, 1, 6, 7],

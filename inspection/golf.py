@@ -14,12 +14,14 @@ import numpy as np
 
 from documents.corpus import documents
 from formats import golf
+from formats.schema import FIGURES
 from formats.shards import read_shard
 from formats.tokenizers import load_trained
+from formats.val_bytes import add_figures, document_ids
 from safety.errors import PrepareError
 from safety.files import sha256_file
 
-from .bpb import FIGURES, add_figures, audit_lines, document_ids, document_share_sums
+from .bpb import audit_lines, document_share_sums
 from .folder import SHA256_DIFFERS, audit_shards
 
 

@@ -33,6 +33,7 @@ from safety.signals import closed_stdout
 from . import golf, nanochat
 from .folder import SHA256_DIFFERS, audit_shards, checked_meta, ids_problems, open_split
 from .token_bytes import audit_token_bytes
+from .val_bytes import audit_val_bytes
 
 VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
 
@@ -87,6 +88,7 @@ def _audit(folder, quiet=False):
     problems += tokenizer_problems
     problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
     problems += [] if problems else audit_token_bytes(folder, meta)  # reads the checked ids
+    problems += [] if problems else audit_val_bytes(folder, meta)
     if not problems and not quiet:
         _, ids = open_split(folder, "val")
         start = decode([int(i) for i in ids[:VERIFY_SHOWS_CHARS]])[:VERIFY_SHOWS_CHARS]

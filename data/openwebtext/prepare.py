@@ -146,6 +146,7 @@ def main():
             split_tokens=split_tokens,
             shards=shards,
             shard_format=args.format,
+            documents={"train": dataset.select(train), "val": dataset.select(val)},
             source=source_record(args.data_files, len(dataset), OPENWEBTEXT, budget),
             split=split_record(
                 args.val_fraction,

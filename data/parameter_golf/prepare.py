@@ -31,10 +31,11 @@ from tqdm import tqdm
 from documents.corpus import documents
 from documents.inputs import HubDataset, expand_data_files, hub_files
 from formats import golf, schema
-from formats.schema import GOLF_FORMAT
+from formats.schema import FIGURES, GOLF_FORMAT
+from formats.val_bytes import add_figures, checked_shares
 from hub import token_budget
 from hub.prefix import hub_prefix, hub_small_file
-from inspection.bpb import FIGURES, add_figures, audit_lines
+from inspection.bpb import audit_lines
 from prepare_common import bpe_encoding, llmc_names, write_record, write_shards
 from safety import (
     ArgumentParser,
@@ -414,7 +415,7 @@ def encode(tokens, texts, total, desc):
         texts = iter(texts)
         while batch := list(itertools.islice(texts, BATCH)):
             for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
-                yield text, ids, golf.checked_shares(shares, desc)
+                yield text, ids, checked_shares(shares, desc)
             bar.update(len(batch))
 
 

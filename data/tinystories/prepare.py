@@ -14,13 +14,12 @@ requests, kept in $NANOGPT_DATA_CACHE/prefix and resumed where a run stopped (hu
 """
 
 import itertools
-import random
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
 from archive import archive_file, json_members, json_stories
-from stories import SplitFiles, story_vocab_size, train_story_bpe
+from stories import SplitFiles, shuffled_stories, story_vocab_size, train_story_bpe
 
 from bpe import EOT
 from dedup.drop import document_keys, rule_record, without_boundaries
@@ -132,6 +131,8 @@ def main():
             tokenizer=tokenizer,
             dtype=dtype,
             **record,
+            documents=splits.stories(archive, MEMBER),  # for the byte figures, val_bytes
+            eot_first=True,
             source=source,
             split=split,  # the files, their tokens and sha256; the archive's
             options={"format": args.format, "vocab_size": args.vocab_size},
@@ -217,8 +218,7 @@ def at_most_a_process_a_member(members, num_proc):
 def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
     """llm.c's process_shard: one file's stories shuffled, stripped, each <|endoftext|> first;
     with --dedup, each story's keys (dedup/drop.py's document_keys, its ids without the EOT)."""
-    stories = [story.strip() for story in json_stories(name, data)]  # each item's "story"
-    random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)  # 1337 + index in split
+    stories = shuffled_stories(name, data)  # each item's "story", stripped, in llm.c's order
     where = f"{name}, shuffled story"
     out = tokenize_documents(
         stories, range(len(stories)), encoding, tokenizer, dtype, where, eot_first=True

@@ -14,12 +14,14 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 import argparse
 import contextlib
 import functools
+import itertools
+import random
 import sys
 import warnings
 from collections import Counter
 
 import numpy as np
-from archive import ArchiveError
+from archive import ArchiveError, json_members, json_stories
 
 from formats.shards import LLMC_HEADER_INTS, llmc_header
 from prepare_common import write_document_starts
@@ -28,6 +30,14 @@ from safety.files import sha256_file
 from safety.spool import Spool
 
 SPLITS = ("val", "train")  # llm.c writes val first
+
+
+def shuffled_stories(name, data):
+    """llm.c's process_shard order of one JSON file's stories: each item's "story" stripped,
+    shuffled with the seed 1337 + the file's index in its split (data00.json, data01.json: 0)."""
+    stories = [story.strip() for story in json_stories(name, data)]
+    random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)
+    return stories
 
 
 class SplitFiles(contextlib.AbstractContextManager):
@@ -161,6 +171,20 @@ class SplitFiles(contextlib.AbstractContextManager):
         if self.llmc:
             return {"shards": shards, "shard_format": "llmc"}
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
+
+    def stories(self, archive, member):
+        """The stories of the files written, in their order (val's, then train's by name, each
+        file's shuffled, without those --dedup dropped), read from the archive again: what
+        write_meta recounts the byte figures from. A file out of order waits until its turn."""
+        names = [name for split in SPLITS for name in sorted(self.lengths[split])]
+        members, waiting = json_members(archive, member), {}
+        for name in names:
+            while name not in waiting:
+                found, data = next(members)
+                waiting[found] = data
+            stories = shuffled_stories(name, waiting.pop(name))
+            kept = self.kept.get(name)
+            yield from stories if kept is None else itertools.compress(stories, kept)
 
     def _header_bytes(self, total):
         """llm.c's header (its length checked by the Spool), or none for nanoGPT's files."""

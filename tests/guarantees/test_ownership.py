@@ -165,7 +165,7 @@ def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, doc
     out, clean = tmp_path / "out", tmp_path / "clean"
     shutil.copytree(shard_sets["llmc"], out)  # what a run with the default --shard-size made
     shards = ["edu_fineweb_val_000000.bin"] + [f"edu_fineweb_train_{i:06d}.bin" for i in range(1, 5)]  # fmt: skip
-    assert sorted(p.name for p in out.iterdir()) == sorted([*shards, "meta.json", "token_bytes.npy"])  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == sorted([*shards, "edu_fineweb_bytes_000000.bin", "meta.json", "token_bytes.npy"])  # fmt: skip
     mine = {"notes.txt": NOTES, "my_notes_val_000001.npy": NOTES_NPY}
     for name, data in mine.items():
         (out / name).write_bytes(data)
@@ -176,7 +176,9 @@ def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, doc
         assert f"removed {out / stale}" in result.stdout, result.stdout
     assert_ok(fineweb(docs, clean, shard_size=5_000, env=env))
     expected = {p.name: p.read_bytes() for p in clean.iterdir()}
-    assert sorted(expected) == sorted([*shards[:3], "meta.json", "token_bytes.npy"])
+    assert sorted(expected) == sorted(
+        [*shards[:3], "edu_fineweb_bytes_000000.bin", "meta.json", "token_bytes.npy"]
+    )
     assert {p.name: p.read_bytes() for p in out.iterdir()} == {**expected, **mine}
     assert_verifies(out)
 

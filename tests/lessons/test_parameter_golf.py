@@ -24,7 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formats import golf
-from inspection.bpb import FIGURES, add_figures, document_share_sums
+from formats.schema import FIGURES
+from formats.val_bytes import add_figures
+from inspection.bpb import document_share_sums
 
 pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
 

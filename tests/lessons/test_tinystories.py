@@ -140,7 +140,9 @@ def prepare(archive, out, *args, env=None):
 
 
 def outputs(folder):
-    return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.suffix == ".bin"}
+    """The ids files (the val bytes sidecar, which the references do not write, left out)."""
+    files = sorted(Path(folder).iterdir())
+    return {p.name: p.read_bytes() for p in files if p.suffix == ".bin" and "_bytes" not in p.name}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +223,7 @@ def test_vocab_size_trains_a_bpe_on_the_train_stories(corpus, tmp_path):
     assert "tokenizer: tinystories-512 (512 tokens)" in result.stdout
     assert result.stdout.count("  gpt2: ") == 2  # compared on train and val
     assert sorted(p.name for p in out.iterdir()) == [
-        "meta.json", "meta.pkl", "tinystories-512.json", "token_bytes.npy", "train.bin", "train.docs.npy", "val.bin", "val.docs.npy"
+        "meta.json", "meta.pkl", "tinystories-512.json", "token_bytes.npy", "train.bin", "train.docs.npy", "val.bin", "val.docs.npy", "val_bytes.bin"
     ]  # fmt: skip
     check = run_python(COMMON, "verify", out)
     assert check.returncode == 0, check.stderr

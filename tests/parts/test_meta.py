@@ -74,6 +74,7 @@ def shakespeare_char_folder(tmp_path_factory):
         "token_bytes.npy",
         "train.bin",
         "val.bin",
+        "val_bytes.bin",
     ]
     return out_dir
 

@@ -1,0 +1,234 @@
+"""Bits per byte that are true for any tokenizer, for every folder: each split's byte figures
+(meta.json's "bytes", schema.FIGURES) and the val bytes sidecar beside val.bin or each val shard
+(meta.json's "val_bytes"), recounted from the documents and the ids as written.
+
+A token's share is how far it moves the end of the text covered so far (parameter-golf's rule,
+written once here: formats/golf.py uses it too): bytes a tokenizer drops go to the token that
+follows them, those at a document's end to its last token, so the shares of a document sum to
+its UTF-8 length exactly; a separator (<|endoftext|>, a BOS) gets 0, or the whole document if
+it has no token. For a byte-level lossless tokenizer (characters, GPT-2, train_tokenizer.py's)
+a share is the token's byte length (a token holding part of a character included).
+
+    write_meta(out, ..., documents={"train": texts, "val": texts})  # prepare_common.py
+"""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+
+from formats.schema import FIGURES, bin_name, val_bytes_name
+from formats.shards import read_ids, read_shard, write_shard
+from formats.tokenizers import record_byte_lengths, record_encoding
+from safety import PrepareError
+from safety.files import atomic_path, sha256_file
+
+SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
+CHUNK = 2**24  # ids read at a time: memory stays flat on a split of billions
+
+
+def covered_shares(ends, size):
+    """Each token's share of a text of `size` bytes from the byte offsets where the tokens end:
+    ([4, 6], 6) -> [4, 2]; ([1, 4], 6) -> [1, 5] (two bytes dropped at the end go to the last)."""
+    covered = np.maximum.accumulate(np.asarray(ends, dtype=np.int64)) if len(ends) else ends
+    shares = np.diff(covered, prepend=0)
+    if len(shares):
+        shares[-1] += size - covered[-1]
+    return shares
+
+
+def checked_shares(shares, where):
+    """Shares as SHARE_DTYPE, or one line if one does not fit (a run of 65,536 spaces)."""
+    if len(shares) and int(np.max(shares)) > np.iinfo(SHARE_DTYPE).max:
+        raise PrepareError(
+            f"{where}: a token stands for more than 65,535 bytes of text, more than a uint16 "
+            "sidecar holds"
+        )
+    return np.asarray(shares).astype(SHARE_DTYPE)
+
+
+class RecordTokens:
+    """The tokenizer a meta.json records, as the figures count with it: decode(ids) and its own
+    count, each id's byte length (0 for a special token)."""
+
+    def __init__(self, tokenizer, folder=None):
+        self.lengths = record_byte_lengths(tokenizer, folder).astype(np.int64)
+        self.chars = tokenizer.get("chars") if tokenizer["kind"] == "char" else None
+        self.encoding = None if self.chars is not None else record_encoding(tokenizer, folder)
+
+    def decode(self, ids):
+        if self.chars is not None:
+            return "".join(self.chars[i] for i in ids)
+        return self.encoding.decode_bytes([int(i) for i in ids]).decode("utf-8", "replace")
+
+    def own_bytes(self, ids):
+        return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
+
+
+def document_ids(arrays, bos_id):
+    """Each document's ids after its BOS, from a split's shards in order (a document may
+    straddle two): [[1, 5, 6, 1], [7]] with BOS 1 -> [5, 6], [7]."""
+    return (ids for _, ids in _documents_after((("val", ids) for ids in arrays), bos_id))
+
+
+def written_documents(parts, eot_id, eot):
+    """(split, ids) of each document, its end-of-text left out, from the (split, ids) files in
+    the order written, by where the end-of-text sits (eot). "first" (llm.c's): a document belongs
+    to the split its end-of-text is in, and may straddle the next file: [("val", [9, 5, 9, 6]),
+    ("train", [7, 9, 8])] -> ("val", [5]), ("val", [6, 7]), ("train", [8]); "last" (nanoGPT's):
+    [("val", [5, 6, 9, 7, 9])] -> ("val", [5, 6]), ("val", [7]); None: a split is one text."""
+    chunks = ((split, a[i : i + CHUNK]) for split, a in parts for i in range(0, len(a), CHUNK))
+    if eot == "first":
+        yield from _documents_after(chunks, eot_id)
+        return
+    for split, group in itertools.groupby(chunks, key=lambda part: part[0]):
+        if eot is None:  # the Shakespeare lessons': a split of one text, small
+            yield split, np.concatenate([np.asarray(chunk, dtype=np.int64) for _, chunk in group])
+            continue
+        pieces = _documents_after(itertools.chain([(split, [eot_id])], group), eot_id)
+        previous = next(pieces)
+        for piece in pieces:  # the end-of-text before the stream starts the first document
+            yield previous
+            previous = piece
+        if len(previous[1]):
+            raise PrepareError(f"the {split} ids do not end with the end-of-text id {eot_id}")
+
+
+def _documents_after(chunks, eot_id):
+    """(split, ids) of each document after its end-of-text, from (split, ids) chunks in order."""
+    current, tag = None, None
+    for split, ids in chunks:
+        ids = np.asarray(ids, dtype=np.int64)
+        starts = np.flatnonzero(ids == eot_id)
+        if current is None and len(ids) and (not len(starts) or starts[0]):
+            raise PrepareError(f"the {split} ids do not start with the end-of-text id {eot_id}")
+        if current is not None:
+            current.append(ids[: starts[0] if len(starts) else len(ids)])
+        for i, start in enumerate(starts):
+            if current is not None:
+                yield tag, np.concatenate(current)
+            stop = starts[i + 1] if i + 1 < len(starts) else len(ids)
+            current, tag = [ids[start + 1 : stop]], split
+    if current is not None:
+        yield tag, np.concatenate(current)
+
+
+def texts_of(documents):
+    """A split's texts as a lesson gives them: one str (the split is one text), a list of str, or
+    a datasets.Dataset with a "text" column (read a batch at a time, through Arrow)."""
+    if isinstance(documents, str):
+        yield documents
+    elif hasattr(documents, "with_format"):
+        for batch in documents.with_format("arrow").iter(batch_size=10_000):
+            yield from batch["text"].to_pylist()
+    else:
+        yield from documents
+
+
+def add_figures(figures, text, ids, tokenizer):
+    """Add a document (its text, its ids after the BOS) to a split's figures (FIGURES, from 0):
+    "a  b" and the ids of "a b" add 1 document, 4 text_bytes, 3 decoded_bytes, 1 changed, ..."""
+    size, decoded = len(text.encode()), tokenizer.decode(ids)
+    decoded_size = len(decoded.encode())
+    figures["documents"] += 1
+    figures["text_bytes"] += size
+    figures["tokenizer_bytes"] += tokenizer.own_bytes(ids)
+    figures["decoded_bytes"] += decoded_size
+    if decoded != text:
+        figures["changed_documents"] += 1
+        figures["lost_bytes"] += max(0, size - decoded_size)
+        figures["gained_bytes"] += max(0, decoded_size - size)
+
+
+def document_shares(ids, size, lengths, eot):
+    """A document's stretch of the sidecar: its tokens' shares (covered_shares of where each
+    token's bytes end, within the text's `size`) and its end-of-text's 0 where it sits, or the
+    whole size if the document has no token: ids [5, 6] of lengths 2, 3, size 5, "last" ->
+    [2, 3, 0]."""
+    ends = np.minimum(np.cumsum(lengths[ids]), size)
+    shares = covered_shares(ends, size)
+    separator = [0 if len(ids) else size]
+    if eot is None:
+        if not len(ids) and size:
+            raise PrepareError(f"a text of {size:,} bytes has no token to give its bytes to")
+        return shares
+    return np.concatenate([separator, shares] if eot == "first" else [shares, separator])
+
+
+def written_parts(folder, meta):
+    """(split, ids) of each ids file in the order written: train.bin, val.bin; or the shards."""
+    dtype = np.dtype(meta["dtype"])
+    if "shards" not in meta:
+        return [
+            (split, read_ids(Path(folder) / bin_name(split), dtype)) for split in meta["splits"]
+        ]
+    return [
+        (s["split"], read_shard(Path(folder) / s["file"], meta["format"], dtype))
+        for s in meta["shards"]
+    ]
+
+
+def eot_position(documents, eot_first):
+    """Where each document's end-of-text sits in the ids: None for splits given as one text
+    each (the Shakespeare lessons'), "first" (llm.c's rule), or "last" (nanoGPT's)."""
+    if isinstance(documents, dict) and isinstance(documents.get("val"), str):
+        return None
+    return "first" if eot_first else "last"
+
+
+def ordered_texts(parts, documents):
+    """The texts in the order of the ids files: documents is {"train": ..., "val": ...} (each
+    texts_of's), or one sequence of all the texts in the order written (a stream of shards)."""
+    if not isinstance(documents, dict):
+        return texts_of(documents)
+    splits = dict.fromkeys(split for split, _ in parts)
+    return itertools.chain.from_iterable(texts_of(documents[split]) for split in splits)
+
+
+def write_val_bytes(out, meta, tokenizer, documents, eot_first=False):
+    """Each split's figures, recounted from `documents` (see ordered_texts) and the ids written
+    in `out` (eot_first: each document's end-of-text before it, llm.c's rule), and the val bytes
+    sidecars beside val.bin or each val shard; return meta.json's {"bytes": {split: figures},
+    "val_bytes": its record}."""
+    tokens, eot = RecordTokens(tokenizer), eot_position(documents, eot_first)
+    parts = written_parts(out, meta)
+    figures = {split: dict.fromkeys(FIGURES, 0) for split in meta["splits"]}
+    pairs = itertools.zip_longest(
+        written_documents(parts, tokenizer.get("eot_id"), eot), ordered_texts(parts, documents)
+    )
+    val_shares = []
+    for n, (document, text) in enumerate(pairs):
+        if document is None or text is None:
+            raise PrepareError(f"{out}: the ids written and the documents differ in number")
+        split, ids = document
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # as tiktoken
+        add_figures(figures[split], text, ids, tokens)
+        if split == "val":
+            shares = document_shares(ids, len(text.encode()), tokens.lengths, eot)
+            val_shares.append(checked_shares(shares, f"document {n:,}"))
+    shares = np.concatenate(val_shares or [np.empty(0, SHARE_DTYPE)])
+    return {"bytes": figures, "val_bytes": write_sidecars(out, meta, eot, shares)}
+
+
+def write_sidecars(out, meta, eot, shares):
+    """val's shares cut into files parallel to val.bin or to each val shard, in its format (the
+    last val document's, if it straddles into train, cut with it); -> meta.json's "val_bytes":
+    {"dtype", "eot", "files": [{"file", "ids", "tokens", "sha256"}]}."""
+    if "shards" in meta:
+        parallel = [(s["file"], s["tokens"]) for s in meta["shards"] if s["split"] == "val"]
+    else:
+        parallel = [(bin_name("val"), meta["splits"]["val"]["tokens"])]
+    if len(shares) < sum(count for _, count in parallel):
+        raise PrepareError(f"{out}: val's shares are {len(shares):,}, fewer than its ids")
+    files, start = [], 0
+    for ids_file, count in parallel:
+        name, part = val_bytes_name(ids_file), shares[start : start + count]
+        start += count
+        if "shards" in meta:
+            write_shard(Path(out) / name, part, meta["format"])
+        else:
+            with atomic_path(Path(out) / name) as tmp:  # raw, as val.bin: np.fromfile reads it
+                tmp.write_bytes(part.astype("<u2").tobytes())
+        record = {"file": name, "ids": ids_file, "tokens": len(part)}
+        files.append({**record, "sha256": sha256_file(Path(out) / name)})
+    return {"dtype": np.dtype(SHARE_DTYPE).name, "eot": eot, "files": files}

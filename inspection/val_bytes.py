@@ -1,0 +1,118 @@
+"""verify's audit of a folder's byte figures (meta.json's "bytes") and its val bytes sidecars
+("val_bytes"), recomputed from the ids a trainer reads (formats/val_bytes.py writes them).
+
+The tokenizers of these folders (characters, GPT-2, train_tokenizer.py's) are byte-level and
+lossless, which prepare.py checked against the documents: the text of a document is what its
+ids decode to, and a token's share is its byte length (0 for a separator). So both are
+recomputed from the ids alone, with no copy of the documents in the folder.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from formats.schema import FIGURES, RECORD_NAME, bin_name, val_bytes_name
+from formats.shards import read_ids, read_shard
+from formats.val_bytes import (
+    SHARE_DTYPE,
+    RecordTokens,
+    add_figures,
+    written_documents,
+    written_parts,
+)
+from safety.errors import PrepareError
+from safety.files import sha256_file
+
+
+def audit_val_bytes(folder, meta):
+    """Each split's figures and each val sidecar against those recomputed from the ids, one
+    line a problem naming the file and the figure; a folder written before them has none."""
+    if meta.get("bytes") is None and meta.get("val_bytes") is None:
+        return []
+    record = Path(folder) / RECORD_NAME
+    if meta.get("bytes") is None or meta.get("val_bytes") is None:
+        return [f"{record}: records one of bytes and val_bytes without the other"]
+    tokens, parts = RecordTokens(meta["tokenizer"], folder), written_parts(folder, meta)
+    eot, eot_id = meta["val_bytes"]["eot"], meta["tokenizer"].get("eot_id")
+    problems = audit_figures(record, meta["bytes"], parts, tokens, eot, eot_id)
+    return problems + audit_sidecars(folder, meta, parts, tokens.lengths)
+
+
+def recounted_figures(parts, tokens, eot, eot_id):
+    """Each split's figures from its ids, the text of each document being what they decode to."""
+    figures = {split: dict.fromkeys(FIGURES, 0) for split, _ in parts}
+    for split, ids in written_documents(parts, eot_id, eot):
+        add_figures(figures[split], tokens.decode(ids), ids, tokens)
+    return figures
+
+
+def audit_figures(record, recorded, parts, tokens, eot, eot_id):
+    """meta.json's bytes against recounted_figures: "meta.json: bytes.val.text_bytes is 5, ..."."""
+    try:
+        found = recounted_figures(parts, tokens, eot, eot_id)
+    except PrepareError as exc:
+        return [f"{record}: val_bytes.eot is {eot!r}, but {exc}"]
+    problems = []
+    for split, figures in found.items():
+        have = recorded.get(split) or {}
+        for name in FIGURES:
+            if have.get(name) != figures[name]:
+                problems.append(
+                    f"{record}: bytes.{split}.{name} is {have.get(name)}, recounted from the "
+                    f"ids: {figures[name]:,}"
+                )
+    return problems
+
+
+def audit_sidecars(folder, meta, parts, lengths):
+    """Each sidecar: its name, sha256 and length against its val ids file, then each share
+    against the byte length of the token it stands beside."""
+    vals = [s["file"] for s in meta.get("shards", []) if s["split"] == "val"] or [bin_name("val")]
+    files = meta["val_bytes"]["files"]
+    if [item["ids"] for item in files] != vals:
+        named = [item["ids"] for item in files]
+        return [f"{Path(folder) / RECORD_NAME}: val_bytes.files are beside {named}, not {vals}"]
+    ids = [array for split, array in parts if split == "val"]
+    problems = []
+    for item, val_ids in zip(files, ids):
+        path = Path(folder) / item["file"]
+        if item["file"] != val_bytes_name(item["ids"]):
+            problems.append(
+                f"{path}: the sidecar of {item['ids']} is {val_bytes_name(item['ids'])}"
+            )
+            continue
+        if sha256_file(path) != item["sha256"]:
+            problems.append(f"{path} does not match the sha256 recorded in {RECORD_NAME}")
+        shares = read_sidecar(path, meta)
+        if len(shares) != len(val_ids):
+            problems.append(
+                f"{path} holds {len(shares):,} shares, {item['ids']} {len(val_ids):,} ids: it "
+                "must hold one a token"
+            )
+            continue
+        expected = lengths[np.asarray(val_ids, dtype=np.int64)]
+        wrong = np.flatnonzero(np.asarray(shares, dtype=np.int64) != expected)
+        if len(wrong):
+            at = int(wrong[0])
+            problems.append(
+                f"{path}: share {at:,} is {int(shares[at])}, recomputed from {item['ids']}: "
+                f"{int(expected[at])} ({len(wrong):,} of {len(shares):,} differ)"
+            )
+    return problems
+
+
+def read_sidecar(path, meta):
+    """A sidecar's shares, read as its ids file is: raw uint16 beside val.bin, else a shard."""
+    if "shards" not in meta:
+        return read_ids(path, SHARE_DTYPE)
+    return read_shard(path, meta["format"], SHARE_DTYPE)
+
+
+def sidecar_line(meta):
+    """bpb's line naming the sidecars and what a trainer does with them."""
+    names = [item["file"] for item in meta["val_bytes"]["files"]]
+    shown = ", ".join(names[:2]) + (f" and {len(names) - 2:,} more" if len(names) > 2 else "")
+    return (
+        f"  val's bytes sidecar: {shown} (each token's share of the text's UTF-8 bytes: bits per "
+        "byte divides the loss over an eval window by their sum over it)"
+    )

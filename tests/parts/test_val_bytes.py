@@ -1,0 +1,248 @@
+"""The byte figures and the val bytes sidecar of every nanoGPT and llm.c folder
+(formats/val_bytes.py): the shares of each document sum to its UTF-8 length and the figures
+match a recount, whatever the text and the tokenizer; verify names each tampering."""
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, run_python
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formats.schema import FIGURES, VAL_BYTES, val_bytes_name
+from formats.shards import read_shard
+from formats.val_bytes import write_val_bytes
+from inspection import main as inspect_folder
+from inspection.verify import verify
+from prepare_common import bpe_encoding, encode_document, llmc_names, write_bin, write_shards
+
+# text a tokenizer could trip on: NUL, lone combining marks, CRLF, runs of spaces, 4-byte
+# characters. No lone surrogates: the lessons read UTF-8 files and Arrow strings, which hold none.
+PIECES = st.sampled_from(["\x00", "\u0301", "\r\n", "    ", "é", "中", "🙂", " a", "\n\n"])
+TEXT = st.lists(
+    st.one_of(PIECES, st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)),
+    max_size=12,
+).map("".join)
+DOCUMENTS = st.lists(TEXT, min_size=1, max_size=6)
+
+
+@pytest.fixture(scope="module")
+def bpe_tokenizers(trained, tmp_path_factory):
+    """(Encoding, meta.json record) of GPT-2 and of a small BPE trained on Tiny Shakespeare."""
+    path = tmp_path_factory.mktemp("bpe") / "shakespeare-1000.json"
+    trained.save(path)
+    return {"gpt2": bpe_encoding(), "trained": bpe_encoding(path, need_eot=True)}
+
+
+def expected_sums(documents):
+    return [len(text.encode()) for text in documents]
+
+
+def lossless_figures(documents):
+    size = sum(expected_sums(documents))
+    return {
+        **dict.fromkeys(FIGURES, 0),
+        "documents": len(documents),
+        "text_bytes": size,
+        "tokenizer_bytes": size,
+        "decoded_bytes": size,
+    }
+
+
+def sidecar_sums(shares, ids, eot_id, eot_first):
+    """Each document's sum of the shares, its end-of-text included, from where that sits."""
+    ends = np.asarray(ids) == eot_id
+    number = np.cumsum(ends) - (1 if eot_first else ends)  # the document each token is of
+    return np.bincount(number, weights=shares, minlength=int(ends.sum())).astype(int).tolist()
+
+
+@pytest.mark.parametrize("name", ["gpt2", "trained"])
+@pytest.mark.parametrize("layout", ["nanogpt", "llmc", "npy"])
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(train=DOCUMENTS, val=DOCUMENTS)
+def test_bpe_shares_sum_to_each_document_and_figures_match(
+    bpe_tokenizers, name, layout, train, val
+):
+    """GPT-2 and a trained BPE, in val.bin (end-of-text last) or in llm.c's and build-nanogpt's
+    shards (end-of-text first, shards cut mid-document): each val document's shares sum to its
+    UTF-8 length, an end-of-text's is 0, and each split's figures are a lossless recount."""
+    encoding, tokenizer = bpe_tokenizers[name]
+    eot_id, eot_first = tokenizer["eot_id"], layout != "nanogpt"
+    ids = {
+        split: [encode_document(t, encoding, eot_id, np.uint16, eot_first) for t in texts]
+        for split, texts in (("train", train), ("val", val))
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        out, meta = Path(folder), {"dtype": "uint16"}
+        if layout == "nanogpt":
+            for split in ("train", "val"):
+                write_bin(out / f"{split}.bin", ids[split], np.uint16, tokenizer["vocab_size"])
+            meta["splits"] = {s: {"tokens": int(sum(map(len, ids[s])))} for s in ("train", "val")}
+            documents = {"train": train, "val": val}
+        else:
+            stream = ids["val"] + ids["train"]  # one stream, cut in shards
+            names = llmc_names("t")  # shard 0 val, the others train
+            size = max(1, sum(map(len, ids["val"])) - 1)
+            meta["shards"] = write_shards(
+                out, stream, names, size, np.uint16, tokenizer["vocab_size"], layout, say=False
+            )
+            meta.update(format=layout, splits={"val": {}, "train": {}})
+            documents = val + train
+            offsets = np.cumsum([0] + [len(ids) for ids in stream])[:-1]
+            train, val = (  # a document is of the split its end-of-text, first, is in
+                [t for t, o in zip(documents, offsets) if o >= size],
+                [t for t, o in zip(documents, offsets) if o < size],
+            )
+        record = write_val_bytes(out, meta, tokenizer, documents, eot_first)
+        files = record["val_bytes"]["files"]
+        if layout == "nanogpt":
+            shares = np.fromfile(out / VAL_BYTES, "<u2")
+            val_ids = np.fromfile(out / "val.bin", "<u2")
+        else:
+            shares = np.concatenate([read_shard(out / f["file"], layout, np.uint16) for f in files])
+            val_ids = np.concatenate([read_shard(out / f["ids"], layout, np.uint16) for f in files])
+        assert len(shares) == len(val_ids)
+        assert shares[val_ids == eot_id].sum() == 0
+    sums = sidecar_sums(shares, val_ids, eot_id, eot_first)
+    if layout == "nanogpt":
+        assert sums == expected_sums(val)
+        assert record["bytes"] == {"train": lossless_figures(train), "val": lossless_figures(val)}
+    else:  # shard 0 ends one token before val's end: its last document is cut with it
+        whole = expected_sums(val)
+        assert sums[:-1] == whole[:-1] and sums[-1] <= whole[-1]
+        assert record["bytes"] == {"train": lossless_figures(train), "val": lossless_figures(val)}
+
+
+@settings(max_examples=20, deadline=None)
+@given(train=TEXT.filter(bool), val=TEXT.filter(bool))
+def test_char_shares_are_each_character_s_bytes(train, val):
+    """A character tokenizer (nanoGPT's shakespeare_char, each split one text): the shares are
+    each character's UTF-8 length, summing to the split's, and the figures are lossless."""
+    chars = "".join(sorted(set(train + val)))
+    stoi = {c: i for i, c in enumerate(chars)}
+    tokenizer = {"kind": "char", "chars": chars, "vocab_size": len(chars), "eot_id": None}
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder)
+        for split, text in (("train", train), ("val", val)):
+            write_bin(out / f"{split}.bin", [[stoi[c] for c in text]], np.uint16, len(chars))
+        meta = {"dtype": "uint16", "splits": {"train": {}, "val": {"tokens": len(val)}}}
+        record = write_val_bytes(out, meta, tokenizer, {"train": train, "val": val})
+        shares = np.fromfile(out / VAL_BYTES, "<u2")
+    assert shares.tolist() == [len(c.encode()) for c in val]
+    assert record["bytes"] == {"train": lossless_figures([train]), "val": lossless_figures([val])}
+    assert record["val_bytes"]["eot"] is None
+
+
+@pytest.mark.parametrize(
+    "ids_file, sidecar",
+    [
+        pytest.param("val.bin", "val_bytes.bin", id="nanogpt"),
+        pytest.param("edu_fineweb_val_000000.bin", "edu_fineweb_bytes_000000.bin", id="llmc"),
+        pytest.param("edufineweb_val_000000.npy", "edufineweb_bytes_000000.npy", id="npy"),
+        pytest.param("TinyStories_val.bin", "TinyStories_bytes.bin", id="tinystories"),
+    ],
+)
+def test_a_sidecar_s_name_is_no_trainer_s_val_file(ids_file, sidecar):
+    """The sidecar's name holds no "val": build-nanogpt reads every name that does, and llm.c's
+    globs every *_val_*.bin."""
+    assert val_bytes_name(ids_file) == sidecar and "val" not in sidecar.replace("val_bytes", "")
+
+
+@pytest.fixture(scope="module")
+def char_folder(tmp_path_factory):
+    """A folder of the real shakespeare_char lesson, on a small text of many scripts."""
+    folder = tmp_path_factory.mktemp("char")
+    text = folder / "input.txt"
+    text.write_text("First Citizen:\r\nBefore we proceed \u0301 any further, 中文 🙂\n" * 40)
+    script = "data/shakespeare_char/prepare.py"
+    result = run_python(script, "--input", text, "--out-dir", folder / "out", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    return folder / "out"
+
+
+def sha256_of(path):
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def change_share(folder, meta, resign):
+    shares = np.fromfile(folder / VAL_BYTES, "<u2")
+    shares[3] += 1
+    shares.tofile(folder / VAL_BYTES)
+    if resign:
+        meta["val_bytes"]["files"][0]["sha256"] = sha256_of(folder / VAL_BYTES)
+
+
+def shorten(folder, meta):
+    (folder / VAL_BYTES).write_bytes((folder / VAL_BYTES).read_bytes()[:-2])
+    meta["val_bytes"]["files"][0]["sha256"] = sha256_of(folder / VAL_BYTES)
+
+
+def change_figure(name):
+    def change(_folder, meta):
+        meta["bytes"]["val"][name] += 1
+
+    return change
+
+
+def drop(key):
+    def change(_folder, meta):
+        del meta[key]
+
+    return change
+
+
+def rename(_folder, meta):
+    meta["val_bytes"]["files"][0]["file"] = "prepare.py"
+
+
+@pytest.mark.parametrize(
+    "tamper, fragments",
+    [
+        pytest.param(
+            lambda f, m: change_share(f, m, False), ["val_bytes.bin", "sha256"], id="share-changed"
+        ),
+        pytest.param(
+            lambda f, m: change_share(f, m, True),
+            ["val_bytes.bin: share 3 is"],
+            id="share-changed-sha256-too",
+        ),
+        pytest.param(shorten, ["val_bytes.bin holds", "shares, val.bin"], id="wrong-length"),
+        pytest.param(change_figure("text_bytes"), ["bytes.val.text_bytes is"], id="text-bytes"),
+        pytest.param(
+            change_figure("changed_documents"), ["bytes.val.changed_documents"], id="changed"
+        ),
+        pytest.param(change_figure("documents"), ["bytes.val.documents is 2"], id="documents"),
+        pytest.param(
+            drop("val_bytes"), ["bytes and val_bytes without the other"], id="no-sidecar-record"
+        ),
+        pytest.param(rename, ['val_bytes.files[0].file is "prepare.py"'], id="not-a-sidecar-name"),
+    ],
+)
+def test_verify_names_each_tampering(char_folder, tmp_path, tamper, fragments):
+    """verify recomputes the sidecar and the figures from the ids and names the file and the
+    figure of each change: a share, the sidecar's length, a figure, the record itself."""
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(char_folder, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    tamper(folder, meta)
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2))
+    problems = "\n".join(verify(folder, quiet=True))
+    assert all(fragment in problems for fragment in fragments), problems
+
+
+def test_a_prepared_folder_verifies_and_bpb_prints_its_audit(char_folder, capsys):
+    """The real lesson's folder: verify recomputes all and calls it OK; bpb prints its audit and
+    names the sidecar."""
+    assert verify(char_folder, quiet=True) == []
+    inspect_folder(["bpb", str(char_folder)])
+    out = capsys.readouterr().out
+    assert "lossless on val" in out and "val_bytes.bin" in out
