@@ -359,7 +359,7 @@ def test_inodes_running_out_leave_nothing_behind(tmp_path, small_text):
     each failing run is one line, leaves no .prepare.*.tmp, and removes the folder it created
     (it holds nothing); N = 4 lets the staging folder be made, but not its marker file."""
     outcomes = {}
-    for inodes in range(2, 12):  # enough: the 7 outputs, the folder, the staging folder, ...
+    for inodes in range(2, 14):  # enough: the 8 outputs, the folder, the staging folder, ...
         mount = tmp_path / f"inodes-{inodes}"
         with mounted_tmpfs(mount, f"size=1m,nr_inodes={inodes}"):
             result = run(CHAR, "--input", small_text, "--out-dir", mount / "out")
@@ -380,7 +380,7 @@ def test_inodes_running_out_in_a_rerun_keep_the_previous_set(tmp_path, small_tex
     other = tmp_path / "other.txt"
     other.write_text(small_text.read_text()[:5_000])
     outcomes = {}
-    for inodes in range(11, 18):
+    for inodes in range(12, 20):
         mount = tmp_path / f"inodes-{inodes}"
         out = mount / "out"
         with mounted_tmpfs(mount, f"size=1m,nr_inodes={inodes}"):
