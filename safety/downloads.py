@@ -6,8 +6,9 @@
 The classic failure this prevents is an HTML error page saved as input.txt: whatever server
 answered, the bytes are renamed into place only if their sha256 is the pinned one.
 `download_blocks` (and `download_range`, one HTTP Range request: a piece of a file) retries a
-dropped connection or a 5xx, never a 4xx; a name that does not resolve (no network) fails at once: retrying cannot help. With NANOGPT_DATA_MIRROR set (a folder
-or an http(s) URL), the bytes come from the mirror, laid out as `mirror_path` says.
+dropped connection or a 5xx, never a 4xx; a name that does not resolve (no network) fails at
+once: retrying cannot help. With NANOGPT_DATA_MIRROR set (a folder or an http(s) URL), the bytes
+come from the mirror, laid out as `mirror_path` says.
 """
 
 import hashlib
