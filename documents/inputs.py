@@ -29,6 +29,8 @@ BUILDERS = {
     "jsonl": ("json", {}),
     "text": ("text", {"sample_by": "document"}),  # a .txt file is one document
 }
+# What --data-files takes, said once for every lesson's --help (a .txt is one document: KINDS)
+DATA_FILES_HELP = "local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files"
 LOCAL_FILES = "to use local files instead, pass --data-files 'DIR/*.parquet'"  # a hub failure's
 
 

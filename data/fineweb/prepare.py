@@ -17,7 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from dedup.tokenized import deduplicate
-from documents.inputs import HubDataset, load_documents, source_name, source_record
+from documents.inputs import (
+    DATA_FILES_HELP,
+    HubDataset,
+    load_documents,
+    source_name,
+    source_record,
+)
 from formats import schema
 from hub import budgeted_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
@@ -151,8 +157,7 @@ def arguments():
         "--data-files",
         nargs="+",
         metavar="PATH|GLOB",
-        help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files "
-        "(default: the hub)",
+        help=f"{DATA_FILES_HELP} (default: the hub)",
     )
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
     add(

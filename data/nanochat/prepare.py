@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from documents.inputs import (
+    DATA_FILES_HELP,
     HubDataset,
     checked_download,
     hub_entries,
@@ -305,8 +306,7 @@ def parse_args():
         "--data-files",
         nargs="+",
         metavar="PATH|GLOB",
-        help="local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files "
-        "(default: Tiny Shakespeare, cut at its blank lines)",
+        help=f"{DATA_FILES_HELP} (default: Tiny Shakespeare, cut at its blank lines)",
     )
     add(
         "--out-dir",

@@ -29,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from documents.corpus import documents
-from documents.inputs import HubDataset, expand_data_files, hub_files
+from documents.inputs import DATA_FILES_HELP, HubDataset, expand_data_files, hub_files
 from formats import golf, schema
 from formats.schema import FIGURES, GOLF_FORMAT
 from formats.val_bytes import add_figures, checked_shares
@@ -436,7 +436,7 @@ def arguments():
         nargs="+",
         metavar="PATH|GLOB",
         help=(
-            f"local .jsonl ('text' field), .parquet or .txt files (default: the hub's {REPO} "
+            f"{DATA_FILES_HELP} (default: the hub's {REPO} "
             f"{REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256)"
         ),
     )

@@ -125,13 +125,15 @@ def main():
 
         # 6. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
+        again = archive_prefix(args.archive, dest) if prefix else None  # the kept bytes, no network
+        again = json_members(archive, MEMBER, raw=again)  # the stories, read a second time
         write_meta(
             out,
             script="data/tinystories/prepare.py",
             tokenizer=tokenizer,
             dtype=dtype,
             **record,
-            documents=splits.stories(archive, MEMBER),  # for the byte figures, val_bytes
+            documents=splits.stories(again),  # for the byte figures, val_bytes
             eot_first=True,
             source=source,
             split=split,  # the files, their tokens and sha256; the archive's

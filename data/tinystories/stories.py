@@ -21,7 +21,7 @@ import warnings
 from collections import Counter
 
 import numpy as np
-from archive import ArchiveError, json_members, json_stories
+from archive import ArchiveError, json_stories
 
 from formats.shards import LLMC_HEADER_INTS, llmc_header
 from prepare_common import write_document_starts
@@ -172,12 +172,13 @@ class SplitFiles(contextlib.AbstractContextManager):
             return {"shards": shards, "shard_format": "llmc"}
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
 
-    def stories(self, archive, member):
+    def stories(self, members):
         """The stories of the files written, in their order (val's, then train's by name, each
         file's shuffled, without those --dedup dropped), read from the archive again: what
-        write_meta recounts the byte figures from. A file out of order waits until its turn."""
+        write_meta recounts the byte figures from: `members`, the archive's (name, data) read
+        again (archive.json_members). A file out of order waits until its turn."""
         names = [name for split in SPLITS for name in sorted(self.lengths[split])]
-        members, waiting = json_members(archive, member), {}
+        waiting = {}
         for name in names:
             while name not in waiting:
                 found, data = next(members)
