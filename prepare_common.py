@@ -29,7 +29,7 @@ from documents.encoded import encoded_documents
 from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
 from formats.shards import splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
-from formats.val_bytes import write_val_bytes
+from formats.val_bytes import write_counted, write_val_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
@@ -272,6 +272,7 @@ def write_meta(
     shards=None,
     shard_format=None,
     documents=None,
+    counted=None,
     eot_first=False,
 ):
     """Write meta.json, the commit record: all it takes to read, check and reproduce the outputs.
@@ -281,7 +282,8 @@ def write_meta(
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
     documents: {"train": texts, "val": texts} as written (a str: the split is one text), for each
     split's byte figures and val's bytes sidecar, recounted from them and the ids written
-    (formats/val_bytes.py); eot_first: each document's end-of-text is before it (llm.c's rule).
+    (formats/val_bytes.py); or `counted`, those figures counted already (the datatrove engine's
+    tasks: write_counted); eot_first: each document's end-of-text is before it (llm.c's rule).
     """
     out = Path(out)
     pkl = out / META_PKL
@@ -302,6 +304,8 @@ def write_meta(
     meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
     if documents is not None:
         meta.update(write_val_bytes(out, meta, tokenizer, documents, eot_first))
+    elif counted is not None:
+        meta.update(write_counted(out, meta, tokenizer, counted, eot_first))
     return write_record(out, meta)
 
 

@@ -19,7 +19,7 @@ from safety.errors import PrepareError
 from safety.files import atomic_write_text, load_json, read_small_file, sha256_file
 from safety.text import plural
 
-WORK_FORMAT = 2  # bump when the layout of the work directory changes
+WORK_FORMAT = 3  # bump when the layout of the work directory changes
 EXECUTORS = ("local", "slurm", "ray")
 LOG_NAME = "datatrove.log"  # datatrove's own logs, in the work directory (see quiet_logs)
 # (tokenizer path, sha256) -> (encoding, record): a worker process loads a tokenizer once, and
@@ -57,10 +57,14 @@ class Work:
         """--dedup: each document's keys (dedup/drop.py's document_keys), made by its task."""
         return self.tokens / "tasks" / f"keys-{rank:05d}.npy"
 
+    def figures_file(self, rank):
+        """Each document's byte figures (formats/val_bytes.py's document_figures)."""
+        return self.tokens / "tasks" / f"figures-{rank:05d}.npy"
+
     def tokenize_files(self, rank):
         """What tokenize task `rank` writes before its summary (which records their sha256)."""
         keys = (self.keys_file(rank),) if self.tokens_config.get("dedup") else ()
-        return (self.token_file(rank), self.index_file(rank), *keys)
+        return (self.token_file(rank), self.index_file(rank), self.figures_file(rank), *keys)
 
     def plan_file(self, split, column):
         return self.split / "plan" / f"{split}-{column}.npy"

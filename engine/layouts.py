@@ -57,6 +57,10 @@ class RandomSplit:
         train, val = random_split(num_documents, self.val_fraction, self.seed)
         return {"train": train, "val": val}
 
+    def byte_splits(self, splits, tokens):  # noqa: ARG002 (ShardStream's needs the tokens)
+        """The documents of each split meta.json's byte figures count: the orders' own."""
+        return splits
+
     def config(self):
         """What the plan and the parts depend on (the commit cuts the shards from the parts)."""
         return {"val_fraction": self.val_fraction, "seed": self.seed}
@@ -125,6 +129,7 @@ class RandomSplit:
                 source=job.source_with(plan),
                 split=split,
                 options=job.options,
+                counted=(plan["bytes"], np.load(work.plan_file("val", "text_bytes"))),
             )
         say_split(job, plan, split, split_tokens, shards, wrote_pkl)
 
@@ -163,6 +168,14 @@ class ShardStream:
         if self.shuffle_seed is None:
             return {"all": np.arange(num_documents)}
         return {"all": np.random.default_rng(self.shuffle_seed).permutation(num_documents)}
+
+    def byte_splits(self, splits, tokens):
+        """The documents of each split meta.json's byte figures count, in the order written: a
+        document is in the shard its end of text starts (llm.c's rule), and shard 0 is val."""
+        documents = splits["all"]
+        eot_positions = np.cumsum(tokens[documents]) - tokens[documents]  # in llm.c's stream
+        count = int(np.searchsorted(eot_positions, self.shard_size, side="left"))
+        return {"val": documents[:count], "train": documents[count:]}
 
     def config(self):
         """What the plan and the shards depend on (the write tasks cut the shards)."""
@@ -236,6 +249,8 @@ class ShardStream:
                 source=job.source_with(plan),
                 options=job.options,
                 split=split,
+                counted=(plan["bytes"], np.load(work.plan_file("val", "text_bytes"))),
+                eot_first=True,
             )
         say_documents(job, plan)  # and the rest of what the lesson's prepare.py prints
         print(f"{total:,} tokens: {plural(len(shards), 'shard')}")

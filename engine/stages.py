@@ -13,12 +13,17 @@ from datatrove.pipeline.base import PipelineStep
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
+from formats.schema import FIGURES
+from formats.val_bytes import RecordTokens, document_figures
 from prepare_common import bpe_encoding, check_ids, tokenize_documents
 from safety.errors import PrepareError
 from safety.files import atomic_path, atomic_write_text, sha256_file
+from safety.text import without_lone_surrogates
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
 INDEX_DTYPE = np.dtype([("file", "<u4"), ("position", "<i8"), ("tokens", "<u4")])
+# a document's byte figures but "documents" (1 each): the plan sums them for each split
+FIGURES_DTYPE = np.dtype([(name, "<u8") for name in FIGURES[1:]])
 
 
 class Stage(PipelineStep):
@@ -62,12 +67,14 @@ class TokenizeStage(Stage):
     def run_task(self, rank, world_size):  # noqa: ARG002
         job, dtype = self.job, np.dtype(self.job.dtype)
         encoding, tokenizer = self.load_tokenizer()
-        index, spans, bad, first_bad, keys = [], [], 0, None, []
+        counter = RecordTokens(tokenizer, encoding=encoding)
+        index, spans, bad, first_bad, keys, figures = [], [], 0, None, [], []
         with atomic_path(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
             for file_number, start, end in job.slices[rank]:
                 reader = PieceReader(job.files[file_number], job.kind, start, end)
                 for batch in batches(reader, DOCUMENTS_PER_BATCH):
                     rows = np.zeros(len(batch), INDEX_DTYPE)
+                    counts = np.zeros(len(batch), FIGURES_DTYPE)
                     rows["file"] = file_number
                     rows["position"] = [position for position, _ in batch]
                     missing = [i for i, (_, text) in enumerate(batch) if text is None]
@@ -85,14 +92,20 @@ class TokenizeStage(Stage):
                         check_ids(ids, job.vocab_size, dtype, where=job.files[file_number])
                         out.write(ids.data)  # a failed write says why (tofile: only a count)
                         rows["tokens"][good] = tokens["len"]
+                        for i, text, document in zip(good, texts, tokens["ids"], strict=True):
+                            text = without_lone_surrogates(text)  # as tiktoken encodes it
+                            counts[i] = document_figures(text, document[:-1], counter)[1:]
                         if job.dedup:  # each document's keys, its end of text left out
                             documents = without_boundaries(ids, tokens["len"], first=False)
                             keys.append(document_keys(job.dedup, *documents))
                     index.append(rows)
+                    figures.append(counts)
                 spans.append([file_number, reader.begin, reader.end])
         index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
         with atomic_path(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
             np.save(f, index)
+        with atomic_path(self.work.figures_file(rank)) as tmp, open(tmp, "wb") as f:
+            np.save(f, np.concatenate(figures) if figures else np.zeros(0, FIGURES_DTYPE))
         if job.dedup:
             with atomic_path(self.work.keys_file(rank)) as tmp, open(tmp, "wb") as f:
                 np.save(f, np.concatenate([no_keys(job.dedup), *keys]))
@@ -131,12 +144,14 @@ class PlanStage(Stage):
             json.loads(self.work.summary_file(r).read_text(encoding="utf-8")) for r in range(tasks)
         ]
         index = np.concatenate([np.load(self.work.index_file(r)) for r in range(tasks)])
-        plan = make_plan(index, summaries, job, self.work)
+        figures = np.concatenate([np.load(self.work.figures_file(r)) for r in range(tasks)])
+        plan = make_plan(index, figures, summaries, job, self.work)
         atomic_write_text(self.work.plan_json, json.dumps(plan, indent=2) + "\n")
 
 
-def make_plan(index, summaries, job, work):
-    """The plan of the write stage, from the documents' index in task order (see PlanStage)."""
+def make_plan(index, figures, summaries, job, work):
+    """The plan of the write stage, from the documents' index and figures in task order (see
+    PlanStage)."""
     num_documents = len(index)
     bad = sum(summary["bad"] for summary in summaries)
     if bad:
@@ -179,6 +194,13 @@ def make_plan(index, summaries, job, work):
             with atomic_path(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
                 np.save(f, values)
         plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
+    # meta.json's byte figures of each split, and the text size of each val document in order
+    plan["bytes"], byte_splits = {}, job.layout.byte_splits(splits, tokens)
+    for split, documents in byte_splits.items():
+        counts = {name: int(figures[name][documents].sum()) for name in FIGURES_DTYPE.names}
+        plan["bytes"][split] = {"documents": len(documents), **counts}
+    with atomic_path(work.plan_file("val", "text_bytes")) as tmp, open(tmp, "wb") as f:
+        np.save(f, figures["text_bytes"][byte_splits["val"]])
     return plan
 
 

@@ -17,11 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.nanochat import token_byte_lengths
 from formats.schema import FIGURES, bin_name, val_bytes_name
 from formats.shards import read_ids, read_shard, write_shard
 from formats.tokenizers import record_byte_lengths, record_encoding
 from safety import PrepareError
 from safety.files import atomic_path, sha256_file
+from safety.text import without_lone_surrogates
 
 SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
 CHUNK = 2**24  # ids read at a time: memory stays flat on a split of billions
@@ -49,12 +51,17 @@ def checked_shares(shares, where):
 
 class RecordTokens:
     """The tokenizer a meta.json records, as the figures count with it: decode(ids) and its own
-    count, each id's byte length (0 for a special token)."""
+    count, each id's byte length (0 for a special token); `encoding`: its Encoding, loaded
+    already (the datatrove engine's tasks have it)."""
 
-    def __init__(self, tokenizer, folder=None):
-        self.lengths = record_byte_lengths(tokenizer, folder).astype(np.int64)
+    def __init__(self, tokenizer, folder=None, encoding=None):
         self.chars = tokenizer.get("chars") if tokenizer["kind"] == "char" else None
-        self.encoding = None if self.chars is not None else record_encoding(tokenizer, folder)
+        if self.chars is not None:
+            self.encoding, lengths = None, record_byte_lengths(tokenizer)
+        else:
+            self.encoding = encoding or record_encoding(tokenizer, folder)
+            lengths = token_byte_lengths(self.encoding)
+        self.lengths = lengths.astype(np.int64)
 
     def decode(self, ids):
         if self.chars is not None:
@@ -125,19 +132,21 @@ def texts_of(documents):
         yield from documents
 
 
+def document_figures(text, ids, tokenizer):
+    """A document's figures (FIGURES) from its text and its ids after the BOS: "a  b" and the
+    ids of "a b" -> (1, 4, 3, 3, 1, 1, 0): 1 document, 4 text_bytes, 3 tokenizer_bytes, 3
+    decoded_bytes, 1 changed, 1 lost byte, 0 gained."""
+    size, decoded = len(text.encode()), tokenizer.decode(ids)
+    decoded_size, changed = len(decoded.encode()), decoded != text
+    lost, gained = max(0, size - decoded_size) * changed, max(0, decoded_size - size) * changed
+    return 1, size, tokenizer.own_bytes(ids), decoded_size, int(changed), lost, gained
+
+
 def add_figures(figures, text, ids, tokenizer):
     """Add a document (its text, its ids after the BOS) to a split's figures (FIGURES, from 0):
     "a  b" and the ids of "a b" add 1 document, 4 text_bytes, 3 decoded_bytes, 1 changed, ..."""
-    size, decoded = len(text.encode()), tokenizer.decode(ids)
-    decoded_size = len(decoded.encode())
-    figures["documents"] += 1
-    figures["text_bytes"] += size
-    figures["tokenizer_bytes"] += tokenizer.own_bytes(ids)
-    figures["decoded_bytes"] += decoded_size
-    if decoded != text:
-        figures["changed_documents"] += 1
-        figures["lost_bytes"] += max(0, size - decoded_size)
-        figures["gained_bytes"] += max(0, decoded_size - size)
+    for name, count in zip(FIGURES, document_figures(text, ids, tokenizer), strict=True):
+        figures[name] += count
 
 
 def document_shares(ids, size, lengths, eot):
@@ -201,13 +210,36 @@ def write_val_bytes(out, meta, tokenizer, documents, eot_first=False):
         if document is None or text is None:
             raise PrepareError(f"{out}: the ids written and the documents differ in number")
         split, ids = document
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")  # as tiktoken
+        text = without_lone_surrogates(text)  # as tiktoken encodes it
         add_figures(figures[split], text, ids, tokens)
         if split == "val":
             shares = document_shares(ids, len(text.encode()), tokens.lengths, eot)
             val_shares.append(checked_shares(shares, f"document {n:,}"))
     shares = np.concatenate(val_shares or [np.empty(0, SHARE_DTYPE)])
     return {"bytes": figures, "val_bytes": write_sidecars(out, meta, eot, shares)}
+
+
+def write_counted(out, meta, tokenizer, counted, eot_first=False):
+    """write_val_bytes's record where the documents were counted already, as the datatrove
+    engine's tasks count each one while they encode it: `counted` is ({split: figures}, the UTF-8
+    size of each val document in the order written); val's shares from its ids and those sizes."""
+    (figures, val_sizes), eot = counted, "first" if eot_first else "last"
+    lengths, eot_id = RecordTokens(tokenizer).lengths, tokenizer["eot_id"]
+    # val's documents: its own files ("last"), or the val shards and the train shard a last one
+    # straddles into ("first": val's shards come first)
+    parts = [(split, ids) for split, ids in written_parts(out, meta) if split == "val" or eot_first]
+    documents = itertools.takewhile(
+        lambda document: document[0] == "val", written_documents(parts, eot_id, eot)
+    )
+    val_shares = []
+    for n, (document, size) in enumerate(itertools.zip_longest(documents, val_sizes)):
+        if document is None or size is None:
+            raise PrepareError(f"{out}: the val ids written and the documents differ in number")
+        shares = document_shares(document[1], int(size), lengths, eot)
+        val_shares.append(checked_shares(shares, f"val document {n:,}"))
+    shares = np.concatenate(val_shares or [np.empty(0, SHARE_DTYPE)])
+    record = write_sidecars(out, meta, eot, shares)
+    return {"bytes": {split: figures[split] for split in meta["splits"]}, "val_bytes": record}
 
 
 def write_sidecars(out, meta, eot, shares):

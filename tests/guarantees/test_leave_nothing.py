@@ -52,6 +52,7 @@ def test_a_clean_run_leaves_no_lock_file(tmp_path):
         "token_bytes.npy",
         "train.bin",
         "val.bin",
+        "val_bytes.bin",
     ]
     assert run_python("prepare_common.py", "verify", tmp_path / "out", cwd=REPO).returncode == 0
 

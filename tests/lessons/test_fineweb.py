@@ -82,9 +82,12 @@ def data_files_run(fineweb_repo, tmp_path_factory):
 
 
 def shard_files(folder, suffix=".bin"):
-    """The shards in `folder`: its files of `suffix` but the tokenizer's token_bytes.npy."""
+    """The shards in `folder`: its files of `suffix` but the tokenizer's token_bytes.npy and the
+    val bytes sidecars (edu_fineweb_bytes_000000.bin)."""
     return sorted(
-        p.name for p in folder.iterdir() if p.suffix == suffix and p.name != "token_bytes.npy"
+        p.name
+        for p in folder.iterdir()
+        if p.suffix == suffix and p.name != "token_bytes.npy" and "_bytes_" not in p.name
     )
 
 
