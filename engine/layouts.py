@@ -118,7 +118,7 @@ class RandomSplit:
                 lengths = np.load(work.plan_file(name, "tokens"))
                 write_document_starts(out / schema.index_name(name), lengths)
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
-            write_meta(
+            meta = write_meta(
                 out,
                 script=job.script,
                 tokenizer=tokenizer,
@@ -131,7 +131,7 @@ class RandomSplit:
                 options=job.options,
                 counted=(plan["bytes"], np.load(work.plan_file("val", "text_bytes"))),
             )
-        say_split(job, plan, split, split_tokens, shards, wrote_pkl)
+        say_split(job, plan, split, split_tokens, meta, wrote_pkl)
 
 
 def say_documents(job, plan):
@@ -141,14 +141,15 @@ def say_documents(job, plan):
         print(dedup_line(plan["dedup"], plan["documents"]))
 
 
-def say_split(job, plan, split, split_tokens, shards, wrote_pkl):
+def say_split(job, plan, split, split_tokens, meta, wrote_pkl):
     """What the lesson's prepare.py prints of a split run: the documents, and what was written."""
     say_documents(job, plan)
+    shards = meta.get("shards")
     for name, tokens in split_tokens.items():
         print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + [schema.TOKEN_BYTES]
-    extras += [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + schema.sidecars(meta)
+    extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
     print(f"wrote {outputs} ({job.dtype}), {', '.join(extras)} to {job.out_dir_as_given}")
 
 
@@ -239,7 +240,7 @@ class ShardStream:
         with output_folder(Path(job.out_dir), schema) as out:
             for shard in shards:
                 link_or_copy(work.split / "parts" / shard["file"], out / shard["file"])
-            write_meta(
+            meta = write_meta(
                 out,
                 script=job.script,
                 tokenizer=tokenizer,
@@ -256,9 +257,8 @@ class ShardStream:
         print(f"{total:,} tokens: {plural(len(shards), 'shard')}")
         for shard in shards:
             print(f"wrote {shard['file']}: {shard['tokens']:,} tokens")
-        print(
-            f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {job.out_dir_as_given}"
-        )
+        extras = ", ".join([*schema.sidecars(meta), schema.TOKEN_BYTES, schema.RECORD_NAME])
+        print(f"wrote {len(shards):,} shards ({dtype.name}), {extras} to {job.out_dir_as_given}")
 
 
 def plan_ranges(work, split, low, high, dtype):

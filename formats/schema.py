@@ -71,6 +71,11 @@ def index_name(split):
     return f"{split}{INDEX_SUFFIX}"
 
 
+def sidecars(meta):
+    """The val bytes sidecars a meta.json lists, by name: ["val_bytes.bin"]; [] for none."""
+    return [item["file"] for item in (meta.get("val_bytes") or {}).get("files", [])]
+
+
 def val_bytes_name(ids_file):
     """The val bytes sidecar beside a val ids file, named so that no trainer's glob reads it as
     ids (build-nanogpt reads every name holding "val"): "val.bin" -> VAL_BYTES;

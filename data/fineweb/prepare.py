@@ -119,7 +119,7 @@ def main():
         shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
 
         # 6. the metadata, written last: meta.json lists every shard, its tokens and sha256
-        write_meta(
+        meta = write_meta(
             out,
             script="data/fineweb/prepare.py",
             tokenizer=tokenizer,
@@ -135,7 +135,8 @@ def main():
                 "num_proc": args.num_proc,
             },
         )
-    print(f"wrote {len(shards):,} shards ({dtype.name}) and meta.json to {args.out_dir}")
+    extras = [*schema.sidecars(meta), schema.TOKEN_BYTES, schema.RECORD_NAME]
+    print(f"wrote {len(shards):,} shards ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 
 

@@ -144,7 +144,7 @@ def main():
 
         # 7. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
-        write_meta(
+        meta = write_meta(
             out,
             script="data/openwebtext/prepare.py",
             tokenizer=tokenizer,
@@ -167,8 +167,8 @@ def main():
             },
         )
     outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + [schema.TOKEN_BYTES]
-    extras += [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + schema.sidecars(meta)
+    extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
     print(f"wrote {outputs} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
 

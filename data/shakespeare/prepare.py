@@ -100,7 +100,10 @@ def main():
             options={"tokenizer": None if args.tokenizer is None else str(args.tokenizer)},
         )
         meta_files = "meta.json, meta.pkl" if wrote_pkl else "meta.json"
-    print(f"wrote train.bin, val.bin ({dtype.name}), {meta_files} to {out_dir}")
+    print(
+        f"wrote train.bin, val.bin ({dtype.name}), val_bytes.bin, token_bytes.npy, {meta_files} "
+        f"to {out_dir}"
+    )
 
 
 def parse_args():

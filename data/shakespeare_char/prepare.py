@@ -110,7 +110,10 @@ def main():
             },
             options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
         )
-    print(f"wrote train.bin, val.bin ({dtype.name}), meta.pkl and meta.json to {out_dir}")
+    print(
+        f"wrote train.bin, val.bin ({dtype.name}), val_bytes.bin, token_bytes.npy, meta.pkl and "
+        f"meta.json to {out_dir}"
+    )
 
 
 def drop_unseen(val_data, unseen, policy):

@@ -127,7 +127,7 @@ def main():
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
         again = archive_prefix(args.archive, dest) if prefix else None  # the kept bytes, no network
         again = json_members(archive, MEMBER, raw=again)  # the stories, read a second time
-        write_meta(
+        meta = write_meta(
             out,
             script="data/tinystories/prepare.py",
             tokenizer=tokenizer,
@@ -140,7 +140,7 @@ def main():
             options={"format": args.format, "vocab_size": args.vocab_size},
         )
     extras = [schema.index_name(name) for name in ("val", "train") if not llmc]
-    extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl
+    extras += [*schema.sidecars(meta), schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl
     extras += ([path.name] if args.vocab_size else []) + [schema.RECORD_NAME]
     print(
         f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to "

@@ -296,7 +296,8 @@ def test_full_disk_while_token_bytes_are_written_names_the_file(small_tmpfs, tmp
 
 
 def test_openwebtext_wrote_line_names_every_file(paragraphs, tmp_path):
-    """OpenWebText's "wrote" line names its document indexes and token_bytes.npy."""
+    """OpenWebText's "wrote" line names its document indexes, val's bytes sidecar and
+    token_bytes.npy."""
     write_jsonl(tmp_path / "five.jsonl", paragraphs[100:105])
     env = {"HF_DATASETS_CACHE": str(tmp_path / "cache")}
     out = tmp_path / "out"
@@ -305,4 +306,4 @@ def test_openwebtext_wrote_line_names_every_file(paragraphs, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     wrote = next(line for line in result.stdout.splitlines() if line.startswith("wrote"))
-    assert "train.docs.npy, val.docs.npy, token_bytes.npy, meta.json" in wrote
+    assert "train.docs.npy, val.docs.npy, val_bytes.bin, token_bytes.npy, meta.json" in wrote

@@ -179,7 +179,8 @@ def test_llmc_format_is_llm_cs_bytes(order, num_proc, corpus, oracle, tmp_path):
 def test_bin_format_is_the_same_streams_without_the_header(corpus, oracle, tmp_path):
     archive = write_archive(tmp_path / "a.tar.gz", corpus, ORDERS["shuffled"])
     result = prepare(archive, tmp_path / "out", "--num-proc", "2")
-    assert "val.docs.npy, train.docs.npy, token_bytes.npy, meta.json to" in result.stdout
+    extras = "val.docs.npy, train.docs.npy, val_bytes.bin, token_bytes.npy, meta.json"
+    assert f"{extras} to" in result.stdout
     written = outputs(tmp_path / "out")
     assert written == {
         "train.bin": oracle["TinyStories_train.bin"][1024:],
