@@ -66,7 +66,7 @@ class RecordTokens:
     def decode(self, ids):
         if self.chars is not None:
             return "".join(self.chars[i] for i in ids)
-        return self.encoding.decode_bytes([int(i) for i in ids]).decode("utf-8", "replace")
+        return self.encoding.decode_bytes(np.asarray(ids).tolist()).decode("utf-8", "replace")
 
     def own_bytes(self, ids):
         return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
