@@ -101,6 +101,14 @@ def shard_texts(path):
         yield parquet.read_row_group(group).column("text").to_pylist()
 
 
+def split_batches(folder, shards, split):
+    """A split's documents in nanochat's order, a row group at a time: those of its shards
+    (meta.json's "shards" records) in order."""
+    for shard in shards:
+        if shard["split"] == split:
+            yield from shard_texts(Path(folder) / shard["file"])
+
+
 def capped_documents(documents, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
     """tok_train.py's text_iterator: each document cut to doc_cap characters, until more than
     max_chars were given (the document that passes it included): ["abc", "de"], 2, 1 -> ["ab"]."""

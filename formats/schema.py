@@ -315,7 +315,7 @@ def _nanochat_problem(meta):
             return f"tokenizer_files does not list {NANOCHAT_TOKENIZER}, whose sha256 it records"
         if meta.get("token_bytes") is None:
             return wrong("token_bytes", None, f"the record of {TOKEN_BYTES}")
-        if problem := _token_bytes_problem(meta):
+        if problem := _token_bytes_problem(meta) or _val_bytes_problem(meta):
             return problem
     return None
 

@@ -149,6 +149,17 @@ def add_figures(figures, text, ids, tokenizer):
         figures[name] += count
 
 
+def text_figures(batches, tokens):
+    """A split's figures (FIGURES) of texts that a trainer encodes as it reads them (nanochat's
+    dataloader: encode_ordinary after its BOS), from batches of texts: [["a b"], ["c"]] ->
+    {"documents": 2, "text_bytes": 4, ...}."""
+    figures = dict.fromkeys(FIGURES, 0)
+    for batch in batches:
+        for text, ids in zip(batch, tokens.encoding.encode_ordinary_batch(batch), strict=True):
+            add_figures(figures, text, ids, tokens)
+    return figures
+
+
 def document_shares(ids, size, lengths, eot):
     """A document's stretch of the sidecar: its tokens' shares (covered_shares of where each
     token's bytes end, within the text's `size`) and its end-of-text's 0 where it sits, or the

@@ -94,8 +94,11 @@ def main(argv=None):
 def bpb_audit(folder, meta):
     """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
     if meta.get("format") != GOLF_FORMAT:
-        if meta.get("format") == NANOCHAT:
-            raise PrepareError(f"{folder}: nanochat's folders record no byte figures yet")
+        if meta.get("format") == NANOCHAT and meta.get("tokenizer") is None:
+            raise PrepareError(
+                f"{folder}/meta.json records no tokenizer to count bytes with: run "
+                "data/nanochat/prepare.py with --vocab-size N"
+            )
         if meta.get("bytes") is None:
             raise PrepareError(
                 f"{folder}/meta.json records no byte figures: it was written before they were; "

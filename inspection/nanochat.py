@@ -16,10 +16,12 @@ from formats import nanochat
 from formats.schema import RECORD_NAME, TOKEN_BYTES
 from formats.shards import open_npy
 from formats.tokenizers import encoding_sha256, record_encoding
+from formats.val_bytes import RecordTokens, text_figures
 from safety.errors import PrepareError
 from safety.files import read_small_file, sha256_file
 
 from .packing import best_fit_tokens_kept, nearest_rank
+from .val_bytes import figure_problems
 
 SHOWS_CHARS = 200  # how much of val `verify` prints
 
@@ -114,15 +116,21 @@ def _audit_tokenizer(folder, meta):
                 f"{token_bytes} holds {lengths.dtype} of shape {lengths.shape}: not each id's byte "
                 f"length as {expected.shape[0]:,} int32 (0 for the special tokens)"
             ]
-    # every character is in a pretoken of nanochat's pattern: the ids stand for the text's
-    # UTF-8 bytes, which _audit_shard recomputed for each shard (and the splits add up)
+    # _audit_shard recomputed each shard's bytes of text (and the splits add up)
     found = {name: split["bytes"] for name, split in meta["splits"].items()}
     if record["bytes"] != found:
         return [
             f"{folder / RECORD_NAME}: token_bytes.bytes is {record['bytes']}, but the documents "
             f"hold {found} bytes of text"
         ]
-    return []
+    if meta.get("bytes") is None:  # a folder written before the byte figures
+        return []
+    tokens = RecordTokens(tokenizer, folder, encoding)
+    recounted = {
+        split: text_figures(nanochat.split_batches(folder, meta["shards"], split), tokens)
+        for split in meta["splits"]
+    }
+    return figure_problems(folder / RECORD_NAME, meta["bytes"], recounted, "the shards")
 
 
 def _token_bytes(path):
@@ -161,10 +169,8 @@ def split_documents(folder, meta, split):
     if split not in meta["splits"]:
         where = Path(folder) / RECORD_NAME
         raise PrepareError(f"{where} has no split {split!r}: {list(meta['splits'])}")
-    for shard in meta["shards"]:
-        if shard["split"] == split:
-            for batch in nanochat.shard_texts(Path(folder) / shard["file"]):
-                yield from batch
+    for batch in nanochat.split_batches(folder, meta["shards"], split):
+        yield from batch
 
 
 def show_lines(folder, meta, split, block_size, index):

@@ -47,19 +47,25 @@ def recounted_figures(parts, tokens, eot, eot_id):
 
 
 def audit_figures(record, recorded, parts, tokens, eot, eot_id):
-    """meta.json's bytes against recounted_figures: "meta.json: bytes.val.text_bytes is 5, ..."."""
+    """meta.json's bytes against recounted_figures (see figure_problems)."""
     try:
         found = recounted_figures(parts, tokens, eot, eot_id)
     except PrepareError as exc:
         return [f"{record}: val_bytes.eot is {eot!r}, but {exc}"]
+    return figure_problems(record, recorded, found, "the ids")
+
+
+def figure_problems(record, recorded, found, source):
+    """meta.json's bytes against those recounted from `source`, a line each that differs:
+    "meta.json: bytes.val.text_bytes is 5, recounted from the ids: 6"."""
     problems = []
     for split, figures in found.items():
         have = recorded.get(split) or {}
         for name in FIGURES:
             if have.get(name) != figures[name]:
                 problems.append(
-                    f"{record}: bytes.{split}.{name} is {have.get(name)}, recounted from the "
-                    f"ids: {figures[name]:,}"
+                    f"{record}: bytes.{split}.{name} is {have.get(name)}, recounted from "
+                    f"{source}: {figures[name]:,}"
                 )
     return problems
 

@@ -17,6 +17,7 @@ from argparse import ArgumentTypeError, RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from documents.inputs import (
     DATA_FILES_HELP,
@@ -30,6 +31,7 @@ from documents.inputs import (
 from formats import nanochat, schema
 from formats.shards import write_npy
 from formats.tokenizers import encoding_sha256
+from formats.val_bytes import RecordTokens, text_figures
 from hub import token_budget
 from prepare_common import bpe_encoding, text_source, write_record
 from safety import (
@@ -67,10 +69,12 @@ def main():
         # 1 to 3. the shards: cut here from the documents, or --from-hub nanochat's own
         shards, source, split = from_hub(out, args) if args.from_hub else cut(out, args)
 
-        # 4. the tokenizer: trained on the train shards as nanochat's tok_train.py reads them
-        tokenizer, files, token_bytes = None, [], None
+        # 4. the tokenizer: trained on the train shards as nanochat's tok_train.py reads them;
+        #    each split's byte figures: its documents as nanochat's dataloader encodes them
+        tokenizer, files, token_bytes, figures = None, [], None, None
         if args.vocab_size:
             tokenizer, files, token_bytes = write_tokenizer(out, shards, args)
+            figures = byte_figures(out, shards, tokenizer)
 
         # 5. meta.json, last: every file with its sha256, each split's documents and bytes
         write_record(
@@ -82,6 +86,7 @@ def main():
                 "tokenizer": tokenizer,
                 "tokenizer_files": files,
                 "token_bytes": token_bytes,
+                "bytes": figures,
                 "splits": split_totals(shards),
                 "shards": shards,
                 "source": source,
@@ -266,6 +271,19 @@ def write_tokenizer(out, shards, args):
         "bytes": splits,
     }
     return record, tokenizer_files, token_bytes
+
+
+def byte_figures(out, shards, tokenizer):
+    """Each split's byte figures (formats/val_bytes.py): its documents encoded by tokenizer.pkl
+    as written, then decoded, against their UTF-8 bytes (lossless, checked: not assumed)."""
+    tokens, figures = RecordTokens(tokenizer, out), {}
+    for split in ("train", "val"):
+        ours = [shard for shard in shards if shard["split"] == split]
+        groups = sum(-(-shard["documents"] // nanochat.ROW_GROUP_SIZE) for shard in ours)
+        batches = nanochat.split_batches(out, ours, split)
+        bar = tqdm(batches, total=groups, desc=f"{split}'s bytes", unit=" row groups", delay=1)
+        figures[split] = text_figures(bar, tokens)
+    return figures
 
 
 def split_totals(shards):

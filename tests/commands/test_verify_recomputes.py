@@ -249,6 +249,7 @@ def empty_val(folder):
         meta["shards"][-1].update(characters=0, bytes=0, sha256=digest)
         meta["splits"]["val"].update(characters=0, bytes=0)
         meta["token_bytes"]["bytes"]["val"] = 0
+        meta["bytes"]["val"] = {**dict.fromkeys(meta["bytes"]["val"], 0), "documents": 1024}
 
     edit_meta(folder, change)
 

@@ -8,6 +8,7 @@ dependencies (torch, rustbpe, wandb, jinja2, ...); it skips without them and say
 
 import collections
 import importlib.util
+import json
 import os
 import pickle
 import shutil
@@ -284,6 +285,28 @@ def test_verify_show_packing(folder):
     result = inspect("packing", folder, "--block-size", "64")
     assert result.returncode == 0, result.stderr
     assert "best-fit" in result.stdout and "bytes per token" in result.stdout
+
+
+def test_byte_figures_are_recounted(folder, tmp_path):
+    """Each split's byte figures: its documents' UTF-8 bytes, tokenizer.pkl's own count and
+    decode(encode(doc)) all equal (nanochat's tokenizer is lossless, checked); bpb says so, and
+    verify recounts them from the shards and names a figure that disagrees."""
+    meta = json.loads((folder / "meta.json").read_text())
+    for split, figures in meta["bytes"].items():
+        paths = [folder / s["file"] for s in meta["shards"] if s["split"] == split]
+        texts = [text for path in paths for text in documents_of(path)]
+        size = sum(len(text.encode()) for text in texts)
+        assert figures["documents"] == len(texts)
+        assert figures["text_bytes"] == figures["tokenizer_bytes"] == size
+        assert figures["decoded_bytes"] == size and figures["changed_documents"] == 0
+    audit = inspect("bpb", folder)
+    assert audit.returncode == 0, audit.stderr
+    assert audit.stdout.startswith(f"{folder.name}: lossless on val: decode(encode(doc)) == doc")
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    meta["bytes"]["val"]["decoded_bytes"] += 1
+    (copy / "meta.json").write_text(json.dumps(meta))
+    assert_clean_failure(inspect("verify", copy), "bytes.val.decoded_bytes", "recounted from")
 
 
 def test_verify_flags_what_nanochat_would_misread(folder, tmp_path):

@@ -1,6 +1,6 @@
-"""The byte figures and the val bytes sidecar of every nanoGPT and llm.c folder
-(formats/val_bytes.py): the shares of each document sum to its UTF-8 length and the figures
-match a recount, whatever the text and the tokenizer; verify names each tampering."""
+"""The byte figures and the val bytes sidecar of every nanoGPT and llm.c folder, and the figures
+of nanochat's (formats/val_bytes.py): the shares of each document sum to its UTF-8 length and the
+figures match a recount, whatever the text and the tokenizer; verify names each tampering."""
 
 import json
 import tempfile
@@ -12,9 +12,10 @@ from conftest import REPO, run_python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from formats import nanochat
 from formats.schema import FIGURES, VAL_BYTES, val_bytes_name
 from formats.shards import read_shard
-from formats.val_bytes import write_val_bytes
+from formats.val_bytes import RecordTokens, text_figures, write_val_bytes
 from inspection import main as inspect_folder
 from inspection.verify import verify
 from prepare_common import bpe_encoding, encode_document, llmc_names, write_bin, write_shards
@@ -246,3 +247,22 @@ def test_a_prepared_folder_verifies_and_bpb_prints_its_audit(char_folder, capsys
     inspect_folder(["bpb", str(char_folder)])
     out = capsys.readouterr().out
     assert "lossless on val" in out and "val_bytes.bin" in out
+
+
+@pytest.fixture(scope="module")
+def nanochat_tokens(shakespeare):
+    """A nanochat tokenizer (its pattern, its nine special tokens) of 512 ids, trained on Tiny
+    Shakespeare's speeches, as data/nanochat/prepare.py's figures count with it."""
+    trained = nanochat.train_tokenizer(shakespeare.split("\n\n"), 512)
+    return RecordTokens({"kind": "nanochat"}, encoding=nanochat.nanochat_encoding(trained))
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=st.lists(DOCUMENTS, min_size=1, max_size=3))
+def test_nanochat_figures_are_a_lossless_recount(nanochat_tokens, batches):
+    """nanochat's folders hold text, encoded as its dataloader reads it: each split's figures,
+    counted a row group at a time, are lossless, the tokenizer's count equal to the text's."""
+    documents = [text for batch in batches for text in batch]
+    assert text_figures(batches, nanochat_tokens) == lossless_figures(documents)
