@@ -12,6 +12,7 @@ come from the mirror, laid out as `mirror_path` says.
 """
 
 import hashlib
+import os
 import re
 import time
 from collections import namedtuple
@@ -69,17 +70,28 @@ def download_range(url, start, end, retries=3, backoff=1.0):
     return _answer(url, answered, {"Range": f"bytes={start}-{end - 1}"}, retries, backoff)
 
 
+_SESSIONS = {}  # pid -> requests.Session: a forked worker opens its own, never its parent's
+
+
+def _session():
+    """This process's requests.Session: a file read a piece at a time keeps one connection."""
+    import requests
+
+    if os.getpid() not in _SESSIONS:
+        _SESSIONS[os.getpid()] = requests.Session()
+    return _SESSIONS[os.getpid()]
+
+
 def _answer(url, answered, headers, retries, backoff):
     """answered(response) of a GET of `url`, its status checked, retried as download_blocks
     says."""
-    import requests
     from requests import exceptions
 
     transient = (exceptions.ConnectionError, exceptions.Timeout, exceptions.ChunkedEncodingError)
     for attempt in range(retries + 1):
         response = None
         try:
-            with requests.get(
+            with _session().get(
                 url, headers=headers, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
             ) as response:
                 _check_status(url, response)
