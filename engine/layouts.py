@@ -6,9 +6,9 @@ picks one layout, with its options, and the engine's stages call it (engine/stag
 - ShardStream: llm.c's rule: every document in order (or a seeded permutation), one stream cut
   into shards as the write tasks go; shard 0 is val
 
-Each one: `orders` (the plan: the documents of each split, in the order written), `config` (what
-the plan and the parts depend on, in the work directory's name), `write` (task r's share of the
-outputs) and `commit` (the outputs joined and committed with meta.json). No datatrove here.
+Each one: `orders` (the plan: the documents kept of each split, in the order written), `config`
+(what the plan and the parts depend on, in the work directory's name), `write` (task r's share of
+the outputs) and `commit` (the outputs joined and committed with meta.json). No datatrove here.
 """
 
 import contextlib
@@ -44,18 +44,24 @@ TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
 @dataclass(frozen=True)
 class RandomSplit:
     """nanoGPT's split: val is ceil(val_fraction * n) documents drawn with `seed` (random_split),
-    train the rest; train.bin and val.bin, or (shard_format "llmc") llm.c's shards of each."""
+    train the rest; train.bin and val.bin, or (shard_format "llmc") llm.c's shards of each.
+    With first_documents (a budget's, --max-tokens): val those first documents, train the rest."""
 
     val_fraction: float
     seed: int
     rule: str  # meta.json's words for the rule
     shard_format: str = "bin"
     shard_size: int = 10**8
+    first_documents: int | None = None
 
-    def orders(self, num_documents):
-        """{"train": document numbers, "val": ...}, each in the order written."""
-        train, val = random_split(num_documents, self.val_fraction, self.seed)
-        return {"train": train, "val": val}
+    def orders(self, kept):
+        """{"train": document numbers, "val": ...}, each in the order written, of the documents
+        `kept` (--dedup's, in order): [0, 2, 3] with first_documents 3 -> train [3], val [0, 2]."""
+        first = self.first_documents
+        if first is not None:  # a budget's rule, not a draw: the same val whatever the budget
+            return {"train": kept[kept >= first], "val": kept[kept < first]}
+        train, val = random_split(len(kept), self.val_fraction, self.seed)
+        return {"train": kept[train], "val": kept[val]}
 
     def byte_splits(self, splits, tokens):  # noqa: ARG002 (ShardStream's needs the tokens)
         """The documents of each split meta.json's byte figures count: the orders' own."""
@@ -164,11 +170,11 @@ class ShardStream:
     shard_format: str
     shard_size: int
 
-    def orders(self, num_documents):
-        """{"all": the document numbers in the order written}."""
+    def orders(self, kept):
+        """{"all": the numbers of the documents `kept` (--dedup's, in order), as written}."""
         if self.shuffle_seed is None:
-            return {"all": np.arange(num_documents)}
-        return {"all": np.random.default_rng(self.shuffle_seed).permutation(num_documents)}
+            return {"all": kept}
+        return {"all": kept[np.random.default_rng(self.shuffle_seed).permutation(len(kept))]}
 
     def byte_splits(self, splits, tokens):
         """The documents of each split meta.json's byte figures count, in the order written: a

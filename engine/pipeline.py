@@ -22,15 +22,19 @@ one before:
 4. commit (1 task): joins the parts into the outputs (train.bin and val.bin, or shards), checks
    the sizes and writes meta.json last.
 
-The lesson's prepare_datatrove.py gives a Lesson (its script, pinned dataset, shard prefix and
-layout); the run's state, which every task reads, is a Job.
+The lesson's prepare_datatrove.py gives a Lesson (its script, pinned dataset, shard prefix,
+layout and budget step); the run's state, which every task reads, is a Job. With --max-tokens,
+the process that starts the run first runs the lesson's budget step (row groups of the hub's
+files read in order, in one process) and writes the documents it keeps into the work directory
+as one parquet file, which the tasks then read as they read --data-files.
 
 The work directory is named by a hash of everything the tokens depend on (input files with
 their sizes and times, tokenizer, number of tasks), and its split stages by a hash of the split
 options, so a re-run resumes only its own work and never mixes in another run's files.
 """
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +47,7 @@ from engine.executors import (
     add_datatrove_arguments,
     chain_executors,
     check_datatrove_arguments,
+    config_hash,
     join_ray_cluster,
     run_with_bars,
 )
@@ -59,6 +64,7 @@ from engine.readers import (
 from inspection.overlap import say_overlap
 from prepare_common import NANOGPT_READS, bpe_encoding, dtype_for_vocab
 from safety.commit import folder_lock
+from safety.files import atomic_path
 from safety.text import plural
 
 
@@ -70,6 +76,9 @@ class Lesson:
     hub: HubDataset  # the dataset it pins, read when --data-files is not given
     prefix: str  # of its shards' names: "openwebtext", "edufineweb"
     layout: RandomSplit | ShardStream  # how its documents become its outputs
+    # --max-tokens: its prepare.py's step, budget(args, encoding, source) -> (datasets.Dataset
+    # of the documents kept, meta.json's budget record)
+    budget: Callable
 
 
 @dataclass(frozen=True)
@@ -115,8 +124,8 @@ def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
     parser.description = description
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
     args = parser.parse_args()
-    if args.max_tokens:  # a budget reads row group after row group, in order: one process
-        parser.error("--max-tokens is prepare.py's, beside this script: the tasks read whole files")
+    if args.max_tokens and args.data_files:
+        parser.error("--max-tokens reads the hub's files: leave out --data-files")
     check_datatrove_arguments(parser, args)
     encoding, tokenizer = bpe_encoding(args.tokenizer, need_eot=True)
     vocab_size, eot_id = tokenizer["vocab_size"], tokenizer["eot_id"]
@@ -150,7 +159,9 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     """The job every task reads, its work directory, and the four executors, chained, run."""
     from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
 
-    job = make_job(args, tokenizer, dtype, out_dir, lesson)
+    work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
+    budgeted = budget_input(args, encoding, lesson, work_root) if args.max_tokens else None
+    job = make_job(args, tokenizer, dtype, out_dir, lesson, budgeted)
     LOADED_TOKENIZERS[job.tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer
     tokens_config = {
         "format": WORK_FORMAT,
@@ -162,10 +173,9 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         "tasks": job.tasks,
     }
     # the permutation depends on numpy's generator stream
-    split_config = {**lesson.layout.config(), "numpy": np.__version__, "out_dir": str(out_dir)}
+    split_config = {**job.layout.config(), "numpy": np.__version__, "out_dir": str(out_dir)}
     if job.dedup:  # the tokenize tasks write each document's keys; the plan drops the copies
         tokens_config["dedup"] = split_config["dedup"] = job.dedup
-    work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
     work = Work(work_root, tokens_config, split_config)
     work.claim()
     print(
@@ -186,10 +196,31 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
         )
 
 
-def make_job(args, tokenizer, dtype, out_dir, lesson):
-    """The Job of a run: its input files, each task's slice of them (--tasks capped at the work
-    there is), the lesson's outputs and the options meta.json records."""
-    files, kind = input_files(args.data_files, lesson.hub)
+def budget_input(args, encoding, lesson, work_root):
+    """--max-tokens: the lesson's budget step, run here before any task (from the hub's cache
+    when it holds the row groups), its documents written into the work root as one parquet file
+    -> (its path, meta.json's budget record). The file is named by the record (the row groups
+    read, with their sha256) and written again each run, the same bytes: a rerun of the same
+    budget resumes in the same work directory, another budget is another input."""
+    import pyarrow.parquet as pq
+
+    documents, budget = lesson.budget(args, encoding, source_name(None, lesson.hub))
+    path = work_root / f"budget-{config_hash(budget)}.parquet"
+    work_root.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:  # row groups as small as a task's least share of documents
+        pq.write_table(documents.data.table, tmp, row_group_size=MIN_TASK_DOCUMENTS)
+    return str(path), budget
+
+
+def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
+    """The Job of a run: its input files (the hub's, --data-files, or the file of `budgeted`,
+    budget_input's (path, record)), each task's slice of them (--tasks capped at the work there
+    is), the lesson's outputs and the options meta.json records."""
+    budget_file, budget = budgeted or (None, None)
+    files, kind = input_files([budget_file] if budget else args.data_files, lesson.hub)
+    layout = lesson.layout
+    if budget and budget["first_documents"]:  # the lesson's val: the source's first documents
+        layout = replace(layout, first_documents=budget["first_documents"])
     lengths = file_lengths(files, kind)
     most, size = most_tasks(files, kind, lengths)
     if args.tasks > most:  # each task is a process to start: too small ones cost more than they do
@@ -206,10 +237,10 @@ def make_job(args, tokenizer, dtype, out_dir, lesson):
         slices=task_slices(lengths, args.tasks),
         tasks=args.tasks,
         source=source_name(args.data_files, lesson.hub),
-        source_record=source_record(args.data_files, None, lesson.hub),
+        source_record=source_record(args.data_files, None, lesson.hub, budget),
         script=lesson.script,
         prefix=lesson.prefix,
-        layout=lesson.layout,
+        layout=layout,
         tokenizer_path=tokenizer_path,
         tokenizer=tokenizer,
         dtype=dtype.name,

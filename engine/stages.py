@@ -183,7 +183,7 @@ def make_plan(index, figures, summaries, job, work):
     if job.dedup:
         kept = kept_documents(job, work)
         plan["dedup"] = {**rule_record(job.dedup), "documents_dropped": num_documents - len(kept)}
-    splits = {name: kept[order] for name, order in job.layout.orders(len(kept)).items()}
+    splits = job.layout.orders(kept)
     for split, documents in splits.items():
         split_tokens = tokens[documents]
         offset = np.concatenate([[0], np.cumsum(split_tokens)])

@@ -80,9 +80,7 @@ def main():
         hub, budget = fineweb(args.type, args.sample), None
         source = source_name(args.data_files, hub)
         if args.max_tokens:
-            first = args.shard_size  # shard 0, val: the same first documents whatever the budget
-            count = document_tokens(encoding)  # a document's ids and its end-of-text
-            dataset, budget = budgeted_documents(hub, args.max_tokens, count, source, first)
+            dataset, budget = budget_documents(args, encoding, source)
         else:
             dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
@@ -138,6 +136,15 @@ def main():
     extras = [*schema.sidecars(meta), schema.TOKEN_BYTES, schema.RECORD_NAME]
     print(f"wrote {len(shards):,} shards ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
+
+
+def budget_documents(args, encoding, source):
+    """--max-tokens N: (a datasets.Dataset of the sample's first documents whose tokens past
+    shard 0 reach N, meta.json's budget record); prepare_datatrove.py's too."""
+    first = args.shard_size  # shard 0, val: the same first documents whatever the budget
+    count = document_tokens(encoding)  # a document's ids and its end-of-text
+    hub = fineweb(args.type, args.sample)
+    return budgeted_documents(hub, args.max_tokens, count, source, first_tokens=first)
 
 
 def fineweb(kind, sample):

@@ -77,12 +77,8 @@ def main():
         # 2. the documents: OpenWebText from the hub, or local files; --max-tokens N: val the
         #    first documents (as many as the random split draws), train the next, until N tokens
         source, budget = source_name(args.data_files, OPENWEBTEXT), None
-        if args.max_tokens:  # the whole's count of documents, by its parquet footers
-            first = split_sizes(count_documents(OPENWEBTEXT, source), args.val_fraction)[1]
-            count = document_tokens(encoding)  # a document's ids and its end-of-text
-            dataset, budget = budgeted_documents(
-                OPENWEBTEXT, args.max_tokens, count, source, first_documents=first
-            )
+        if args.max_tokens:
+            dataset, budget = budget_documents(args, encoding, source)
         else:
             dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
@@ -171,6 +167,16 @@ def main():
     extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
     print(f"wrote {outputs} ({dtype.name}), {', '.join(extras)} to {args.out_dir}")
     say_overlap(args.out_dir)  # val's exact copies in train, train's repeats: a hash a document
+
+
+def budget_documents(args, encoding, source):
+    """--max-tokens N: (a datasets.Dataset of OpenWebText's first documents, val's as many as
+    the random split draws from the whole and train's until N tokens, meta.json's budget
+    record); prepare_datatrove.py's too."""
+    # the whole's count of documents, by its parquet footers
+    first = split_sizes(count_documents(OPENWEBTEXT, source), args.val_fraction)[1]
+    count = document_tokens(encoding)  # a document's ids and its end-of-text
+    return budgeted_documents(OPENWEBTEXT, args.max_tokens, count, source, first_documents=first)
 
 
 def tokenize(dset, split, source, encoding, tokenizer, dtype, num_proc):

@@ -20,16 +20,18 @@ from conftest import (
     finish,
     kill_session,
     lesson,
+    names_in,
     run,
     start,
 )
-from hub_server import LocalHub, fineweb_files, unused_port_url
+from hub_server import LocalHub, fineweb_files, openwebtext_files, unused_port_url
 
 from hub import token_budget
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
 SCRIPT = REPO / "data" / "fineweb" / "prepare.py"
+OPENWEBTEXT = REPO / "data" / "openwebtext" / "prepare.py"
 SHARD_SIZE = 10_000  # val: shard 0, the first 10,000 tokens, whatever the budget
 ROWS = 100  # documents a row group
 
@@ -96,12 +98,100 @@ def test_a_wrong_budget_is_a_usage_error(args, tmp_path):
 
 
 @pytest.mark.parametrize("lesson_name", ["fineweb", "openwebtext"])
-def test_the_datatrove_twins_refuse_a_budget(lesson_name, tmp_path):
-    """prepare_datatrove.py shares its lesson's options but reads whole files: --max-tokens is
-    a usage error there, saying whose option it is."""
+def test_a_twin_refuses_a_budget_of_local_files(lesson_name, tmp_path):
+    """prepare_datatrove.py --max-tokens with --data-files: prepare.py's usage error, before any
+    work."""
     script = REPO / "data" / lesson_name / "prepare_datatrove.py"
-    result = run(script, "--max-tokens", "5", "--out-dir", tmp_path / "out")
-    assert_one_line(result, "--max-tokens is prepare.py's", code=2)
+    args = ("--max-tokens", 5, "--data-files", "a.parquet", "--out-dir", tmp_path / "out")
+    assert_one_line(run(script, *args), "--max-tokens reads the hub's files", code=2)
+    assert not (tmp_path / "out").exists()
+
+
+def lesson_and_twin(served, script, args, tmp_path):
+    """prepare.py with `args`, then prepare_datatrove.py with them and --tasks 2, each with its
+    own cache of the hub `served`, into tmp_path/"lesson" and tmp_path/"twin": their results,
+    once the twin's folder is found to be the lesson's."""
+    results = []
+    for name, path in (("lesson", script), ("twin", script.with_name("prepare_datatrove.py"))):
+        tasks = ("--tasks", 2) * (name == "twin")
+        environment = served.environment(tmp_path / f"{name}-home")
+        options = (*args, *tasks, "--num-proc", 1, "--out-dir", tmp_path / name)
+        results.append(run(path, *options, env=environment))
+        assert_ok(results[-1])
+    assert_same_folders(tmp_path / "twin", tmp_path / "lesson")
+    return results
+
+
+def assert_same_folders(out, reference):
+    """`out` (its work directory aside) holds the files of `reference`, byte for byte, and its
+    meta.json but "options"."""
+    names = names_in(reference)
+    assert [name for name in names_in(out) if name != ".datatrove-work"] == names
+    for name in names:
+        if name != "meta.json":
+            assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+    meta, expected = (json.loads((folder / "meta.json").read_text()) for folder in (out, reference))
+    assert {**meta, "options": None} == {**expected, "options": None}
+
+
+def source_line(stdout):
+    """The line saying the documents read: "HuggingFaceFW/fineweb-edu@87f09149ef47 (...): 640
+    documents"."""
+    return next(line for line in stdout.splitlines() if line.endswith(" documents"))
+
+
+def test_the_fineweb_twin_takes_a_budget(hub, tmp_path):
+    """prepare_datatrove.py --max-tokens N in 2 tasks: prepare.py's llm.c shards and meta.json
+    (the hub's source and its budget record) from the row groups it reads itself, the source
+    named as prepare.py names it; rerun with the hub unreachable, the budget comes from the
+    cache and the run resumes in the same work directory, its token files kept."""
+    args = ("--shard-size", SHARD_SIZE, "--max-tokens", 20_000)
+    prepared, twin = lesson_and_twin(hub, SCRIPT, args, tmp_path)
+    assert source_line(prepared.stdout).startswith(f"{hub.repo_id}@")
+    assert source_line(prepared.stdout) in twin.stdout.splitlines()
+    token_files = list((tmp_path / "twin" / ".datatrove-work").glob("*/tasks/tokens-*.bin"))
+    written = {path: path.stat().st_mtime_ns for path in token_files}
+    assert len(written) == 2
+    offline = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": unused_port_url()}
+    environment = {**hub.environment(tmp_path / "twin-home"), **offline}
+    options = (*args, "--tasks", 2, "--num-proc", 1, "--out-dir", tmp_path / "twin")
+    assert_ok(run(SCRIPT.with_name("prepare_datatrove.py"), *options, env=environment))
+    assert {path: path.stat().st_mtime_ns for path in token_files} == written
+    assert_same_folders(tmp_path / "twin", tmp_path / "lesson")
+
+
+@pytest.fixture
+def openwebtext_copies_hub(paragraphs):
+    """OpenWebText's pin holding 400 paragraphs in 2 files, with 3 copies: document 3 of
+    document 1 (both in val with --val-fraction 0.02: its first 8), 50 of 2 (a val document's
+    copy in train) and 60 of 55 (both in train)."""
+    pin = lesson("openwebtext")["OPENWEBTEXT"]
+    documents = paragraphs[:400]
+    for copy, original in ((3, 1), (50, 2), (60, 55)):
+        documents[copy] = documents[original]
+    files = openwebtext_files(documents, [150, 250], config=pin.config)
+    with LocalHub(pin.repo, {pin.revision: files}) as served:
+        yield served
+
+
+def test_the_openwebtext_twin_takes_a_budget(openwebtext_hub, tmp_path):
+    """prepare_datatrove.py --max-tokens N in 2 tasks: prepare.py's train.bin, val.bin and
+    meta.json, val the first document (not a random draw), train the next ones."""
+    args = ("--max-tokens", 12_000)
+    lesson_and_twin(openwebtext_hub.hub, OPENWEBTEXT, args, tmp_path)
+    meta = json.loads((tmp_path / "twin" / "meta.json").read_text())
+    assert meta["split"]["documents"]["val"] == 1
+    assert meta["split"]["rule"] == lesson("openwebtext")["BUDGET_RULE"]
+
+
+def test_the_openwebtext_twin_takes_a_budget_with_dedup(openwebtext_copies_hub, tmp_path):
+    """prepare_datatrove.py --max-tokens N --dedup exact in 2 tasks: prepare.py's files and
+    meta.json; the 3 copies dropped, val the first 8 documents but the copy among them."""
+    args = ("--max-tokens", 12_000, "--val-fraction", 0.02, "--dedup", "exact")
+    lesson_and_twin(openwebtext_copies_hub, OPENWEBTEXT, args, tmp_path)
+    split = json.loads((tmp_path / "twin" / "meta.json").read_text())["split"]
+    assert split["dedup"]["documents_dropped"] == 3
+    assert split["documents"]["val"] == 7
 
 
 def test_a_budget_reads_only_its_row_groups(hub, repo, gpt2_encoding, tmp_path):
