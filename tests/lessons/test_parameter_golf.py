@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import COMMON, REPO, assert_clean_failure, paused_command, run_python, write_jsonl
+from golf_tokenize import write_golf_folder
 from hub_server import LocalHub
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -102,75 +103,113 @@ def tree(folder):
     }
 
 
+# sp1024, sp4096 and byte260 as the lesson records them, the specs tokenizer_specs.json gives
+GOLF_SPECS = [
+    {"name": "sp_bpe_1024", "dataset_suffix": "sp1024", "vocab_size": 1024},
+    {"name": "sp_bpe_4096", "dataset_suffix": "sp4096", "vocab_size": 4096},
+    {"name": "pure_byte_260", "dataset_suffix": "byte260"},
+]
+CHUNK = 50_000  # tokens a shard: several shards a split
+TRAIN_DOCS = [pytest.param(None, id="all"), pytest.param(1000, id="first-1000")]
+
+
+def run_from_the_hub(docs, client, script, *args):
+    """Run `script` with `args`, the documents served by a local hub as
+    willdepueoai/parameter-golf's datasets/ folder (`hub_files`); `client` holds its caches."""
+    commit = hashlib.sha1(b"parameter-golf").hexdigest()
+    with LocalHub(
+        "willdepueoai/parameter-golf", {commit: hub_files(docs)}, {"main": commit}
+    ) as hub:
+        result = run_python(script, *args, env=hub.environment(client))
+    assert result.returncode == 0, result.stderr
+
+
+def train_docs_option(train_docs):
+    return [] if train_docs is None else ["--tokenizer-train-docs", train_docs]
+
+
+def lesson_folder(docs, out, train_docs):
+    """Our lesson's folder of sp1024, sp4096 and byte260 from the hub's documents."""
+    variants = [spec["dataset_suffix"] for spec in GOLF_SPECS]
+    args = ["--variant", *variants, "--shard-size", CHUNK, *train_docs_option(train_docs)]
+    run_from_the_hub(docs, out.with_name(f"{out.name}-client"), LESSON, *args, "--out-dir", out)
+    return out
+
+
+def their_folder(checkout, docs, out, train_docs):
+    """What parameter-golf's own download_hf_docs_and_tokenize.py writes from the same hub."""
+    config = out.with_name(f"{out.name}-specs.json")
+    config.write_text(json.dumps({"tokenizers": GOLF_SPECS}))
+    script = Path(checkout) / "data" / "download_hf_docs_and_tokenize.py"
+    args = ["--tokenizer-config", config, "--chunk-tokens", CHUNK, *train_docs_option(train_docs)]
+    run_from_the_hub(docs, out.with_name(f"{out.name}-client"), script, *args, "--output-root", out)
+    return out
+
+
+def reference_folder(docs, out, train_docs):
+    """tests/references/golf_tokenize.py's folder: the hub's two files, as its script downloads
+    them, then its tokenizers, shards and manifest in our own words."""
+    out.mkdir()
+    for name, data in hub_files(docs).items():
+        (out / Path(name).name).write_bytes(data)
+    write_golf_folder(out, GOLF_SPECS, chunk_tokens=CHUNK, tokenizer_train_docs=train_docs)
+    return out
+
+
+def assert_same_files(folder, reference, docs, only_in_folder=()):
+    """`folder` holds `reference`'s files (and those named `only_in_folder`), each the same bytes
+    but each SentencePiece .model, which names its own folder: that holds the same pieces and
+    scores and encodes the documents alike."""
+    mine, theirs = tree(folder), tree(reference)
+    for name in only_in_folder:
+        mine.pop(name)
+    models = [name for name in theirs if name.endswith(".model")]
+    assert set(mine) == set(theirs)
+    assert {n: d for n, d in mine.items() if n not in models} == {
+        n: d for n, d in theirs.items() if n not in models
+    }
+    spm = pytest.importorskip("sentencepiece")
+    for name in models:
+        a, b = (
+            spm.SentencePieceProcessor(model_file=str(root / name)) for root in (folder, reference)
+        )
+        assert [(a.id_to_piece(i), a.get_score(i)) for i in range(a.vocab_size())] == [
+            (b.id_to_piece(i), b.get_score(i)) for i in range(b.vocab_size())
+        ]
+        assert a.encode(docs[:200]) == b.encode(docs[:200])
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "train_docs",
-    [pytest.param([], id="all"), pytest.param(["--tokenizer-train-docs", "1000"], id="first-1000")],
-)
+@pytest.mark.parametrize("train_docs", TRAIN_DOCS)
 def test_same_bytes_as_parameter_golfs_own_script(golf_docs, tmp_path, train_docs):
     """From the same documents, our folder holds the files parameter-golf's
     download_hf_docs_and_tokenize.py writes, byte for byte (shards, byte260's file, the .vocab,
     tokenizer_config.export.json, manifest.json), for sp1024, sp4096 and byte260, SentencePiece
     trained on all the documents or on the first 1,000; each .model holds the same pieces and
-    scores, and differs only in the folder it names."""
+    scores, and differs only in the folder it names. So does the folder of
+    tests/references/golf_tokenize.py, its steps in our own words, which the next test holds our
+    lesson to where no checkout is."""
     checkout = os.environ.get("PARAMETER_GOLF_DIR")
     if not checkout:
         pytest.skip("set PARAMETER_GOLF_DIR to a checkout of openai/parameter-golf")
-    script = Path(checkout) / "data" / "download_hf_docs_and_tokenize.py"
-    specs = [
-        {"name": "sp_bpe_1024", "dataset_suffix": "sp1024", "vocab_size": 1024},
-        {"name": "sp_bpe_4096", "dataset_suffix": "sp4096", "vocab_size": 4096},
-        {"name": "pure_byte_260", "dataset_suffix": "byte260"},
-    ]
-    config = tmp_path / "specs.json"
-    config.write_text(json.dumps({"tokenizers": specs}))
-    commit = hashlib.sha1(b"parameter-golf").hexdigest()
-    with LocalHub(
-        "willdepueoai/parameter-golf", {commit: hub_files(golf_docs)}, {"main": commit}
-    ) as hub:
-        theirs = run_python(
-            script,
-            "--output-root",
-            tmp_path / "theirs",
-            "--tokenizer-config",
-            config,
-            "--chunk-tokens",
-            50_000,
-            *train_docs,
-            env=hub.environment(tmp_path / "a"),
-        )
-        ours = run_python(
-            LESSON,
-            "--variant",
-            "sp1024",
-            "sp4096",
-            "byte260",
-            "--shard-size",
-            50_000,
-            *train_docs,
-            "--out-dir",
-            tmp_path / "same",
-            env=hub.environment(tmp_path / "b"),
-        )
-    assert theirs.returncode == 0, theirs.stderr
-    assert ours.returncode == 0, ours.stderr
-    mine, reference = tree(tmp_path / "same"), tree(tmp_path / "theirs")
-    models = [name for name in reference if name.endswith(".model")]
-    assert set(mine) - {"meta.json"} == set(reference)
-    assert {n: d for n, d in mine.items() if n not in models and n != "meta.json"} == {
-        n: d for n, d in reference.items() if n not in models
-    }
-    spm = pytest.importorskip("sentencepiece")
-    for name in models:
-        a, b = (
-            spm.SentencePieceProcessor(model_file=str(root / name))
-            for root in (tmp_path / "same", tmp_path / "theirs")
-        )
-        assert [(a.id_to_piece(i), a.get_score(i)) for i in range(a.vocab_size())] == [
-            (b.id_to_piece(i), b.get_score(i)) for i in range(b.vocab_size())
-        ]
-        assert a.encode(golf_docs[:200]) == b.encode(golf_docs[:200])
-    assert run_python(COMMON, "verify", tmp_path / "same").returncode == 0
+    theirs = their_folder(checkout, golf_docs, tmp_path / "theirs", train_docs)
+    ours = lesson_folder(golf_docs, tmp_path / "same", train_docs)
+    assert_same_files(ours, theirs, golf_docs, only_in_folder=["meta.json"])
+    assert run_python(COMMON, "verify", ours).returncode == 0
+    reference = reference_folder(golf_docs, tmp_path / "reference", train_docs)
+    assert_same_files(reference, theirs, golf_docs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("train_docs", TRAIN_DOCS)
+def test_same_bytes_as_the_own_words_reference(golf_docs, tmp_path, train_docs):
+    """The comparison above in every run, no checkout needed: from the same documents, our
+    folder holds the files of tests/references/golf_tokenize.py (parameter-golf's script written
+    in our own words) byte for byte, for sp1024, sp4096 and byte260, SentencePiece trained on all
+    the documents or on the first 1,000; each .model of the same pieces and scores."""
+    ours = lesson_folder(golf_docs, tmp_path / "same", train_docs)
+    reference = reference_folder(golf_docs, tmp_path / "reference", train_docs)
+    assert_same_files(ours, reference, golf_docs, only_in_folder=["meta.json"])
 
 
 def test_verify_ok_and_the_audit(prepared):
