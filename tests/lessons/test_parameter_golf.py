@@ -1,11 +1,14 @@
 """data/parameter_golf/prepare.py against parameter-golf's own script, and bits per byte that
 are true for any tokenizer: the byte figures, the val bytes sidecar, `verify` and `bpb`.
 
-The reference is openai/parameter-golf's data/download_hf_docs_and_tokenize.py itself, run
-unchanged from a checkout named by PARAMETER_GOLF_DIR (git clone
-https://github.com/openai/parameter-golf); without one that test skips, saying so. It downloads
-its documents with huggingface_hub, so both it and our lesson read them from a local hub
-(tests/stand_ins/hub_server.py) serving willdepueoai/parameter-golf's datasets/ folder.
+The reference in every run is tests/references/golf_tokenize.py: openai/parameter-golf's
+data/download_hf_docs_and_tokenize.py, its steps after the download, in our own words. Where
+PARAMETER_GOLF_DIR names a checkout (git clone https://github.com/openai/parameter-golf), that
+script itself, run unchanged, is held against both our lesson and the own-words reference;
+without one that test skips, saying so. It downloads its documents with huggingface_hub, so it
+and our lesson read them from a local hub (tests/stand_ins/hub_server.py) serving
+willdepueoai/parameter-golf's datasets/ folder; the own-words reference starts from the hub's two
+files.
 """
 
 import hashlib
