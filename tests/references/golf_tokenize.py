@@ -1,10 +1,10 @@
 """parameter-golf's data/download_hf_docs_and_tokenize.py after its download, as the reference
 for tests (not product code).
 
-Written in our own words from the sources (openai/parameter-golf: data/download_hf_docs_and_
-tokenize.py, data/tokenizer_specs.json; train_gpt.py's load_data_shard, which reads the shards),
-single process, so that tests can compare our folder with what its script writes from the same
-documents. Its script first copies the hub's docs_selected.jsonl and, when the hub has one, its
+Written in our own words from the sources (openai/parameter-golf:
+data/download_hf_docs_and_tokenize.py, data/tokenizer_specs.json; train_gpt.py's
+load_data_shard, which reads the shards), single process, so that tests can compare our folder
+with what its script writes from the same documents. Its script first copies the hub's docs_selected.jsonl and, when the hub has one, its
 sidecar docs_selected.source_manifest.json into the output folder; this starts from a folder
 that holds them. What its script does next, and so what this does:
 
