@@ -4,9 +4,10 @@ for tests (not product code).
 Written in our own words from the sources (openai/parameter-golf:
 data/download_hf_docs_and_tokenize.py, data/tokenizer_specs.json; train_gpt.py's
 load_data_shard, which reads the shards), single process, so that tests can compare our folder
-with what its script writes from the same documents. Its script first copies the hub's docs_selected.jsonl and, when the hub has one, its
-sidecar docs_selected.source_manifest.json into the output folder; this starts from a folder
-that holds them. What its script does next, and so what this does:
+with what its script writes from the same documents. Its script first copies the hub's
+docs_selected.jsonl and, when the hub has one, its sidecar docs_selected.source_manifest.json
+into the output folder; this starts from a folder that holds them. What its script does next,
+and so what this does:
 
 - the documents are the "text" of the jsonl's lines, in order; their number is the sidecar's
   num_docs, else the file's lines; the first num_val_docs (the argument, else the sidecar's
