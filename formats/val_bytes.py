@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.encoders import fast_encoding
 from formats.nanochat import token_byte_lengths
 from formats.schema import FIGURES, bin_name, val_bytes_name
 from formats.shards import read_ids, read_shard, write_shard
@@ -154,9 +155,11 @@ def text_figures(batches, tokens):
     dataloader: encode_ordinary after its BOS), from batches of texts: [["a b"], ["c"]] ->
     {"documents": 2, "text_bytes": 4, ...}."""
     figures = dict.fromkeys(FIGURES, 0)
+    # a document at a time: tiktoken's encode_ordinary_batch starts a thread for each text
+    encode = fast_encoding(tokens.encoding).encode_ordinary
     for batch in batches:
-        for text, ids in zip(batch, tokens.encoding.encode_ordinary_batch(batch), strict=True):
-            add_figures(figures, text, ids, tokens)
+        for text in batch:
+            add_figures(figures, text, encode(text), tokens)
     return figures
 
 
