@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import simple
-from .compiled import KERNELS
 
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
@@ -22,6 +21,14 @@ U64 = np.uint64
 MASK = U64(simple.MASK)
 GRAM_INVERSE = pow(simple.GRAM_BASE, -1, 2**64)  # GRAM_BASE * GRAM_INVERSE = 1 (mod 2**64)
 ROWS_PER_STEP = 8192  # shingles permuted at once: 8,192 x 112 hashes x 8 bytes = 7 MB
+
+
+def kernels():
+    """compiled.py's KERNELS (None without numba), imported where first used: numba takes 1.5 s
+    to import, which a run that only hashes whole documents (a lesson's overlap line) skips."""
+    from .compiled import KERNELS
+
+    return KERNELS
 
 
 def offsets_of(lengths):
@@ -137,11 +144,12 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
     uint64 array, permuting ROWS_PER_STEP shingle hashes at a time."""
     a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
     signatures = np.full((len(offsets) - 1, num_hashes), MASK, U64)
-    if KERNELS is not None:
+    compiled = kernels()
+    if compiled is not None:
         offsets, tokens = np.asarray(offsets, np.int64), np.asarray(tokens)
 
         def sign(lo, hi):  # documents lo..hi-1, into their rows of signatures
-            KERNELS.minhash(tokens, offsets[lo : hi + 1], n, a, b, signatures[lo:hi])
+            compiled.minhash(tokens, offsets[lo : hi + 1], n, a, b, signatures[lo:hi])
 
         cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], THREADS + 1)[1:-1])
         on_threads(sign, [0, *np.unique(cuts), len(offsets) - 1])  # as many tokens a thread
@@ -171,14 +179,15 @@ def lookup(unique):
 
     lookup([3, 7, 9])([9, 4, 3]) -> [2, -1, 0]
     """
-    if KERNELS is not None:
-        table = KERNELS.table(np.asarray(unique, U64))
+    compiled = kernels()
+    if compiled is not None:
+        table = compiled.table(np.asarray(unique, U64))
 
         def positions(hashes):
             found = np.empty(len(hashes), np.int64)
 
             def look(lo, hi):
-                found[lo:hi] = KERNELS.positions(*table, hashes[lo:hi])
+                found[lo:hi] = compiled.positions(*table, hashes[lo:hi])
 
             on_threads(look, np.linspace(0, len(hashes), THREADS + 1).astype(np.int64))
             return found
@@ -215,9 +224,10 @@ def ngram_hashes(tokens, offsets, n=simple.NGRAM, hashes=gram_hashes):
     [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions [0, 1, 3]; owners [0, 0, 1]
     """
     offsets = np.asarray(offsets, np.int64)
-    if KERNELS is not None and hashes is gram_hashes:
+    compiled = kernels() if hashes is gram_hashes else None
+    if compiled is not None:
         base, inverse = U64(simple.GRAM_BASE), U64(GRAM_INVERSE)
-        return KERNELS.ngram_hashes(np.asarray(tokens), offsets, n, base, inverse)
+        return compiled.ngram_hashes(np.asarray(tokens), offsets, n, base, inverse)
     windows = hashes(tokens, n)
     positions = np.arange(len(windows))
     owners = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[: len(windows)]

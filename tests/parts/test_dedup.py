@@ -160,7 +160,7 @@ def test_compiled_equals_numpy(monkeypatch, paragraphs, gpt2_encoding):
         return out
 
     compiled_values = values()
-    monkeypatch.setattr(fast, "KERNELS", None)
+    monkeypatch.setattr(fast, "kernels", lambda: None)
     for got, expected in zip(compiled_values, values(), strict=True):
         assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
     assert (fast.lookup(unique)(unique) == np.arange(len(unique))).all()
@@ -172,7 +172,7 @@ NO_NUMBA = pytest.mark.skipif(compiled.KERNELS is None, reason="numba is not ins
 @pytest.mark.parametrize("path", ["numpy", pytest.param("compiled", marks=NO_NUMBA)])
 def test_lookup(monkeypatch, path):
     if path == "numpy":
-        monkeypatch.setattr(fast, "KERNELS", None)
+        monkeypatch.setattr(fast, "kernels", lambda: None)
     positions = fast.lookup(np.array([3, 7, 9], np.uint64))
     assert positions(np.array([9, 4, 3], np.uint64)).tolist() == [2, -1, 0]
     assert fast.lookup(np.zeros(0, np.uint64))(np.array([1], np.uint64)).tolist() == [-1]
