@@ -12,6 +12,7 @@ a share is the token's byte length (a token holding part of a character included
     write_meta(out, ..., documents={"train": texts, "val": texts})  # prepare_common.py
 """
 
+import contextlib
 import itertools
 from pathlib import Path
 
@@ -61,16 +62,28 @@ class RecordTokens:
             self.encoding, lengths = None, record_byte_lengths(tokenizer)
         else:
             self.encoding = encoding or record_encoding(tokenizer, folder)
-            lengths = token_byte_lengths(self.encoding)
+            self.pieces, lengths = token_pieces(self.encoding), token_byte_lengths(self.encoding)
         self.lengths = lengths.astype(np.int64)
 
     def decode(self, ids):
         if self.chars is not None:
             return "".join(self.chars[i] for i in ids)
-        return self.encoding.decode_bytes(np.asarray(ids).tolist()).decode("utf-8", "replace")
+        pieces = self.pieces[np.asarray(ids, dtype=np.int64)].tolist()
+        return b"".join(pieces).decode("utf-8", "replace")
 
     def own_bytes(self, ids):
         return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
+
+
+def token_pieces(encoding):
+    """Each id's bytes (b"" for a gap in the ids) as an array that numpy indexes with a
+    document's ids: b"".join(pieces[ids]) is encoding.decode_bytes(ids), at twice its speed.
+    GPT-2's pieces[[15496, 995]] -> [b"Hello", b" world"]."""
+    pieces = np.full(encoding.n_vocab, b"", dtype=object)
+    for token_id in range(encoding.n_vocab):
+        with contextlib.suppress(KeyError):
+            pieces[token_id] = encoding.decode_single_token_bytes(token_id)
+    return pieces
 
 
 def document_ids(arrays, bos_id):

@@ -119,6 +119,29 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
         assert record["bytes"] == {"train": lossless_figures(train), "val": lossless_figures(val)}
 
 
+@pytest.fixture(scope="module")
+def record_tokens(bpe_tokenizers):
+    """The figures' RecordTokens of each tokenizer of bpe_tokenizers, with its Encoding."""
+    return {
+        name: (encoding, RecordTokens(tokenizer, encoding=encoding))
+        for name, (encoding, tokenizer) in bpe_tokenizers.items()
+    }
+
+
+@pytest.mark.parametrize("name", ["gpt2", "trained"])
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_decode_is_tiktoken_s(record_tokens, name, data):
+    """The figures' decode (each id's bytes gathered by numpy) is tiktoken's decode_bytes then
+    UTF-8 with replacement, on any ids, special ones and pieces of characters among them."""
+    encoding, tokens = record_tokens[name]
+    ids = data.draw(st.lists(st.integers(0, encoding.n_vocab - 1), max_size=40))
+    expected = encoding.decode_bytes(ids).decode("utf-8", "replace")
+    assert tokens.decode(np.array(ids, dtype=np.int64)) == expected
+
+
 @settings(max_examples=20, deadline=None)
 @given(train=TEXT.filter(bool), val=TEXT.filter(bool))
 def test_char_shares_are_each_character_s_bytes(train, val):
