@@ -78,6 +78,8 @@ def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_docu
                 texts += file_texts
                 tokens += file_tokens
                 records.append(record)
+    if not texts:
+        raise PrepareError(f"{where} holds no document: there is nothing to prepare from it")
     if tokens < needed:
         print(f"note: {where} holds {tokens:,} tokens, fewer than the {needed:,} asked: all read")
     fetched = sum(file.fetched for file in files)

@@ -107,6 +107,18 @@ def test_a_twin_refuses_a_budget_of_local_files(lesson_name, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("script", ["prepare.py", "prepare_datatrove.py"])
+def test_a_budget_of_an_empty_dataset_is_one_line(script, tmp_path):
+    """A hub sample of no document: prepare.py and its twin refuse it in one line naming it,
+    before any folder is written."""
+    name, revision = lesson("fineweb")["REPOS"]["edu"]
+    with LocalHub(name, {revision: fineweb_files("edu", {"10BT": ([], [0])}, ROWS)}) as served:
+        options = ("--max-tokens", 5_000, "--num-proc", 1, "--out-dir", tmp_path / "out")
+        result = run(SCRIPT.with_name(script), *options, env=served.environment(tmp_path / "home"))
+    assert_one_line(result, "fineweb-edu", "sample-10BT", "holds no document")
+    assert not (tmp_path / "out").exists()
+
+
 def lesson_and_twin(served, script, args, tmp_path):
     """prepare.py with `args`, then prepare_datatrove.py with them and --tasks 2, each with its
     own cache of the hub `served`, into tmp_path/"lesson" and tmp_path/"twin": their results,
