@@ -1,7 +1,7 @@
 """The one reader of document files (the lessons' --data-files, the engine, train_tokenizer.py),
 and a corpus read as pretoken counts, in memory that does not grow with the corpus.
 
-    counts = count_corpus(["shards/*.parquet"], special_tokens=["<|endoftext|>"])
+    counts = count_table(["shards/*.parquet"], special_tokens=["<|endoftext|>"]).to_counter()
     # Counter({" the": 5_231_208, ",": 4_517_117, ...})
 
 A corpus is files, each of one kind (by its suffix, KINDS):
@@ -745,23 +745,6 @@ def _count_job(job):
 # The pieces' tables are added to the corpus's when they hold this many pretokens, or as many
 # as it does (so each pretoken is added up a few times, not once per piece).
 PENDING_PRETOKENS = 1 << 20
-
-
-def count_corpus(
-    inputs,
-    pattern="gpt2",
-    special_tokens=(),
-    text_column="text",
-    max_chars=None,
-    num_workers=None,
-    progress=None,
-):
-    """{pretoken: count} of every document of the files (globs allowed): count_table's, as a
-    Counter (first seen first)."""
-    table = count_table(
-        inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
-    )
-    return table.to_counter()
 
 
 def count_table(

@@ -104,7 +104,7 @@ def test_rows_are_documents_never_merged_across(tmp_path, paragraphs, name):
                 break
             taken.append(document)
             total += len(document)
-        counts = corpus.count_corpus([path], special_tokens=[EOT], max_chars=max_chars)
+        counts = corpus.count_table([path], special_tokens=[EOT], max_chars=max_chars).to_counter()
         assert counts == count_documents(taken)
 
 
@@ -217,7 +217,7 @@ def test_bad_input_is_one_error_naming_the_file(tmp_path, monkeypatch, files, in
     write_files(tmp_path, files)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(PrepareError) as error:
-        corpus.count_corpus(inputs, special_tokens=[EOT])
+        corpus.count_table(inputs, special_tokens=[EOT])
     for fragment in fragments:
         assert fragment in str(error.value)
 
