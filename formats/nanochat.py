@@ -167,12 +167,22 @@ def token_byte_lengths(encoding):
     """tok_train.py's token_bytes, for any tiktoken Encoding: id -> the number of bytes of text
     its token stands for, as int32 (0 for a gap in the ids, and for a special token: the
     end-of-text id stands for no text of the document). GPT-2's [15496] ("Hello") -> 5."""
-    lengths = np.zeros(encoding.n_vocab, dtype=np.int32)
-    for token_id in range(encoding.n_vocab):
-        with contextlib.suppress(KeyError):
-            lengths[token_id] = len(encoding.decode_single_token_bytes(token_id))
+    pieces = token_pieces(encoding)
+    lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
     lengths[list(encoding._special_tokens.values())] = 0
     return lengths
+
+
+@functools.lru_cache(maxsize=4)
+def token_pieces(encoding):
+    """Each id's bytes (b"" for a gap in the ids) as an array that numpy indexes with a
+    document's ids: b"".join(pieces[ids]) is encoding.decode_bytes(ids), at twice its speed.
+    GPT-2's pieces[[15496, 995]] -> [b"Hello", b" world"]."""
+    pieces = np.full(encoding.n_vocab, b"", dtype=object)
+    for token_id in range(encoding.n_vocab):
+        with contextlib.suppress(KeyError):
+            pieces[token_id] = encoding.decode_single_token_bytes(token_id)
+    return pieces
 
 
 def write_tokenizer_dir(folder, encoding):

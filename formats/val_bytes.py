@@ -12,14 +12,13 @@ a share is the token's byte length (a token holding part of a character included
     write_meta(out, ..., documents={"train": texts, "val": texts})  # prepare_common.py
 """
 
-import contextlib
 import itertools
 from pathlib import Path
 
 import numpy as np
 
 from formats.encoders import fast_encoding
-from formats.nanochat import token_byte_lengths
+from formats.nanochat import token_byte_lengths, token_pieces
 from formats.schema import FIGURES, bin_name, val_bytes_name
 from formats.shards import read_ids, read_shard, write_shard
 from formats.tokenizers import record_byte_lengths, record_encoding
@@ -73,17 +72,6 @@ class RecordTokens:
 
     def own_bytes(self, ids):
         return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
-
-
-def token_pieces(encoding):
-    """Each id's bytes (b"" for a gap in the ids) as an array that numpy indexes with a
-    document's ids: b"".join(pieces[ids]) is encoding.decode_bytes(ids), at twice its speed.
-    GPT-2's pieces[[15496, 995]] -> [b"Hello", b" world"]."""
-    pieces = np.full(encoding.n_vocab, b"", dtype=object)
-    for token_id in range(encoding.n_vocab):
-        with contextlib.suppress(KeyError):
-            pieces[token_id] = encoding.decode_single_token_bytes(token_id)
-    return pieces
 
 
 def document_ids(arrays, bos_id):
