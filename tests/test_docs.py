@@ -150,6 +150,7 @@ def test_shell_blocks_run_in_order(doc, tmp_path):
     extras = {
         "datatrove": ("prepare_datatrove.py", "--engine datatrove"),
         "matplotlib": ("--plot",),
+        "sentencepiece": ("--variant sp", "--kind sentencepiece"),
     }
     for module, marks in extras.items():
         runs = any(mark in block.code for block in RUNNABLE[doc] for mark in marks)

@@ -21,6 +21,7 @@ from conftest import (
     kill_session,
     lesson,
     names_in,
+    needs_datatrove,
     run,
     start,
 )
@@ -107,7 +108,9 @@ def test_a_twin_refuses_a_budget_of_local_files(lesson_name, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("script", ["prepare.py", "prepare_datatrove.py"])
+@pytest.mark.parametrize(
+    "script", ["prepare.py", pytest.param("prepare_datatrove.py", marks=needs_datatrove)]
+)
 def test_a_budget_of_an_empty_dataset_is_one_line(script, tmp_path):
     """A hub sample of no document: prepare.py and its twin refuse it in one line naming it,
     before any folder is written."""
@@ -152,6 +155,7 @@ def source_line(stdout):
     return next(line for line in stdout.splitlines() if line.endswith(" documents"))
 
 
+@needs_datatrove
 def test_the_fineweb_twin_takes_a_budget(hub, tmp_path):
     """prepare_datatrove.py --max-tokens N in 2 tasks: prepare.py's llm.c shards and meta.json
     (the hub's source and its budget record) from the row groups it reads itself, the source
@@ -186,6 +190,7 @@ def openwebtext_copies_hub(paragraphs):
         yield served
 
 
+@needs_datatrove
 def test_the_openwebtext_twin_takes_a_budget(openwebtext_hub, tmp_path):
     """prepare_datatrove.py --max-tokens N in 2 tasks: prepare.py's train.bin, val.bin and
     meta.json, val the first document (not a random draw), train the next ones."""
@@ -196,6 +201,7 @@ def test_the_openwebtext_twin_takes_a_budget(openwebtext_hub, tmp_path):
     assert meta["split"]["rule"] == lesson("openwebtext")["BUDGET_RULE"]
 
 
+@needs_datatrove
 def test_the_openwebtext_twin_takes_a_budget_with_dedup(openwebtext_copies_hub, tmp_path):
     """prepare_datatrove.py --max-tokens N --dedup exact in 2 tasks: prepare.py's files and
     meta.json; the 3 copies dropped, val the first 8 documents but the copy among them."""
