@@ -26,13 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from documents.encoded import encoded_documents
-from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
-from formats.shards import splits_record, write_npy, write_shard
+from formats.schema import FIGURES, META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.shards import splits_record, val_documents, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
-from formats.val_bytes import write_counted, write_val_bytes
+from formats.val_bytes import RecordTokens, batch_figures, write_counted, write_val_bytes
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
+from safety.text import without_lone_surrogates
 
 # ---------------------------------------------------------------------------------------------
 # 1. tokenizers: the tiktoken Encoding a BPE lesson encodes with, and a document's ids
@@ -282,8 +283,9 @@ def write_meta(
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
     documents: {"train": texts, "val": texts} as written (a str: the split is one text), for each
     split's byte figures and val's bytes sidecar, recounted from them and the ids written
-    (formats/val_bytes.py); or `counted`, those figures counted already (the datatrove engine's
-    tasks: write_counted); eot_first: each document's end-of-text is before it (llm.c's rule).
+    (formats/val_bytes.py); or `counted`, those figures counted as each document was encoded
+    (counted_figures, shard_figures; the datatrove engine's tasks: write_counted); eot_first:
+    each document's end-of-text is before it (llm.c's rule).
     """
     out = Path(out)
     pkl = out / META_PKL
@@ -371,7 +373,7 @@ def id_batches(tokenized, documents_per_batch=10_000):
 
 
 def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):
-    """nanoGPT's `documents.map(process, ...)`: every document's ids and length
+    """nanoGPT's `documents.map(process, ...)`: every document's ids, length and byte figures
     (tokenize_documents), in `num_proc` processes (documents/encoded.py), as a datasets.Dataset.
     The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64), beside the
     documents, under a key of what decides them (the input, the tokenizer's sha256 and end-of-text
@@ -380,9 +382,38 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
 
     key = [documents._fingerprint, tokenize_documents, tokenizer["sha256"], tokenizer["eot_id"]]
     options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
-    tokenize = functools.partial(tokenize_documents, **options, eot_first=eot_first)
+    tokenize = functools.partial(tokenize_documents, **options, eot_first=eot_first, figures=True)
     key = Hasher.hash([*key, eot_first, dtype.name])
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
+
+
+def counted_figures(tokenized):
+    """write_meta's `counted` from each split's tokenized documents in the order written ({split:
+    tokenize_dataset's Dataset}): ({split: its byte figures}, each val document's text bytes)."""
+    return figure_totals({split: figure_rows(documents) for split, documents in tokenized.items()})
+
+
+def shard_figures(tokenized, shard_size):
+    """counted_figures of one stream of documents cut into llm.c's shards of shard_size tokens
+    (formats/shards.val_documents: its first documents are val)."""
+    rows = figure_rows(tokenized)
+    count = val_documents(tokenized.with_format("arrow")["len"].to_numpy(), shard_size)
+    return figure_totals({"val": rows[:count], "train": rows[count:]})
+
+
+def figure_rows(tokenized):
+    """tokenize_dataset's "figures" column as one array, a row (FIGURES) a document."""
+    column = tokenized.with_format("arrow")["figures"]  # a pyarrow ChunkedArray
+    return column.combine_chunks().flatten().to_numpy().reshape(-1, len(FIGURES))
+
+
+def figure_totals(rows):
+    """({split: the sums of its rows of figures}, val's rows' text_bytes): write_meta's counted."""
+    totals = {
+        split: {name: int(n) for name, n in zip(FIGURES, part.sum(axis=0), strict=True)}
+        for split, part in rows.items()
+    }
+    return totals, rows["val"][:, FIGURES.index("text_bytes")]
 
 
 def split_sizes(num_documents, val_fraction):
@@ -438,13 +469,17 @@ def split_record(
     return record if dedup is None else {**record, "dedup": dedup}
 
 
-def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_first=False):
+def tokenize_documents(
+    texts, indices, encoding, tokenizer, dtype, where, eot_first=False, figures=False
+):
     """nanoGPT's `process` for a batch of documents (a datasets map with indices): each one's ids
     and their lengths: ["Hi", "a"] -> {"ids": [[17250, 50256], [64, 50256]], "len": [2, 2]}.
 
     Each document is encode_ordinary(text) + [eot_id] (`encode_document`: the same ids as one
     numpy array; eot_first: llm.c's rule, the end-of-text id first). Refused, naming the document
     (`where` and its number, or where(i)): a trained tokenizer's pattern that leaves text out.
+    figures: also "figures", each document's byte figures (a row of formats/val_bytes.py's
+    batch_figures), counted here, where its text and its ids are at hand.
     """
     from formats.tokenizers import check_documents_covered, check_dtype_holds
 
@@ -453,7 +488,12 @@ def tokenize_documents(texts, indices, encoding, tokenizer, dtype, where, eot_fi
     ids = [encode_document(text, encoding, eot_id, dtype, eot_first) for text in texts]
     name = where if callable(where) else lambda i: f"{where} {indices[i]}"
     check_documents_covered(texts, ids, encoding, tokenizer, name)
-    return {"ids": ids, "len": [len(doc) for doc in ids]}
+    out = {"ids": ids, "len": [len(doc) for doc in ids]}
+    if figures:
+        texts = [without_lone_surrogates(text) for text in texts]  # as tiktoken encodes them
+        documents = [doc[1:] if eot_first else doc[:-1] for doc in ids]  # no end-of-text
+        out["figures"] = batch_figures(texts, documents, RecordTokens(tokenizer, encoding=encoding))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,10 +3,11 @@ datasets' map did for prepare_common's `tokenize_dataset`, without its cost beyo
 (a Python list per row turned into Arrow, a pool per call, the function pickled to each worker).
 
     tokenized = encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
-    # a datasets.Dataset {"ids": [[50256, 17250], ...], "len": [2, ...]}, in the documents' order
+    # a datasets.Dataset {"ids": [[50256, 17250], ...], "len": [2, ...], "figures": [[1, ...]]}
 
-tokenize(texts, indices) -> {"ids": [array, ...], "len": [int, ...]} is prepare_common's
-`tokenize_documents` with its options. The workers are forked after the encoder was built
+tokenize(texts, indices) -> {"ids": [array, ...], "len": [int, ...], "figures": rows} is
+prepare_common's `tokenize_documents` with its options (figures: each document's byte figures,
+a row of formats/val_bytes.py's batch_figures). The workers are forked after the encoder was built
 (formats/encoders.py: they use the parent's), read their rows of the documents themselves (the
 documents are memory-mapped Arrow: no text goes through a pipe) and send back one flat array of
 ids a batch. The results come in the documents' order (documents/parallel.py), so the file is
@@ -19,14 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.schema import FIGURES
+
 from .parallel import ordered_map
 
 ROWS_PER_BATCH = 1_000  # a worker's task: ~1M tokens of FineWeb-Edu
 
 
 def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
-    """The ids and length of every document of `documents` (a datasets.Dataset with `text`), as
-    tokenize gives them, in a datasets.Dataset of columns "ids" (lists of `dtype`) and "len"."""
+    """The ids, length and figures of every document of `documents` (a datasets.Dataset with
+    `text`), as tokenize gives them, in a datasets.Dataset of columns "ids" (lists of `dtype`),
+    "len" and "figures" (FIGURES of each, formats/schema.py)."""
     import datasets
     import pyarrow as pa
 
@@ -35,7 +39,13 @@ def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
     path = cache_path(documents, key)
     if path is not None and path.is_file():  # made by an earlier run from the same inputs
         return datasets.Dataset.from_file(str(path))
-    schema = pa.schema({"ids": pa.list_(pa.from_numpy_dtype(dtype)), "len": pa.int64()})
+    schema = pa.schema(
+        {
+            "ids": pa.list_(pa.from_numpy_dtype(dtype)),
+            "len": pa.int64(),
+            "figures": pa.list_(pa.int64(), len(FIGURES)),
+        }
+    )
     batches = record_batches(documents, tokenize, schema, num_proc, desc)
     if path is None:
         return datasets.Dataset(
@@ -74,16 +84,20 @@ def record_batches(documents, tokenize, schema, num_proc, desc):
     processes = min(num_proc, len(starts))
     # closed before an error goes on: the error is the last line, not a bar redrawn after it
     with tqdm(total=len(rows), unit=" doc", desc=f"{desc} (num_proc={processes})") as bar:
-        for ids, lengths in ordered_map(encoded_rows, spans, processes, shared=(rows, tokenize)):
+        shared = (rows, tokenize)
+        for ids, lengths, figures in ordered_map(encoded_rows, spans, processes, shared=shared):
             offsets = np.zeros(len(lengths) + 1, np.int32)
             np.cumsum(lengths, out=offsets[1:])
             column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
-            yield pa.record_batch([column, pa.array(lengths)], schema=schema)
+            rows_figures = pa.FixedSizeListArray.from_arrays(figures.ravel(), len(FIGURES))
+            yield pa.record_batch([column, pa.array(lengths), rows_figures], schema=schema)
             bar.update(len(lengths))
 
 
 def encoded_rows(start, stop, rows, tokenize):
-    """Rows start..stop-1 of the documents encoded: (their ids as one flat array, the lengths)."""
+    """Rows start..stop-1 of the documents encoded: (their ids as one flat array, the lengths,
+    their figures, a row each)."""
     texts = rows[start:stop]["text"].to_pylist()
     encoded = tokenize(texts, range(start, stop))
-    return np.concatenate(encoded["ids"]), np.asarray(encoded["len"], np.int64)
+    lengths, figures = np.asarray(encoded["len"], np.int64), encoded["figures"]
+    return np.concatenate(encoded["ids"]), lengths, figures

@@ -24,6 +24,7 @@ import numpy as np
 from dedup.tokenized import dedup_line
 from formats import schema
 from formats.schema import SHARD_FORMATS
+from formats.shards import val_documents
 from prepare_common import (
     llmc_names,
     random_split,
@@ -180,8 +181,7 @@ class ShardStream:
         """The documents of each split meta.json's byte figures count, in the order written: a
         document is in the shard its end of text starts (llm.c's rule), and shard 0 is val."""
         documents = splits["all"]
-        eot_positions = np.cumsum(tokens[documents]) - tokens[documents]  # in llm.c's stream
-        count = int(np.searchsorted(eot_positions, self.shard_size, side="left"))
+        count = val_documents(tokens[documents], self.shard_size)
         return {"val": documents[:count], "train": documents[count:]}
 
     def config(self):

@@ -14,11 +14,9 @@ from dedup.drop import document_keys, keep_documents, no_keys, rule_record, with
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches
 from formats.schema import FIGURES
-from formats.val_bytes import RecordTokens, document_figures
 from prepare_common import bpe_encoding, check_ids, tokenize_documents
 from safety.errors import PrepareError
 from safety.files import atomic_path, atomic_write_text, sha256_file
-from safety.text import without_lone_surrogates
 
 DOCUMENTS_PER_BATCH = 1_000  # texts handed to `tokenize` at once
 INDEX_DTYPE = np.dtype([("file", "<u4"), ("position", "<i8"), ("tokens", "<u4")])
@@ -67,7 +65,6 @@ class TokenizeStage(Stage):
     def run_task(self, rank, world_size):  # noqa: ARG002
         job, dtype = self.job, np.dtype(self.job.dtype)
         encoding, tokenizer = self.load_tokenizer()
-        counter = RecordTokens(tokenizer, encoding=encoding)
         index, spans, bad, first_bad, keys, figures = [], [], 0, None, [], []
         with atomic_path(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
             for file_number, start, end in job.slices[rank]:
@@ -86,15 +83,16 @@ class TokenizeStage(Stage):
                     path, positions = job.files[file_number], rows["position"][good]
                     where = functools.partial(document_name, path, job.kind, positions)
                     # a trained tokenizer's own pattern may leave characters out: refused there
-                    tokens = tokenize_documents(texts, None, encoding, tokenizer, dtype, where)
+                    tokens = tokenize_documents(
+                        texts, None, encoding, tokenizer, dtype, where, figures=True
+                    )
                     if good:
                         ids = np.concatenate(tokens["ids"])
                         check_ids(ids, job.vocab_size, dtype, where=job.files[file_number])
                         out.write(ids.data)  # a failed write says why (tofile: only a count)
                         rows["tokens"][good] = tokens["len"]
-                        for i, text, document in zip(good, texts, tokens["ids"], strict=True):
-                            text = without_lone_surrogates(text)  # as tiktoken encodes it
-                            counts[i] = document_figures(text, document[:-1], counter)[1:]
+                        for name in FIGURES_DTYPE.names:
+                            counts[name][good] = tokens["figures"][:, FIGURES.index(name)]
                         if job.dedup:  # each document's keys, its end of text left out
                             documents = without_boundaries(ids, tokens["len"], first=False)
                             keys.append(document_keys(job.dedup, *documents))

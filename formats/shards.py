@@ -126,6 +126,14 @@ def write_npy(file, array):
     file.write(memoryview(array).cast("B"))
 
 
+def val_documents(lengths, shard_size):
+    """How many documents of an llm.c stream (each its end-of-text, then its ids; `lengths`
+    counting both, in order) are val: a document is in the shard its end-of-text is in, and
+    shard 0 is val. Lengths [3, 3, 3], shard size 4 -> 2 (the second starts at token 3)."""
+    starts = np.cumsum(lengths) - np.asarray(lengths)
+    return int(np.searchsorted(starts, shard_size, side="left"))
+
+
 def splits_record(out, split_tokens, shards):
     """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
     was written beside it), or each split's shard totals. A shard set without a train shard is

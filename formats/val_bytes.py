@@ -12,6 +12,7 @@ a share is the token's byte length (a token holding part of a character included
     write_meta(out, ..., documents={"train": texts, "val": texts})  # prepare_common.py
 """
 
+import functools
 import itertools
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from safety.text import without_lone_surrogates
 
 SHARE_DTYPE = np.uint16  # the CaseOps records' fineweb_val_bytes_*.bin
 CHUNK = 2**24  # ids read at a time: memory stays flat on a split of billions
+COMPARED_AT_ONCE = 256  # documents (decodes_to): about 1 MB of FineWeb's text, in the cache
+WORD_MASKS = np.array([(1 << 8 * n) - 1 for n in range(9)], np.uint64)  # a word's first n bytes
 
 
 def covered_shares(ends, size):
@@ -62,6 +65,7 @@ class RecordTokens:
         else:
             self.encoding = encoding or record_encoding(tokenizer, folder)
             self.pieces, lengths = token_pieces(self.encoding), token_byte_lengths(self.encoding)
+            self.words = token_words(self.encoding)
         self.lengths = lengths.astype(np.int64)
 
     def decode(self, ids):
@@ -72,6 +76,64 @@ class RecordTokens:
 
     def own_bytes(self, ids):
         return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
+
+    def decodes_to(self, documents, encoded):
+        """For each document of a batch (its ids; its text's UTF-8), whether its ids' bytes are
+        its text's exactly, so that decode(ids) == text: [ids of "a b"], [b"a b"] -> [True].
+        Each token's bytes are compared with the text's where the token sits, 8 at a time: the
+        text's word (8 bytes, little-endian) at that byte against the token's (token_words)."""
+        sizes, firsts, words, word_starts = self.words
+        ids, counts = joined(documents)
+        lengths = sizes[ids]
+        decoded_sizes = document_sums(lengths, counts)
+        text_sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        same = decoded_sizes == text_sizes
+        # where each token sits in the batch's text: in its document, after the tokens before
+        shift = (np.cumsum(text_sizes) - text_sizes) - (np.cumsum(decoded_sizes) - decoded_sizes)
+        places = np.cumsum(lengths) - lengths + np.repeat(shift, counts)
+        text = b"".join(encoded) + bytes(8)
+        text_words = np.ndarray((len(text) - 7,), "<u8", text, strides=(1,))  # one at each byte
+        last = len(text_words) - 1  # a token past it is in a document of another size: not same
+        found = text_words[np.minimum(places, last)] & WORD_MASKS[np.minimum(lengths, 8)]
+        differs, word = [np.flatnonzero(found != firsts[ids])], 1
+        tokens = np.flatnonzero(lengths > 8)  # the words after the first: long tokens only
+        while len(tokens):
+            at = np.minimum(places[tokens] + 8 * word, last)
+            found = text_words[at] & WORD_MASKS[np.minimum(lengths[tokens] - 8 * word, 8)]
+            differs.append(tokens[found != words[word_starts[ids[tokens]] + word]])
+            word += 1
+            tokens = tokens[lengths[tokens] > 8 * word]
+        differs = np.concatenate([*differs, np.zeros(0, np.int64)])
+        same[np.searchsorted(np.cumsum(counts), differs, "right")] = False
+        return same
+
+
+@functools.lru_cache(maxsize=4)
+def token_words(encoding):
+    """Each id's bytes as little-endian words of 8 (decodes_to), zeros after its last byte:
+    (each id's byte count, its first word, all the words, where each id's words start)."""
+    pieces = token_pieces(encoding).tolist()
+    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    words = np.frombuffer(b"".join(piece + bytes(-len(piece) % 8) for piece in pieces), "<u8")
+    counts = -(-sizes // 8)
+    starts = np.cumsum(counts) - counts
+    firsts = np.append(words, 0)[np.where(counts, starts, -1)]  # 0 for an id of no byte
+    return sizes, firsts, words, starts
+
+
+def joined(documents):
+    """A batch of documents' ids as one array, and each one's count: [[5, 6], [7]] ->
+    ([5, 6, 7], [2, 1])."""
+    arrays = [np.asarray(ids, dtype=np.int64) for ids in documents]
+    counts = np.fromiter(map(len, arrays), np.int64, len(arrays))
+    return np.concatenate([*arrays, np.zeros(0, np.int64)]), counts
+
+
+def document_sums(values, counts):
+    """The sum of each document's values, from the values of a batch in order and each
+    document's count of them: ([4, 2, 3], [2, 0, 1]) -> [6, 0, 3]."""
+    totals = np.concatenate([[0], np.cumsum(values)])
+    return np.diff(totals[np.concatenate([[0], np.cumsum(counts)])])
 
 
 def document_ids(arrays, bos_id):
@@ -149,6 +211,29 @@ def add_figures(figures, text, ids, tokenizer):
     "a  b" and the ids of "a b" add 1 document, 4 text_bytes, 3 decoded_bytes, 1 changed, ..."""
     for name, count in zip(FIGURES, document_figures(text, ids, tokenizer), strict=True):
         figures[name] += count
+
+
+def batch_figures(texts, documents, tokens):
+    """document_figures of each text and its ids of a batch (a RecordTokens' tokenizer; no lone
+    surrogate in a text), a row each: ["a  b"], [the ids of "a b"] -> [[1, 4, 3, 3, 1, 1, 0]].
+    The documents whose ids decode to their text (tokens.decodes_to: every one, where the
+    tokenizer is lossless) are counted together in numpy; the others by document_figures."""
+    rows = np.zeros((len(texts), len(FIGURES)), np.int64)
+    same = np.zeros(len(texts), bool)
+    if tokens.chars is None:
+        encoded = [text.encode() for text in texts]
+        for start in range(0, len(texts), COMPARED_AT_ONCE):
+            part = slice(start, start + COMPARED_AT_ONCE)
+            same[part] = tokens.decodes_to(documents[part], encoded[part])
+        sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        ids, counts = joined(documents)
+        own = document_sums(tokens.lengths[ids], counts)
+        zero = np.zeros_like(sizes)
+        columns = [np.ones_like(sizes), sizes, own, sizes, zero, zero, zero]
+        rows[same] = np.stack(columns, axis=1)[same]
+    for i in np.flatnonzero(~same):
+        rows[i] = document_figures(texts[i], documents[i], tokens)
+    return rows
 
 
 def text_figures(batches, tokens):

@@ -33,6 +33,7 @@ from prepare_common import (
     dtype_for_vocab,
     id_batches,
     llmc_names,
+    shard_figures,
     tokenize_dataset,
     write_meta,
     write_shards,
@@ -100,10 +101,9 @@ def main():
         # 4. --dedup: keep the first of each copy (or of each cluster of near copies), BEFORE the
         #    shards are cut: no copy can then sit in shard 0 (val) and in a train shard
         split = {"rule": SPLIT_RULE, "shard_size": args.shard_size}
-        texts = dataset  # the documents, kept and ordered as their ids are
         if args.dedup:
             kept, split["dedup"] = deduplicate(tokenized, args.dedup, eot_first=True)
-            tokenized, texts = tokenized.select(kept), texts.select(kept)
+            tokenized = tokenized.select(kept)
         num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
         count = -(-num_tokens // args.shard_size)
         print(f"{num_tokens:,} tokens: {count:,} shard{'s' * (count != 1)}")
@@ -111,7 +111,7 @@ def main():
         # 5. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
         if args.shuffle is not None:  # the hub's order gives a periodic loss (docs/fineweb.md)
             order = np.random.default_rng(args.shuffle).permutation(len(tokenized))
-            tokenized, texts = tokenized.select(order), texts.select(order)
+            tokenized = tokenized.select(order)
             split.update(rule=SHUFFLED_RULE, shuffle_seed=args.shuffle, numpy=np.__version__)
         names, ids = llmc_names(PREFIXES[args.format][args.type]), id_batches(tokenized)
         shards = write_shards(out, ids, names, args.shard_size, dtype, vocab_size, args.format)
@@ -124,7 +124,7 @@ def main():
             dtype=dtype,
             shards=shards,
             shard_format=args.format,
-            documents=texts,  # in the order of the shards: for the byte figures, val_bytes
+            counted=shard_figures(tokenized, args.shard_size),  # counted as each was encoded
             eot_first=True,
             source=source_record(args.data_files, len(dataset), hub, budget),
             split=split,

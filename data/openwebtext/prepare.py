@@ -25,6 +25,7 @@ from hub import budgeted_documents, count_documents, document_tokens, token_budg
 from inspection.overlap import say_overlap
 from prepare_common import (
     bpe_encoding,
+    counted_figures,
     dtype_for_vocab,
     id_batches,
     llmc_names,
@@ -148,7 +149,7 @@ def main():
             split_tokens=split_tokens,
             shards=shards,
             shard_format=args.format,
-            documents={"train": dataset.select(train), "val": dataset.select(val)},
+            counted=counted_figures(tokenized),  # the byte figures, counted as each was encoded
             source=source_record(args.data_files, len(dataset), OPENWEBTEXT, budget),
             split=split_record(
                 args.val_fraction,

@@ -41,6 +41,31 @@ def test_tokenize_documents_is_nanogpts_process_a_batch_at_a_time(gpt2_encoding)
         tokenize(texts, gpt2_encoding, np.dtype(np.uint8))
 
 
+@pytest.mark.parametrize("eot_first", [False, True])
+def test_tokenize_documents_counts_each_document_s_figures(gpt2_encoding, eot_first):
+    """With figures, each document's row is document_figures' of its text (a lone surrogate made
+    U+FFFD, as tiktoken encodes it) and its ids without the end-of-text, wherever that sits."""
+    from formats.val_bytes import RecordTokens, document_figures
+
+    texts = ["Hello world", "", "lone \ud800 !", "a <|endoftext|> b", "  spaces  \n\n"]
+    dtype, tokens = np.dtype(np.uint16), RecordTokens(GPT2_RECORD, encoding=gpt2_encoding)
+    out = tokenize_documents(
+        texts, range(5), gpt2_encoding, GPT2_RECORD, dtype, "doc", eot_first, figures=True
+    )
+    fixed = [text.replace("\ud800", "\ufffd") for text in texts]
+    expected = [document_figures(t, gpt2_encoding.encode_ordinary(t), tokens) for t in fixed]
+    assert out["figures"].tolist() == [list(row) for row in expected]
+    assert out["figures"][2].tolist() == [
+        1,
+        10,
+        10,
+        10,
+        0,
+        0,
+        0,
+    ]  # "lone \ufffd !": U+FFFD is 3 bytes
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_encode_document_is_encode_ordinary_then_eot(gpt2_encoding, text):

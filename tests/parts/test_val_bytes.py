@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from formats import nanochat
 from formats.schema import FIGURES, VAL_BYTES, val_bytes_name
 from formats.shards import read_shard
-from formats.val_bytes import RecordTokens, text_figures, write_val_bytes
+from formats.val_bytes import (
+    RecordTokens,
+    batch_figures,
+    document_figures,
+    text_figures,
+    write_val_bytes,
+)
 from inspection import main as inspect_folder
 from inspection.verify import verify
 from prepare_common import bpe_encoding, encode_document, llmc_names, write_bin, write_shards
@@ -140,6 +146,29 @@ def test_decode_is_tiktoken_s(record_tokens, name, data):
     ids = data.draw(st.lists(st.integers(0, encoding.n_vocab - 1), max_size=40))
     expected = encoding.decode_bytes(ids).decode("utf-8", "replace")
     assert tokens.decode(np.array(ids, dtype=np.int64)) == expected
+
+
+@pytest.mark.parametrize("name", ["gpt2", "trained"])
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_batch_figures_are_document_figures(record_tokens, name, data):
+    """The figures of a batch counted at once in numpy are document_figures' of each document,
+    whether its ids are its text's (lossless) or other ids (a document that changes)."""
+    encoding, tokens = record_tokens[name]
+    texts = data.draw(st.lists(TEXT, max_size=8))
+    documents = [
+        data.draw(
+            st.one_of(
+                st.just(encoding.encode_ordinary(text)),
+                st.lists(st.integers(0, encoding.n_vocab - 1), max_size=12),
+            )
+        )
+        for text in texts
+    ]
+    expected = [list(document_figures(t, d, tokens)) for t, d in zip(texts, documents)]
+    assert batch_figures(texts, documents, tokens).tolist() == expected
 
 
 @settings(max_examples=20, deadline=None)
