@@ -272,7 +272,7 @@ def write_meta(
     split_tokens=None,
     shards=None,
     shard_format=None,
-    documents=None,
+    texts=None,
     counted=None,
     eot_first=False,
 ):
@@ -281,9 +281,9 @@ def write_meta(
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
     split_tokens: {"train": 1003854, "val": 111540}, or shards (write_shards' list) and their
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
-    documents: {"train": texts, "val": texts} as written (a str: the split is one text), for each
-    split's byte figures and val's bytes sidecar, recounted from them and the ids written
-    (formats/val_bytes.py); or `counted`, those figures counted as each document was encoded
+    texts: {"train": text, "val": text}, each split one text, for each split's byte figures and
+    val's bytes sidecar, recounted from them and the ids written (formats/val_bytes.py,
+    write_val_bytes); or `counted`, those figures counted as each document was encoded
     (counted_figures, shard_figures; the datatrove engine's tasks: write_counted); eot_first:
     each document's end-of-text is before it (llm.c's rule).
     """
@@ -304,8 +304,8 @@ def write_meta(
         meta["format"], meta["shards"] = shard_format, shards
     splits = meta["splits"]
     meta["token_bytes"] = write_token_bytes(out, tokenizer, dtype, splits, shards, shard_format)
-    if documents is not None:
-        meta.update(write_val_bytes(out, meta, tokenizer, documents, eot_first))
+    if texts is not None:
+        meta.update(write_val_bytes(out, meta, tokenizer, texts))
     elif counted is not None:
         meta.update(write_counted(out, meta, tokenizer, counted, eot_first))
     return write_record(out, meta)

@@ -1,6 +1,8 @@
 """Bits per byte that are true for any tokenizer, for every folder: each split's byte figures
 (meta.json's "bytes", schema.FIGURES) and the val bytes sidecar beside val.bin or each val shard
-(meta.json's "val_bytes"), recounted from the documents and the ids as written.
+(meta.json's "val_bytes"): counted from each document and its ids where it is encoded
+(batch_figures: the document lessons' workers, the datatrove tasks), or recounted from the text
+and the ids written (write_val_bytes: the Shakespeare lessons, a split one text).
 
 A token's share is how far it moves the end of the text covered so far (parameter-golf's rule,
 written once here: formats/golf.py uses it too): bytes a tokenizer drops go to the token that
@@ -9,7 +11,8 @@ its UTF-8 length exactly; a separator (<|endoftext|>, a BOS) gets 0, or the whol
 it has no token. For a byte-level lossless tokenizer (characters, GPT-2, train_tokenizer.py's)
 a share is the token's byte length (a token holding part of a character included).
 
-    write_meta(out, ..., documents={"train": texts, "val": texts})  # prepare_common.py
+    write_meta(out, ..., texts={"train": text, "val": text})  # prepare_common.py
+    write_meta(out, ..., counted=shard_figures(tokenized, shard_size))  # the shards' lessons
 """
 
 import functools
@@ -184,18 +187,6 @@ def _documents_after(chunks, eot_id):
         yield tag, np.concatenate(current)
 
 
-def texts_of(documents):
-    """A split's texts as a lesson gives them: one str (the split is one text), a list of str, or
-    a datasets.Dataset with a "text" column (read a batch at a time, through Arrow)."""
-    if isinstance(documents, str):
-        yield documents
-    elif hasattr(documents, "with_format"):
-        for batch in documents.with_format("arrow").iter(batch_size=10_000):
-            yield from batch["text"].to_pylist()
-    else:
-        yield from documents
-
-
 def document_figures(text, ids, tokenizer):
     """A document's figures (FIGURES) from its text and its ids after the BOS: "a  b" and the
     ids of "a b" -> (1, 4, 3, 3, 1, 1, 0): 1 document, 4 text_bytes, 3 tokenizer_bytes, 3
@@ -244,8 +235,9 @@ def text_figures(batches, tokens):
     # a document at a time: tiktoken's encode_ordinary_batch starts a thread for each text
     encode = fast_encoding(tokens.encoding).encode_ordinary
     for batch in batches:
-        for text in batch:
-            add_figures(figures, text, encode(text), tokens)
+        rows = batch_figures(batch, [encode(text) for text in batch], tokens)
+        for name, total in zip(FIGURES, rows.sum(axis=0), strict=True):
+            figures[name] += int(total)
     return figures
 
 
@@ -277,46 +269,22 @@ def written_parts(folder, meta):
     ]
 
 
-def eot_position(documents, eot_first):
-    """Where each document's end-of-text sits in the ids: None for splits given as one text
-    each (the Shakespeare lessons'), "first" (llm.c's rule), or "last" (nanoGPT's)."""
-    if isinstance(documents, dict) and isinstance(documents.get("val"), str):
-        return None
-    return "first" if eot_first else "last"
-
-
-def ordered_texts(parts, documents):
-    """The texts in the order of the ids files: documents is {"train": ..., "val": ...} (each
-    texts_of's), or one sequence of all the texts in the order written (a stream of shards)."""
-    if not isinstance(documents, dict):
-        return texts_of(documents)
-    splits = dict.fromkeys(split for split, _ in parts)
-    return itertools.chain.from_iterable(texts_of(documents[split]) for split in splits)
-
-
-def write_val_bytes(out, meta, tokenizer, documents, eot_first=False):
-    """Each split's figures, recounted from `documents` (see ordered_texts) and the ids written
-    in `out` (eot_first: each document's end-of-text before it, llm.c's rule), and the val bytes
-    sidecars beside val.bin or each val shard; return meta.json's {"bytes": {split: figures},
-    "val_bytes": its record}."""
-    tokens, eot = RecordTokens(tokenizer), eot_position(documents, eot_first)
-    parts = written_parts(out, meta)
-    figures = {split: dict.fromkeys(FIGURES, 0) for split in meta["splits"]}
-    pairs = itertools.zip_longest(
-        written_documents(parts, tokenizer.get("eot_id"), eot), ordered_texts(parts, documents)
-    )
-    val_shares = []
-    for n, (document, text) in enumerate(pairs):
-        if document is None or text is None:
-            raise PrepareError(f"{out}: the ids written and the documents differ in number")
-        split, ids = document
-        text = without_lone_surrogates(text)  # as tiktoken encodes it
-        add_figures(figures[split], text, ids, tokens)
+def write_val_bytes(out, meta, tokenizer, texts):
+    """Each split's figures, recounted from `texts` ({split: the one text it is}: the Shakespeare
+    lessons') and the ids written in `out`, and val's bytes sidecar beside val.bin; return
+    meta.json's {"bytes": {split: figures}, "val_bytes": its record}."""
+    tokens, parts = RecordTokens(tokenizer), written_parts(out, meta)
+    written = dict(written_documents(parts, tokenizer.get("eot_id"), None))
+    figures, shares = {split: dict.fromkeys(FIGURES, 0) for split in meta["splits"]}, None
+    for split, figure in figures.items():
+        text, ids = without_lone_surrogates(texts[split]), written.get(split, np.zeros(0, int))
+        add_figures(figure, text, ids, tokens)
         if split == "val":
-            shares = document_shares(ids, len(text.encode()), tokens.lengths, eot)
-            val_shares.append(checked_shares(shares, f"document {n:,}"))
-    shares = np.concatenate(val_shares or [np.empty(0, SHARE_DTYPE)])
-    return {"bytes": figures, "val_bytes": write_sidecars(out, meta, eot, shares)}
+            shares = document_shares(ids, len(text.encode()), tokens.lengths, None)
+    return {
+        "bytes": figures,
+        "val_bytes": write_sidecars(out, meta, None, checked_shares(shares, "val")),
+    }
 
 
 def write_counted(out, meta, tokenizer, counted, eot_first=False):

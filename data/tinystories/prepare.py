@@ -100,8 +100,10 @@ def main():
             results = ordered_map(process, members, processes, shared)
             if prefix:
                 results = within_budget(results, args.max_tokens, prefix, marks, budget)
-            for name, ids, lengths, counts, keys in results:
-                splits.add("val" if name == VAL else "train", name, ids, lengths, counts, keys)
+            for name, ids, lengths, counts, keys, figures in results:
+                splits.add(
+                    "val" if name == VAL else "train", name, ids, lengths, counts, keys, figures
+                )
             print(*splits.summary(tokenizer["name"]), sep="\n")
             if prefix:
                 source["budget"] = budget
@@ -125,15 +127,13 @@ def main():
 
         # 6. the metadata: meta.pkl for a trained tokenizer (nanoGPT's vocab_size), meta.json last
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
-        again = archive_prefix(args.archive, dest) if prefix else None  # the kept bytes, no network
-        again = json_members(archive, MEMBER, raw=again)  # the stories, read a second time
         meta = write_meta(
             out,
             script="data/tinystories/prepare.py",
             tokenizer=tokenizer,
             dtype=dtype,
             **record,
-            documents=splits.stories(again),  # for the byte figures, val_bytes
+            counted=splits.counted(),  # the byte figures, counted as each story was encoded
             eot_first=True,
             source=source,
             split=split,  # the files, their tokens and sha256; the archive's
@@ -219,11 +219,12 @@ def at_most_a_process_a_member(members, num_proc):
 
 def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
     """llm.c's process_shard: one file's stories shuffled, stripped, each <|endoftext|> first;
-    with --dedup, each story's keys (dedup/drop.py's document_keys, its ids without the EOT)."""
+    with --dedup, each story's keys (dedup/drop.py's document_keys, its ids without the EOT);
+    each story's byte figures (tokenize_documents')."""
     stories = shuffled_stories(name, data)  # each item's "story", stripped, in llm.c's order
-    where = f"{name}, shuffled story"
+    where, numbers = f"{name}, shuffled story", range(len(stories))
     out = tokenize_documents(
-        stories, range(len(stories)), encoding, tokenizer, dtype, where, eot_first=True
+        stories, numbers, encoding, tokenizer, dtype, where, eot_first=True, figures=True
     )
     ids = np.concatenate(out["ids"]) if stories else np.empty(0, dtype)
     counts = {"stories": len(stories), "characters": sum(map(len, stories))}
@@ -234,7 +235,7 @@ def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
         if dedup is None
         else document_keys(dedup, *without_boundaries(ids, out["len"], first=True))
     )
-    return name, ids, out["len"], counts, keys
+    return name, ids, out["len"], counts, keys, out["figures"]
 
 
 def parse_args():

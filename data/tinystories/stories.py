@@ -3,18 +3,17 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 --vocab-size check, and a BPE trained on stories.
 
     with SplitFiles(out, np.uint16, llmc=True) as splits:  # llm.c's files (False: nanoGPT's)
-        splits.add("train", "data02.json", ids, {"stories": 1000, "characters": 900_000})
-        splits.add("val", "data00.json", ids, {...})  # any order: each split is a Spool
-        splits.add("train", "data01.json", ids, {...})
+        splits.add("train", "data02.json", ids, lengths, {"stories": 1000}, None, figures)
+        splits.add("val", "data00.json", ...)  # any order: each split is a Spool
+        splits.add("train", "data01.json", ...)
         print(*splits.summary("gpt2"), sep="\\n")
         record = splits.finish(archive)  # TinyStories_train.bin: data01.json's ids, data02.json's
-        write_meta(out, ..., **record)
+        write_meta(out, ..., **record, counted=splits.counted())
 """
 
 import argparse
 import contextlib
 import functools
-import itertools
 import random
 import sys
 import warnings
@@ -23,8 +22,9 @@ from collections import Counter
 import numpy as np
 from archive import ArchiveError, json_stories
 
+from formats.schema import FIGURES
 from formats.shards import LLMC_HEADER_INTS, llmc_header
-from prepare_common import write_document_starts
+from prepare_common import figure_totals, write_document_starts
 from safety.cli import whole_number
 from safety.files import sha256_file
 from safety.spool import Spool
@@ -65,16 +65,18 @@ class SplitFiles(contextlib.AbstractContextManager):
         self.figures = {split: Counter() for split in SPLITS}
         self.lengths = {split: {} for split in SPLITS}  # {member name: its stories' lengths}
         self.keys = {split: {} for split in SPLITS}  # {member name: its stories' --dedup keys}
+        self.rows = {split: {} for split in SPLITS}  # {member name: its stories' byte figures}
         self.kept = {}  # after `deduplicate`: {member name: which of its stories are kept}
 
-    def add(self, split, name, ids, lengths, counts, keys=None):
+    def add(self, split, name, ids, lengths, counts, keys=None, rows=None):
         """The ids of member `name` (its key in the split), its stories' lengths in tokens (for
-        the document index of nanoGPT's files), its figures, and for --dedup its stories' keys
-        (dedup/drop.py's document_keys)."""
+        the document index of nanoGPT's files), its figures, for --dedup its stories' keys
+        (dedup/drop.py's document_keys), and its stories' byte figures, a row each (`counted`)."""
         self.spools[split].add(name, ids)
         self.lengths[split][name] = np.asarray(lengths, dtype=np.int64)
         self.figures[split].update({"files": 1, **counts})
         self.keys[split][name] = keys
+        self.rows[split][name] = rows
 
     def deduplicate(self, rule):
         """--dedup exact|near: drop each story repeating an earlier one (dedup/drop.py), in the
@@ -102,8 +104,11 @@ class SplitFiles(contextlib.AbstractContextManager):
 
     def kept_lengths(self, split, name):
         """The lengths of member `name`'s stories in its split's file (all, or those kept)."""
-        lengths = self.lengths[split][name]
-        return lengths if name not in self.kept else lengths[self.kept[name]]
+        return self._kept(name, self.lengths[split][name])
+
+    def _kept(self, name, values):
+        """A value for each of member `name`'s stories: those of the stories kept."""
+        return values if name not in self.kept else values[self.kept[name]]
 
     def _kept_ids(self, split, name, ids):
         """The ids of member `name`'s kept stories: Spool.finish's pick."""
@@ -172,20 +177,16 @@ class SplitFiles(contextlib.AbstractContextManager):
             return {"shards": shards, "shard_format": "llmc"}
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
 
-    def stories(self, members):
-        """The stories of the files written, in their order (val's, then train's by name, each
-        file's shuffled, without those --dedup dropped), read from the archive again: what
-        write_meta recounts the byte figures from: `members`, the archive's (name, data) read
-        again (archive.json_members). A file out of order waits until its turn."""
-        names = [name for split in SPLITS for name in sorted(self.lengths[split])]
-        waiting = {}
-        for name in names:
-            while name not in waiting:
-                found, data = next(members)
-                waiting[found] = data
-            stories = shuffled_stories(name, waiting.pop(name))
-            kept = self.kept.get(name)
-            yield from stories if kept is None else itertools.compress(stories, kept)
+    def counted(self):
+        """write_meta's `counted` (prepare_common.figure_totals): each split's byte figures and
+        val's text bytes, from the rows `add` was given, in the order of the files written (val's,
+        then train's by name, each file's shuffled), without the stories --dedup dropped."""
+        none = np.zeros((0, len(FIGURES)), np.int64)
+        rows = {
+            split: np.concatenate([none, *(self._kept(n, parts[n]) for n in sorted(parts))])
+            for split, parts in self.rows.items()
+        }
+        return figure_totals(rows)
 
     def _header_bytes(self, total):
         """llm.c's header (its length checked by the Spool), or none for nanoGPT's files."""

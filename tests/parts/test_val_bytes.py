@@ -14,17 +14,25 @@ from hypothesis import strategies as st
 
 from formats import nanochat
 from formats.schema import FIGURES, VAL_BYTES, val_bytes_name
-from formats.shards import read_shard
+from formats.shards import read_shard, val_documents
 from formats.val_bytes import (
     RecordTokens,
     batch_figures,
     document_figures,
     text_figures,
+    write_counted,
     write_val_bytes,
 )
 from inspection import main as inspect_folder
 from inspection.verify import verify
-from prepare_common import bpe_encoding, encode_document, llmc_names, write_bin, write_shards
+from prepare_common import (
+    bpe_encoding,
+    figure_totals,
+    llmc_names,
+    tokenize_documents,
+    write_bin,
+    write_shards,
+)
 
 # text a tokenizer could trip on: NUL, lone combining marks, CRLF, runs of spaces, 4-byte
 # characters. No lone surrogates: the lessons read UTF-8 files and Arrow strings, which hold none.
@@ -76,21 +84,25 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
     bpe_tokenizers, name, layout, train, val
 ):
     """GPT-2 and a trained BPE, in val.bin (end-of-text last) or in llm.c's and build-nanogpt's
-    shards (end-of-text first, shards cut mid-document): each val document's shares sum to its
-    UTF-8 length, an end-of-text's is 0, and each split's figures are a lossless recount."""
+    shards (end-of-text first, shards cut mid-document), the figures counted as the lessons count
+    them (tokenize_documents, then counted_figures or shard_figures' sums): each val document's
+    shares sum to its UTF-8 length, an end-of-text's is 0, and each split's figures are lossless."""
     encoding, tokenizer = bpe_tokenizers[name]
     eot_id, eot_first = tokenizer["eot_id"], layout != "nanogpt"
-    ids = {
-        split: [encode_document(t, encoding, eot_id, np.uint16, eot_first) for t in texts]
+    encoded = {
+        split: tokenize_documents(
+            texts, range(len(texts)), encoding, tokenizer, np.uint16, "doc", eot_first, True
+        )
         for split, texts in (("train", train), ("val", val))
     }
+    ids = {split: out["ids"] for split, out in encoded.items()}
+    rows = {split: out["figures"] for split, out in encoded.items()}
     with tempfile.TemporaryDirectory() as folder:
         out, meta = Path(folder), {"dtype": "uint16"}
         if layout == "nanogpt":
             for split in ("train", "val"):
                 write_bin(out / f"{split}.bin", ids[split], np.uint16, tokenizer["vocab_size"])
             meta["splits"] = {s: {"tokens": int(sum(map(len, ids[s])))} for s in ("train", "val")}
-            documents = {"train": train, "val": val}
         else:
             stream = ids["val"] + ids["train"]  # one stream, cut in shards
             names = llmc_names("t")  # shard 0 val, the others train
@@ -99,13 +111,11 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
                 out, stream, names, size, np.uint16, tokenizer["vocab_size"], layout, say=False
             )
             meta.update(format=layout, splits={"val": {}, "train": {}})
-            documents = val + train
-            offsets = np.cumsum([0] + [len(ids) for ids in stream])[:-1]
-            train, val = (  # a document is of the split its end-of-text, first, is in
-                [t for t, o in zip(documents, offsets) if o >= size],
-                [t for t, o in zip(documents, offsets) if o < size],
-            )
-        record = write_val_bytes(out, meta, tokenizer, documents, eot_first)
+            documents, stream_rows = val + train, np.concatenate([rows["val"], rows["train"]])
+            count = val_documents([len(ids) for ids in stream], size)  # the lessons' rule
+            train, val = documents[count:], documents[:count]
+            rows = {"val": stream_rows[:count], "train": stream_rows[count:]}
+        record = write_counted(out, meta, tokenizer, figure_totals(rows), eot_first)
         files = record["val_bytes"]["files"]
         if layout == "nanogpt":
             shares = np.fromfile(out / VAL_BYTES, "<u2")
