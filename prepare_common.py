@@ -384,6 +384,7 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
     options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
     tokenize = functools.partial(tokenize_documents, **options, eot_first=eot_first, figures=True)
     key = Hasher.hash([*key, eot_first, dtype.name])
+    RecordTokens(tokenizer, encoding=encoding)  # the figures' tables, built once before the fork
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
 
 

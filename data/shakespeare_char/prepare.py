@@ -99,7 +99,7 @@ def main():
                 "chars": "".join(chars),
             },
             split_tokens={"train": len(train_ids), "val": len(val_ids)},
-            documents={"train": train_data, "val": val_data},  # for the byte figures, val_bytes
+            texts={"train": train_data, "val": val_data},  # for the byte figures, val_bytes
             source=text_source(
                 input_path, out_dir, characters=n, url=None if args.input else TINY_SHAKESPEARE.url
             ),
