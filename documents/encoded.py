@@ -7,20 +7,18 @@ datasets' map did for prepare_common's `tokenize_dataset`, without its cost beyo
 
 tokenize(texts, indices) -> {"ids": [array, ...], "len": [int, ...], "figures": rows} is
 prepare_common's `tokenize_documents` with its options (figures: each document's byte figures,
-a row of formats/val_bytes.py's batch_figures). The workers are forked after the encoder was built
-(formats/encoders.py: they use the parent's), read their rows of the documents themselves (the
-documents are memory-mapped Arrow: no text goes through a pipe) and send back one flat array of
-ids a batch. The results come in the documents' order (documents/parallel.py), so the file is
-the same at any number of processes. Documents read from files (datasets' cache) get their ids in
-an Arrow file beside them, named by `key` and read again by the next run with the same key;
-documents held in memory (a budget's) get them in memory.
+a row of formats/val_bytes.py's batch_figures). The workers are forked after the encoder was
+built (formats/encoders.py: they use the parent's), read their rows of the documents themselves
+(the documents are memory-mapped Arrow: no text goes through a pipe) and send back one flat
+array of ids a batch. The results come in the documents' order (documents/parallel.py), so the
+file is the same at any number of processes. Documents read from files (datasets' cache) get
+their ids in an Arrow file beside them, named by `key` and read again by the next run with the
+same key; documents held in memory (a budget's) get them in memory.
 """
 
 from pathlib import Path
 
 import numpy as np
-
-from formats.schema import FIGURES
 
 from .parallel import ordered_map
 
@@ -30,7 +28,7 @@ ROWS_PER_BATCH = 1_000  # a worker's task: ~1M tokens of FineWeb-Edu
 def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
     """The ids, length and figures of every document of `documents` (a datasets.Dataset with
     `text`), as tokenize gives them, in a datasets.Dataset of columns "ids" (lists of `dtype`),
-    "len" and "figures" (FIGURES of each, formats/schema.py)."""
+    "len" and "figures" (a list of int64 a document, as tokenize gives them)."""
     import datasets
     import pyarrow as pa
 
@@ -43,7 +41,7 @@ def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
         {
             "ids": pa.list_(pa.from_numpy_dtype(dtype)),
             "len": pa.int64(),
-            "figures": pa.list_(pa.int64(), len(FIGURES)),
+            "figures": pa.list_(pa.int64()),
         }
     )
     batches = record_batches(documents, tokenize, schema, num_proc, desc)
@@ -89,7 +87,8 @@ def record_batches(documents, tokenize, schema, num_proc, desc):
             offsets = np.zeros(len(lengths) + 1, np.int32)
             np.cumsum(lengths, out=offsets[1:])
             column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids))
-            rows_figures = pa.FixedSizeListArray.from_arrays(figures.ravel(), len(FIGURES))
+            starts = np.arange(0, figures.size + 1, max(1, figures.shape[1]), dtype=np.int32)
+            rows_figures = pa.ListArray.from_arrays(pa.array(starts), pa.array(figures.ravel()))
             yield pa.record_batch([column, pa.array(lengths), rows_figures], schema=schema)
             bar.update(len(lengths))
 

@@ -276,9 +276,9 @@ def write_val_bytes(out, meta, tokenizer, texts):
     tokens, parts = RecordTokens(tokenizer), written_parts(out, meta)
     written = dict(written_documents(parts, tokenizer.get("eot_id"), None))
     figures, shares = {split: dict.fromkeys(FIGURES, 0) for split in meta["splits"]}, None
-    for split, figure in figures.items():
+    for split, counts in figures.items():
         text, ids = without_lone_surrogates(texts[split]), written.get(split, np.zeros(0, int))
-        add_figures(figure, text, ids, tokens)
+        add_figures(counts, text, ids, tokens)
         if split == "val":
             shares = document_shares(ids, len(text.encode()), tokens.lengths, None)
     return {
