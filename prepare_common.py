@@ -380,10 +380,11 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
     id and where it goes, the dtype): datasets' own key would pickle the whole vocabulary."""
     from datasets.fingerprint import Hasher
 
-    key = [documents._fingerprint, tokenize_documents, tokenizer["sha256"], tokenizer["eot_id"]]
+    key = [documents._fingerprint, tokenizer["sha256"], tokenizer["eot_id"], eot_first, dtype.name]
     options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
     tokenize = functools.partial(tokenize_documents, **options, eot_first=eot_first, figures=True)
-    key = Hasher.hash([*key, eot_first, dtype.name])
+    # and the file's columns: a file an earlier version wrote without "figures" is not read
+    key = Hasher.hash([*key, ("ids", "len", "figures")])
     RecordTokens(tokenizer, encoding=encoding)  # the figures' tables, built once before the fork
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
 
