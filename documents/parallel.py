@@ -13,7 +13,8 @@ number of processes. With processes=1 the items are processed here, one by one, 
 
 `shared` goes to every worker once (not with every item): a tokenizer, say. The workers ignore
 Ctrl-C (the parent stops them) and exit if the parent dies; they are killed at once when the
-parent is interrupted, and terminated when an item fails, whose exception is raised here.
+parent is interrupted, and terminated when an item fails, whose exception is raised here; a
+consumer that stops early waits for the items in flight (at most processes + 1), no more.
 """
 
 import contextlib
@@ -46,13 +47,29 @@ def ordered_map(function, items, processes, shared=()):
         pool.close()
         pool.join()
         ended = True
+    except GeneratorExit:  # the consumer stopped early (a budget met): no item is read further
+        ended = True
+        _let_finish(pool, pending)
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one: end the workers at once
         end_workers(pool)
         ended = True  # Pool.terminate could now wait forever for a half-sent result
         raise
     finally:
-        if not ended:  # an item failed, or the consumer stopped early
+        if not ended:  # an item failed
             pool.terminate()
+
+
+def _let_finish(pool, pending):
+    """The items in flight finish and the workers end: Pool.terminate could kill a worker half-way
+    through sending its result, and then wait for the rest of it forever. Ctrl-C: killed now."""
+    try:
+        for result in pending:
+            result.wait()
+        pool.close()
+        pool.join()
+    except KeyboardInterrupt:
+        end_workers(pool)
+        raise
 
 
 def _call(function, item):

@@ -617,6 +617,33 @@ def test_ordered_map_reads_only_a_few_items_ahead(processes):
     assert results == [i * i + 1 for i in range(20)]
 
 
+def slow_square(x, offset):
+    time.sleep(0.05)  # the consumer stops while the workers are busy
+    return x * x + offset
+
+
+def test_ordered_map_stopped_early_lets_the_items_in_flight_finish_and_reads_no_more():
+    """A consumer that stops (a budget met) closes the stream: nothing more is read, the items
+    in flight end, and the workers with them (not killed mid-result: Pool.terminate could wait
+    forever for the rest of one)."""
+    import multiprocessing
+
+    read = []
+
+    def items():
+        for i in range(100):
+            read.append(i)
+            yield (i,)
+
+    for _ in range(5):
+        read.clear()
+        results = ordered_map(slow_square, items(), 2, shared=(1,))
+        assert [next(results) for _ in range(3)] == [1, 2, 5]
+        results.close()
+        assert len(read) <= 3 + 2 + 1
+        assert not multiprocessing.active_children()
+
+
 def test_ordered_map_raises_an_items_error():
     with pytest.raises(ZeroDivisionError):
         list(ordered_map(divmod, [(1, 1), (1, 0), (2, 1)], 2))
