@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from documents.encoded import encoded_documents
-from formats.schema import FIGURES, META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
-from formats.shards import splits_record, val_documents, write_npy, write_shard
+from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.shards import splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from formats.val_bytes import RecordTokens, batch_figures, write_counted, write_val_bytes
 from safety import PrepareError, run_main
@@ -283,9 +283,9 @@ def write_meta(
     shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
     texts: {"train": text, "val": text}, each split one text, for each split's byte figures and
     val's bytes sidecar, recounted from them and the ids written (formats/val_bytes.py,
-    write_val_bytes); or `counted`, those figures counted as each document was encoded
-    (counted_figures, shard_figures; the datatrove engine's tasks: write_counted); eot_first:
-    each document's end-of-text is before it (llm.c's rule).
+    write_val_bytes); or `counted`, those figures counted as each document was encoded (its
+    counted_figures, shard_figures; the datatrove engine's tasks); eot_first: each document's
+    end-of-text is before it (llm.c's rule).
     """
     out = Path(out)
     pkl = out / META_PKL
@@ -387,35 +387,6 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
     key = Hasher.hash([*key, ("ids", "len", "figures")])
     RecordTokens(tokenizer, encoding=encoding)  # the figures' tables, built once before the fork
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
-
-
-def counted_figures(tokenized):
-    """write_meta's `counted` from each split's tokenized documents in the order written ({split:
-    tokenize_dataset's Dataset}): ({split: its byte figures}, each val document's text bytes)."""
-    return figure_totals({split: figure_rows(documents) for split, documents in tokenized.items()})
-
-
-def shard_figures(tokenized, shard_size):
-    """counted_figures of one stream of documents cut into llm.c's shards of shard_size tokens
-    (formats/shards.val_documents: its first documents are val)."""
-    rows = figure_rows(tokenized)
-    count = val_documents(tokenized.with_format("arrow")["len"].to_numpy(), shard_size)
-    return figure_totals({"val": rows[:count], "train": rows[count:]})
-
-
-def figure_rows(tokenized):
-    """tokenize_dataset's "figures" column as one array, a row (FIGURES) a document."""
-    column = tokenized.with_format("arrow")["figures"]  # a pyarrow ChunkedArray
-    return column.combine_chunks().flatten().to_numpy().reshape(-1, len(FIGURES))
-
-
-def figure_totals(rows):
-    """({split: the sums of its rows of figures}, val's rows' text_bytes): write_meta's counted."""
-    totals = {
-        split: {name: int(n) for name, n in zip(FIGURES, part.sum(axis=0), strict=True)}
-        for split, part in rows.items()
-    }
-    return totals, rows["val"][:, FIGURES.index("text_bytes")]
 
 
 def split_sizes(num_documents, val_fraction):

@@ -12,7 +12,7 @@ it has no token. For a byte-level lossless tokenizer (characters, GPT-2, train_t
 a share is the token's byte length (a token holding part of a character included).
 
     write_meta(out, ..., texts={"train": text, "val": text})  # prepare_common.py
-    write_meta(out, ..., counted=shard_figures(tokenized, shard_size))  # the shards' lessons
+    write_meta(out, ..., counted=shard_figures(tokenized, shard_size))  # FineWeb's lesson
 """
 
 import functools
@@ -24,7 +24,7 @@ import numpy as np
 from formats.encoders import fast_encoding
 from formats.nanochat import token_byte_lengths, token_pieces
 from formats.schema import FIGURES, bin_name, val_bytes_name
-from formats.shards import read_ids, read_shard, write_shard
+from formats.shards import read_ids, read_shard, val_documents, write_shard
 from formats.tokenizers import record_byte_lengths, record_encoding
 from safety import PrepareError
 from safety.files import atomic_path, sha256_file
@@ -80,13 +80,12 @@ class RecordTokens:
     def own_bytes(self, ids):
         return int(self.lengths[np.asarray(ids, dtype=np.int64)].sum())
 
-    def decodes_to(self, documents, encoded):
-        """For each document of a batch (its ids; its text's UTF-8), whether its ids' bytes are
-        its text's exactly, so that decode(ids) == text: [ids of "a b"], [b"a b"] -> [True].
-        Each token's bytes are compared with the text's where the token sits, 8 at a time: the
-        text's word (8 bytes, little-endian) at that byte against the token's (token_words)."""
+    def decodes_to(self, ids, counts, encoded):
+        """For each document of a batch (`joined`'s ids and counts; each text's UTF-8), whether
+        its ids' bytes are its text's exactly, so that decode(ids) == text: the ids of "a b",
+        [2], [b"a b"] -> [True]. Each token's bytes are compared with the text's where the token
+        sits, 8 at a time: the text's word (8 bytes, little-endian) there against the token's."""
         sizes, firsts, words, word_starts = self.words
-        ids, counts = joined(documents)
         lengths = sizes[ids]
         decoded_sizes = document_sums(lengths, counts)
         text_sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
@@ -213,18 +212,48 @@ def batch_figures(texts, documents, tokens):
     same = np.zeros(len(texts), bool)
     if tokens.chars is None:
         encoded = [text.encode() for text in texts]
+        sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        own = np.zeros_like(sizes)  # each document's bytes by the tokenizer's own count
         for start in range(0, len(texts), COMPARED_AT_ONCE):
             part = slice(start, start + COMPARED_AT_ONCE)
-            same[part] = tokens.decodes_to(documents[part], encoded[part])
-        sizes = np.fromiter(map(len, encoded), np.int64, len(encoded))
-        ids, counts = joined(documents)
-        own = document_sums(tokens.lengths[ids], counts)
+            ids, counts = joined(documents[part])
+            same[part] = tokens.decodes_to(ids, counts, encoded[part])
+            own[part] = document_sums(tokens.lengths[ids], counts)
         zero = np.zeros_like(sizes)
         columns = [np.ones_like(sizes), sizes, own, sizes, zero, zero, zero]
         rows[same] = np.stack(columns, axis=1)[same]
     for i in np.flatnonzero(~same):
         rows[i] = document_figures(texts[i], documents[i], tokens)
     return rows
+
+
+def counted_figures(tokenized):
+    """write_meta's `counted` from each split's tokenized documents in the order written ({split:
+    prepare_common.tokenize_dataset's Dataset}): ({split: its byte figures}, each val document's text bytes)."""
+    return figure_totals({split: figure_rows(documents) for split, documents in tokenized.items()})
+
+
+def shard_figures(tokenized, shard_size):
+    """counted_figures of one stream of documents cut into llm.c's shards of shard_size tokens
+    (val_documents: its first documents are val)."""
+    rows = figure_rows(tokenized)
+    count = val_documents(tokenized.with_format("arrow")["len"].to_numpy(), shard_size)
+    return figure_totals({"val": rows[:count], "train": rows[count:]})
+
+
+def figure_rows(tokenized):
+    """tokenize_dataset's "figures" column as one array, a row (FIGURES) a document."""
+    column = tokenized.with_format("arrow")["figures"]  # a pyarrow ChunkedArray
+    return column.combine_chunks().flatten().to_numpy().reshape(-1, len(FIGURES))
+
+
+def figure_totals(rows):
+    """({split: the sums of its rows of figures}, val's rows' text_bytes): write_meta's counted."""
+    totals = {
+        split: {name: int(n) for name, n in zip(FIGURES, part.sum(axis=0), strict=True)}
+        for split, part in rows.items()
+    }
+    return totals, rows["val"][:, FIGURES.index("text_bytes")]
 
 
 def text_figures(batches, tokens):

@@ -25,6 +25,7 @@ from documents.inputs import (
     source_record,
 )
 from formats import schema
+from formats.val_bytes import shard_figures
 from hub import budgeted_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
@@ -33,7 +34,6 @@ from prepare_common import (
     dtype_for_vocab,
     id_batches,
     llmc_names,
-    shard_figures,
     tokenize_dataset,
     write_meta,
     write_shards,

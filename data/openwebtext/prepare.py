@@ -21,11 +21,11 @@ from documents.inputs import (
     source_record,
 )
 from formats import schema
+from formats.val_bytes import counted_figures
 from hub import budgeted_documents, count_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
 from prepare_common import (
     bpe_encoding,
-    counted_figures,
     dtype_for_vocab,
     id_batches,
     llmc_names,

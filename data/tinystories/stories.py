@@ -24,7 +24,8 @@ from archive import ArchiveError, json_stories
 
 from formats.schema import FIGURES
 from formats.shards import LLMC_HEADER_INTS, llmc_header
-from prepare_common import figure_totals, write_document_starts
+from formats.val_bytes import figure_totals
+from prepare_common import write_document_starts
 from safety.cli import whole_number
 from safety.files import sha256_file
 from safety.spool import Spool
@@ -178,7 +179,7 @@ class SplitFiles(contextlib.AbstractContextManager):
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
 
     def counted(self):
-        """write_meta's `counted` (prepare_common.figure_totals): each split's byte figures and
+        """write_meta's `counted` (formats/val_bytes.figure_totals): each split's byte figures and
         val's text bytes, from the rows `add` was given, in the order of the files written (val's,
         then train's by name, each file's shuffled), without the stories --dedup dropped."""
         none = np.zeros((0, len(FIGURES)), np.int64)

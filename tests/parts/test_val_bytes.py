@@ -19,6 +19,7 @@ from formats.val_bytes import (
     RecordTokens,
     batch_figures,
     document_figures,
+    figure_totals,
     text_figures,
     write_counted,
     write_val_bytes,
@@ -27,7 +28,6 @@ from inspection import main as inspect_folder
 from inspection.verify import verify
 from prepare_common import (
     bpe_encoding,
-    figure_totals,
     llmc_names,
     tokenize_documents,
     write_bin,
