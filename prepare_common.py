@@ -29,7 +29,13 @@ from documents.encoded import encoded_documents
 from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
 from formats.shards import splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
-from formats.val_bytes import RecordTokens, batch_figures, write_counted, write_val_bytes
+from formats.val_bytes import (
+    COMPILED_MIN_BYTES,
+    RecordTokens,
+    batch_figures,
+    write_counted,
+    write_val_bytes,
+)
 from safety import PrepareError, run_main
 from safety.commit import folder_tokenizer
 from safety.files import atomic_path, check_utf8_names, reserve, sha256_file
@@ -381,11 +387,16 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
     from datasets.fingerprint import Hasher
 
     key = [documents._fingerprint, tokenizer["sha256"], tokenizer["eot_id"], eot_first, dtype.name]
+    compiled = documents.data.nbytes >= COMPILED_MIN_BYTES  # the figures compared in numba
     options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
-    tokenize = functools.partial(tokenize_documents, **options, eot_first=eot_first, figures=True)
+    figures = "compiled" if compiled else True
+    tokenize = functools.partial(
+        tokenize_documents, **options, eot_first=eot_first, figures=figures
+    )
     # and the file's columns: a file an earlier version wrote without "figures" is not read
     key = Hasher.hash([*key, ("ids", "len", "figures")])
-    RecordTokens(tokenizer, encoding=encoding)  # the figures' tables, built once before the fork
+    # the figures' tables and their compiled loop, made once here, before the workers fork
+    batch_figures(["warm"], [[]], RecordTokens(tokenizer, encoding=encoding, compiled=compiled))
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
 
 
@@ -452,7 +463,8 @@ def tokenize_documents(
     numpy array; eot_first: llm.c's rule, the end-of-text id first). Refused, naming the document
     (`where` and its number, or where(i)): a trained tokenizer's pattern that leaves text out.
     figures: also "figures", each document's byte figures (a row of formats/val_bytes.py's
-    batch_figures), counted here, where its text and its ids are at hand.
+    batch_figures), counted here, where its text and its ids are at hand; "compiled": compared
+    in formats/compiled.py's loop where numba is installed.
     """
     from formats.tokenizers import check_documents_covered, check_dtype_holds
 
@@ -465,7 +477,8 @@ def tokenize_documents(
     if figures:
         texts = [without_lone_surrogates(text) for text in texts]  # as tiktoken encodes them
         documents = [doc[1:] if eot_first else doc[:-1] for doc in ids]  # no end-of-text
-        out["figures"] = batch_figures(texts, documents, RecordTokens(tokenizer, encoding=encoding))
+        tokens = RecordTokens(tokenizer, encoding=encoding, compiled=figures == "compiled")
+        out["figures"] = batch_figures(texts, documents, tokens)
     return out
 
 

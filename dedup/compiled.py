@@ -14,25 +14,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from safety.compiled import compiled, numba
+
 from . import simple
 
-try:
-    import numba
-except ImportError:
-    numba = None
-
 SEED = np.uint64(simple.SEED)  # a global: numba compiles it in as a constant, and can cache
-
-
-def compiled(function):
-    """`function` compiled by numba (cached beside this file, or in the user's cache folder: a
-    later process loads it), or None without numba."""
-    if numba is None:
-        return None
-    try:
-        return numba.njit(nogil=True, cache=True)(function)
-    except RuntimeError:  # numba found no folder to cache in: each process compiles it again
-        return numba.njit(nogil=True)(function)
 
 
 @compiled

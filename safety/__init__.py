@@ -11,7 +11,7 @@ A lesson imports its contracts from here:
 - files.py: strict and bounded readers, a pickle read without running it, atomic writes
 - gpt2.py: GPT-2's two files pinned, the mirror, the line of a network that is not there
 - downloads.py: a remote file pinned by its sha256, fetched with retries of what may pass
-- inputs.py: a lesson's inputs checked before `datasets` reads them (hub files, local files)
+- compiled.py: a loop compiled with numba where it is installed (dedup's and formats' kernels)
 - commit.py: the folder commit (lock, staging, replace, meta.json last)
 - spool.py: arrays written in order, whatever order they come in
 

@@ -12,14 +12,17 @@ from conftest import REPO, run_python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formats import nanochat
+from formats import compiled, nanochat
 from formats.schema import FIGURES, VAL_BYTES, val_bytes_name
 from formats.shards import read_shard, val_documents
 from formats.val_bytes import (
     RecordTokens,
     batch_figures,
+    compared,
     document_figures,
+    document_sums,
     figure_totals,
+    joined,
     text_figures,
     write_counted,
     write_val_bytes,
@@ -144,6 +147,15 @@ def record_tokens(bpe_tokenizers):
     }
 
 
+@pytest.fixture(scope="module")
+def compiled_tokens(bpe_tokenizers):
+    """record_tokens' RecordTokens comparing in formats/compiled.py's loop (numba installed)."""
+    return {
+        name: RecordTokens(tokenizer, encoding=encoding, compiled=True)
+        for name, (encoding, tokenizer) in bpe_tokenizers.items()
+    }
+
+
 @pytest.mark.parametrize("name", ["gpt2", "trained"])
 @settings(
     max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -158,27 +170,83 @@ def test_decode_is_tiktoken_s(record_tokens, name, data):
     assert tokens.decode(np.array(ids, dtype=np.int64)) == expected
 
 
-@pytest.mark.parametrize("name", ["gpt2", "trained"])
-@settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(data=st.data())
-def test_batch_figures_are_document_figures(record_tokens, name, data):
-    """The figures of a batch counted at once in numpy are document_figures' of each document,
-    whether its ids are its text's (lossless) or other ids (a document that changes)."""
-    encoding, tokens = record_tokens[name]
+def drawn_batch(data, encoding):
+    """Texts, each with its own ids, the ids of a text one character away, or random ids."""
     texts = data.draw(st.lists(TEXT, max_size=8))
+    near = st.tuples(st.integers(0, 10**6), PIECES)  # a character replaced, or one added
     documents = [
         data.draw(
             st.one_of(
                 st.just(encoding.encode_ordinary(text)),
+                near.map(lambda n, text=text: encoding.encode_ordinary(replaced(text, *n))),
                 st.lists(st.integers(0, encoding.n_vocab - 1), max_size=12),
             )
         )
         for text in texts
     ]
+    return texts, documents
+
+
+def replaced(text, at, piece):
+    """text with its character at `at` (modulo its length) replaced by piece; "" -> piece."""
+    at = at % len(text) if text else 0
+    return text[:at] + piece + text[at + 1 :]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "trained"])
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_batch_figures_are_document_figures(record_tokens, compiled_tokens, name, data):
+    """The figures of a batch counted at once (in numpy, and compiled where numba is installed)
+    are document_figures' of each document, whether its ids are its text's (lossless), another
+    text's one character away, or random ids."""
+    encoding, tokens = record_tokens[name]
+    texts, documents = drawn_batch(data, encoding)
     expected = [list(document_figures(t, d, tokens)) for t, d in zip(texts, documents)]
     assert batch_figures(texts, documents, tokens).tolist() == expected
+    assert batch_figures(texts, documents, compiled_tokens[name]).tolist() == expected
+
+
+@pytest.mark.skipif(compiled.decodes_to is None, reason="numba is not installed (the fast extra)")
+@pytest.mark.parametrize("name", ["gpt2", "trained"])
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_compiled_comparison_is_numpy_s(record_tokens, compiled_tokens, name, data):
+    """formats/compiled.py's loop gives what the numpy comparison gives, document by document:
+    whether its ids' bytes are its text's, and its bytes by the tokenizer's count."""
+    encoding, tokens = record_tokens[name]
+    texts, documents = drawn_batch(data, encoding)
+    ids, counts = joined(documents)
+    encoded = [text.encode() for text in texts]
+    assert compiled_tokens[name].kernel is not None
+    same, own = compared(compiled_tokens[name], ids, counts, encoded)
+    assert same.tolist() == tokens.decodes_to(ids, counts, encoded).tolist()
+    assert own.tolist() == document_sums(tokens.lengths[ids], counts).tolist()
+
+
+@pytest.mark.parametrize(
+    "text, ids_of",
+    [
+        pytest.param("!because", " because", id="first-byte-of-an-8-byte-token"),
+        pytest.param(" becausf", " because", id="last-byte-of-an-8-byte-token"),
+        pytest.param(" informatioN", " information", id="a-byte-of-a-long-token-s-second-word"),
+        pytest.param(" informatio", " information", id="a-byte-short"),
+        pytest.param(" informationn", " information", id="a-byte-long"),
+        pytest.param("", " a", id="an-empty-text"),
+    ],
+)
+def test_a_changed_byte_is_counted_changed(record_tokens, compiled_tokens, text, ids_of):
+    """A document whose ids stand for a text one byte away from its own is counted changed, by
+    the numpy comparison and by the compiled one alike: no byte of a token goes unread."""
+    encoding, tokens = record_tokens["gpt2"]
+    ids = encoding.encode_ordinary(ids_of)
+    for each in (tokens, compiled_tokens["gpt2"]):
+        assert batch_figures([text], [ids], each)[0, FIGURES.index("changed_documents")] == 1
+        assert not compared(each, *joined([ids]), [text.encode()])[0][0]
 
 
 @settings(max_examples=20, deadline=None)
