@@ -33,6 +33,7 @@ their sizes and times, tokenizer, number of tasks), and its split stages by a ha
 options, so a re-run resumes only its own work and never mixes in another run's files.
 """
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -61,6 +62,7 @@ from engine.readers import (
     most_tasks,
     task_slices,
 )
+from formats.val_bytes import COMPILED_MIN_BYTES
 from inspection.overlap import say_overlap
 from prepare_common import NANOGPT_READS, bpe_encoding, dtype_for_vocab
 from safety.commit import folder_lock
@@ -102,6 +104,7 @@ class Job:
     out_dir_as_given: str  # as the "wrote ..." line says it
     options: dict  # meta.json's "options"
     dedup: str | None = None  # --dedup: "exact", "near", or None (every document kept)
+    figures: bool | str = True  # tokenize_documents': "compiled" where a task reads enough
 
     @property
     def eot_id(self):
@@ -230,6 +233,9 @@ def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
         )
         args.tasks = most
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
+    # a task's share of the files on disk (its text is no smaller) past COMPILED_MIN_BYTES: the
+    # byte figures compared in numba, where it is installed
+    compiled = sum(map(os.path.getsize, files)) >= COMPILED_MIN_BYTES * args.tasks
     return Job(
         files=files,
         kind=kind,
@@ -254,4 +260,5 @@ def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
             "workers": args.workers,
         },
         dedup=args.dedup,
+        figures="compiled" if compiled else True,
     )

@@ -84,7 +84,7 @@ class TokenizeStage(Stage):
                     where = functools.partial(document_name, path, job.kind, positions)
                     # a trained tokenizer's own pattern may leave characters out: refused there
                     tokens = tokenize_documents(
-                        texts, None, encoding, tokenizer, dtype, where, figures=True
+                        texts, None, encoding, tokenizer, dtype, where, figures=job.figures
                     )
                     if good:
                         ids = np.concatenate(tokens["ids"])
