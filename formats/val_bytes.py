@@ -252,7 +252,8 @@ def batch_figures(texts, documents, tokens):
 
 def counted_figures(tokenized):
     """write_meta's `counted` from each split's tokenized documents in the order written ({split:
-    prepare_common.tokenize_dataset's Dataset}): ({split: its byte figures}, each val document's text bytes)."""
+    prepare_common.tokenize_dataset's Dataset}): ({split: its byte figures}, each val document's
+    text bytes)."""
     return figure_totals({split: figure_rows(documents) for split, documents in tokenized.items()})
 
 
