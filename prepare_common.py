@@ -30,9 +30,9 @@ from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FOR
 from formats.shards import splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from formats.val_bytes import (
-    COMPILED_MIN_BYTES,
     RecordTokens,
     batch_figures,
+    figures_option,
     write_counted,
     write_val_bytes,
 )
@@ -387,16 +387,16 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
     from datasets.fingerprint import Hasher
 
     key = [documents._fingerprint, tokenizer["sha256"], tokenizer["eot_id"], eot_first, dtype.name]
-    compiled = documents.data.nbytes >= COMPILED_MIN_BYTES  # the figures compared in numba
+    figures = figures_option(documents.data.nbytes)  # compared in numba past 256 MB
     options = dict(encoding=encoding, tokenizer=tokenizer, dtype=dtype, where=where)
-    figures = "compiled" if compiled else True
     tokenize = functools.partial(
         tokenize_documents, **options, eot_first=eot_first, figures=figures
     )
     # and the file's columns: a file an earlier version wrote without "figures" is not read
     key = Hasher.hash([*key, ("ids", "len", "figures")])
     # the figures' tables and their compiled loop, made once here, before the workers fork
-    batch_figures(["warm"], [[]], RecordTokens(tokenizer, encoding=encoding, compiled=compiled))
+    tokens = RecordTokens(tokenizer, encoding=encoding, compiled=figures == "compiled")
+    batch_figures(["warm"], [[]], tokens)
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
 
 

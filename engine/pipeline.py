@@ -62,7 +62,7 @@ from engine.readers import (
     most_tasks,
     task_slices,
 )
-from formats.val_bytes import COMPILED_MIN_BYTES
+from formats.val_bytes import figures_option
 from inspection.overlap import say_overlap
 from prepare_common import NANOGPT_READS, bpe_encoding, dtype_for_vocab
 from safety.commit import folder_lock
@@ -233,9 +233,9 @@ def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
         )
         args.tasks = most
     tokenizer_path = None if args.tokenizer is None else str(Path(args.tokenizer).resolve())
-    # a task's share of the files on disk (its text is no smaller) past COMPILED_MIN_BYTES: the
-    # byte figures compared in numba, where it is installed
-    compiled = sum(map(os.path.getsize, files)) >= COMPILED_MIN_BYTES * args.tasks
+    # the byte figures compared in numba where a task's share of the files on disk (its text is
+    # no smaller) is large enough
+    figures = figures_option(sum(map(os.path.getsize, files)) / args.tasks)
     return Job(
         files=files,
         kind=kind,
@@ -260,5 +260,5 @@ def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
             "workers": args.workers,
         },
         dedup=args.dedup,
-        figures="compiled" if compiled else True,
+        figures=figures,
     )

@@ -17,6 +17,7 @@ a share is the token's byte length (a token holding part of a character included
 
 import functools
 import itertools
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +125,13 @@ def batch_text(encoded):
     text = b"".join(encoded) + bytes(8)
     words = np.ndarray((len(text) - 7,), "<u8", text, strides=(1,))
     return words, np.fromiter(map(len, encoded), np.int64, len(encoded))
+
+
+def figures_option(text_bytes):
+    """tokenize_documents' `figures` for a process comparing that many bytes of text: "compiled"
+    (formats/compiled.py's loop) from COMPILED_MIN_BYTES on, where numba's import pays; else
+    True (numpy): 10**9 -> "compiled", 10**6 -> True."""
+    return "compiled" if text_bytes >= COMPILED_MIN_BYTES else True
 
 
 def compared(tokens, ids, counts, encoded):
@@ -273,25 +281,26 @@ def figure_rows(tokenized):
 
 def figure_totals(rows):
     """({split: the sums of its rows of figures}, val's rows' text_bytes): write_meta's counted."""
-    totals = {
-        split: {name: int(n) for name, n in zip(FIGURES, part.sum(axis=0), strict=True)}
-        for split, part in rows.items()
-    }
+    totals = {split: figure_sums(part) for split, part in rows.items()}
     return totals, rows["val"][:, FIGURES.index("text_bytes")]
+
+
+def figure_sums(rows):
+    """A split's figures (FIGURES), the sums of its rows: [[1, 4, ...], [1, 2, ...]] ->
+    {"documents": 2, "text_bytes": 6, ...}."""
+    return {name: int(n) for name, n in zip(FIGURES, rows.sum(axis=0), strict=True)}
 
 
 def text_figures(batches, tokens):
     """A split's figures (FIGURES) of texts that a trainer encodes as it reads them (nanochat's
     dataloader: encode_ordinary after its BOS), from batches of texts: [["a b"], ["c"]] ->
     {"documents": 2, "text_bytes": 4, ...}."""
-    figures = dict.fromkeys(FIGURES, 0)
+    figures = Counter(dict.fromkeys(FIGURES, 0))
     # a document at a time: tiktoken's encode_ordinary_batch starts a thread for each text
     encode = fast_encoding(tokens.encoding).encode_ordinary
     for batch in batches:
-        rows = batch_figures(batch, [encode(text) for text in batch], tokens)
-        for name, total in zip(FIGURES, rows.sum(axis=0), strict=True):
-            figures[name] += int(total)
-    return figures
+        figures.update(figure_sums(batch_figures(batch, [encode(t) for t in batch], tokens)))
+    return dict(figures)
 
 
 def document_shares(ids, size, lengths, eot):
