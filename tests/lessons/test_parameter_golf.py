@@ -4,14 +4,16 @@ are true for any tokenizer: the byte figures, the val bytes sidecar, `verify` an
 The reference in every run is tests/references/golf_tokenize.py: openai/parameter-golf's
 data/download_hf_docs_and_tokenize.py, its steps after the download, in our own words. Where
 PARAMETER_GOLF_DIR names a checkout (git clone https://github.com/openai/parameter-golf), that
-script itself, run unchanged, is held against both our lesson and the own-words reference;
-without one that test skips, saying so. It downloads its documents with huggingface_hub, so it
+script itself, run unchanged, is held against both our lesson and the own-words reference,
+and its train_gpt.py's count of val bytes (with torch) against the figure meta.json records;
+without one those tests skip, saying so. It downloads its documents with huggingface_hub, so it
 and our lesson read them from a local hub (tests/stand_ins/hub_server.py) serving
 willdepueoai/parameter-golf's datasets/ folder; the own-words reference starts from the hub's two
 files.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -261,6 +263,39 @@ def test_verify_ok_and_the_audit(prepared):
         lossless = dataset["tokenizer"]["kind"] != "sentencepiece_bpe"
         assert (val["tokenizer_bytes"] == val["text_bytes"]) is lossless
         assert (val["changed_documents"] == 0) is lossless
+
+
+def test_train_gpts_own_count_is_the_tokenizer_bytes_figure(prepared):
+    """parameter-golf's train_gpt.py itself, on the CPU: its build_sentencepiece_luts and the
+    three lines of its eval_val that count each target's bytes, over the val shards it reads
+    (load_data_shard), count exactly sp1024's val `tokenizer_bytes` in meta.json, which is
+    below the text's bytes (the figure bits per byte is judged by, and what it leaves out)."""
+    checkout = os.environ.get("PARAMETER_GOLF_DIR")
+    if not checkout:
+        pytest.skip("set PARAMETER_GOLF_DIR to a checkout of openai/parameter-golf")
+    torch = pytest.importorskip("torch", reason="train_gpt.py needs torch")
+    import sentencepiece
+
+    spec = importlib.util.spec_from_file_location("train_gpt", Path(checkout) / "train_gpt.py")
+    train_gpt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_gpt)
+    out, _ = prepared
+    dataset = json.loads((out / "meta.json").read_text())["datasets"][0]
+    tokenizer = dataset["tokenizer"]
+    assert tokenizer["kind"] == "sentencepiece_bpe"
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(out / tokenizer["files"][0]["file"]))
+    base, space, boundary = train_gpt.build_sentencepiece_luts(
+        sp, tokenizer["vocab_size"], torch.device("cpu")
+    )
+    # the shards by name: the stock glob fineweb_val_*.bin would take the sidecars as well
+    shards = [out / shard["file"] for shard in dataset["shards"] if shard["split"] == "val"]
+    val = torch.cat([train_gpt.load_data_shard(path) for path in shards])
+    x, y = val[:-1].to(torch.int64), val[1:].to(torch.int64)
+    token_bytes = base[y].to(dtype=torch.int16)
+    token_bytes += (space[y] & ~boundary[x]).to(dtype=torch.int16)
+    figures = dataset["bytes"]["val"]
+    assert int(token_bytes.to(torch.float64).sum()) == figures["tokenizer_bytes"]
+    assert figures["tokenizer_bytes"] < figures["text_bytes"]
 
 
 def test_sidecar_sums_to_each_documents_bytes(prepared, golf_docs):
