@@ -326,6 +326,7 @@ def our_tokenizer(path, out):
     """A --tokenizer of train_tokenizer.py, copied into out/tokenizers/; <|endoftext|> is BOS."""
     encoding, record = bpe_encoding(path, need_eot=True)
     name = f"tokenizers/{Path(path).stem}.json"
+    (out / "tokenizers").mkdir(exist_ok=True)
     shutil.copyfile(path, out / name)
     spec = {"name": record["name"], "kind": "bpe", "dataset_suffix": f"bpe{encoding.n_vocab}"}
     return {"spec": spec, "tokens": golf.BpeTokens(encoding, record["eot_id"]), "files": [name]}

@@ -265,6 +265,19 @@ def test_verify_ok_and_the_audit(prepared):
         assert (val["changed_documents"] == 0) is lossless
 
 
+def test_our_tokenizer_alone_writes_its_folder(golf_docs, trained, tmp_path):
+    """--tokenizer with no --variant: the folder holds our BPE's dataset alone and verifies."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:600])
+    trained.save(tmp_path / "ours.json")
+    out = tmp_path / "out"
+    args = ["--data-files", docs, "--tokenizer", tmp_path / "ours.json", "--val-docs", 100]
+    result = run_python(LESSON, *args, "--out-dir", out)
+    assert result.returncode == 0, result.stderr
+    assert (out / "tokenizers" / "ours.json").read_bytes() == (tmp_path / "ours.json").read_bytes()
+    assert [p.name for p in (out / "datasets").iterdir()] == ["fineweb10B_bpe1000"]
+    assert run_python(COMMON, "verify", out).returncode == 0
+
+
 def test_train_gpts_own_count_is_the_tokenizer_bytes_figure(prepared):
     """parameter-golf's train_gpt.py itself, on the CPU: its build_sentencepiece_luts and the
     three lines of its eval_val that count each target's bytes, over the val shards it reads
