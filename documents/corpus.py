@@ -663,7 +663,10 @@ def json_line_text(line, path, offset, text_column="text"):
         raise _bad_line(path, offset, problem)
     try:
         row = JSON_DECODER.decode(line.decode(json.detect_encoding(line)))
-    except ValueError as exc:  # not JSON, not UTF-8, a key twice
+    except UnicodeDecodeError as exc:
+        problem = f"not valid UTF-8 (byte {exc.start:,} of the line is {line[exc.start :][:1]!r})"
+        raise _bad_line(path, offset, problem) from None
+    except ValueError as exc:  # not JSON, a key twice
         raise _bad_line(path, offset, f"not valid JSON ({exc})") from None
     except RecursionError:
         raise _bad_line(path, offset, "JSON nested too deeply to read") from None

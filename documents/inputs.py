@@ -19,7 +19,7 @@ import numpy as np
 
 from safety.errors import PrepareError
 from safety.files import sha256_file
-from safety.text import shortened
+from safety.text import decode, shortened
 
 from .corpus import KINDS, check_text_column, expand_inputs
 
@@ -119,18 +119,23 @@ MAX_JSON_DEPTH = 500  # deeper nesting is refused before pyarrow (which crashes 
 
 
 def inputs_sha256(files):
-    """One sha256 of the files' contents, in one read of each; a .json/.jsonl file nested more
-    than MAX_JSON_DEPTH deep is refused on the way (naming the file and the line)."""
+    """One sha256 of the files' contents, in one read of each; on the way, a text file
+    (.json/.jsonl/.txt) that is not UTF-8 is refused naming the file and the byte, and a JSON
+    file nested more than MAX_JSON_DEPTH deep naming the file and the line."""
     digest = hashlib.sha256()
     for path in files:
-        depth = 0 if Path(path).suffix.lower() in (".json", ".jsonl") else None
-        line = 1
+        kind = KINDS[Path(path).suffix.lower()]
+        depth = 0 if kind == "jsonl" else None
+        line, offset = 1, 0
         with open(path, "rb") as file:
             for block in _blocks_ending_at_newlines(file):
                 digest.update(hashlib.sha256(block).digest())
+                if kind != "parquet":  # else the reader's error names no file
+                    decode(block, path, offset)
                 if depth is not None:
                     depth = _check_json_depth(block, depth, path, line)
                     line += block.count(b"\n")
+                offset += len(block)
         digest.update(b"\0")
     return digest.hexdigest()
 

@@ -537,6 +537,29 @@ def test_lone_surrogate_is_one_line(tmp_path, make_command):
     assert not (tmp_path / "tok.json").exists() and not (tmp_path / "o" / "train.bin").exists()
 
 
+def latin1_file(tmp, name):
+    path = tmp / name
+    text = '{"text": "fine"}\n{"text": "caf\xe9"}\n' if name.endswith(".jsonl") else "caf\xe9\n"
+    path.write_bytes(text.encode("latin-1"))
+    return path
+
+
+NOT_UTF8_CASES = [
+    pytest.param(lambda t: [OWT, *owt_args([latin1_file(t, "latin1.jsonl")], t / "o", "--num-proc", "1")], "latin1.jsonl", id="openwebtext-jsonl"),
+    pytest.param(lambda t: [OWT, *owt_args([latin1_file(t, "latin1.txt")], t / "o", "--num-proc", "1")], "latin1.txt", id="openwebtext-txt"),
+    pytest.param(lambda t: owt_datatrove(*owt_args([latin1_file(t, "latin1.jsonl")], t / "o", *DT)), "latin1.jsonl", id="openwebtext-datatrove", marks=needs_datatrove),
+    pytest.param(lambda t: [TRAIN_TOKENIZER, "--input", latin1_file(t, "latin1.jsonl"), "--vocab-size", "300", "--out", t / "tok.json"], "latin1.jsonl", id="train-tokenizer"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("make_command, name", NOT_UTF8_CASES)
+def test_a_file_not_in_utf8_is_one_line_naming_it(tmp_path, make_command, name):
+    """A document file with a Latin-1 byte: refused before any token is written, naming it."""
+    result = run(*make_command(tmp_path), env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")})
+    assert_one_line(result, name, "not valid UTF-8", alone=False)
+    assert not (tmp_path / "tok.json").exists() and not (tmp_path / "o" / "train.bin").exists()
+
+
 def meta_is_fifo(folder):
     (folder / "meta.json").unlink()
     os.mkfifo(folder / "meta.json")
