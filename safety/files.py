@@ -47,16 +47,15 @@ def open_regular(path, limit=None):
         raise PrepareError(f"{path} does not exist") from None
     except OSError as exc:
         raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
-    file = os.fdopen(fd, "rb")
-    info = os.fstat(fd)
+    info = os.fstat(fd)  # before fdopen, which refuses a folder with an error naming no file
     if not stat.S_ISREG(info.st_mode):
-        file.close()
+        os.close(fd)
         kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe or a device"
         raise PrepareError(f"{path} is not a regular file ({kind}); remove it and run again")
     if limit is not None and info.st_size > limit:
-        file.close()
+        os.close(fd)
         raise PrepareError(f"{path} has {info.st_size:,} bytes, more than {limit:,}: not ours")
-    return file
+    return os.fdopen(fd, "rb")
 
 
 def read_small_file(path, limit=SMALL_FILE_LIMIT):

@@ -575,6 +575,11 @@ def meta_is_dev_zero(folder):
     (folder / "meta.json").symlink_to("/dev/zero")
 
 
+def meta_is_folder(folder):
+    (folder / "meta.json").unlink()
+    (folder / "meta.json").mkdir()
+
+
 def memory_limit():
     """A bound, so that a read without one fails instead of eating the machine's memory."""
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
@@ -588,10 +593,20 @@ def memory_limit():
         pytest.param("verify", meta_is_dev_zero, "meta.json", id="verify-meta-json-dev-zero"),
         pytest.param("show", meta_is_fifo, "meta.json", id="show-meta-json-fifo"),
         pytest.param("show", meta_is_dev_zero, "meta.json", id="show-meta-json-dev-zero"),
+        pytest.param(
+            "verify",
+            meta_is_folder,
+            "meta.json is not a regular file",
+            id="verify-meta-json-folder",
+        ),
+        pytest.param(
+            "show", meta_is_folder, "meta.json is not a regular file", id="show-meta-json-folder"
+        ),
     ],
 )
 def test_metadata_that_is_not_a_regular_file_is_refused(char_folder, command, damage, name):
-    """A FIFO made verify hang forever; /dev/zero was read without limit."""
+    """A FIFO made verify hang forever; /dev/zero was read without limit; a folder was named
+    by its descriptor."""
     damage(char_folder)
     result = run(COMMON, command, char_folder, timeout=20, preexec_fn=memory_limit)
     assert_one_line(result, name)
