@@ -26,7 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from documents.encoded import encoded_documents
-from formats.schema import META_FORMAT_VERSION, META_PKL, RECORD_NAME, SHARD_FORMATS
+from formats.schema import (
+    META_FORMAT_VERSION,
+    META_PKL,
+    RECORD_NAME,
+    SHARD_FORMATS,
+    written_by_a_run,
+)
 from formats.shards import splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from formats.val_bytes import (
@@ -331,6 +337,11 @@ def text_source(input_path, out_dir, characters, url=None):
     the folder can move), sha256, size, and origin (`url`, None for a local --input)."""
     input_path = Path(input_path).resolve()
     inside = input_path.parent == Path(out_dir).resolve()
+    if inside and written_by_a_run(input_path.name):  # its sha256 would not verify
+        raise PrepareError(
+            f"--input {input_path} is the folder's own {input_path.name}, which this run "
+            "replaces; pass the text file it was made from"
+        )
     return {
         "path": input_path.name if inside else str(input_path),
         "sha256": sha256_file(input_path),

@@ -579,3 +579,10 @@ def trainer_reads(name, shard_format=None):
     if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
         return True
     return shard_format == "npy" and ("train" in name or "val" in name)
+
+
+def written_by_a_run(name):
+    """Whether a text lesson's run writes a file of this name in its folder, replacing the one
+    there: meta.json, the sidecars, and what nanoGPT reads. "meta.pkl" -> True; "input.txt" ->
+    False."""
+    return name in (RECORD_NAME, TOKEN_BYTES, VAL_BYTES) or trainer_reads(name)

@@ -159,6 +159,22 @@ def test_a_run_never_touches_a_file_no_record_lists(docs, tmp_path, files, args,
     assert_verifies(out)
 
 
+@pytest.mark.parametrize("script", [CHAR, GPT2], ids=["char", "gpt2"])
+@pytest.mark.parametrize("name", ["meta.json", "train.bin"])
+def test_a_lesson_refuses_its_own_output_as_its_input(tmp_path, script, name):
+    """--input out/meta.json into out was prepared, and the folder then failed to verify (its
+    source replaced by the run): refused in one line naming it, the folder as it was."""
+    out = tmp_path / "out"
+    text = tmp_path / "in.txt"
+    text.write_text("To be, or not to be, that is the question.\n" * 40)
+    assert_ok(run(CHAR, "--input", text, "--out-dir", out))
+    before = tree(out)
+    result = run(script, "--input", out / name, "--out-dir", out)
+    assert_one_line(result, f"{out / name} is the folder's own {name}", alone=False)
+    assert tree(out) == before
+    assert_verifies(out)
+
+
 def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, docs, tmp_path):
     """A rerun into a folder it made replaces its own files, removes the stale ones its meta.json
     listed (5 shards rerun at a larger --shard-size make 3: the 2 extra go), leaves the rest."""
