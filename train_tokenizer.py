@@ -219,6 +219,8 @@ def merge_count(text):
 def check_args(args):
     """Every mistake we can see before training, as a PrepareError (nothing written yet): a bad
     option value is a UsageError."""
+    if args.out == "":  # else training runs and nothing is written
+        raise UsageError("--out is empty; give the path to write")
     if args.eval:
         check_eval(Path(args.eval))
     if args.max_chars is not None and args.max_chars < 1:
@@ -279,10 +281,8 @@ def check_nanochat_args(args):
         raise PrepareError(
             f"--out {args.out} is a file; give the folder to write tokenizer.pkl into"
         )
-    if not Path(args.out).parent.is_dir():
-        raise PrepareError(
-            f"--out {args.out}: the folder {Path(args.out).parent} does not exist; create it first"
-        )
+    out = Path(args.out)
+    check_writable_folder(out, out if out.exists() else out.parent)
 
 
 def check_sentencepiece_args(args):
@@ -295,8 +295,7 @@ def check_sentencepiece_args(args):
         raise UsageError("--kind sentencepiece: give --out PREFIX (PREFIX.model, PREFIX.vocab)")
     if not 0 < args.vocab_size <= 2**16:
         raise UsageError(f"--vocab-size {args.vocab_size}: 1 to 65,536 (parameter-golf's uint16)")
-    if not Path(args.out).parent.is_dir():
-        raise PrepareError(f"--out {args.out}: the folder {Path(args.out).parent} does not exist")
+    check_writable_folder(Path(args.out), Path(args.out).parent)
 
 
 def check_eval(path):
@@ -350,8 +349,8 @@ def check_tokenizer_args(args):
 
 def check_out(out):
     """--out must be a file path in a folder that exists (or the default one, made when written)."""
-    if not out.parent.is_dir() and out.parent != TOKENIZERS:
-        raise PrepareError(f"--out {out}: the folder {out.parent} does not exist; create it first")
+    if out.parent != TOKENIZERS or out.parent.exists():  # the default folder is made when written
+        check_writable_folder(out, out.parent)
     if out.is_dir():
         raise PrepareError(
             f"--out {out} is a folder; give a file path such as {out / 'tokenizer.json'}"
@@ -360,6 +359,16 @@ def check_out(out):
         raise PrepareError(
             f"--out {out} is not a regular file (a device or a FIFO): it would be replaced; "
             f"give the path of a tokenizer file"
+        )
+
+
+def check_writable_folder(out, folder):
+    """--out's `folder` exists and takes new files: checked now, not after the training."""
+    if not folder.is_dir():
+        raise PrepareError(f"--out {out}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PrepareError(
+            f"--out {out}: the folder {folder} cannot be written (read-only?); choose another --out"
         )
 
 

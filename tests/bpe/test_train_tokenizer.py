@@ -15,7 +15,14 @@ from pathlib import Path
 import pyarrow
 import pyarrow.parquet
 import pytest
-from conftest import REPO, assert_clean_failure, needs_datatrove, run_python, write_files
+from conftest import (
+    REPO,
+    assert_clean_failure,
+    mounted_tmpfs,
+    needs_datatrove,
+    run_python,
+    write_files,
+)
 
 import train_tokenizer
 from bpe import EOT, Tokenizer, simple, train_bpe_from_iterator
@@ -237,6 +244,39 @@ def test_a_line_of_200000_x_trains_as_simple_train_on_a_shorter_line(tmp_path):
     assert merges[:11] == simple.train("x" * 4096, 267)[1]
     assert merges[:17] == [(b"x" * 2**i, b"x" * 2**i) for i in range(17)]  # up to 131,072
     assert "... (131,072 bytes)" in result.stdout  # long tokens are shown cut
+
+
+def test_an_empty_out_is_a_usage_error(tmp_path):
+    """--out "" trained, exited 0 and wrote nothing."""
+    (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
+    result = run_cli("--input", "good.txt", "--vocab-size", 300, "--out", "", cwd=tmp_path)
+    assert_usage_error(result, "--out is empty")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.txt"]
+
+
+@pytest.mark.parametrize(
+    "out, args",
+    [
+        pytest.param("tok.json", [], id="bpe-file"),
+        pytest.param("tokenizer", ["--format", "nanochat"], id="nanochat-folder"),
+        pytest.param(
+            "sp",
+            ["--kind", "sentencepiece"],
+            id="sentencepiece-prefix",
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec("sentencepiece") is None, reason="needs sentencepiece"
+            ),
+        ),
+    ],
+)
+def test_an_out_on_a_read_only_mount_is_refused_before_training(tmp_path, out, args):
+    """--out on a read-only file system failed only after the training, naming a temporary file."""
+    (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
+    with mounted_tmpfs(tmp_path / "ro", "size=1m,ro") as mount:
+        command = ["--input", "good.txt", "--vocab-size", 300, *args, "--out", mount / out]
+        result = run_cli(*command, cwd=tmp_path)
+        assert_clean_failure(result, f"--out {mount / out}", "cannot be written")
+    assert not result.stdout  # refused before reading the corpus
 
 
 def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_encoding):
