@@ -53,16 +53,16 @@ def block_lines(folder, split="train", block_size=8, offset=0):
         )
     x = data[offset : offset + block_size].tolist()
     y = data[offset + 1 : offset + 1 + block_size].tolist()
-    if max(x + y) >= meta["tokenizer"]["vocab_size"]:
-        raise PrepareError(
-            f"{folder}: token id {max(x + y):,} is not in the vocabulary; run verify"
-        )
+    largest = max(x + y)
+    if largest >= meta["tokenizer"]["vocab_size"]:
+        raise PrepareError(f"{folder}: token id {largest:,} is not in the vocabulary; run verify")
     from bpe.show import token_text
 
     token_bytes = token_bytes_for(meta["tokenizer"], folder)
+    digits = len(str(largest))
 
     def cell(token_id):
-        return f"{token_id:>{len(str(max(x + y)))}} '{token_text(token_bytes(token_id))}'"
+        return f"{token_id:>{digits}} '{token_text(token_bytes(token_id))}'"
 
     cells = [(cell(a), cell(b)) for a, b in zip(x, y)]
     width = max(len("x[t]"), *(len(a) for a, _ in cells))

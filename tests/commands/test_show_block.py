@@ -98,6 +98,20 @@ def test_trained_bpe_tokens_decoded_one_by_one(book_folder):
     ]
 
 
+def test_a_block_of_a_whole_split_shows_every_token(tmp_path, shakespeare_path):
+    """A block as long as Tiny Shakespeare's val (111,539 tokens): every row is data[t] and
+    data[t + 1], in one pass over the block (it took minutes, the rows' width recomputed a row)."""
+    out = tmp_path / "char"
+    char = REPO / "data/shakespeare_char/prepare.py"
+    assert run_python(char, "--input", shakespeare_path, "--out-dir", out).returncode == 0
+    data = np.fromfile(out / "val.bin", dtype=np.uint16).tolist()
+    lines = block_lines(out, "val", block_size=len(data) - 1, offset=0)
+    rows = [line.split() for line in lines[4:]]
+    assert len(rows) == len(data) - 1
+    assert [int(row[1]) for row in rows] == data[:-1]
+    assert int(rows[-1][-2]) == data[-1]
+
+
 def test_seed_draws_the_offset_like_get_batch(abba, capsys):
     prepare_common.main(["show", str(abba), "--block-size", "5", "--seed", "7"])
     offset = int(np.random.default_rng(7).integers(36 - 5))
