@@ -375,6 +375,12 @@ def _next_cut(file, position, cutter):
             return position - back + (len(data) if cut == -1 else cut)
 
 
+# What an error on a missing text column says to do: the trainer's option, or (a lesson's reader,
+# which takes none) that only that column is read
+TEXT_COLUMN_OPTION = "name yours with --text-column"
+ONLY_TEXT_COLUMN = "this command reads that one only"
+
+
 def check_text_column(where, names, text_column="text", hint=""):
     """Refuse a table (a parquet file, a dataset) without its text column, in one wording for
     every reader: "a.parquet has no 'text' column; its columns are: id, body"."""
@@ -384,11 +390,10 @@ def check_text_column(where, names, text_column="text", hint=""):
         )
 
 
-def _parquet_pieces(path, text_column):
+def _parquet_pieces(path, text_column, fix=TEXT_COLUMN_OPTION):
     """One piece per row group (a parquet file's unit of reading), sized by its rows."""
     metadata = _parquet_file(path).metadata
-    hint = "; name the text column with --text-column"
-    check_text_column(path, metadata.schema.to_arrow_schema().names, text_column, hint)
+    check_text_column(path, metadata.schema.to_arrow_schema().names, text_column, f"; {fix}")
     size = os.path.getsize(path)
     rows = max(metadata.num_rows, 1)
     pieces, first_row = [], 0
@@ -487,11 +492,11 @@ def _documents_with_sizes(piece, reading):
             start = cut
 
 
-def documents(paths, text_column="text"):
+def documents(paths, text_column="text", fix=TEXT_COLUMN_OPTION):
     """Each document's text, in file order, as the trainer reads it: a .txt file whole, a row of
-    a .parquet, .jsonl or .json file each (one without a string text raises, naming it):
-    ["a.txt", "b.jsonl"] -> "all of a.txt", "b.jsonl's first row's text", ... (nanochat's
-    tok_train.py reads documents so, to crop each at --doc-cap)."""
+    a .parquet, .jsonl or .json file each (one without a string text raises, naming it and
+    saying `fix`): ["a.txt", "b.jsonl"] -> "all of a.txt", "b.jsonl's first row's text", ...
+    (nanochat's tok_train.py reads documents so, to crop each at --doc-cap)."""
     for path in paths:
         kind = file_kind(path)
         if kind == "text":
@@ -499,12 +504,12 @@ def documents(paths, text_column="text"):
             continue
         size = os.path.getsize(path)
         pieces = (
-            _parquet_pieces(path, text_column)
+            _parquet_pieces(path, text_column, fix)
             if kind == "parquet"
             else [Piece(path, kind, 0, size, size)]
         )
         for piece in pieces:
-            yield from (text for _, text in _rows(piece, text_column))
+            yield from (text for _, text in _rows(piece, text_column, fix))
 
 
 # ---------------------------------------------------------------------------
@@ -546,7 +551,7 @@ def _blocks(piece, cutter):
             offset += cut
 
 
-def _rows(piece, text_column):
+def _rows(piece, text_column, fix=TEXT_COLUMN_OPTION):
     """(where each row starts: its index, or its line's byte offset; its text) of a parquet,
     JSON array or JSON lines piece. The trainer's rule on top of the shared reader below: a row
     without a string text is an error naming it."""
@@ -558,22 +563,20 @@ def _rows(piece, text_column):
     elif piece.kind == "json-array":
         rows = _json_array_rows(path)
         for number in range(len(rows) if piece.stop_row == -1 else piece.stop_row):
-            yield number, _text_of(rows[number], path, f"row {number}", text_column)
+            yield number, _text_of(rows[number], path, f"row {number}", text_column, fix)
     else:
         with _open(path) as file:
             for offset, line in json_lines(file, piece.start, piece.end):
                 text = json_line_text(line, path, offset, text_column)
                 if text is None:  # _text_of says what is there instead (and raises)
-                    _text_of(json.loads(line), path, _line_at(path, offset), text_column)
+                    _text_of(json.loads(line), path, _line_at(path, offset), text_column, fix)
                 yield offset, text
 
 
-def _text_of(row, path, where, text_column):
+def _text_of(row, path, where, text_column, fix=TEXT_COLUMN_OPTION):
     """row[text_column], a string without a lone surrogate; else an error naming the row."""
     if not isinstance(row, dict) or text_column not in row:
-        raise PrepareError(
-            f"{path} {where}: no {shown(text_column)} field; name the text field with --text-column"
-        )
+        raise PrepareError(f"{path} {where}: no {shown(text_column)} field; {fix}")
     text = _string(row[text_column], path, where, text_column)
     problem = _lone_surrogate(text)
     if problem:

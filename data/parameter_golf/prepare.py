@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from documents.corpus import documents
+from documents.corpus import ONLY_TEXT_COLUMN, documents
 from documents.inputs import DATA_FILES_HELP, HubDataset, expand_data_files, hub_files
 from formats import golf, schema
 from formats.schema import FIGURES, GOLF_FORMAT
@@ -75,7 +75,7 @@ def main():
             sidecar = None  # the hub's describes its whole file, not the folder's first lines
         else:
             sidecar, source = copy_documents(args.data_files, out)
-        num_docs = sum(1 for _ in documents([out / DOCS]))
+        num_docs = sum(1 for _ in documents([source["path"]], fix=ONLY_TEXT_COLUMN))
         if val_docs is None:
             val_docs = (sidecar or {}).get("docs_val", 50_000)
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
@@ -218,7 +218,8 @@ def budgeted_documents(args, out):
         print(f"note: {where} holds {tokens:,} train tokens, fewer than asked: all read")
     source = {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"}
     source.update(sha256=record["sha256"], budget=record)
-    return {"name": where, "record": source, "remote": (REPO, REMOTE_ROOT)}, [variant], val_docs
+    budget = {"name": where, "record": source, "remote": (REPO, REMOTE_ROOT), "path": out / DOCS}
+    return budget, [variant], val_docs
 
 
 def first_variant(args, asked, train_docs, out):
@@ -266,11 +267,13 @@ def copy_documents(data_files, out):
         paths, remote = [Path(p) for p in expand_data_files(data_files)], (None, None)
         meta_path = paths[0].with_name(f"{paths[0].stem}.source_manifest.json")
         name, record = " ".join(data_files), {"files": data_files}
-    if len(paths) == 1 and paths[0].suffix == ".jsonl":
+    linked = len(paths) == 1 and paths[0].suffix == ".jsonl"
+    if linked:
         link_or_copy(paths[0], out / DOCS)
     else:
         with open(out / DOCS, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps({"text": text}) + "\n" for text in documents(paths))
+            texts = documents(paths, fix=ONLY_TEXT_COLUMN)
+            f.writelines(json.dumps({"text": text}) + "\n" for text in texts)
     sidecar = None
     if len(paths) == 1 and Path(meta_path).is_file():
         sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
@@ -281,7 +284,9 @@ def copy_documents(data_files, out):
                 "(docs_sha256 differs); download both again"
             )
     record["sha256"] = sha256_file(out / DOCS)
-    return sidecar, {"name": name, "record": record, "remote": remote}
+    # the documents as read in step 1: a line it refuses is named in the user's file
+    path = paths[0] if linked else out / DOCS
+    return sidecar, {"name": name, "record": record, "remote": remote, "path": path}
 
 
 def link_or_copy(source, target):

@@ -22,8 +22,19 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pyarrow
+import pyarrow.parquet
 import pytest
-from conftest import COMMON, REPO, assert_clean_failure, paused_command, run_python, write_jsonl
+from conftest import (
+    COMMON,
+    REPO,
+    assert_clean_failure,
+    assert_one_line,
+    paused_command,
+    run,
+    run_python,
+    write_jsonl,
+)
 from golf_tokenize import write_golf_folder
 from hub_server import LocalHub
 from hypothesis import HealthCheck, given, settings
@@ -477,6 +488,36 @@ def test_bad_options_fail_in_one_line(golf_docs, tmp_path, args, fragments):
     assert result.returncode in (1, 2), result.stderr
     assert "Traceback" not in result.stderr
     assert all(fragment in result.stderr for fragment in fragments), result.stderr
+    assert not (tmp_path / "out" / "meta.json").exists()
+
+
+def jsonl_without_text(tmp):
+    path = write_jsonl(tmp / "docs.jsonl", ["fine"] * 10)
+    with open(path, "a") as file:
+        file.write('{"body": "no text"}\n')
+    return path
+
+
+def parquet_without_text(tmp):
+    path = tmp / "docs.parquet"
+    pyarrow.parquet.write_table(pyarrow.table({"body": ["a b c"] * 10}), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "make_file, fragments",
+    [
+        pytest.param(jsonl_without_text, ["docs.jsonl line 11: no 'text' field"], id="jsonl-line"),
+        pytest.param(parquet_without_text, ["docs.parquet has no 'text' column"], id="parquet"),
+    ],
+)
+def test_documents_without_text_are_named_in_the_users_file(tmp_path, make_file, fragments):
+    """A line without "text" was named in the run's staging copy of the documents, and the line
+    told to use a --text-column the lesson does not take."""
+    args = ["--data-files", make_file(tmp_path), "--variant", "byte260", "--val-docs", 1]
+    result = run(LESSON, *args, "--out-dir", tmp_path / "out")
+    absent = [".prepare.", "--text-column"]
+    assert_one_line(result, *fragments, "reads that one only", alone=False, absent=absent)
     assert not (tmp_path / "out" / "meta.json").exists()
 
 
