@@ -129,7 +129,8 @@ def output_folder(out_dir, schema):
                 f"{what}; the outputs in {folder} were left as they were (nothing was replaced)"
             ) from None
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                _remove_staging(staging)
 
 
 @contextlib.contextmanager
@@ -331,11 +332,27 @@ def _remove_leftovers(folder):
     for name in names:
         path = folder / name
         if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
+            _remove_staging(path)
         else:
             path.unlink()
     if names:
         print(f"removed {len(names)} temporary file(s) left in {folder} by an interrupted run")
+
+
+def _remove_staging(staging):
+    """Remove a staging folder, its marker last: a run killed half-way through leaves a folder
+    that is still a leftover of ours, for the next run to remove."""
+    marked = False
+    for entry in os.scandir(staging):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        elif entry.name == STAGING_MARKER:
+            marked = True
+        else:
+            os.unlink(entry.path)
+    if marked:  # a folder half-made may have none
+        os.unlink(staging / STAGING_MARKER)
+    os.rmdir(staging)
 
 
 def _create_staging(staging):

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from conftest import (
 from formats import schema
 from prepare_common import random_split
 from safety import output_folder
-from safety.commit import leftover_temporaries
+from safety.commit import STAGING_MARKER, leftover_temporaries
 
 # SIGKILL, SIGSTOP, process groups, file size limits: POSIX's faults (not on Windows)
 resource = pytest.importorskip("resource", reason="these faults are POSIX's (not on Windows)")
@@ -196,6 +197,37 @@ def test_sigkill_while_writing_leaves_the_old_set_and_verify_warns(two_runs):
     assert state == "old"
     checked = verify(folder)
     assert "warning: " in checked.stderr and "leftover" in checked.stderr, checked.stderr
+    assert run_script(CHAR, *new_args).returncode == 0
+    assert outputs(folder) == new and not list(folder.glob(".*.tmp"))
+
+
+STRACE = shutil.which("strace")
+
+
+@pytest.mark.skipif(STRACE is None, reason="needs strace, to kill a run at its nth file removal")
+@pytest.mark.parametrize("nth", [1, 2, 3, 4, 5])
+def test_a_run_killed_removing_a_leftover_leaves_the_rest_a_leftover(two_runs, nth):
+    """A run killed while it removed a killed run's staging folder had removed the marker first:
+    the rest was no longer a leftover, never removed, and verify said OK. Killed at each removal,
+    what remains is still a leftover (verify warns), and the next run removes it."""
+    folder, old, new_args, new = two_runs
+    leftover = folder / ".prepare.999999.tmp"
+    leftover.mkdir()
+    (leftover / STAGING_MARKER).touch()
+    for name in ("train.bin", "val.bin", "meta.pkl", "meta.json"):
+        (leftover / name).write_bytes(b"left")
+    removals = "unlink,unlinkat,rmdir"
+    killed = subprocess.run(
+        [STRACE, "-f", "-qq", "-o", os.devnull, "-e", f"trace={removals}"]
+        + ["-e", f"inject={removals}:signal=KILL:when={nth}", sys.executable, CHAR, *new_args],
+        capture_output=True,
+    )
+    assert killed.returncode != 0, killed.stderr
+    assert state_of(folder, old, new) == "old"
+    staging = sorted(p.name for p in folder.glob(".prepare.*.tmp"))
+    assert staging == [name for name in leftover_temporaries(folder) if name in staging]
+    if staging:
+        assert "leftover" in verify(folder).stderr
     assert run_script(CHAR, *new_args).returncode == 0
     assert outputs(folder) == new and not list(folder.glob(".*.tmp"))
 
