@@ -533,16 +533,26 @@ def name_problem(meta):
     return None
 
 
+def is_output_name(name):
+    """Whether a meta.json could list `name` as the folder's own (record_names' forms): a split,
+    an index, a shard, a sidecar or a tokenizer (.bin, .npy, .json), meta.pkl, or a name of
+    nanochat's or parameter-golf's folder. "train.bin" -> True; "notes.txt", ".x.bin" -> False."""
+    if isinstance(name, str) and (NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)):
+        return True
+    suffixes = (*SHARD_FORMATS.values(), ".json")
+    plain = is_plain_name(name) and not name.startswith(".")
+    return plain and (name == META_PKL or name.endswith(suffixes))
+
+
 def journal_problem(journal):
-    """The first name of a commit's journal ({"owned": [names]}) that is not a plain name of the
-    folder, not hidden, as a phrase, or None: {"owned": ["a/b"]} -> 'owned[0] is "a/b", ...'."""
+    """The first name of a commit's journal ({"owned": [names]}) that no meta.json could list as
+    the folder's own (`is_output_name`), as a phrase, or None: the journal vouches for no more
+    than a record would. {"owned": ["notes.txt"]} -> 'owned[0] is "notes.txt", expected ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        nested = isinstance(name, str) and (
-            NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)
-        )
-        if not (is_plain_name(name) or nested) or name.startswith("."):
-            return f"owned[{i}] is {_shown(name)}, expected a file name inside the folder"
+        if not is_output_name(name):
+            expected = "the name of an output inside the folder (train.bin, meta.json, ...)"
+            return f"owned[{i}] is {_shown(name)}, expected {expected}"
     return None
 
 

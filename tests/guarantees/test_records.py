@@ -142,14 +142,19 @@ def test_a_tampered_record_is_refused_and_nothing_is_removed_through_it(work, ta
         pytest.param("elsewhere/victim.bin", id="separator"),
         pytest.param("victim\u0000.bin", id="nul"),
         pytest.param(".hidden", id="hidden"),
+        pytest.param("notes.txt", id="not-an-output"),
+        pytest.param("prepare.py", id="a-script"),
     ],
 )
 def test_a_tampered_journal_is_refused_and_nothing_is_removed_through_it(work, owned):
     """A folder whose commit was cut short has no meta.json, and its journal lists what it
-    owns: a journal naming a file outside the folder is refused as meta.json is."""
+    owns: a journal naming a file outside the folder, or one no output is named (the user's
+    notes.txt), is refused as meta.json is, and the file stays."""
     folder, text, victim = work
     (folder / "elsewhere").symlink_to(victim.parent)
     (folder / "meta.json").unlink()
+    (folder / "notes.txt").write_bytes(b"my notes\n")
+    (folder / "prepare.py").write_bytes(b"print('mine')\n")
     journal = {"owned": ["train.bin", owned.format(victim=victim)]}
     (folder / ".prepare.journal").write_text(json.dumps(journal))
     before = tree(folder.parent)
