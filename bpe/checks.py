@@ -92,12 +92,14 @@ def check_pattern(pattern):
     """A pattern name ("gpt2", "gpt4", "nanochat") or a regex string -> the regex string.
 
     "gpt2" -> GPT2_PATTERN; r"\\S+|\\s+" -> r"\\S+|\\s+" (a custom pattern passes through);
-    r"\\S+|\\s*" -> ValueError (it matches the empty string: see empty_match).
+    r"\\S+|\\s*" -> ValueError (it matches the empty string: see empty_match);
+    r"(\\s)|\\S+" -> ValueError (a capturing group: findall would give the group's text).
     """
     if pattern in PATTERNS:
         return PATTERNS[pattern]
     try:
-        found = empty_match(regex.compile(pattern))  # a bytes pattern: a TypeError here
+        compiled = regex.compile(pattern)  # a bytes pattern: a TypeError here
+        found = empty_match(compiled)
     except (regex.error, TypeError, RecursionError) as exc:  # "(" * 10**6 nests too deeply
         raise ValueError(
             f"pattern {shown(pattern)} is neither a name ({', '.join(PATTERNS)}) nor a valid "
@@ -109,6 +111,11 @@ def check_pattern(pattern):
             f"pattern {shown(pattern)} matches the empty string (in {text!r}, at position "
             f"{position}), and tiktoken's encoder fails on an empty pretoken; make each "
             f"alternative match at least one character"
+        )
+    if compiled.groups:
+        raise ValueError(
+            f"pattern {shown(pattern)} has a capturing group, and regex.findall would give the "
+            f"group's text instead of the whole pretoken; write each group as (?:...)"
         )
     return pattern
 
