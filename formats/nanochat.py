@@ -15,6 +15,7 @@ import contextlib
 import functools
 import io
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -151,9 +152,17 @@ def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS,
         done += len(text)
         if progress:
             progress("pretokenize", done, None)
-    vocab, merges = train_bpe_from_counts(counter.pretoken_counts(), num_learned, progress=progress)
+    with warnings.catch_warnings():  # the trainer's short fall counts without the specials
+        warnings.simplefilter("ignore")
+        counts = counter.pretoken_counts()
+        vocab, merges = train_bpe_from_counts(counts, num_learned, progress=progress)
     if not merges:
         raise PrepareError("the documents hold no pair of bytes to merge: nothing to train on")
+    if len(vocab) < num_learned:
+        print(
+            f"note: asked for --vocab-size {vocab_size:,}, got {len(vocab) + len(SPECIAL_TOKENS):,}"
+            f": no pair left to merge after {len(vocab) - 256:,} merge(s); the documents are few"
+        )
     return Tokenizer(vocab, merges, special_tokens=list(SPECIAL_TOKENS), pattern="nanochat")
 
 
