@@ -457,7 +457,7 @@ def no_text_message(inputs, max_chars=None):
     every document with text (leaves_out), if it is what emptied them; None if they are empty."""
     names = " ".join(map(str, inputs))
     if max_chars is None:
-        return f"{names}: no text to train on (empty input)"
+        return f"{names}: no text to train on (no character outside the special tokens)"
     return (
         f"{names}: no text to train on within --max-chars {max_chars:,}: the first document "
         f"with text is longer, and a document is taken whole or not at all; raise --max-chars"

@@ -310,7 +310,7 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
         pytest.param(
             {"d.parquet": lambda p: write_body_rows(p, [])},
             ["--input", "d.parquet", "--text-column", "body"],
-            ["d.parquet: no text to train on (empty input)"],
+            ["d.parquet: no text to train on (no character outside the special tokens)"],
             id="zero-row-parquet",
         ),
         pytest.param(
@@ -358,8 +358,14 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
         pytest.param(
             {"d.jsonl": '{"text": ""}\n'},
             ["--input", "d.jsonl", "--max-chars", 3],
-            ["d.jsonl: no text to train on (empty input)"],
+            ["d.jsonl: no text to train on (no character outside the special tokens)"],
             id="max-chars-on-documents-with-no-text",
+        ),
+        pytest.param(
+            {"a.txt": "<|endoftext|><|endoftext|>"},
+            ["--input", "a.txt", "--special-tokens", "<|endoftext|>"],
+            ["a.txt: no text to train on (no character outside the special tokens)"],
+            id="only-special-tokens",
         ),
     ],
 )

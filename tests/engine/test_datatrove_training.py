@@ -181,7 +181,7 @@ TEXT = b"hello world\n"
         pytest.param(
             ["--engine", "datatrove", "--tasks", 2],
             b"",
-            "a.txt: no text to train on (empty input)",
+            "a.txt: no text to train on (no character outside the special tokens)",
             id="empty-input-found-by-the-learn-task",
         ),
         pytest.param(
