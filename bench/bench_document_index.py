@@ -55,7 +55,9 @@ def main():
     parser.add_argument("--documents", type=int, default=20_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        files = make_corpus(CORPUS.read_text(encoding="utf-8"), "openwebtext", args.documents, Path(tmp))  # fmt: skip
+        files = make_corpus(
+            CORPUS.read_text(encoding="utf-8"), "openwebtext", args.documents, Path(tmp)
+        )
         out = Path(tmp) / "out"
         wall, _, memory, _ = timed(
             [sys.executable, str(SCRIPT), "--data-files", *map(str, files), "--out-dir", str(out)],
@@ -64,12 +66,16 @@ def main():
         data = np.memmap(out / "train.bin", np.uint16, mode="r")
         lengths = np.diff(np.load(out / "train.docs.npy").astype(np.int64), append=len(data))
         ours = index_seconds(lengths, tmp, data)
-        print(f"pipeline, {args.documents:,} documents: {wall:.2f} s wall, {memory / 1e6:,.0f} MB peak")  # fmt: skip
+        print(
+            f"pipeline, {args.documents:,} documents: {wall:.2f} s wall, {memory / 1e6:,.0f} MB peak"
+        )
         print(f"the index of its train split ({len(lengths):,} documents): {ours * 1e3:.1f} ms")
         print(f"index / pipeline: {ours / wall:.2%}")
         owt = openwebtext_token_counts(OPENWEBTEXT_DOCUMENTS).astype(np.int64)
         seconds = index_seconds(owt, tmp)  # written and hashed; verify's checks read the tokens
-        print(f"the index of OpenWebText's {len(owt):,} documents, written and hashed: {seconds:.2f} s")  # fmt: skip
+        print(
+            f"the index of OpenWebText's {len(owt):,} documents, written and hashed: {seconds:.2f} s"
+        )
 
 
 if __name__ == "__main__":

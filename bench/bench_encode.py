@@ -29,7 +29,9 @@ from bpe import Tokenizer
 from formats.tokenizers import GPT2_ENCODER_JSON, GPT2_VOCAB_BPE, gpt2_encoding
 from safety import ArgumentParser, fetch
 
-TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
+TINY_SHAKESPEARE = runpy.run_path(
+    str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py")
+)["TINY_SHAKESPEARE"]  # the lesson's pin
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS20 = ROOT.parent / "shared" / "bench" / "docs20.txt"

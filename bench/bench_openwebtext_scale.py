@@ -305,16 +305,24 @@ def synthetic_plan(tmp, tasks=64):
             {"documents": high - low, "tokens": total, "spans": spans, "bad": 0, "first_bad": None}
         )
     lengths = [min(per_file, OPENWEBTEXT_DOCUMENTS - f * per_file) for f in range(80)]
-    job = {"source": "synthetic OpenWebText", "dtype": "uint16", "val_fraction": 0.0005,
-           "seed": 2357, "files": [f"train-{f:05d}-of-00080.parquet" for f in range(80)],
-           "lengths": lengths}  # fmt: skip
+    job = {
+        "source": "synthetic OpenWebText",
+        "dtype": "uint16",
+        "val_fraction": 0.0005,
+        "seed": 2357,
+        "files": [f"train-{f:05d}-of-00080.parquet" for f in range(80)],
+        "lengths": lengths,
+    }
     (work.tokens / "summaries.json").write_text(json.dumps(summaries))
     (work.tokens / "job.json").write_text(json.dumps(job))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     result = subprocess.run(
         [sys.executable, "-c", PLAN, str(work.tokens.parent), str(tasks)],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(result.stdout), work.tokens.parent
 
 

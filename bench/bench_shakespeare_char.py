@@ -21,7 +21,9 @@ from pathlib import Path
 
 from safety import ArgumentParser, fetch
 
-TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
+TINY_SHAKESPEARE = runpy.run_path(
+    str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py")
+)["TINY_SHAKESPEARE"]  # the lesson's pin
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -192,8 +192,11 @@ def outputs(folder):
 
 def ours(archive, out, num_proc):
     return [sys.executable, str(SCRIPT), "--archive", str(archive), "--format", "llmc"] + [
-        "--num-proc", str(num_proc), "--out-dir", str(out)
-    ]  # fmt: skip
+        "--num-proc",
+        str(num_proc),
+        "--out-dir",
+        str(out),
+    ]
 
 
 def main():
@@ -203,9 +206,13 @@ def main():
     parser.add_argument("--members", type=int, default=8, help="JSON files of the compared archive")
     parser.add_argument("--stories", type=int, default=4000, help="stories per member")
     parser.add_argument(
-        "--flat-members", type=int, nargs="+", default=[4, 40], metavar="N",
+        "--flat-members",
+        type=int,
+        nargs="+",
+        default=[4, 40],
+        metavar="N",
         help="archive sizes for the flatness check, each compared with the first (default: 4 40)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--skip-compare", action="store_true", help="only the memory-flatness check"
     )

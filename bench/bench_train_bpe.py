@@ -25,7 +25,9 @@ from pathlib import Path
 from bpe import EOT, train_bpe
 from safety import ArgumentParser, fetch
 
-TINY_SHAKESPEARE = runpy.run_path(str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py"))["TINY_SHAKESPEARE"]  # the lesson's pin  # fmt: skip
+TINY_SHAKESPEARE = runpy.run_path(
+    str(Path(__file__).parents[1] / "data/shakespeare_char/prepare.py")
+)["TINY_SHAKESPEARE"]  # the lesson's pin
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"

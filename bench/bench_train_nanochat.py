@@ -60,9 +60,15 @@ assert len(tokenizer.get_mergeable_ranks()) == 256 + int(sys.argv[2])
 
 def ours(path, out):
     return [sys.executable, str(REPO / "train_tokenizer.py"), "--input", str(path)] + [
-        "--pattern", "nanochat", "--vocab-size", str(256 + MERGES + 1),
-        "--special-tokens", "<|endoftext|>", "--out", str(out),
-    ]  # fmt: skip
+        "--pattern",
+        "nanochat",
+        "--vocab-size",
+        str(256 + MERGES + 1),
+        "--special-tokens",
+        "<|endoftext|>",
+        "--out",
+        str(out),
+    ]
 
 
 def rustbpe(path, _):

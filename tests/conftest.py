@@ -232,7 +232,9 @@ def gpt2_files(tmp_path_factory):
     """GPT-2's own (encoder.json, vocab.bpe), fetched and checksummed: for Tokenizer.from_gpt2_files."""
     require_downloads()
     folder = tmp_path_factory.mktemp("gpt2")
-    return fetch(GPT2_ENCODER_JSON, folder / "encoder.json"), fetch(GPT2_VOCAB_BPE, folder / "vocab.bpe")  # fmt: skip
+    return fetch(GPT2_ENCODER_JSON, folder / "encoder.json"), fetch(
+        GPT2_VOCAB_BPE, folder / "vocab.bpe"
+    )
 
 
 def write_jsonl(path, documents):

@@ -22,9 +22,17 @@ def test_trace_the_cat_in_the_hat(tmp_path):
     """The lecture's three rounds: t h (2), then th e (2) = "the", then the next pair."""
     (tmp_path / "cat.txt").write_text("the cat in the hat", encoding="utf-8")
     result = run_python(
-        SCRIPT, "--input", "cat.txt", "--vocab-size", 300, "--out", "t.json", "--trace", 3,
+        SCRIPT,
+        "--input",
+        "cat.txt",
+        "--vocab-size",
+        300,
+        "--out",
+        "t.json",
+        "--trace",
+        3,
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     # The early stop stays visible: the corpus has only 10 pairs to merge.

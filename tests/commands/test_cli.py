@@ -324,7 +324,11 @@ def test_without_datatrove_help_works_and_a_run_says_what_to_install(command, tm
     assert help_.returncode == 0, help_.stderr
     assert "--tasks" in help_.stdout
     data = ["--input" if command == "train_tokenizer" else "--data-files", docs]
-    out = ["--out", tmp_path / "tok.json"] if command == "train_tokenizer" else ["--out-dir", tmp_path / "out"]  # fmt: skip
+    out = (
+        ["--out", tmp_path / "tok.json"]
+        if command == "train_tokenizer"
+        else ["--out-dir", tmp_path / "out"]
+    )
     result = subprocess.run(
         [*without, *options, *data, *out], cwd=REPO, env=env, capture_output=True, text=True
     )

@@ -21,9 +21,12 @@ def abba(tmp_path_factory):
     folder = tmp_path_factory.mktemp("abba")
     (folder / "abba.txt").write_text("ABBA" * 10, encoding="utf-8")
     result = run_python(
-        REPO / "data/shakespeare_char/prepare.py", "--input", folder / "abba.txt",
-        "--out-dir", folder / "prepared",
-    )  # fmt: skip
+        REPO / "data/shakespeare_char/prepare.py",
+        "--input",
+        folder / "abba.txt",
+        "--out-dir",
+        folder / "prepared",
+    )
     assert result.returncode == 0, result.stderr
     return folder / "prepared"
 
@@ -34,9 +37,12 @@ def gpt2_folder(tmp_path_factory, shakespeare):
     folder = tmp_path_factory.mktemp("gpt2")
     (folder / "small.txt").write_text(shakespeare[:2_000], encoding="utf-8")
     result = run_python(
-        REPO / "data/shakespeare/prepare.py", "--input", folder / "small.txt",
-        "--out-dir", folder / "prepared",
-    )  # fmt: skip
+        REPO / "data/shakespeare/prepare.py",
+        "--input",
+        folder / "small.txt",
+        "--out-dir",
+        folder / "prepared",
+    )
     assert result.returncode == 0, result.stderr
     return folder / "prepared"
 
@@ -48,9 +54,14 @@ def book_folder(tmp_path_factory):
     (folder / "book.txt").write_text(BOOK_CORPUS, encoding="utf-8")
     Tokenizer(*train_bpe_from_iterator([BOOK_CORPUS], 260)).save(folder / "book.json")
     result = run_python(
-        REPO / "data/shakespeare/prepare.py", "--input", folder / "book.txt",
-        "--tokenizer", folder / "book.json", "--out-dir", folder / "prepared",
-    )  # fmt: skip
+        REPO / "data/shakespeare/prepare.py",
+        "--input",
+        folder / "book.txt",
+        "--tokenizer",
+        folder / "book.json",
+        "--out-dir",
+        folder / "prepared",
+    )
     assert result.returncode == 0, result.stderr
     return folder / "prepared"
 

@@ -69,7 +69,9 @@ def test_a_non_ascii_character_counts_its_bytes(tmp_path):
     lengths = [len(c.encode()) for c in meta["tokenizer"]["chars"]]
     assert sorted(set(lengths)) == [1, 2]
     text = (tmp_path / "in.txt").read_text(encoding="utf-8")
-    assert check_folder(tmp_path / "out", meta, lengths)["val"] == utf8([text[int(len(text) * 0.9) :]])  # fmt: skip
+    assert check_folder(tmp_path / "out", meta, lengths)["val"] == utf8(
+        [text[int(len(text) * 0.9) :]]
+    )
 
 
 @pytest.mark.parametrize("tokenizer", ["gpt2", "trained"])
@@ -90,26 +92,48 @@ def test_shakespeare(tokenizer, shakespeare_path, trained, gpt2_encoding, tmp_pa
 @pytest.mark.parametrize("fmt", ["bin", "llmc"])
 def test_openwebtext(fmt, corpus, gpt2_encoding, tmp_path):
     folder, documents = corpus
-    meta = run("openwebtext", tmp_path, "--data-files", folder / "*.jsonl", "--format", fmt, "--cache-dir", tmp_path / "cache")  # fmt: skip
+    meta = run(
+        "openwebtext",
+        tmp_path,
+        "--data-files",
+        folder / "*.jsonl",
+        "--format",
+        fmt,
+        "--cache-dir",
+        tmp_path / "cache",
+    )
     recorded = check_folder(tmp_path, meta, token_byte_lengths(gpt2_encoding))
     from prepare_common import random_split
 
     train, val = random_split(len(documents), 0.0005, 2357)
-    expected = {"train": utf8(documents[i] for i in train), "val": utf8(documents[i] for i in val)}  # fmt: skip
+    expected = {"train": utf8(documents[i] for i in train), "val": utf8(documents[i] for i in val)}
     assert recorded == expected  # each <|endoftext|> stands for no byte
 
 
 @pytest.mark.parametrize("fmt", ["llmc", "npy"])
 def test_fineweb(fmt, corpus, gpt2_encoding, tmp_path):
     folder, documents = corpus
-    meta = run("fineweb", tmp_path, "--data-files", folder / "*.jsonl", "--format", fmt, "--shard-size", 50_000, "--cache-dir", tmp_path / "cache")  # fmt: skip
+    meta = run(
+        "fineweb",
+        tmp_path,
+        "--data-files",
+        folder / "*.jsonl",
+        "--format",
+        fmt,
+        "--shard-size",
+        50_000,
+        "--cache-dir",
+        tmp_path / "cache",
+    )
     recorded = check_folder(tmp_path, meta, token_byte_lengths(gpt2_encoding))
     assert recorded["train"] + recorded["val"] == utf8(documents)  # a document may straddle two
 
 
 def test_tinystories(paragraphs, gpt2_encoding, tmp_path):
     """Two members of stories (data00.json is val): each story stripped, as llm.c does."""
-    stories = {f"data0{i}.json": [f"  {p}\n" for p in paragraphs[i * 50 : (i + 1) * 50]] for i in range(2)}  # fmt: skip
+    stories = {
+        f"data0{i}.json": [f"  {p}\n" for p in paragraphs[i * 50 : (i + 1) * 50]] for i in range(2)
+    }
     entries = io.BytesIO()
     with tarfile.open(fileobj=entries, mode="w") as tar:
         for name, items in stories.items():
@@ -121,7 +145,10 @@ def test_tinystories(paragraphs, gpt2_encoding, tmp_path):
     archive.write_bytes(gzip.compress(entries.getvalue(), mtime=0))
     meta = run("tinystories", tmp_path / "out", "--archive", archive)
     recorded = check_folder(tmp_path / "out", meta, token_byte_lengths(gpt2_encoding))
-    assert recorded == {"val": utf8(s.strip() for s in stories["data00.json"]), "train": utf8(s.strip() for s in stories["data01.json"])}  # fmt: skip
+    assert recorded == {
+        "val": utf8(s.strip() for s in stories["data00.json"]),
+        "train": utf8(s.strip() for s in stories["data01.json"]),
+    }
 
 
 def test_nanochat(shakespeare_path, tmp_path):
@@ -137,7 +164,9 @@ def test_nanochat(shakespeare_path, tmp_path):
     assert saved.tolist() == nanochat.token_byte_lengths(encoding).tolist()
     bos = encoding.encode_single_token("<|bos|>")
     for split in ("train", "val"):
-        texts = [t for s in meta["shards"] if s["split"] == split for t in _texts(tmp_path / s["file"])]  # fmt: skip
+        texts = [
+            t for s in meta["shards"] if s["split"] == split for t in _texts(tmp_path / s["file"])
+        ]
         ids = np.array([i for t in texts for i in [bos, *encoding.encode_ordinary(t)]])
         assert int(saved[ids].sum()) == meta["token_bytes"]["bytes"][split] == utf8(texts)
 

@@ -20,7 +20,9 @@ from safety.spool import Spool
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
-LESSONS = {name: REPO / "data" / name / "prepare.py" for name in ("openwebtext", "fineweb", "tinystories")}  # fmt: skip
+LESSONS = {
+    name: REPO / "data" / name / "prepare.py" for name in ("openwebtext", "fineweb", "tinystories")
+}
 EXACT_COPIES, NEAR_COPIES = 40, 40
 
 
@@ -102,8 +104,15 @@ def test_document_lessons(name, rule, planted, tmp_path):
     if rule == "exact":  # each exact copy dropped, and nothing else
         assert record["documents_dropped"] == EXACT_COPIES
     else:  # and the near copies (Jaccard about 0.9: MinHash finds at least 95% of them)
-        assert EXACT_COPIES + 0.95 * NEAR_COPIES <= record["documents_dropped"] <= EXACT_COPIES + NEAR_COPIES  # fmt: skip
-    assert f"--dedup {rule}: {record['documents_dropped']:,} of {len(documents):,} documents dropped" in stdout  # fmt: skip
+        assert (
+            EXACT_COPIES + 0.95 * NEAR_COPIES
+            <= record["documents_dropped"]
+            <= EXACT_COPIES + NEAR_COPIES
+        )
+    assert (
+        f"--dedup {rule}: {record['documents_dropped']:,} of {len(documents):,} documents dropped"
+        in stdout
+    )
     assert "val documents with an exact copy in train: 0 of " in stdout
     assert_sound(overlap_json(tmp_path / "out"), rule)
 
@@ -119,8 +128,14 @@ def test_without_dedup_the_copies_are_there_and_said(name, planted, tmp_path):
     exact, repeats = report["val_documents_in_train"], report["train_repeated_documents"]
     assert exact["documents"] > 0 and repeats["documents"] > 0
     docs = report["documents"]
-    assert f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} ({exact['fraction']:.1%})" in stdout  # fmt: skip
-    assert f"train documents repeating an earlier one: {repeats['documents']:,} of {docs['train']:,}" in stdout  # fmt: skip
+    assert (
+        f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} ({exact['fraction']:.1%})"
+        in stdout
+    )
+    assert (
+        f"train documents repeating an earlier one: {repeats['documents']:,} of {docs['train']:,}"
+        in stdout
+    )
     assert f"python prepare_common.py overlap {tmp_path / 'out'}" in stdout
 
 
@@ -133,7 +148,11 @@ def test_a_corpus_without_copies_gives_the_same_bytes(name, rule, planted, tmp_p
     _, plain = lesson_run(name, args, tmp_path, out="plain")
     _, deduplicated = lesson_run(name, [*args, "--dedup", rule], tmp_path, out="dedup")
     assert deduplicated["split"].pop("dedup")["documents_dropped"] == 0
-    files = [s["file"] for s in plain.get("shards", [])] or ["train.bin", "val.bin", "train.docs.npy"]  # fmt: skip
+    files = [s["file"] for s in plain.get("shards", [])] or [
+        "train.bin",
+        "val.bin",
+        "train.docs.npy",
+    ]
     for file in files:
         assert (tmp_path / "dedup" / file).read_bytes() == (tmp_path / "plain" / file).read_bytes()
     assert deduplicated["split"] == plain["split"]
@@ -143,10 +162,12 @@ def test_a_corpus_without_copies_gives_the_same_bytes(name, rule, planted, tmp_p
     "name, extra",
     [
         pytest.param("openwebtext", ["--format", "bin"], id="openwebtext-bin"),
-        pytest.param("openwebtext", ["--format", "llmc", "--shard-size", "20000"], id="openwebtext-llmc"),
+        pytest.param(
+            "openwebtext", ["--format", "llmc", "--shard-size", "20000"], id="openwebtext-llmc"
+        ),
         pytest.param("fineweb", ["--shuffle", "3"], id="fineweb-shuffled"),
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("rule", ["exact", "near"])
 @needs_datatrove
 def test_both_engines_write_the_same_bytes(name, extra, rule, planted, tmp_path):
@@ -163,9 +184,14 @@ def test_both_engines_write_the_same_bytes(name, extra, rule, planted, tmp_path)
         assert (tmp_path / "b" / file).read_bytes() == (tmp_path / "a" / file).read_bytes(), file
     other = json.loads((tmp_path / "b" / "meta.json").read_text())
     assert {**other, "options": None} == {**meta, "options": None}
-    lines = [line.replace(f"{tmp_path / 'b'}", f"{tmp_path / 'a'}") for line in result.stdout.splitlines()]  # fmt: skip
+    lines = [
+        line.replace(f"{tmp_path / 'b'}", f"{tmp_path / 'a'}")
+        for line in result.stdout.splitlines()
+    ]
     # the same lines (OpenWebText's llm.c shards: said as each is written, in another order)
-    assert sorted(line for line in lines if "work directory" not in line) == sorted(stdout.splitlines())  # fmt: skip
+    assert sorted(line for line in lines if "work directory" not in line) == sorted(
+        stdout.splitlines()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +210,11 @@ def story_archive(paragraphs, tmp_path_factory):
             own = own + copies + [near_copy(s, rng) for s in stories[90 + 5 * i : 95 + 5 * i]]
         files[f"data{i:02d}.json"] = story_items(own)
     folder = tmp_path_factory.mktemp("stories")
-    return write_archive(folder / "a.tar.gz", files, ["data03.json", "data00.json", "data04.json", "data01.json", "data02.json"])  # fmt: skip
+    return write_archive(
+        folder / "a.tar.gz",
+        files,
+        ["data03.json", "data00.json", "data04.json", "data01.json", "data02.json"],
+    )
 
 
 @pytest.mark.parametrize("fmt", ["bin", "llmc"])
@@ -232,9 +262,19 @@ def test_too_little_left_for_a_train_shard(documents, rule, fragments, tmp_path)
 
 
 def test_without_boundaries():
-    assert [a.tolist() for a in without_boundaries([0, 5, 6, 0, 7], [3, 2], first=True)] == [[5, 6, 7], [0, 2, 3]]  # fmt: skip
-    assert [a.tolist() for a in without_boundaries([5, 6, 0, 7, 0], [3, 2], first=False)] == [[5, 6, 7], [0, 2, 3]]  # fmt: skip
-    assert shared_band(np.array([[1, 5], [2, 5], [3, 6]], np.uint64)).tolist() == [True, True, False]  # fmt: skip
+    assert [a.tolist() for a in without_boundaries([0, 5, 6, 0, 7], [3, 2], first=True)] == [
+        [5, 6, 7],
+        [0, 2, 3],
+    ]
+    assert [a.tolist() for a in without_boundaries([5, 6, 0, 7, 0], [3, 2], first=False)] == [
+        [5, 6, 7],
+        [0, 2, 3],
+    ]
+    assert shared_band(np.array([[1, 5], [2, 5], [3, 6]], np.uint64)).tolist() == [
+        True,
+        True,
+        False,
+    ]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -262,7 +302,7 @@ def test_spool_reads_back_and_picks(tmp_path):
     spool.add(2, np.array([7, 8, 9]))
     spool.add(1, np.array([5, 6]))
     assert spool.read(2).tolist() == [7, 8, 9] and spool.read(1).tolist() == [5, 6]
-    path = spool.finish(lambda total: total.to_bytes(4, "little"), pick=lambda key, ids: ids[: key])  # fmt: skip
+    path = spool.finish(lambda total: total.to_bytes(4, "little"), pick=lambda key, ids: ids[:key])
     assert np.fromfile(path, np.uint16, offset=4).tolist() == [5, 7, 8]
     assert path.read_bytes()[:4] == (3).to_bytes(4, "little") and spool.total == 3
     assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]

@@ -118,9 +118,15 @@ def test_llmc_shards_are_llmc_bytes(fineweb_repo, data_files_run, gpt2_encoding,
 def test_npy_shards_are_build_nanogpts_bytes(fineweb_repo, gpt2_encoding, tmp_path):
     out = tmp_path / "out"
     prepare(
-        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
-        "--format", "npy", env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
+        "--format",
+        "npy",
+        env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )
     (tmp_path / "ref").mkdir()
     expected = write_npy_shards(
         fineweb_repo["documents"], gpt2_encoding, tmp_path / "ref", SHARD_SIZE
@@ -135,9 +141,13 @@ def test_a_rerun_writes_the_same_bytes(fineweb_repo, data_files_run, tmp_path):
     out, _ = data_files_run
     before = files_in(out)
     prepare(
-        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
         env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+    )
     assert files_in(out) == before
 
 
@@ -242,9 +252,15 @@ def test_a_tokenizer_past_65536_ids_writes_llmcs_uint32_shards(fineweb_repo, tmp
     Tokenizer(vocab, merges, special_tokens=[EOT]).save(tmp_path / "big.json")
     out = tmp_path / "out"
     result = prepare(
-        out, "--data-files", fineweb_repo["local"] / "000_00000.parquet", "--shard-size", 5000,
-        "--tokenizer", tmp_path / "big.json", env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "000_00000.parquet",
+        "--shard-size",
+        5000,
+        "--tokenizer",
+        tmp_path / "big.json",
+        env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )
     assert "llm.c's uint32 variant" in result.stderr
     encoding = Tokenizer.load(tmp_path / "big.json").to_tiktoken()
     (tmp_path / "ref").mkdir()
@@ -265,9 +281,13 @@ def test_a_rerun_with_bigger_shards_replaces_the_whole_set(fineweb_repo, data_fi
     shutil.copytree(data_files_run[0], out)
     assert len(shard_files(out)) == 4
     result = prepare(
-        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", 12_000,
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        12_000,
         env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+    )
     assert shard_files(out) == ["edu_fineweb_train_000001.bin", "edu_fineweb_val_000000.bin"]
     assert "removed" in result.stdout and "edu_fineweb_train_000003.bin" in result.stdout
     assert run_python(COMMON, "verify", out).returncode == 0
@@ -296,10 +316,20 @@ def test_datatrove_writes_the_same_shards(
     pytest.importorskip("datatrove", reason="needs datatrove: pip install -e '.[scale]'")
     out = tmp_path / "out"
     result = run_python(
-        DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
-        "--shard-size", shard_size, "--format", shard_format, "--tasks", tasks, "--workers", 2,
-        "--out-dir", out,
-    )  # fmt: skip
+        DATATROVE_SCRIPT,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        shard_size,
+        "--format",
+        shard_format,
+        "--tasks",
+        tasks,
+        "--workers",
+        2,
+        "--out-dir",
+        out,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (tmp_path / "ref").mkdir()
     documents = fineweb_repo["documents"]
@@ -322,9 +352,17 @@ def test_datatrove_from_the_hub_equals_data_files_run(fineweb_repo, data_files_r
     with LocalHub(repo["repo"], dict(repo["commits"]), refs=repo["refs"]) as hub:
         env = hub.environment(tmp_path / "client")
         result = run_python(
-            DATATROVE_SCRIPT, "--shard-size", SHARD_SIZE, "--tasks", 2, "--workers", 2,
-            "--out-dir", tmp_path / "out", env=env,
-        )  # fmt: skip
+            DATATROVE_SCRIPT,
+            "--shard-size",
+            SHARD_SIZE,
+            "--tasks",
+            2,
+            "--workers",
+            2,
+            "--out-dir",
+            tmp_path / "out",
+            env=env,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         assert hub.unknown == []
         requests = [r for r in hub.requests if r[1].startswith(("/api/", "/datasets/"))]
@@ -359,9 +397,18 @@ def test_datatrove_on_a_cluster_writes_the_same_shards(
         options += ["--workers", 2]
     out = tmp_path / "out"
     result = run_python(
-        DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
-        "--shard-size", SHARD_SIZE, "--executor", executor, *options, "--out-dir", out, env=env,
-    )  # fmt: skip
+        DATATROVE_SCRIPT,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
+        "--executor",
+        executor,
+        *options,
+        "--out-dir",
+        out,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     reference, _ = data_files_run
     assert shard_files(out) == shard_files(reference)
@@ -388,9 +435,15 @@ def shuffle_run(fineweb_repo, tmp_path_factory):
     """prepare.py --shuffle 7 on the reference run's files."""
     out = tmp_path_factory.mktemp("shuffle-run") / "out"
     result = prepare(
-        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
-        "--shuffle", 7, env={"HF_DATASETS_CACHE": str(out.parent / "cache")},
-    )  # fmt: skip
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
+        "--shuffle",
+        7,
+        env={"HF_DATASETS_CACHE": str(out.parent / "cache")},
+    )
     return out, result
 
 
@@ -430,18 +483,30 @@ def test_a_shuffled_rerun_writes_the_same_bytes(fineweb_repo, shuffle_run, tmp_p
     shutil.copytree(shuffle_run[0], out)
     before = files_in(out)
     prepare(
-        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
-        "--shuffle", 7, env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
+        "--shuffle",
+        7,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )
     assert files_in(out) == before
 
 
 def test_another_seed_gives_another_order(fineweb_repo, data_files_run, shuffle_run, tmp_path):
     out = tmp_path / "out"
     prepare(
-        out, "--data-files", fineweb_repo["local"] / "*.parquet", "--shard-size", SHARD_SIZE,
-        "--shuffle", 8, env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
-    )  # fmt: skip
+        out,
+        "--data-files",
+        fineweb_repo["local"] / "*.parquet",
+        "--shard-size",
+        SHARD_SIZE,
+        "--shuffle",
+        8,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "cache")},
+    )
     unshuffled, documents = documents_in(data_files_run[0]), documents_in(out)
     assert documents == [unshuffled[i] for i in np.random.default_rng(8).permutation(400)]
     assert documents != documents_in(shuffle_run[0])
@@ -457,9 +522,19 @@ def test_datatrove_shuffle_writes_the_same_shards(
     out = tmp_path / "out"
     for seed, reference in ((["--shuffle", 7], shuffle_run[0]), ([], data_files_run[0])):
         result = run_python(
-            DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
-            "--shard-size", SHARD_SIZE, *seed, "--tasks", 3, "--workers", 2, "--out-dir", out,
-        )  # fmt: skip
+            DATATROVE_SCRIPT,
+            "--data-files",
+            fineweb_repo["local"] / "*.parquet",
+            "--shard-size",
+            SHARD_SIZE,
+            *seed,
+            "--tasks",
+            3,
+            "--workers",
+            2,
+            "--out-dir",
+            out,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         assert shard_files(out) == shard_files(reference)
         for name in shard_files(reference):
@@ -481,9 +556,18 @@ def test_datatrove_rerun_with_other_shards_in_the_same_folder(
     out, documents = tmp_path / "out", fineweb_repo["documents"]
     for shard_size, shard_format in ((SHARD_SIZE, "llmc"), (12_000, "llmc"), (12_000, "npy")):
         result = run_python(
-            DATATROVE_SCRIPT, "--data-files", fineweb_repo["local"] / "*.parquet",
-            "--shard-size", shard_size, "--format", shard_format, "--tasks", 2, "--out-dir", out,
-        )  # fmt: skip
+            DATATROVE_SCRIPT,
+            "--data-files",
+            fineweb_repo["local"] / "*.parquet",
+            "--shard-size",
+            shard_size,
+            "--format",
+            shard_format,
+            "--tasks",
+            2,
+            "--out-dir",
+            out,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         ref = tmp_path / f"ref-{shard_size}-{shard_format}"
         ref.mkdir()

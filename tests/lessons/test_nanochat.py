@@ -121,9 +121,19 @@ def test_another_seed_another_order(folder, shakespeare_path, tmp_path):
 
 def test_data_files_and_val_docs(corpus, tmp_path):
     corpus_folder, documents = corpus
-    result = prepare(tmp_path, "--data-files", str(corpus_folder / "*.jsonl"), "--val-docs", "2048", "--cache-dir", tmp_path / "cache")  # fmt: skip
+    result = prepare(
+        tmp_path,
+        "--data-files",
+        str(corpus_folder / "*.jsonl"),
+        "--val-docs",
+        "2048",
+        "--cache-dir",
+        tmp_path / "cache",
+    )
     assert "run nanochat on at most 2 rank(s)" in result.stdout
-    assert [documents_of(p) for p in shards(tmp_path)] == reference_shards(documents, 42, 2048, 250_000_000)  # fmt: skip
+    assert [documents_of(p) for p in shards(tmp_path)] == reference_shards(
+        documents, 42, 2048, 250_000_000
+    )
 
 
 def test_a_vocabulary_the_documents_cannot_fill_is_one_note_in_the_asked_figures(tmp_path):
@@ -168,7 +178,7 @@ def test_tokenizer_pkl_is_our_encoder(folder):
     val = "\n\n".join(documents_of(shards(folder)[-1]))
     assert encoding.encode_ordinary(val) == ours.encode_ordinary(val)
     first = VOCAB_SIZE - 9  # nanochat: the nine special tokens right after the merges
-    assert encoding._special_tokens == {t: first + i for i, t in enumerate(nanochat.SPECIAL_TOKENS)}  # fmt: skip
+    assert encoding._special_tokens == {t: first + i for i, t in enumerate(nanochat.SPECIAL_TOKENS)}
     assert encoding.encode_single_token("<|bos|>") == first
     assert encoding._pat_str == nanochat_split_pattern()
 
@@ -221,7 +231,18 @@ def test_train_tokenizer_format_nanochat(folder, tmp_path):
     """The same directory from nanochat's own shards: train_tokenizer.py --input their glob."""
     out = tmp_path / "tokenizer"
     glob = str(folder / NANOCHAT_DATA_DIR / "shard_0000[0-3].parquet")  # the train shards
-    result = run_python(REPO / "train_tokenizer.py", "--format", "nanochat", "--vocab-size", VOCAB_SIZE, "--out", out, "--input", glob, env=ENV)  # fmt: skip
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        "--format",
+        "nanochat",
+        "--vocab-size",
+        VOCAB_SIZE,
+        "--out",
+        out,
+        "--input",
+        glob,
+        env=ENV,
+    )
     assert result.returncode == 0, result.stderr
     assert sorted(os.listdir(out)) == sorted(os.listdir(folder / "tokenizer"))
     for name in os.listdir(out):
@@ -233,13 +254,26 @@ def test_train_tokenizer_doc_cap_and_max_chars(tmp_path, capsys):
     documents = ["abcabcabc" * 50, "xyzxyz" * 50, "mnomno" * 50]
     write_jsonl(tmp_path / "docs.jsonl", documents)
     out = tmp_path / "tok"
-    args = ["--format", "nanochat", "--vocab-size", "300", "--out", out, "--input", tmp_path / "docs.jsonl"]  # fmt: skip
-    result = run_python(REPO / "train_tokenizer.py", *args, "--doc-cap", "30", "--max-chars", "40", env=ENV)  # fmt: skip
+    args = [
+        "--format",
+        "nanochat",
+        "--vocab-size",
+        "300",
+        "--out",
+        out,
+        "--input",
+        tmp_path / "docs.jsonl",
+    ]
+    result = run_python(
+        REPO / "train_tokenizer.py", *args, "--doc-cap", "30", "--max-chars", "40", env=ENV
+    )
     assert result.returncode == 0, result.stderr
     tokenizer = nanochat.train_tokenizer([documents[0][:30], documents[1][:30]], 300)
     assert "note: asked for --vocab-size 300" in capsys.readouterr().out  # more than it holds
     expected = nanochat.nanochat_encoding(tokenizer)
-    assert nanochat.load_encoding(out / "tokenizer.pkl")._mergeable_ranks == expected._mergeable_ranks  # fmt: skip
+    assert (
+        nanochat.load_encoding(out / "tokenizer.pkl")._mergeable_ranks == expected._mergeable_ranks
+    )
     merged = [token for token in expected._mergeable_ranks if len(token) > 1]
     assert any(b"y" in t for t in merged) and not any(b"m" in t for t in merged)
 
@@ -254,7 +288,17 @@ def test_train_tokenizer_doc_cap_and_max_chars(tmp_path, capsys):
 )
 def test_train_tokenizer_nanochat_refuses(tmp_path, args, message):
     (tmp_path / "a.txt").write_text("hello world " * 100)
-    result = run_python(REPO / "train_tokenizer.py", "--format", "nanochat", "--vocab-size", "300", "--input", tmp_path / "a.txt", *args, env=ENV)  # fmt: skip
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        "--format",
+        "nanochat",
+        "--vocab-size",
+        "300",
+        "--input",
+        tmp_path / "a.txt",
+        *args,
+        env=ENV,
+    )
     assert result.returncode == 2 and message in result.stderr
 
 
@@ -266,10 +310,10 @@ def test_train_tokenizer_nanochat_refuses(tmp_path, args, message):
             b'{"text": "a"}\nnot json\n',
             "a.jsonl line 2: not valid JSON",
             id="bad-json-line",
-        ),  # fmt: skip
+        ),
         pytest.param(
             "a.jsonl", b'{"body": "a"}\n', "a.jsonl line 1: no 'text' field", id="no-text"
-        ),  # fmt: skip
+        ),
         pytest.param(
             "a.parquet", b"not parquet", "a.parquet: cannot be read as parquet", id="not-parquet"
         ),
@@ -278,7 +322,18 @@ def test_train_tokenizer_nanochat_refuses(tmp_path, args, message):
 )
 def test_train_tokenizer_nanochat_bad_input(tmp_path, name, data, message):
     (tmp_path / name).write_bytes(data)
-    result = run_python(REPO / "train_tokenizer.py", "--format", "nanochat", "--vocab-size", "300", "--out", tmp_path / "tok", "--input", tmp_path / name, env=ENV)  # fmt: skip
+    result = run_python(
+        REPO / "train_tokenizer.py",
+        "--format",
+        "nanochat",
+        "--vocab-size",
+        "300",
+        "--out",
+        tmp_path / "tok",
+        "--input",
+        tmp_path / name,
+        env=ENV,
+    )
     assert_clean_failure(result, message)
     assert not (tmp_path / "tok").exists()
 
@@ -335,7 +390,10 @@ def test_rerun_replaces_the_set(folder, tmp_path):
     """A second run with fewer shards and no tokenizer: the folder holds exactly the new set."""
     shutil.copytree(folder, tmp_path / "out")
     prepare(tmp_path / "out")  # one train shard (250M characters), no tokenizer
-    assert [p.name for p in shards(tmp_path / "out")] == ["shard_00000.parquet", "shard_00001.parquet"]  # fmt: skip
+    assert [p.name for p in shards(tmp_path / "out")] == [
+        "shard_00000.parquet",
+        "shard_00001.parquet",
+    ]
     assert not (tmp_path / "out" / "tokenizer").exists()
     assert inspect("verify", tmp_path / "out").returncode == 0
 
@@ -356,8 +414,15 @@ def nanochat_checkout():
 
 
 def run_nanochat(repo, base_dir, *args):
-    env = {**os.environ, "NANOCHAT_BASE_DIR": str(base_dir), "TORCHDYNAMO_DISABLE": "1", "WANDB_MODE": "disabled"}  # fmt: skip
-    return subprocess.run([sys.executable, *args], cwd=repo, env=env, capture_output=True, text=True)  # fmt: skip
+    env = {
+        **os.environ,
+        "NANOCHAT_BASE_DIR": str(base_dir),
+        "TORCHDYNAMO_DISABLE": "1",
+        "WANDB_MODE": "disabled",
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=repo, env=env, capture_output=True, text=True
+    )
 
 
 ROUND_TRIP = """
@@ -369,10 +434,18 @@ assert tokenizer.decode(ids[1:]) == text and ids[0] == tokenizer.encode_special(
 print(tokenizer.get_vocab_size(), int(get_token_bytes().sum()))
 """
 TINY_RUN = (  # base_train's own CPU example, smaller: a 2-layer model, 3 steps, val every 2
-    "--depth=2", "--max-seq-len=64", "--device-batch-size=2", "--total-batch-size=128",
-    "--eval-tokens=256", "--eval-every=2", "--core-metric-every=-1", "--sample-every=-1",
-    "--num-iterations=3", "--window-pattern=L", "--device-type=cpu",
-)  # fmt: skip
+    "--depth=2",
+    "--max-seq-len=64",
+    "--device-batch-size=2",
+    "--total-batch-size=128",
+    "--eval-tokens=256",
+    "--eval-every=2",
+    "--core-metric-every=-1",
+    "--sample-every=-1",
+    "--num-iterations=3",
+    "--window-pattern=L",
+    "--device-type=cpu",
+)
 
 
 @pytest.mark.slow

@@ -84,7 +84,9 @@ def test_val_bits_per_byte_of_the_char_lesson(nanogpt):
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    found = re.findall(r"^step \d+: train loss \S+, val loss (\S+), val bpb (\S+)$", result.stdout, re.M)  # fmt: skip
+    found = re.findall(
+        r"^step \d+: train loss \S+, val loss (\S+), val bpb (\S+)$", result.stdout, re.M
+    )
     assert len(found) == 2  # steps 0 and 2
     for loss, bpb in found:
         assert math.isclose(float(bpb), float(loss) / math.log(2), abs_tol=2e-4)

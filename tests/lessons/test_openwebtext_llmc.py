@@ -26,9 +26,15 @@ def runs(corpus, tmp_path_factory):
     env = {"HF_DATASETS_CACHE": str(tmp / "cache")}
     for name, extra in (("bin", []), ("llmc", ["--format", "llmc"])):
         result = run_python(
-            SCRIPT, "--data-files", folder / "*.jsonl", *OPTIONS, *extra, "--out-dir", tmp / name,
+            SCRIPT,
+            "--data-files",
+            folder / "*.jsonl",
+            *OPTIONS,
+            *extra,
+            "--out-dir",
+            tmp / name,
             env=env,
-        )  # fmt: skip
+        )
         assert result.returncode == 0, result.stderr[-3000:]
     return tmp / "bin", tmp / "llmc"
 
@@ -57,9 +63,19 @@ def test_the_cluster_script_writes_the_same_shards(runs, corpus, tmp_path):
     folder, _ = corpus
     _, llmc = runs
     result = run_python(
-        CLUSTER_SCRIPT, "--data-files", folder / "*.jsonl", *OPTIONS, "--format", "llmc",
-        "--tasks", 3, "--workers", 2, "--out-dir", tmp_path / "out",
-    )  # fmt: skip
+        CLUSTER_SCRIPT,
+        "--data-files",
+        folder / "*.jsonl",
+        *OPTIONS,
+        "--format",
+        "llmc",
+        "--tasks",
+        3,
+        "--workers",
+        2,
+        "--out-dir",
+        tmp_path / "out",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     expected = json.loads((llmc / "meta.json").read_text())["shards"]
     assert json.loads((tmp_path / "out" / "meta.json").read_text())["shards"] == expected

@@ -243,7 +243,18 @@ def planted_pairs(paragraphs, encode, seed=0):
     for i in range(100, 1200):
         similar = i < 700  # the first 600 edited lightly, the rest heavily
         for _ in range(20):
-            other = np.array(encode(" ".join(edited(documents[i], words, rng, rng.randrange(1, 6) if similar else rng.randrange(8, 30)))))  # fmt: skip
+            other = np.array(
+                encode(
+                    " ".join(
+                        edited(
+                            documents[i],
+                            words,
+                            rng,
+                            rng.randrange(1, 6) if similar else rng.randrange(8, 30),
+                        )
+                    )
+                )
+            )
             j = simple.jaccard(simple.shingles(ids[i]), simple.shingles(other))
             if (0.85 <= j <= 0.95) if similar else (j < 0.5):
                 (near if similar else unrelated).append((ids[i], other))
@@ -267,7 +278,9 @@ def found_near(pairs):
 def test_planted_exact_near_and_unrelated_pairs(paragraphs, gpt2_encoding):
     exact, near, unrelated = planted_pairs(paragraphs, gpt2_encoding.encode_ordinary)
     assert len(near) >= 500 and len(unrelated) >= 700
-    report = overlap_report(documents_of([a for a, _ in exact]), iter([documents_of([b for _, b in exact])]))  # fmt: skip
+    report = overlap_report(
+        documents_of([a for a, _ in exact]), iter([documents_of([b for _, b in exact])])
+    )
     assert report["val_documents_in_train"]["documents"] == len(exact)  # every exact pair
     assert report["val_near_duplicates_in_train"]["documents"] == len(exact)
     assert found_near(near).mean() >= 0.95

@@ -108,7 +108,12 @@ def test_uint32_variant_for_a_vocabulary_past_65536(paragraphs, gpt2_encoding, t
 def test_an_id_past_the_vocabulary_is_refused_before_writing(tmp_path):
     with pytest.raises(PrepareError, match="token id 70 at position 1 is >= vocab_size 65"):
         write_shards(
-            tmp_path, [np.array([3, 70], np.uint16)], llmc_names("x"), 10, np.dtype(np.uint16),
-            65, "llmc",
-        )  # fmt: skip
+            tmp_path,
+            [np.array([3, 70], np.uint16)],
+            llmc_names("x"),
+            10,
+            np.dtype(np.uint16),
+            65,
+            "llmc",
+        )
     assert list(tmp_path.iterdir()) == []
