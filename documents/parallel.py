@@ -107,9 +107,14 @@ def _worker_start(parent, setup, setup_args):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
+    exit_when_orphaned(parent)
     if setup is not None:
         setup(*setup_args)
+
+
+def exit_when_orphaned(parent):
+    """In a worker: a thread ends this process once `parent`, its parent, has gone."""
+    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
 
 
 def _exit_when_orphaned(parent, every=0.2):

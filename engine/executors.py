@@ -6,6 +6,7 @@ what to install, without it.
 """
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import json
@@ -15,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from documents.parallel import exit_when_orphaned
 from safety.errors import PrepareError
 from safety.files import atomic_write_text, load_json, read_small_file, sha256_file
 from safety.text import plural
@@ -245,6 +247,7 @@ def stage_executor(args, job_name, **common):
     if args.executor == "local":
         from datatrove.executor import LocalPipelineExecutor
 
+        forked_processes_exit_with_this_one()
         workers = min(args.workers, common["tasks"])
         return LocalPipelineExecutor(workers=workers, start_method=local_start_method(), **common)
     if args.executor == "slurm":
@@ -262,6 +265,22 @@ def stage_executor(args, job_name, **common):
     from datatrove.executor.ray import RayPipelineExecutor
 
     return RayPipelineExecutor(workers=args.workers, **common)
+
+
+@functools.cache  # once: every process forked from then on runs the hook
+def forked_processes_exit_with_this_one():
+    """Each process the local executor forks (datatrove's Manager's server, its pool's workers)
+    exits once its parent has gone, as documents/parallel.py's workers do: after a kill -9 of
+    the run, the Manager's server would wait forever and a worker finish its task for no one.
+    datatrove starts them with `multiprocess`, which runs this hook in each process it forks
+    (not in a spawned one: on macOS and Windows they stay)."""
+    import multiprocess.util
+
+    multiprocess.util.register_after_fork(multiprocess, _exit_with_parent)
+
+
+def _exit_with_parent(multiprocess):
+    exit_when_orphaned(multiprocess.parent_process().pid)
 
 
 def local_start_method():

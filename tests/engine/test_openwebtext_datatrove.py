@@ -19,7 +19,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, SLURM, hand_made_tokenizer, paused_command
+from conftest import (
+    REPO,
+    SLURM,
+    hand_made_tokenizer,
+    kill_session,
+    paused_command,
+    session_processes,
+)
+from conftest import start as start_in_session
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -308,6 +316,28 @@ def test_crash_and_resume(jsonl, jsonl_reference, tmp_path):
     assert second.returncode == 0, second.stderr[-3000:]
     assert f"Skipping {done} already completed tasks" in second.stderr
     assert_same_files(tmp_path / "out", jsonl_reference)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX's")
+def test_sigkill_of_the_run_alone_leaves_no_process(jsonl, tmp_path):
+    """SIGKILL of the run's process alone, while its pool's workers run: they and datatrove's
+    Manager process, all its children, exit too; none is left running for no one."""
+    args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION, "--tasks", 8, "--workers", 2]
+    process = start_in_session(
+        SCRIPT, *args, "--out-dir", tmp_path / "out", env={"HF_DATASETS_CACHE": str(tmp_path)}
+    )
+    try:
+        # the run, the Manager and the 2 workers
+        while process.poll() is None and len(session_processes(process.pid)) < 4:
+            time.sleep(0.01)
+        assert process.poll() is None, "the run ended before its workers ran"
+        process.kill()
+        process.wait()
+        assert session_processes(process.pid, grace=60) == []
+    finally:
+        kill_session(process.pid)
+        for file in process.files:
+            file.close()
 
 
 @pytest.mark.slow
