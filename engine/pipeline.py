@@ -33,7 +33,9 @@ their sizes and times, tokenizer, number of tasks), and its split stages by a ha
 options, so a re-run resumes only its own work and never mixes in another run's files.
 """
 
+import contextlib
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,6 +70,8 @@ from prepare_common import NANOGPT_READS, bpe_encoding, dtype_for_vocab
 from safety.commit import folder_lock
 from safety.files import atomic_path
 from safety.text import plural
+
+WORK_NAME = ".datatrove-work"  # the work directory in the output folder, without --work-dir
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,7 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     if args.executor == "local":
         # the commit task runs in this process (datatrove runs a 1-task stage in the caller),
         # so this process holds the folder's lock from the start and the commit goes on under it
-        with folder_lock(out_dir):
+        with folder_lock(out_dir), no_new_work_if_failed(args, out_dir):
             run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
     else:
         # the commit task runs later in another process, maybe on another node, when this one
@@ -158,11 +162,27 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
         run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
 
 
+@contextlib.contextmanager
+def no_new_work_if_failed(args, out_dir):
+    """A run that fails removes the work directory it made in the output folder (the default
+    --work-dir), as the lessons leave a folder as they found it; folder_lock then removes the
+    folder too if the run made it. A --work-dir given, and one a killed run left in the folder,
+    stay: the next run resumes them."""
+    work_root = out_dir / WORK_NAME
+    new = args.work_dir is None and not os.path.lexists(work_root)
+    try:
+        yield
+    except BaseException:
+        if new:
+            shutil.rmtree(work_root, ignore_errors=True)
+        raise
+
+
 def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
     """The job every task reads, its work directory, and the four executors, chained, run."""
     from engine.stages import STAGES  # datatrove's classes: imported once it is known installed
 
-    work_root = Path(args.work_dir or out_dir / ".datatrove-work").resolve()
+    work_root = Path(args.work_dir or out_dir / WORK_NAME).resolve()
     budgeted = budget_input(args, encoding, lesson, work_root) if args.max_tokens else None
     job = make_job(args, tokenizer, dtype, out_dir, lesson, budgeted)
     LOADED_TOKENIZERS[job.tokenizer_path, tokenizer["sha256"]] = encoding, tokenizer

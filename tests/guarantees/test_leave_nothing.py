@@ -13,7 +13,17 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, assert_clean_failure, names_in, run_python
+from conftest import (
+    OWT_DATATROVE,
+    REPO,
+    assert_clean_failure,
+    files_in,
+    hand_made_tokenizer,
+    names_in,
+    needs_datatrove,
+    run_python,
+    write_files,
+)
 
 import train_tokenizer
 from safety import PrepareError
@@ -40,6 +50,32 @@ def test_a_failed_run_leaves_an_existing_folder_as_it_was(tmp_path):
         assert_clean_failure(result, "does not exist")
     assert names_in(tmp_path / "out") == ["notes.txt"]
     assert names_in(tmp_path / "empty") == []
+
+
+@needs_datatrove
+@pytest.mark.parametrize(
+    "before",
+    [
+        pytest.param(None, id="new-folder"),
+        pytest.param({}, id="empty-folder"),
+        pytest.param({"notes.txt": "mine\n"}, id="folder-with-a-file"),
+    ],
+)
+def test_a_failed_datatrove_run_leaves_the_folder_as_it_found_it(tmp_path, before):
+    """The datatrove twin refusing its input in the plan stage, once its tokenize task wrote its
+    work: the work directory it made goes, with the folders it made; a folder that was there is
+    left as it was."""
+    hand_made_tokenizer([(b"t", b"h")], ["<|endoftext|>"]).save(tmp_path / "tok.json")
+    (tmp_path / "docs.jsonl").write_text('{"text": "the first"}\n{"url": "u"}\n')
+    out = tmp_path / "new" / "out"
+    if before is not None:
+        out.mkdir(parents=True)
+        write_files(out, before)
+    found = files_in(tmp_path)
+    args = ["--data-files", tmp_path / "docs.jsonl", "--tokenizer", tmp_path / "tok.json"]
+    result = run_python(OWT_DATATROVE, *args, "--out-dir", out, env={"PYTHONPATH": str(REPO)})
+    assert_clean_failure(result, "documents have a missing or non-string 'text'", logs_before=True)
+    assert files_in(tmp_path) == found
 
 
 def test_a_clean_run_leaves_no_lock_file(tmp_path):
