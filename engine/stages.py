@@ -11,8 +11,9 @@ import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
+from documents.corpus import check_text_column
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
-from engine.readers import PieceReader, batches
+from engine.readers import PieceReader, batches, json_columns
 from formats.schema import FIGURES
 from prepare_common import bpe_encoding, check_ids, tokenize_documents
 from safety.errors import PrepareError
@@ -153,6 +154,10 @@ def make_plan(index, figures, summaries, job, work):
     num_documents = len(index)
     bad = sum(summary["bad"] for summary in summaries)
     if bad:
+        if bad == num_documents and job.kind == "json":
+            # no object has the field, maybe: then datasets has no such column, and the lessons
+            # say so, naming the columns there are
+            check_text_column(job.source, json_columns(job.files))
         before = np.cumsum([0] + [summary["documents"] for summary in summaries])
         first = min(
             int(before[r]) + summary["first_bad"]

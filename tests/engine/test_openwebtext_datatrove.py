@@ -455,6 +455,9 @@ BAD_JSONL = {
     "missing-text": lines_of(
         {"text": "a"}, {"text": "b"}, {"text": None}, {"url": "u"}, {"text": 5}
     ),
+    # no object has a text field: the lessons' missing column; one null text is a bad row
+    "no-text-field": lines_of({"body": "a", "url": "u"}, {"body": "b"}, {"id": 3}),
+    "null-texts": lines_of({"text": None, "url": "u"}, {"url": "v"}),
     "invalid-json-line": '{"text": "a"}\n{"text": "b\n{"text": "c"}\n',
     "duplicate-key": '{"text": "a"}\n{"text": "b", "text": "c"}\n',
 }
@@ -468,6 +471,18 @@ BAD_JSONL = {
             [],
             "3 of 5 documents have a missing or non-string 'text' (the first at row 2)",
             id="missing-text",
+        ),
+        pytest.param(
+            "no-text-field",
+            [],
+            "has no 'text' column; its columns are: body, url, id",
+            id="no-text-field",
+        ),
+        pytest.param(
+            "null-texts",
+            [],
+            "2 of 2 documents have a missing or non-string 'text' (the first at row 0)",
+            id="null-texts",
         ),
         pytest.param("invalid-json-line", [], "line 2: not valid JSON", id="bad-json"),
         pytest.param("duplicate-key", [], "the key 'text' appears twice", id="duplicate-key"),
