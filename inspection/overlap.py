@@ -27,7 +27,7 @@ from formats.schema import GOLF_FORMAT
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
-from safety.text import plural
+from safety.text import plural, read_text
 
 from .folder import checked_meta
 
@@ -195,10 +195,10 @@ def against_items(path, encode):
     """A benchmark file's items as (tokens, offsets): each non-empty line of a .txt file, or the
     "text" field of each line of a .jsonl file, encoded with the folder's tokenizer."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PrepareError(f"--against {path}: cannot read it as UTF-8 text ({exc})") from None
+    try:  # read_text refuses a FIFO (read forever) and a device (/dev/zero: never ends)
+        lines = read_text(path).splitlines()
+    except PrepareError as exc:
+        raise PrepareError(f"--against: {exc}") from None
     if path.suffix == ".jsonl":
         numbered = enumerate(lines, 1)
         texts = [_jsonl_text(line, path, number) for number, line in numbered if line.strip()]

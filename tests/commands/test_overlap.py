@@ -4,10 +4,13 @@ BOS-first folder without meta.json (parameter-golf's leak, scaled down); benchma
 inputs."""
 
 import json
+import os
+import resource
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, assert_clean_failure, run_python, write_jsonl
+from conftest import REPO, assert_clean_failure, assert_one_line, run, run_python, write_jsonl
 from llmc_fineweb import write_llmc_shards
 
 from dedup import simple
@@ -253,6 +256,35 @@ def test_usage_errors(tmp_path, flags, fragments):
     lines = result.stderr.rstrip("\n").split("\n")
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert all(fragment in lines[0] for fragment in fragments), lines[0]
+
+
+def fifo(tmp_path):
+    path = tmp_path / "quiz.txt"
+    os.mkfifo(path)
+    return path
+
+
+def memory_limit():
+    """A bound, so that a read without one fails instead of eating the machine's memory."""
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+@pytest.mark.parametrize(
+    "make_against",
+    [
+        pytest.param(fifo, id="fifo"),
+        pytest.param(lambda _: Path("/dev/zero"), id="dev-zero"),
+    ],
+)
+def test_an_against_that_is_not_a_regular_file_is_refused(tmp_path, make_against):
+    """An --against FIFO was waited on forever, and /dev/zero read until memory ran out: each
+    is now refused in one line naming it, without a wait or a read."""
+    for name, data in RAW.items():
+        (tmp_path / name).write_bytes(data)
+    against = make_against(tmp_path)
+    flags = ["--boundary-id", "0", "--dtype", "uint16", "--against", against]
+    result = run(PREPARE_COMMON, "overlap", tmp_path, *flags, timeout=60, preexec_fn=memory_limit)
+    assert_one_line(result, f"--against: {against} is not a regular file")
 
 
 def char_folder(tmp_path, shakespeare_path):
