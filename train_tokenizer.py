@@ -613,7 +613,8 @@ def train_sentencepiece(args):
     texts = documents(expand_inputs(args.input), args.text_column)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=prefix.parent, prefix=".sentencepiece-") as staging:
-        golf.train_sentencepiece(texts, args.vocab_size, Path(staging) / prefix.name)
+        names = " ".join(map(str, args.input))
+        golf.train_sentencepiece(texts, args.vocab_size, Path(staging) / prefix.name, names)
         for suffix in (".vocab", ".model"):  # renamed whole; the model last
             os.replace(Path(staging) / f"{prefix.name}{suffix}", f"{prefix}{suffix}")
     pieces = golf.SentencePieceTokens(f"{prefix}.model").vocab_size

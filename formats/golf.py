@@ -20,6 +20,7 @@ import numpy as np
 from formats.schema import GOLF_DOCS
 from formats.val_bytes import covered_shares
 from safety import PrepareError
+from safety.text import plural
 
 # build_sentencepiece_tokenizer's arguments to SentencePieceTrainer.train, as they are
 SENTENCEPIECE_OPTIONS = {
@@ -51,16 +52,36 @@ def training_text(texts):
             yield text
 
 
-def train_sentencepiece(texts, vocab_size, prefix):
-    """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab."""
+def train_sentencepiece(texts, vocab_size, prefix, source):
+    """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab.
+    A text its trainer refuses (no line of text, a vocab_size too small for the text's
+    characters) is a PrepareError naming `source`, where the texts came from."""
     spm = sentencepiece_module()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=training_text(texts),
-        model_prefix=str(prefix),
-        vocab_size=vocab_size,
-        minloglevel=2,  # its log to stderr: the lesson prints its own lines
-        **SENTENCEPIECE_OPTIONS,
-    )
+    raised = []  # what reading the texts raised: the trainer hands it on as a RuntimeError
+
+    def sentences():
+        try:
+            yield from training_text(texts)
+        except BaseException as exc:  # a bad document's PrepareError, Ctrl-C: kept as it is
+            raised.append(exc)
+            raise
+
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=sentences(),
+            model_prefix=str(prefix),
+            vocab_size=vocab_size,
+            minloglevel=2,  # its log to stderr: the lesson prints its own lines
+            **SENTENCEPIECE_OPTIONS,
+        )
+    except RuntimeError as exc:  # its trainer's own checks: one line of its message
+        if raised:
+            raise raised[0] from None
+        raise PrepareError(
+            f"{source}: sentencepiece refused to train {plural(vocab_size, 'piece')} "
+            f"({str(exc).strip().splitlines()[-1]}); give text of one line or more, and a "
+            f"vocabulary of 260 pieces (its bytes and specials) plus one a character of the text"
+        ) from None
 
 
 def sentencepiece_module():

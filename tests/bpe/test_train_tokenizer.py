@@ -30,6 +30,9 @@ from bpe.checks import check_pattern
 from bpe.table import PretokenTable
 
 SCRIPT = REPO / "train_tokenizer.py"
+needs_sentencepiece = pytest.mark.skipif(
+    importlib.util.find_spec("sentencepiece") is None, reason="needs sentencepiece"
+)
 
 
 def run_cli(*args, cwd=None):
@@ -263,9 +266,7 @@ def test_an_empty_out_is_a_usage_error(tmp_path):
             "sp",
             ["--kind", "sentencepiece"],
             id="sentencepiece-prefix",
-            marks=pytest.mark.skipif(
-                importlib.util.find_spec("sentencepiece") is None, reason="needs sentencepiece"
-            ),
+            marks=needs_sentencepiece,
         ),
     ],
 )
@@ -373,6 +374,41 @@ def test_bad_corpus_is_one_line_and_writes_nothing(tmp_path, files, args, fragme
     write_files(tmp_path, files)
     before = sorted(p.name for p in tmp_path.iterdir())
     result = run_cli(*args, "--vocab-size", 300, "--out", "tok.json", cwd=tmp_path)
+    assert_clean_failure(result, *fragments)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@needs_sentencepiece
+@pytest.mark.parametrize(
+    "files, args, fragments",
+    [
+        pytest.param(
+            {"tiny.txt": "some ordinary text\n"},
+            ["--input", "tiny.txt", "--vocab-size", 10],
+            ["tiny.txt: sentencepiece refused to train 10 pieces", "a vocabulary of 260 pieces"],
+            id="vocab-size-below-the-characters",
+        ),
+        pytest.param(
+            {"empty.txt": b""},
+            ["--input", "empty.txt", "--vocab-size", 300],
+            ["empty.txt: sentencepiece refused", "text of one line or more"],
+            id="no-line-of-text",
+        ),
+        pytest.param(
+            {"d.jsonl": '{"text": "a"}\n{"text": null}\n'},
+            ["--input", "d.jsonl", "--vocab-size", 300],
+            ["error: d.jsonl line 2", "'text' is null"],
+            id="a-bad-document-read-by-the-trainer",
+        ),
+    ],
+)
+def test_sentencepiece_refusals_are_one_line_and_write_nothing(tmp_path, files, args, fragments):
+    """What SentencePiece's trainer refuses (a vocabulary too small for the text's characters, a
+    text of no line), and a bad document it reads, are one line naming the input and saying what
+    to do, not a RuntimeError; no file is written."""
+    write_files(tmp_path, files)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_cli(*args, "--kind", "sentencepiece", "--out", "sp", cwd=tmp_path)
     assert_clean_failure(result, *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 

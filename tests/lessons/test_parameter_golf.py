@@ -62,7 +62,7 @@ def golf_docs(paragraphs):
 def sp1024(golf_docs, tmp_path_factory):
     """parameter-golf's SentencePiece BPE at 1,024 ids, trained on the documents."""
     prefix = tmp_path_factory.mktemp("sp1024") / "fineweb_1024_bpe"
-    golf.train_sentencepiece(golf_docs, 1024, prefix)
+    golf.train_sentencepiece(golf_docs, 1024, prefix, "the documents")
     return golf.SentencePieceTokens(prefix.with_suffix(".model"))
 
 
