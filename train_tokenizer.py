@@ -84,7 +84,7 @@ from documents.corpus import (
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from safety import ArgumentParser, PrepareError, read_text, run_main
-from safety.files import atomic_write_text
+from safety.files import atomic_path, atomic_write_text
 from safety.signals import Terminated
 from safety.text import shortened
 
@@ -687,7 +687,10 @@ def show_sweep(args, vocab, merges, counts, eval_text):
     if len(rows) < len(args.sweep):
         print(f"not reached (no pair left to merge): {args.sweep[len(rows) :]}")
     if args.plot and rows:
-        plot_sweep(rows, names, args.plot)
+        # drawn beside it, then renamed: a full disk leaves the old picture, and names it; its
+        # kind said by --plot's suffix (the temporary name's is .tmp), else matplotlib's png
+        with atomic_path(args.plot) as tmp:
+            plot_sweep(rows, names, tmp, Path(args.plot).suffix.lstrip(".") or "png")
         print(f"wrote {args.plot}")
 
 

@@ -121,8 +121,9 @@ def sweep_bars(rows, names):
     return lines
 
 
-def plot_sweep(rows, names, path):
-    """Draw bytes/token against vocab size (log scale) into an image file with matplotlib."""
+def plot_sweep(rows, names, path, kind=None):
+    """Draw bytes/token against vocab size (log scale) into an image file with matplotlib; `kind`
+    ("png", "svg"): the file's format, for a path whose suffix does not say it (None: it does)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no window
@@ -140,5 +141,5 @@ def plot_sweep(rows, names, path):
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format=kind)
     plt.close(fig)

@@ -20,6 +20,7 @@ import numpy as np
 from formats.schema import RECORD_NAME, index_name
 from formats.shards import open_npy
 from safety.errors import PrepareError
+from safety.files import atomic_path
 
 from .folder import open_split
 from .token_bytes import bytes_per_token_lines
@@ -184,7 +185,8 @@ def plot_lengths(lengths, block_size, path):
     lengths = np.asarray(lengths)
     figure = Figure(figsize=(6, 4))
     kinds = figure.canvas.get_supported_filetypes()
-    if Path(path).suffix.lower().lstrip(".") not in kinds:
+    kind = Path(path).suffix.lower().lstrip(".")  # said to savefig: the temporary name's is .tmp
+    if kind not in kinds:
         raise PrepareError(
             f"--plot {path}: matplotlib writes no {Path(path).suffix or 'suffix-less'} file; "
             f"name it .png, or one of .{', .'.join(sorted(kinds))}"
@@ -197,7 +199,9 @@ def plot_lengths(lengths, block_size, path):
     ax.set_xlabel("document length in tokens (EOT included)")
     ax.set_ylabel("documents")
     ax.legend()
-    figure.savefig(path, dpi=120, bbox_inches="tight")
+    # drawn beside it, then renamed: a full disk leaves the old picture, and names it
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, format=kind, dpi=120, bbox_inches="tight")
 
 
 def packing(folder, meta, split, block_size, as_json=False, plot=None):

@@ -174,14 +174,20 @@ def atomic_path(path):
 
     A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
     half-written file that looks valid; an OSError of the block that names no file (a write's
-    "No space left on device") names `path`. The temporary name is in the same folder, so the rename
-    is atomic; hidden, pid-tagged and unpredictable, and created exclusively (O_EXCL, no link
-    followed), so it never looks like a finished output, two runs don't collide, a link planted
-    at a guessed name is never written through, and a leftover is provably ours (TEMPORARY_TAG):
+    "No space left on device"), or of making the temporary (a folder missing or read-only),
+    names `path`. The temporary name is in the same folder, so the rename is atomic; hidden,
+    pid-tagged and unpredictable, and created exclusively (O_EXCL, no link followed), so it
+    never looks like a finished output, two runs don't collide, a link planted at a guessed name
+    is never written through, and a leftover is provably ours (TEMPORARY_TAG):
     train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
     """
     path = Path(path)
-    fd, name = tempfile.mkstemp(prefix=_temporary_prefix(path.name), suffix=".tmp", dir=path.parent)
+    try:
+        fd, name = tempfile.mkstemp(
+            prefix=_temporary_prefix(path.name), suffix=".tmp", dir=path.parent
+        )
+    except OSError as exc:  # it names the temporary, a name the user never gave
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     tmp = Path(name)
     try:

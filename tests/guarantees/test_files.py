@@ -49,6 +49,15 @@ def test_atomic_path_leaves_nothing_on_error_without_a_previous_file(tmp_path):
     assert names_in(tmp_path) == []
 
 
+def test_atomic_path_names_the_file_when_its_folder_takes_no_temporary(tmp_path):
+    """A folder that is missing (or read-only) fails making the temporary: the error names the
+    file asked for, not the temporary's name."""
+    path = tmp_path / "missing" / "out.txt"
+    with pytest.raises(FileNotFoundError) as caught, atomic_path(path):
+        pass
+    assert caught.value.filename == str(path)
+
+
 # ---------------------------------------------------------------------------------------------
 # read_text
 

@@ -8,7 +8,7 @@ processes, with a victim file outside the folder that must stay as it was:
 2. an archive is read whole or refused: a damaged header, data before the end-of-archive
    blocks, extension headers bounded like members (memory flat on a 128 MB long name);
 3. out of space is an error, never a signal: a lesson filling a real tmpfs stops in one line
-   naming the file, the old set, the lock and no staging folder left;
+   naming the file, the old set, the lock and no staging folder left; a --plot, the old picture;
 4. small things: a closed stdout, numpy's warnings, an unlisted document index, --num-proc
    past the archive's members, --plot given a folder.
 """
@@ -26,7 +26,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CHAR, COMMON, OWT, REPO, assert_ok, assert_one_line, mounted_tmpfs, run, tree
+from conftest import (
+    CHAR,
+    COMMON,
+    OWT,
+    REPO,
+    TRAIN_TOKENIZER,
+    assert_ok,
+    assert_one_line,
+    mounted_tmpfs,
+    run,
+    tree,
+)
 
 TINYSTORIES = REPO / "data" / "tinystories" / "prepare.py"
 VICTIM = b"a file of the user's, outside the prepared folder\n"
@@ -436,6 +447,49 @@ def test_a_full_disk_while_tinystories_spools_is_one_line_naming_the_file(tmp_pa
         assert "(train.bin)" in result.stderr or "(val.bin)" in result.stderr  # the file named
         assert contents(out) == old
         assert_ok(run(COMMON, "verify", out))
+
+
+def sweep_plot(tmp_path, _folder, picture):
+    """train_tokenizer.py drawing a --sweep of a small text into `picture`."""
+    text = tmp_path / "in.txt"
+    text.write_text(words(2_000, 1), encoding="utf-8")
+    sweep = ["--sweep", "260,270,280", "--out", tmp_path / "tok.json"]
+    return [TRAIN_TOKENIZER, "--input", text, *sweep, "--plot", picture]
+
+
+def lengths_plot(_tmp_path, folder, picture):
+    """`packing` drawing a document folder's lengths into `picture`."""
+    return [COMMON, "packing", folder, "--block-size", 8, "--plot", picture]
+
+
+OLD_PICTURE = b"the picture of an earlier run\n"
+
+
+@pytest.mark.parametrize(
+    "command, name",
+    [
+        pytest.param(sweep_plot, "sweep.png", id="train-tokenizer-png"),
+        pytest.param(sweep_plot, "sweep.svg", id="train-tokenizer-svg"),
+        pytest.param(lengths_plot, "lengths.png", id="packing-png"),
+        pytest.param(lengths_plot, "lengths.svg", id="packing-svg"),
+    ],
+)
+def test_a_full_disk_while_a_plot_is_drawn_names_it_and_keeps_the_old_one(
+    document_folder, tmp_path, command, name
+):
+    """--plot on a full disk said "No space left on device" naming no file, and left the
+    picture cut short (an .svg) or gone (a .png, which Pillow removes). On a real tmpfs with a
+    page left, it is one line naming the picture, the old picture is as it was, and nothing is
+    left beside it."""
+    pytest.importorskip("matplotlib")
+    with mounted_tmpfs(tmp_path / "disk", "size=64k") as disk:
+        picture = disk / name
+        picture.write_bytes(OLD_PICTURE)
+        free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+        (disk / "filler").write_bytes(bytes(free - 4096))  # room for the start of a picture
+        result = run(*command(tmp_path, document_folder, picture))
+        assert_one_line(result, f"{picture}: No space left on device")
+        assert contents(disk) == {"filler": bytes(free - 4096), name: OLD_PICTURE}
 
 
 # =============================================================================================
