@@ -228,7 +228,7 @@ def json_stories(name, data, field="story"):
         raise ArchiveError(f"{name} is not UTF-8 (byte {exc.start:,}): not a JSON file") from None
     try:
         items = json.loads(text, object_hook=lambda obj: _Field(obj.get(field)))
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # a JSONDecodeError, or an integer past int()'s 4,300 digits
         raise ArchiveError(f"{name} is not valid JSON ({exc})") from None
     except RecursionError:
         raise ArchiveError(f"{name} is nested too deeply to be read as JSON") from None

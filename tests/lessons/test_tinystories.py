@@ -459,6 +459,11 @@ HOSTILE = [
         id="bad-json",
     ),
     pytest.param(
+        entries_archive(member("data02.json", b'[{"story": "a", "n": ' + b"9" * 5_000 + b"}]")),
+        ["data02.json is not valid JSON", "digits"],
+        id="an-integer-of-5000-digits",
+    ),
+    pytest.param(
         entries_archive(member("data02.json", b'["\xff"]')),
         ["data02.json is not UTF-8"],
         id="not-utf8",
