@@ -80,7 +80,7 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
         raise PrepareError(
             f"{source}: sentencepiece refused to train {plural(vocab_size, 'piece')} "
             f"({str(exc).strip().splitlines()[-1]}); give text of one line or more, and a "
-            f"vocabulary of 260 pieces (its bytes and specials) plus one a character of the text"
+            f"vocabulary of 260 pieces (its bytes and specials) plus one per character of the text"
         ) from None
 
 
