@@ -182,6 +182,12 @@ def _read_json(path):
         raise TokenizerFileError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except TokenizerFileError:  # a ValueError too: no_duplicate_keys' own line
+        raise
+    except ValueError:  # int() refuses a number of more than 4,300 digits
+        raise TokenizerFileError(
+            f"{path} holds a number of over 4,300 digits: not a tokenizer file"
+        ) from None
     except RecursionError:
         raise TokenizerFileError(f"{path} is nested too deeply: not a tokenizer file") from None
 

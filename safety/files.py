@@ -72,14 +72,18 @@ def read_small_file(path, limit=SMALL_FILE_LIMIT):
 
 
 def load_json(data, path):
-    """json.loads of a file's bytes; a file that is not JSON, or nested too deeply for Python's
-    parser (20,000 levels), is a PrepareError naming it."""
+    """json.loads of a file's bytes; a file that is not JSON, nested too deeply for Python's
+    parser (20,000 levels), or holding a number int() refuses, is a PrepareError naming it."""
     try:
         return json.loads(data)
     except UnicodeDecodeError as exc:
         raise PrepareError(f"{path} is not UTF-8 (byte {exc.start:,}): not valid JSON") from None
     except json.JSONDecodeError as exc:
         raise PrepareError(f"{path} is not valid JSON ({exc})") from None
+    except ValueError:  # int() refuses a number of more than 4,300 digits
+        raise PrepareError(
+            f"{path} holds a number of over 4,300 digits: not JSON we read"
+        ) from None
     except RecursionError:
         raise PrepareError(f"{path} is nested too deeply to be read as JSON") from None
 

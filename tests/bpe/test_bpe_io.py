@@ -156,6 +156,10 @@ def test_load_errors_for_missing_file_bad_json_and_duplicate_keys(tmp_path):
     broken.write_text('{"format": ', encoding="utf-8")
     with pytest.raises(TokenizerFileError, match=f"{broken} is not valid JSON"):
         Tokenizer.load(broken)
+    huge = tmp_path / "huge.json"
+    huge.write_text('{"version": ' + "9" * 5000 + "}", encoding="utf-8")  # int() refuses it
+    with pytest.raises(TokenizerFileError, match=f"{huge} holds a number of over 4,300 digits"):
+        Tokenizer.load(huge)
     twice = tmp_path / "twice.json"
     twice.write_text('{"format": "a", "format": "b"}', encoding="utf-8")
     with pytest.raises(TokenizerFileError, match=f"{twice} has the key 'format' twice"):

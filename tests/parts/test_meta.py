@@ -167,6 +167,11 @@ def set_format_version_99(folder):
             ["meta.json", "not valid JSON"],
             id="invalid-meta-json",
         ),
+        pytest.param(
+            lambda f: (f / "meta.json").write_text('{"format_version": ' + "1" * 5000 + "}"),
+            ["meta.json", "holds a number of over 4,300 digits"],
+            id="a-number-int-refuses",
+        ),
         pytest.param(set_format_version_99, ["format_version 99"], id="unknown-format-version"),
         pytest.param(
             leave_a_killed_runs_files,
