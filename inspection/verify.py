@@ -25,6 +25,7 @@ from formats.schema import (
 )
 from formats.shards import open_npy, read_ids
 from formats.tokenizers import encoding_sha256, record_encoding
+from formats.val_bytes import CHUNK
 from safety.commit import leftover_temporaries, lock_holder
 from safety.errors import PrepareError, reading
 from safety.files import read_plain_pickle, sha256_file
@@ -114,7 +115,7 @@ def _audit_index(folder, split, dtype, tokenizer):
     """A split's document index (schema.index_name), if meta.json lists one: its sha256, and
     the starts it holds: uint64, 0 first, strictly increasing, below the split's token count, and
     on the boundary rule: every document ends with the end-of-text id (nanoGPT's) or every one
-    begins with it (llm.c's)."""
+    begins with it (llm.c's), and every boundary of that rule is a start."""
     record = split.get("index")
     if record is None:
         return []
@@ -147,13 +148,39 @@ def _starts_problem(starts, documents, data, eot_id):
         return (
             f"a document starts at token {int(starts[-1]):,}, past the split's {len(data):,} tokens"
         )
-    ends = np.append(starts[1:].astype(np.int64) - 1, len(data) - 1)
-    if eot_id is None or (data[ends] == eot_id).all() or (data[starts] == eot_id).all():
+    if eot_id is None:
+        return None
+    starts = starts.astype(np.int64)  # below len(data): checked above
+    ends = np.append(starts[1:] - 1, len(data) - 1)
+    # where a boundary falls past an end-of-text id: after it (nanoGPT's), or on it (llm.c's)
+    rules = [after for after, edges in ((1, ends), (0, starts)) if (data[edges] == eot_id).all()]
+    if not rules:
+        return (
+            f"not every document ends with the end-of-text id {eot_id} (nor begins with it, "
+            f"llm.c's rule)"
+        )
+    missing = [_first_missing_start(starts, data, eot_id, after) for after in rules]
+    if None in missing:
         return None
     return (
-        f"not every document ends with the end-of-text id {eot_id} (nor begins with it, "
-        f"llm.c's rule)"
+        f"no document starts at token {missing[0]:,}, though the end-of-text id {eot_id} "
+        f"at token {missing[0] - rules[0]:,} makes it a boundary: the index misses a document"
     )
+
+
+def _first_missing_start(starts, data, eot_id, after):
+    """The first document boundary of `data` (each end-of-text id's position plus `after`, short
+    of the end) that the sorted `starts` leave out, or None. A start left out joins two documents
+    into one that still keeps the rule, so the boundaries are counted too: a chunk of ids at a
+    time, memory flat and time linear on any split."""
+    for i in range(0, len(data), CHUNK):
+        found = np.flatnonzero(data[i : i + CHUNK] == eot_id) + (i + after)
+        found = found[found < len(data)]
+        low, high = np.searchsorted(starts, [i + after, i + CHUNK + after])
+        # each start is a boundary (the rule held), so fewer starts than boundaries is one missed
+        if high - low < len(found):
+            return int(found[~np.isin(found, starts[low:high])][0])
+    return None
 
 
 def _unlisted_files(folder, meta, leftovers):

@@ -118,17 +118,48 @@ def tampered(starts):
     ],
 )
 def test_verify_names_a_tampered_index(case, fragment, gpt2_run, tmp_path):
-    out = tmp_path / "out"
+    index = with_train_index(gpt2_run, tmp_path / "out", lambda starts: tampered(starts)[case])
+    result = run_python(COMMON, "verify", index.parent)
+    assert_clean_failure(result, str(index), fragment, logs_before=True)
+
+
+def with_train_index(gpt2_run, out, change, count=False):
+    """A copy of the folder whose train.docs.npy is change(its starts), its sha256 recorded (and
+    with `count`, its count of documents): the record agrees, only the starts can tell."""
     out.mkdir()
     for name in os.listdir(gpt2_run):
         (out / name).write_bytes((gpt2_run / name).read_bytes())
     index = out / "train.docs.npy"
-    np.save(index, tampered(np.load(index))[case])
+    starts = change(np.load(index))
+    np.save(index, starts)
     meta = json.loads((out / "meta.json").read_text(encoding="utf-8"))
-    meta["splits"]["train"]["index"]["sha256"] = hashlib.sha256(index.read_bytes()).hexdigest()
-    (out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")  # the record agrees
-    result = run_python(COMMON, "verify", out)
-    assert_clean_failure(result, str(index), fragment, logs_before=True)
+    record = meta["splits"]["train"]["index"]
+    record["sha256"] = hashlib.sha256(index.read_bytes()).hexdigest()
+    record["documents"] = len(starts) if count else record["documents"]
+    (out / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return index
+
+
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        pytest.param(1, id="the-second-start"),
+        pytest.param(4, id="a-middle-start"),
+        pytest.param(-1, id="the-last-start"),
+    ],
+)
+def test_verify_names_an_index_missing_a_document_start(dropped, gpt2_run, tmp_path):
+    """An index with one start left out, the record's count and sha256 agreeing, joins two
+    documents into one that still ends with the end-of-text id: verify names the file and the
+    first token where a document starts that the index leaves out."""
+    left_out = int(np.load(gpt2_run / "train.docs.npy")[dropped])
+    index = with_train_index(
+        gpt2_run, tmp_path / "out", lambda starts: np.delete(starts, dropped), count=True
+    )
+    result = run_python(COMMON, "verify", index.parent)
+    assert_clean_failure(
+        result, str(index), f"no document starts at token {left_out:,}", logs_before=True
+    )
 
 
 def test_verify_names_an_index_changed_behind_the_record(gpt2_run, tmp_path):
