@@ -348,6 +348,13 @@ def _golf_problem(meta):
                 s["split"] not in SPLIT_NAMES for s in dataset[key]
             ):
                 return f"datasets[{i}].{key} is not a list of records of {', '.join(fields)}"
+        listed = {shard["split"] for shard in dataset["shards"]}
+        empty = [name for name in SPLIT_NAMES if name not in listed]
+        if empty:  # nothing to train on, or no val loss: train_gpt.py reads both splits
+            return (
+                f"datasets[{i}].shards has no {' and no '.join(empty)} shard: parameter-golf's "
+                f"train_gpt.py reads both splits"
+            )
         if not isinstance(dataset["bytes"], dict) or set(dataset["bytes"]) != set(SPLIT_NAMES):
             return f"datasets[{i}].bytes is not a record of val and train"
     return None

@@ -45,7 +45,6 @@ from safety import (
     run_main,
     tokens_per_shard,
 )
-from safety.cli import whole_number
 from safety.files import sha256_file
 
 # The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
@@ -79,8 +78,11 @@ def main():
         if val_docs is None:
             val_docs = (sidecar or {}).get("docs_val", 50_000)
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
-        if not 0 <= val_docs <= num_docs:
-            raise PrepareError(f"--val-docs {val_docs:,}: choose 0 to the {num_docs:,} documents")
+        if not 0 < val_docs < num_docs:  # train_gpt.py reads both splits: neither may be empty
+            raise PrepareError(
+                f"--val-docs {val_docs:,}: choose 1 to {num_docs - 1:,}, leaving val and train "
+                f"each at least one of the {num_docs:,} documents"
+            )
         if sidecar and sidecar.get("num_docs") not in (None, num_docs):
             raise PrepareError(
                 f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}"
@@ -459,9 +461,10 @@ def arguments():
     )
     add(
         "--val-docs",
-        type=whole_number,
+        type=positive_int,
         metavar="N",
-        help="the first N documents are val (default: the sidecar's docs_val, else 50,000)",
+        help="the first N documents are val, at least 1, the rest train (default: the sidecar's "
+        "docs_val, else 50,000)",
     )
     add(
         "--tokenizer-train-docs",

@@ -416,6 +416,23 @@ def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, cha
     assert_clean_failure(run_python(COMMON, "verify", out), *fragments)
 
 
+@pytest.mark.parametrize("split", ["val", "train"])
+def test_verify_names_a_dataset_with_an_empty_split(prepared, tmp_path, split):
+    """A folder whose datasets list no shard of a split (their files gone too, as a run that
+    let the split be empty left them): verify fails in one line naming the field and the split,
+    never calling the folder OK."""
+    out = shutil.copytree(prepared[0], tmp_path / "copy")
+    meta = json.loads((out / "meta.json").read_text())
+    for dataset in meta["datasets"]:
+        for key in ("shards", "val_bytes"):
+            for record in [r for r in dataset[key] if r["split"] == split]:
+                (out / record["file"]).unlink()
+                dataset[key].remove(record)
+    (out / "meta.json").write_text(json.dumps(meta))
+    result = run_python(COMMON, "verify", out)
+    assert_clean_failure(result, "meta.json", f"datasets[0].shards has no {split} shard")
+
+
 UNICODE = st.lists(
     st.one_of(
         st.text(max_size=12),
@@ -474,6 +491,10 @@ def test_sp1024_reports_the_loss_on_newlines_and_spaces(sp1024):
         pytest.param(
             ["--val-docs", "5000"], ["--val-docs 5,000", "3,000 documents"], id="val-too-big"
         ),
+        pytest.param(["--val-docs", "0"], ["--val-docs: 0 is less than 1"], id="val-empty"),
+        pytest.param(
+            ["--val-docs", "3000"], ["--val-docs 3,000", "choose 1 to 2,999"], id="train-empty"
+        ),
         pytest.param(["--variant", "sp100000"], ["sp100000"], id="vocab-too-big"),
         pytest.param(
             ["--variant", "sp1024", "sp1024", "--val-docs", "5"], ["same name"], id="twice"
@@ -481,8 +502,8 @@ def test_sp1024_reports_the_loss_on_newlines_and_spaces(sp1024):
     ],
 )
 def test_bad_options_fail_in_one_line(golf_docs, tmp_path, args, fragments):
-    """A val bigger than the documents, a vocabulary uint16 cannot hold, a variant given twice:
-    one line, before any output is committed."""
+    """A val bigger than the documents, a val or a train left empty, a vocabulary uint16 cannot
+    hold, a variant given twice: one line, before any output is committed."""
     docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs)
     result = run_python(LESSON, "--data-files", docs, *args, "--out-dir", tmp_path / "out")
     assert result.returncode in (1, 2), result.stderr
