@@ -140,6 +140,8 @@ TOKENIZER_FIELDS = (
     ("vocab_size", lambda v: _is_int(v) and v > 0, "a positive integer"),
     SHA256,
 )
+SPECIAL_IDS = ("eot_id", "bos_id")  # a tokenizer record's: null (none), else one of its ids
+NANOCHAT_PATTERN = ("pattern", lambda v: v == "nanochat", '"nanochat" (its split pattern)')
 SHARD_FIELDS = (
     FILE,
     ("split", lambda v: v in SPLIT_NAMES, '"train" or "val"'),
@@ -183,6 +185,8 @@ def fields_problem(record, where, fields):
 
 def shape_problem(meta):
     """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
+    if problem := _source_problem(meta):
+        return problem
     if meta.get("format") == NANOCHAT:
         return _nanochat_problem(meta)
     if meta.get("format") == GOLF_FORMAT:
@@ -190,7 +194,8 @@ def shape_problem(meta):
     problem = fields_problem(meta, "", TOP_FIELDS)
     if problem is None and meta["dtype"] not in BIN_DTYPES:
         problem = wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
-    if problem := problem or fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS):
+    problem = problem or fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
+    if problem := problem or _special_ids_problem(meta["tokenizer"]):
         return problem
     if meta.get("meta_pkl") is not None and not (
         isinstance(meta["meta_pkl"], dict)
@@ -203,7 +208,7 @@ def shape_problem(meta):
     if problem := _token_bytes_problem(meta) or _val_bytes_problem(meta):
         return problem
     if "shards" in meta:
-        return _shards_problem(meta)
+        return _shards_problem(meta) or _sidecar_tokens_problem(meta)
     missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
     if missing:
         return (
@@ -221,8 +226,50 @@ def shape_problem(meta):
             problem := fields_problem(split["index"], f"splits.{name}.index", INDEX_FIELDS)
         ):
             return problem
-    if "source" in meta and not isinstance(meta["source"], dict):
-        return wrong("source", meta["source"], "a JSON object")
+    return _sidecar_tokens_problem(meta)
+
+
+def _source_problem(meta):
+    """meta.json's source, if any: a record whose sha256, unless null, is one, and is not null
+    beside a path (verify checks that file against it; a budgeted run reads no whole file, so
+    records both null)."""
+    source = meta.get("source")
+    if source is None:
+        return None
+    if not isinstance(source, dict):
+        return wrong("source", source, "a JSON object")
+    sha256 = source.get("sha256")
+    if (sha256 is not None or source.get("path") is not None) and not _is_sha256(sha256):
+        return wrong("source.sha256", sha256, "the source's sha256 (64 hex digits)")
+    return None
+
+
+def _special_ids_problem(tokenizer, required=()):
+    """A tokenizer record's SPECIAL_IDS (its vocab_size checked first): each an id below its
+    vocab_size, as the ids of the files are, or absent or null (none) unless `required`."""
+    for key in SPECIAL_IDS:
+        value = tokenizer.get(key)
+        if (value is not None or key in required) and not (
+            _is_int(value) and 0 <= value < tokenizer["vocab_size"]
+        ):
+            none = "" if key in required else ", or null"
+            expected = f"an id below vocab_size {tokenizer['vocab_size']:,}{none}"
+            return wrong(f"tokenizer.{key}", value, expected)
+    return None
+
+
+def _sidecar_tokens_problem(meta):
+    """Each val bytes sidecar's tokens against its ids file's, the split's or the shard's record
+    (checked first): a sidecar holds one share a token."""
+    files = (meta.get("val_bytes") or {}).get("files", [])
+    records = meta.get("shards") or [meta["splits"][name] for name in SPLIT_NAMES]
+    counts = {record["file"]: record["tokens"] for record in records}
+    for i, item in enumerate(files):
+        if item["ids"] in counts and item["tokens"] != counts[item["ids"]]:
+            return (
+                f"val_bytes.files[{i}].tokens is {item['tokens']:,}, but its ids file "
+                f"{item['ids']} holds {counts[item['ids']]:,} (one share a token)"
+            )
     return None
 
 
@@ -258,7 +305,7 @@ def _val_bytes_problem(meta):
     files = record.get("files")
     if not isinstance(files, list) or not files:
         return wrong("val_bytes.files", files, "a list of the sidecars")
-    fields = (FILE, ("ids", is_plain_name, "a val ids file's name"), SPLIT_FIELDS[1], SHA256)
+    fields = (FILE, ("ids", is_plain_name, "a val ids file's name"), SHARD_FIELDS[2], SHA256)
     for i, item in enumerate(files):
         if problem := fields_problem(item, f"val_bytes.files[{i}]", fields):
             return problem
@@ -305,6 +352,9 @@ def _nanochat_problem(meta):
             _is_int(tokenizer.get("vocab_size")) and _is_sha256(tokenizer.get("encoding_sha256"))
         ):
             return "tokenizer has no vocab_size or encoding_sha256 to check tokenizer.pkl against"
+        problem = fields_problem(tokenizer, "tokenizer", (NANOCHAT_PATTERN,))
+        if problem := problem or _special_ids_problem(tokenizer, required=("bos_id",)):
+            return problem
         files = meta.get("tokenizer_files")
         if not isinstance(files, list) or not files:
             return wrong("tokenizer_files", files, "a list of the tokenizer directory's files")

@@ -94,6 +94,11 @@ def _audit_tokenizer(folder, meta):
     encoding = load(folder, meta)
     if problem := nanochat.special_tokens_problem(encoding):
         return [f"{folder / tokenizer['path']}: {problem}"]
+    if tokenizer["bos_id"] != encoding._special_tokens[nanochat.BOS]:
+        return [
+            f"{folder / RECORD_NAME}: tokenizer.bos_id is {tokenizer['bos_id']}, but "
+            f"{tokenizer['path']}'s {nanochat.BOS} is {encoding._special_tokens[nanochat.BOS]}"
+        ]
     sha256 = encoding_sha256(encoding)
     if encoding.n_vocab != tokenizer["vocab_size"] or sha256 != tokenizer["encoding_sha256"]:
         return [

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bpe import EOT
 from formats.schema import (
     GOLF_FORMAT,
     META_PKL,
@@ -246,7 +247,7 @@ def _audit_meta_pkl(folder, meta, check_content=True):
 
 def _audit_source(folder, source):
     path = source.get("path")
-    if not isinstance(path, str) or not isinstance(source.get("sha256"), str):
+    if path is None:  # a source elsewhere (a hub, --data-files); with a path, a sha256: schema's
         return []
     path = folder / path
     if path.is_file() and sha256_file(path) != source["sha256"]:
@@ -278,6 +279,9 @@ def _audit_tokenizer(folder, tokenizer):
         problems.append(f"{where} sha256 does not match the tokenizer rebuilt from its definition")
     if encoding.n_vocab != vocab_size:
         problems.append(f"{where} vocab_size {vocab_size:,} is not its {encoding.n_vocab:,} tokens")
+    eot_id = encoding._special_tokens.get(EOT)  # what the documents were cut at, if any
+    if tokenizer.get("eot_id") != eot_id:
+        problems.append(f"{where}.eot_id is {tokenizer.get('eot_id')}, but its {EOT} is {eot_id}")
     return encoding.decode, problems
 
 

@@ -195,6 +195,63 @@ def test_verify_flags_a_gpt2_folder_whose_token_bytes_are_false(gpt2_folder, dam
     assert_one_line(inspect("verify", gpt2_folder), *fragments)
 
 
+def set_field(folder, path, value):
+    """meta.json with the field at `path` ("val_bytes.files.0.tokens") set to `value`."""
+
+    def change(meta):
+        *parents, last = [int(key) if key.isdigit() else key for key in path.split(".")]
+        for key in parents:
+            meta = meta[key]
+        meta[last] = value
+
+    edit_meta(folder, change)
+
+
+def field_case(kind, path, value, case_id):
+    """A case of FIELD_CASES: the field as the line names it ("val_bytes.files[0].tokens")."""
+    named = ".".join(f"[{key}]" if key.isdigit() else key for key in path.split("."))
+    return pytest.param(kind, path, value, named.replace(".[", "["), id=case_id)
+
+
+FIELD_CASES = [
+    field_case("gpt2", "tokenizer.eot_id", "50256", "eot-id-a-string"),
+    field_case("gpt2", "tokenizer.eot_id", 50256.0, "eot-id-a-float"),
+    field_case("gpt2", "tokenizer.eot_id", True, "eot-id-a-boolean"),
+    field_case("gpt2", "tokenizer.eot_id", 50257, "eot-id-past-the-vocabulary"),
+    field_case("gpt2", "tokenizer.eot_id", -1, "eot-id-negative"),
+    field_case("gpt2", "tokenizer.eot_id", 50255, "eot-id-not-the-tokenizers"),
+    field_case("gpt2", "tokenizer.eot_id", None, "eot-id-null-for-gpt2"),
+    field_case("gpt2", "val_bytes.files.0.tokens", 10**30, "sidecar-tokens-huge"),
+    field_case("gpt2", "val_bytes.files.0.tokens", 1e30, "sidecar-tokens-a-float"),
+    field_case("gpt2", "val_bytes.files.0.tokens", 0, "sidecar-tokens-0"),
+    field_case("gpt2", "val_bytes.files.0.tokens", 36_058, "sidecar-tokens-one-short"),
+    field_case("gpt2", "source.sha256", 5, "source-sha256-a-number"),
+    field_case("gpt2", "source.sha256", None, "source-sha256-null"),
+    field_case("gpt2", "source.sha256", "abc", "source-sha256-short"),
+    field_case("nanochat", "tokenizer.bos_id", "291", "bos-id-a-string"),
+    field_case("nanochat", "tokenizer.bos_id", 291.0, "bos-id-a-float"),
+    field_case("nanochat", "tokenizer.bos_id", None, "bos-id-null"),
+    field_case("nanochat", "tokenizer.bos_id", 300, "bos-id-past-the-vocabulary"),
+    field_case("nanochat", "tokenizer.bos_id", 290, "bos-id-not-the-tokenizers"),
+    field_case("nanochat", "tokenizer.pattern", 5, "pattern-a-number"),
+    field_case("nanochat", "tokenizer.pattern", "gpt2", "pattern-not-nanochats"),
+    field_case("nanochat", "tokenizer.eot_id", "x", "nanochat-eot-id-a-string"),
+    field_case("nanochat", "source.sha256", 5, "nanochat-source-sha256-a-number"),
+]
+
+
+@pytest.mark.parametrize("kind, path, value, named", FIELD_CASES)
+def test_verify_names_a_meta_json_field_of_the_wrong_form(kind, path, value, named, request):
+    """meta.json is input like any other: a special id that is not an id of the tokenizer, a
+    sidecar's count of tokens that is not its ids file's, a source's sha256 that is not one (which
+    would turn the source's check off), nanochat's pattern that is not its own, each written into
+    a real prepared folder, is one error line naming meta.json and the field: never a traceback,
+    never OK."""
+    folder = request.getfixturevalue(f"{kind}_folder")
+    set_field(folder, path, value)
+    assert_one_line(inspect("verify", folder), "meta.json", named)
+
+
 def registry_name_pickle(folder, encoding):
     """A 46-byte tokenizer.pkl whose Encoding state is a registry name, its sha256 recorded."""
     encoding = getattr(encoding, "reference", encoding)  # tiktoken's, behind the fast encoder
