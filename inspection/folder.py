@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from formats.schema import (
+    GOLF_FORMAT,
     META_FORMAT_VERSION,
     RECORD_NAME,
     name_problem,
@@ -25,7 +26,8 @@ def checked_meta(folder, leftovers=()):
     """meta.json of `folder` if it is well-formed, else a PrepareError of its first problem.
 
     Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
-    a run was interrupted in while it replaced the files (see safety/commit.py).
+    a run was interrupted in while it replaced the files (see safety/commit.py), unless it is a
+    dataset of a parameter-golf folder, whose meta.json describes it (golf_dataset_line).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -35,6 +37,8 @@ def checked_meta(folder, leftovers=()):
         )
     path = folder / RECORD_NAME
     if not os.path.lexists(path):
+        if line := golf_dataset_line(folder):
+            raise PrepareError(line)
         if (
             leftovers
             or os.path.lexists(folder / JOURNAL_NAME)
@@ -57,6 +61,25 @@ def checked_meta(folder, leftovers=()):
     if problem := shape_problem(meta) or name_problem(meta) or totals_problem(meta):
         raise PrepareError(f"{path}: {problem}")
     return meta
+
+
+def golf_dataset_line(folder):
+    """The line pointing a command given ROOT/datasets/NAME, a dataset that ROOT's parameter-golf
+    meta.json lists, at the folders it reads; None for any other folder."""
+    folder = Path(folder)
+    dataset, root = folder.resolve(), folder.resolve().parent.parent
+    if dataset.parent.name != "datasets" or not (root / RECORD_NAME).is_file():
+        return None
+    meta = checked_meta(root)
+    datasets = meta["datasets"] if meta.get("format") == GOLF_FORMAT else []
+    record = next((d for d in datasets if d["name"] == dataset.name), None)
+    if record is None:
+        return None
+    return (
+        f"{folder} is the dataset {record['name']} of the parameter-golf folder {root}, whose "
+        f"meta.json describes it: verify and bpb read {root}; overlap reads this dataset: "
+        f"python prepare_common.py overlap {folder} --boundary-id {record['tokenizer']['bos_id']}"
+    )
 
 
 def open_split(folder, split, meta=None):

@@ -620,6 +620,27 @@ def test_commands_of_one_stream_point_at_a_dataset(prepared, command):
     assert "val documents with an exact copy in train" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["show"], id="show"),
+        pytest.param(["packing", "--block-size", "64"], id="packing"),
+        pytest.param(["verify"], id="verify"),
+        pytest.param(["bpb"], id="bpb"),
+    ],
+)
+def test_commands_given_a_dataset_point_at_the_folders_they_read(prepared, command):
+    """show, packing, verify and bpb on one dataset's folder, whose record is the meta.json of
+    the folder above it: one line naming that folder and overlap's command on the dataset with
+    its BOS, not a folder that a run was interrupted in."""
+    out, _ = prepared
+    dataset = out / "datasets" / "fineweb10B_sp1024"
+    result = run_python(COMMON, command[0], dataset, *command[1:])
+    where, overlap = f"parameter-golf folder {out.resolve()}", f"overlap {dataset} --boundary-id 1"
+    assert_clean_failure(result, where, overlap)
+    assert "interrupted" not in result.stderr
+
+
 def test_a_rerun_replaces_the_datasets_as_one_set(golf_docs, tmp_path):
     """The folder is a transaction: a second run with byte260 only leaves byte260's files, the
     first run's sp1024 model, shards and sidecars removed, and verifies."""
