@@ -10,8 +10,9 @@ nothing of it ever reaches the disk. What tarfile lets pass is checked on the wa
   cut anywhere, even between two members, is an error, not a shorter corpus;
 - every header is checked as GNU tar checks it (`_Header`), where tarfile takes a damaged one
   for the end of the archive and stops, silently: a bad checksum, a header cut short, or
-  anything but zeros where the end-of-archive blocks are, is an ArchiveError naming the member
-  and the byte offset; a GNU long name or a pax header may hold MAX_EXTENSION_BYTES (bounded
+  anything but zeros where the end-of-archive blocks are or after them (a second archive
+  joined on, which tar would not read), is an ArchiveError naming the member and the byte
+  offset; a GNU long name or a pax header may hold MAX_EXTENSION_BYTES (bounded
   like a member: memory stays flat on any archive);
 - each member is checked on its header, before a byte of it is read (`checked_name`): a regular
   file at the archive's top whose name matches the glob `pattern` (an optional leading "./"
@@ -99,8 +100,15 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True, raw=N
                 if name is not None:
                     yield name, data
             reading = "the end of the archive"
-            if len(archive.fileobj.read(MAX_TRAILING_BYTES + 1)) > MAX_TRAILING_BYTES:
+            end, trailing = archive.fileobj.tell(), archive.fileobj.read(MAX_TRAILING_BYTES + 1)
+            if len(trailing) > MAX_TRAILING_BYTES:
                 raise ArchiveError(f"{path}: more than {MAX_TRAILING_BYTES:,} bytes after its end")
+            if trailing.count(0) != len(trailing):  # a tar joined on: tar reads none of it
+                at = end + len(trailing) - len(trailing.lstrip(bytes(1)))
+                raise ArchiveError(
+                    f"{path}: data at byte {at:,} of the tar, past its end (after "
+                    f"{archive.last}): two archives joined into one? not a whole tar"
+                )
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         where = f" in {reading}" if reading else ""
         raise ArchiveError(

@@ -193,7 +193,10 @@ def stories(*texts):
     return json.dumps([{"story": text, "summary": text[:10]} for text in texts]).encode()
 
 
-STORIES = {f"data{i:02d}.json": stories(*(f"Once upon a time, story {i} of {n}." for n in range(40))) for i in range(5)}  # fmt: skip
+STORIES = {
+    f"data{i:02d}.json": stories(*(f"Once upon a time, story {i} of {n}." for n in range(40)))
+    for i in range(5)
+}
 
 
 def header(name, size, kind=tarfile.REGTYPE):
@@ -248,6 +251,12 @@ def member_after_a_lone_zero_block():
     return tar_of(*parts[:4], (bytes(512), b""), parts[4]), "lone zero block"
 
 
+def a_second_archive_joined_on():
+    """Two tars joined (cat a.tar b.tar): GNU tar -t lists the first alone, silently."""
+    parts = members()
+    return tar_of(*parts[:3]) + tar_of(*parts[3:]), "two archives joined"
+
+
 def header_cut_short():
     whole = b"".join(bytes(part) for pair in members() for part in pair)
     return whole + bytes(header("data05.json", 10))[:300], "cut short"
@@ -273,6 +282,7 @@ DAMAGED = [  # what GNU tar 1.34 says of each: exit 2, or a warning (a lone zero
     pytest.param(lying_size, "after data02.json", 2, id="lying-size"),
     pytest.param(data_before_the_end, "'trailing garbage", 2, id="data-before-the-end"),
     pytest.param(member_after_a_lone_zero_block, "after data03.json", 0, id="lone-zero-block"),
+    pytest.param(a_second_archive_joined_on, "after data02.json", None, id="two-archives"),
     pytest.param(header_cut_short, "'data05.json'", None, id="header-cut-short"),
     pytest.param(long_name_too_long, "'././@LongLink'", None, id="long-name-64k"),
     pytest.param(pax_header_too_long, "'././@PaxHeader'", None, id="pax-header-64k"),
@@ -290,7 +300,9 @@ def story_set(tmp_path_factory):
 
 
 @pytest.mark.parametrize("make, where, gnu_tar", DAMAGED)
-def test_a_damaged_archive_is_refused_naming_the_member_and_the_offset(story_set, tmp_path, make, where, gnu_tar):  # fmt: skip
+def test_a_damaged_archive_is_refused_naming_the_member_and_the_offset(
+    story_set, tmp_path, make, where, gnu_tar
+):
     """Python's tarfile takes a damaged header for the archive's end: 1 of 101 stories, exit 0.
     GNU tar exits 2 on each of these archives; the lesson now refuses it in one line naming
     the member and the byte offset, and the folder's old set stays as it was."""
@@ -351,7 +363,7 @@ def long_name_archive(path, size):
     compressor, parts = zlib.compressobj(6, zlib.DEFLATED, 31), members()
     with open(path, "wb") as f:
         f.write(compressor.compress(b"".join(bytes(x) for pair in parts[:2] for x in pair)))
-        f.write(compressor.compress(bytes(header("././@LongLink", size, tarfile.GNUTYPE_LONGNAME))))  # fmt: skip
+        f.write(compressor.compress(bytes(header("././@LongLink", size, tarfile.GNUTYPE_LONGNAME))))
         for _ in range(size >> 20):
             f.write(compressor.compress(b"x" * (1 << 20)))
         f.write(compressor.compress(tar_of(*parts[2:])))
@@ -406,9 +418,21 @@ def contents(folder):
 FULL_DISK = [
     pytest.param(OWT, "long", [], "train.bin", id="openwebtext-train-bin-memmap"),
     pytest.param(OWT, "short", [], "train.docs.npy", id="openwebtext-document-index"),
-    pytest.param(OWT, "long", ["--format", "llmc", "--shard-size", "100000"], "openwebtext_train_", id="openwebtext-llmc-shards"),
-    pytest.param(REPO / "data" / "fineweb" / "prepare.py", "long", ["--format", "npy", "--shard-size", "1000"], "edufineweb_train_", id="fineweb-npy-shards"),
-]  # fmt: skip
+    pytest.param(
+        OWT,
+        "long",
+        ["--format", "llmc", "--shard-size", "100000"],
+        "openwebtext_train_",
+        id="openwebtext-llmc-shards",
+    ),
+    pytest.param(
+        REPO / "data" / "fineweb" / "prepare.py",
+        "long",
+        ["--format", "npy", "--shard-size", "1000"],
+        "edufineweb_train_",
+        id="fineweb-npy-shards",
+    ),
+]
 
 
 @pytest.mark.parametrize("script, corpus, args, name", FULL_DISK)
@@ -434,7 +458,10 @@ def test_a_full_disk_while_tinystories_spools_is_one_line_naming_the_file(tmp_pa
     the output too, and leaves the old set."""
     small = tmp_path / "small.tar.gz"
     small.write_bytes(gzip.compress(tar_of(*members()), mtime=0))
-    big = {f"data{i:02d}.json": stories(*(words(800, i * 100 + n) for n in range(60))) for i in range(5)}  # fmt: skip
+    big = {
+        f"data{i:02d}.json": stories(*(words(800, i * 100 + n) for n in range(60)))
+        for i in range(5)
+    }
     parts = [(header(name, len(data)), padded(data)) for name, data in big.items()]
     large = tmp_path / "large.tar.gz"
     large.write_bytes(gzip.compress(tar_of(*parts), mtime=0))
@@ -518,9 +545,14 @@ def closed_pipe_run(*command, unbuffered=False):
         env["PYTHONUNBUFFERED"] = "1"
     try:
         result = subprocess.run(
-            [sys.executable, *map(str, command)], stdout=write_end, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, env=env, timeout=300, text=True,
-        )  # fmt: skip
+            [sys.executable, *map(str, command)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            timeout=300,
+            text=True,
+        )
     finally:
         os.close(write_end)
     return result.returncode, result.stderr
@@ -528,7 +560,9 @@ def closed_pipe_run(*command, unbuffered=False):
 
 def assert_quiet(code, stderr):
     assert code in (0, 141), stderr
-    assert "error" not in stderr and "Exception ignored" not in stderr and "Traceback" not in stderr, stderr  # fmt: skip
+    assert (
+        "error" not in stderr and "Exception ignored" not in stderr and "Traceback" not in stderr
+    ), stderr
 
 
 @pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
@@ -545,9 +579,17 @@ def test_a_closed_stdout_is_a_quiet_exit(document_folder, command, unbuffered):
 def test_show_piped_into_head_is_quiet(document_folder):
     """As a user types it: the shell's pipe into `head -1` (head may exit before the command
     writes, or after: 141 or 0, never a message)."""
-    for command in (f"show {document_folder} --block-size 64", f"packing {document_folder} --block-size 8"):  # fmt: skip
+    for command in (
+        f"show {document_folder} --block-size 64",
+        f"packing {document_folder} --block-size 8",
+    ):
         shell = f"{sys.executable} {COMMON} {command} | head -1; exit ${{PIPESTATUS[0]}}"
-        result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        result = subprocess.run(
+            ["bash", "-c", shell],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         assert_quiet(result.returncode, result.stderr)
         assert result.stdout.count("\n") == 1, result.stdout
 
@@ -576,7 +618,9 @@ def huge_index(folder):
 
 
 @pytest.mark.parametrize("command", [["verify"], ["packing", "--block-size", "8"], ["show"]])
-def test_an_index_header_claiming_2_62_starts_is_one_line_without_warnings(document_folder, tmp_path, command):  # fmt: skip
+def test_an_index_header_claiming_2_62_starts_is_one_line_without_warnings(
+    document_folder, tmp_path, command
+):
     """The right error line came with two lines of numpy's RuntimeWarning (an overflow)."""
     folder = tmp_path / "out"
     shutil.copytree(document_folder, folder)
@@ -621,7 +665,9 @@ def test_plot_refuses_a_folder_and_names_the_file_it_writes(document_folder, tmp
     result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder)
     assert_one_line(result, folder, "is a folder", "lengths.png")
     assert list(tmp_path.iterdir()) == [folder] and not list(folder.iterdir())
-    result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder / "lengths")  # fmt: skip
+    result = run(
+        COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder / "lengths"
+    )
     assert_ok(result)
     assert f"wrote {folder / 'lengths.png'}: " in result.stdout
     assert [p.name for p in folder.iterdir()] == ["lengths.png"]
