@@ -108,7 +108,8 @@ def main():
                 base.setdefault(command, peak)
                 print(
                     f"{command:>12} on {name:<26} ({len(texts):,} documents): CPU {cpu:6.1f} s, "
-                    f"peak {peak / 2**20:6.0f} MiB, {peak / base[command]:.2f}x the distinct corpus's"
+                    f"peak {peak / 2**20:6.0f} MiB, {peak / base[command]:.2f}x "
+                    "the distinct corpus's"
                 )
         times = {n: overlap_run(Path(tmp) / "0" / "ids", n)[0] for n in (13, 10_000)}
         print(

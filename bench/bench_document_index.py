@@ -67,14 +67,16 @@ def main():
         lengths = np.diff(np.load(out / "train.docs.npy").astype(np.int64), append=len(data))
         ours = index_seconds(lengths, tmp, data)
         print(
-            f"pipeline, {args.documents:,} documents: {wall:.2f} s wall, {memory / 1e6:,.0f} MB peak"
+            f"pipeline, {args.documents:,} documents: {wall:.2f} s wall, "
+            f"{memory / 1e6:,.0f} MB peak"
         )
         print(f"the index of its train split ({len(lengths):,} documents): {ours * 1e3:.1f} ms")
         print(f"index / pipeline: {ours / wall:.2%}")
         owt = openwebtext_token_counts(OPENWEBTEXT_DOCUMENTS).astype(np.int64)
         seconds = index_seconds(owt, tmp)  # written and hashed; verify's checks read the tokens
         print(
-            f"the index of OpenWebText's {len(owt):,} documents, written and hashed: {seconds:.2f} s"
+            f"the index of OpenWebText's {len(owt):,} documents, written and hashed: "
+            f"{seconds:.2f} s"
         )
 
 

@@ -9,10 +9,10 @@
    Also the same with a warm cache, and (if installed: `pip install tokenizers`) Hugging
    Face's ByteLevel BPE from the same files, as a second reference.
 2. `Tokenizer.to_tiktoken()` against tiktoken's own gpt2 (should be ~1.0).
-3. `encode_iterable` over --docs20 (default ../shared/bench/docs20.txt, 20 MB) in a fresh process: growth of
-   peak RSS while streaming a quarter of the file and the whole file (it should not depend
-   on the file size), its time against tiktoken encoding the whole text at once, and
-   whether the ids are the same.
+3. `encode_iterable` over --docs20 (default ../shared/bench/docs20.txt, 20 MB) in a fresh
+   process: growth of peak RSS while streaming a quarter of the file and the whole file (it
+   should not depend on the file size), its time against tiktoken encoding the whole text at
+   once, and whether the ids are the same.
 """
 
 import functools
@@ -91,13 +91,16 @@ def bench_shakespeare(runs, files, enc, text):
         assert ids == ref_ids, "ids differ from tiktoken's"
     ours_s, ref_s, warm_s = map(statistics.median, (ours, ref, warm))
     print(
-        f"  reference tiktoken gpt2         {ref_s:.3f} s  ({len(text) / ref_s / 1e6:.1f} M chars/s)"
+        f"  reference tiktoken gpt2         {ref_s:.3f} s  "
+        f"({len(text) / ref_s / 1e6:.1f} M chars/s)"
     )
     print(
-        f"  ours, fresh Tokenizer (cold)    {ours_s:.3f} s  ratio ours/tiktoken throughput = {ref_s / ours_s:.2f}x"
+        f"  ours, fresh Tokenizer (cold)    {ours_s:.3f} s  "
+        f"ratio ours/tiktoken throughput = {ref_s / ours_s:.2f}x"
     )
     print(
-        f"  ours, same Tokenizer again      {warm_s:.3f} s  ratio {ref_s / warm_s:.2f}x (warm cache)"
+        f"  ours, same Tokenizer again      {warm_s:.3f} s  "
+        f"ratio {ref_s / warm_s:.2f}x (warm cache)"
     )
     print(f"  building the Tokenizer (not timed above): {statistics.median(build):.3f} s")
     print(f"  ids identical to tiktoken's: yes ({len(ids):,} tokens)")
@@ -114,7 +117,8 @@ def bench_shakespeare(runs, files, enc, text):
     hf_s = statistics.median(hf_times)
     same = hf_ids.ids == ids
     print(
-        f"  reference HF tokenizers         {hf_s:.3f} s  ratio ours(cold)/HF = {hf_s / ours_s:.2f}x "
+        f"  reference HF tokenizers         {hf_s:.3f} s  "
+        f"ratio ours(cold)/HF = {hf_s / ours_s:.2f}x "
         f"(same ids: {'yes' if same else 'no'})"
     )
 
@@ -132,7 +136,8 @@ def bench_to_tiktoken(runs, files, enc, text):
     ours_s, ref_s = statistics.median(a), statistics.median(b)
     print(f"  reference tiktoken gpt2         {ref_s:.3f} s")
     print(
-        f"  ours.to_tiktoken()              {ours_s:.3f} s  ratio {ref_s / ours_s:.2f}x  (same ids: yes)"
+        f"  ours.to_tiktoken()              {ours_s:.3f} s  "
+        f"ratio {ref_s / ours_s:.2f}x  (same ids: yes)"
     )
 
 
@@ -167,11 +172,16 @@ def bench_stream(files, enc, corpus):
                 float(out[3]),
                 int(out[4]),
             )
-            line = f"  {label:15s} {count:>10,} ids  peak RSS growth {mb(growth)}  ({cached:,} cached pretokens)"
+            line = (
+                f"  {label:15s} {count:>10,} ids  peak RSS growth {mb(growth)}  "
+                f"({cached:,} cached pretokens)"
+            )
             if limit > corpus.stat().st_size:
                 line += (
-                    f"\n  whole file: ours streaming {seconds:.2f} s, tiktoken encode(all at once) {ref_s:.2f} s, "
-                    f"ratio {ref_s / seconds:.2f}x; same ids as tiktoken: {'yes' if (count, checksum) == (len(ref_ids), ref_checksum) else 'NO'}"
+                    f"\n  whole file: ours streaming {seconds:.2f} s, "
+                    f"tiktoken encode(all at once) {ref_s:.2f} s, "
+                    f"ratio {ref_s / seconds:.2f}x; same ids as tiktoken: "
+                    f"{'yes' if (count, checksum) == (len(ref_ids), ref_checksum) else 'NO'}"
                 )
             print(line)
 

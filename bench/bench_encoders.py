@@ -114,7 +114,8 @@ def bench(name, documents, repeats):
             for encoder, (wall, cpu) in medians.items():
                 print(
                     f"  {processes} process(es) {encoder:8s} wall {wall:6.2f} s  CPU {cpu:6.2f} s  "
-                    f"{megabytes / cpu:6.1f} MB/s a core  {tokens / cpu / 1e6:5.2f}M tokens/s a core"
+                    f"{megabytes / cpu:6.1f} MB/s a core  "
+                    f"{tokens / cpu / 1e6:5.2f}M tokens/s a core"
                 )
             (tw, tc), (fw, fc) = medians["tiktoken"], medians["fast"]
             print(

@@ -48,9 +48,20 @@ datasets.disable_progress_bars()
 enc = gpt2_encoding()
 docs = datasets.load_dataset("json", data_files=files, split="train")
 if writer == "ours":
-    features = datasets.Features({"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")})
-    dset = docs.map(partial(tokenize_documents, encoding=enc, tokenizer={"kind": "tiktoken", "eot_id": 50256}, dtype=np.dtype("uint16"), where="document"), input_columns="text", with_indices=True,
-                    batched=True, remove_columns=["text"], features=features, num_proc=2)
+    features = datasets.Features(
+        {"ids": datasets.List(datasets.Value("uint16")), "len": datasets.Value("int64")}
+    )
+    dset = docs.map(
+        partial(
+            tokenize_documents,
+            encoding=enc,
+            tokenizer={"kind": "tiktoken", "eot_id": 50256},
+            dtype=np.dtype("uint16"),
+            where="document",
+        ),
+        input_columns="text", with_indices=True,
+        batched=True, remove_columns=["text"], features=features, num_proc=2,
+    )
 else:
     def process(example):
         ids = enc.encode_ordinary(example["text"]); ids.append(enc.eot_token)
@@ -65,7 +76,10 @@ def status(field):
 open("/proc/self/clear_refs", "w").write("5")  # reset VmHWM to the current RSS
 before = status("VmRSS")
 if writer == "ours":  # data/openwebtext/prepare.py's loop: a batch of documents at a time
-    arr = np.memmap(out, dtype=np.uint16, mode="w+", shape=(int(dset.with_format("arrow")["len"].to_numpy().sum()),))
+    arr = np.memmap(
+        out, dtype=np.uint16, mode="w+",
+        shape=(int(dset.with_format("arrow")["len"].to_numpy().sum()),),
+    )
     n = 0
     for batch in dset.with_format("arrow").iter(batch_size=10_000):
         arr_batch = batch["ids"].combine_chunks().flatten().to_numpy()
@@ -88,7 +102,8 @@ print(n, status("VmHWM") - before)
 
 
 def build_corpus(folder, num_documents=NUM_DOCUMENTS, num_files=NUM_FILES):
-    """Cut docs20.txt at the line ends nearest to equal steps into documents; write them as .jsonl."""
+    """Cut docs20.txt at the line ends nearest to equal steps into documents; write them
+    as .jsonl."""
     text = CORPUS.read_text(encoding="utf-8").replace(EOT, "\n")
     cuts = [0]
     for k in range(1, num_documents):
@@ -109,7 +124,8 @@ def build_corpus(folder, num_documents=NUM_DOCUMENTS, num_files=NUM_FILES):
 
 
 def run(command, cache_dir):
-    """Run a command with its own datasets cache; return (seconds, peak RSS bytes of its largest process)."""
+    """Run a command with its own datasets cache; return (seconds, peak RSS bytes of its largest
+    process)."""
     env = dict(os.environ, HF_DATASETS_CACHE=str(cache_dir))
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -128,7 +144,8 @@ def folder_bytes(folder):
 
 
 def tokenized_bytes(folder):
-    """The size of .map's output files (named cache-*.arrow by datasets), without the loaded text."""
+    """The size of .map's output files (named cache-*.arrow by datasets), without the loaded
+    text."""
     return sum(path.stat().st_size for path in Path(folder).rglob("cache-*.arrow"))
 
 
@@ -154,7 +171,8 @@ def main():
         (tmp / "corpus").mkdir()
         files, num_documents, num_bytes = build_corpus(tmp / "corpus")
         print(
-            f"corpus: {num_documents:,} documents, {num_bytes / 1e6:.1f} MB in {len(files)} .jsonl files; "
+            f"corpus: {num_documents:,} documents, {num_bytes / 1e6:.1f} MB "
+            f"in {len(files)} .jsonl files; "
             f"num_proc {NUM_PROC}, val fraction {VAL_FRACTION}"
         )
         (tmp / "ref").mkdir()
@@ -193,18 +211,22 @@ def main():
         )
         print(f"{'':28}{'nanoGPT':>12}{'ours':>12}{'ours/nanoGPT':>14}")
         print(
-            f"{'whole script, wall (s)':28}{ref_seconds:12.2f}{our_seconds:12.2f}{our_seconds / ref_seconds:14.2f}"
+            f"{'whole script, wall (s)':28}{ref_seconds:12.2f}{our_seconds:12.2f}"
+            f"{our_seconds / ref_seconds:14.2f}"
         )
         print(
-            f"{'peak RSS, largest proc (MB)':28}{ref_rss / 1e6:12.0f}{our_rss / 1e6:12.0f}{our_rss / ref_rss:14.2f}"
+            f"{'peak RSS, largest proc (MB)':28}{ref_rss / 1e6:12.0f}{our_rss / 1e6:12.0f}"
+            f"{our_rss / ref_rss:14.2f}"
         )
         ref_cache, our_cache = folder_bytes(tmp / "cache-ref"), folder_bytes(tmp / "cache-ours")
         print(
-            f"{'datasets cache, all (MB)':28}{ref_cache / 1e6:12.1f}{our_cache / 1e6:12.1f}{our_cache / ref_cache:14.2f}"
+            f"{'datasets cache, all (MB)':28}{ref_cache / 1e6:12.1f}{our_cache / 1e6:12.1f}"
+            f"{our_cache / ref_cache:14.2f}"
         )
         ref_ids, our_ids = tokenized_bytes(tmp / "cache-ref"), tokenized_bytes(tmp / "cache-ours")
         print(
-            f"{'  of it tokenized ids (MB)':28}{ref_ids / 1e6:12.1f}{our_ids / 1e6:12.1f}{our_ids / ref_ids:14.2f}"
+            f"{'  of it tokenized ids (MB)':28}{ref_ids / 1e6:12.1f}{our_ids / 1e6:12.1f}"
+            f"{our_ids / ref_ids:14.2f}"
         )
         print(f"train.bin and val.bin byte-identical: {identical}")
 
@@ -220,7 +242,8 @@ def main():
                 )
                 row.append(growth)
             print(
-                f"{label + f' ({tokens / 1e6:.1f}M tokens)':28}{row[0] / 1e6:12.1f}{row[1] / 1e6:12.1f}"
+                f"{label + f' ({tokens / 1e6:.1f}M tokens)':28}"
+                f"{row[0] / 1e6:12.1f}{row[1] / 1e6:12.1f}"
             )
 
 

@@ -18,11 +18,12 @@ machine shifts single timings; medians are printed):
 - datatrove: prepare.py --engine datatrove --tasks 2 --workers 2 (local executor; a fresh work
   directory);
 - floor: tiktoken alone, `encode_to_numpy` (encode_ordinary's ids as one array, the call
-  `prepare_common.tokenize_documents` makes) on the same texts already in memory, every other document in
-  each of 2 processes (each reads its half before the clock starts): the time no pipeline on
-  these 2 cores can beat;
-- ordinary: the same with `encode_ordinary` (a Python list of ids), the issue's first floor. It must count the tokens
-  the engines wrote (each document's ids and its end of text), or the bench stops.
+  `prepare_common.tokenize_documents` makes) on the same texts already in memory, every other
+  document in each of 2 processes (each reads its half before the clock starts): the time no
+  pipeline on these 2 cores can beat;
+- ordinary: the same with `encode_ordinary` (a Python list of ids), the issue's first floor. It
+  must count the tokens the engines wrote (each document's ids and its end of text), or the
+  bench stops.
 
 Printed per run: wall time, peak memory of the whole process tree (the sum of the RSS of the
 script and its workers, sampled every 20 ms) and disk used besides the outputs; then the ratios
@@ -102,7 +103,9 @@ work = executors.Work(work_dir, {"synthetic": True}, {"seed": 2357})
 summaries = json.loads((work.tokens / "summaries.json").read_text())
 job = json.loads((work.tokens / "job.json").read_text())
 def peak():
-    return next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM"))
+    return next(
+        int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")
+    )
 before = peak()
 def cpu():
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -359,7 +362,8 @@ def main():
             print(f"{name:10s} {wall:9.2f} {cpu:8.2f} {peak / 2**20:14.0f} {disk / 2**20:18.1f}")
         floor, floor_cpu = median["floor"][:2]
         print(
-            f"datatrove / datasets: {median['datatrove'][0] / median['datasets'][0]:.2f}x (target <= 1.2); "
+            f"datatrove / datasets: {median['datatrove'][0] / median['datasets'][0]:.2f}x "
+            "(target <= 1.2); "
             f"datasets / floor: {median['datasets'][0] / floor:.2f}x, "
             f"datatrove / floor: {median['datatrove'][0] / floor:.2f}x (target <= 1.5)"
         )
@@ -391,16 +395,19 @@ def main():
                 )
             print(
                 f"  scratch disk per output byte: {median[name][3] / (tokens * 2):.2f} "
-                f"-> {median[name][3] / (tokens * 2) * OPENWEBTEXT_TOKENS * 2 / 1e9:.0f} GB for OpenWebText"
+                f"-> {median[name][3] / (tokens * 2) * OPENWEBTEXT_TOKENS * 2 / 1e9:.0f} GB "
+                "for OpenWebText"
             )
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         if args.no_plan:
             return
         plan, _ = synthetic_plan(tmp)
         print(
-            f"\nplan step, {OPENWEBTEXT_DOCUMENTS:,} documents in 64 tasks: {plan['seconds']:.2f} s "
+            f"\nplan step, {OPENWEBTEXT_DOCUMENTS:,} documents in 64 tasks: "
+            f"{plan['seconds']:.2f} s "
             f"wall, {plan['cpu']:.2f} s CPU, "
-            f"peak RSS {plan['peak'] / 2**20:.0f} MB ({(plan['peak'] - plan['before']) / 2**20:.0f} MB "
+            f"peak RSS {plan['peak'] / 2**20:.0f} MB "
+            f"({(plan['peak'] - plan['before']) / 2**20:.0f} MB "
             f"above the interpreter); splits: {plan['plan']}"
         )
 

@@ -14,11 +14,11 @@ fields beside it) is prepared, each command a fresh process on the same archive:
   results gathered by as_completed (so its order, and bytes, hold only by luck).
 
 For each: wall seconds, CPU seconds (user + system, the workers included), the peak RSS of its
-largest process (both from /usr/bin/time), and the peak PSS of the whole process tree (sampled from /proc every
-50 ms: workers share the parent's pages, PSS counts them once), and whether its two files are
-the oracle's bytes. Then the memory-flatness check: ours on --flat-members archives of members
-of the same size each; the peaks must stay within 10% of each other (memory holds a few members,
-whatever the archive's length).
+largest process (both from /usr/bin/time), and the peak PSS of the whole process tree (sampled
+from /proc every 50 ms: workers share the parent's pages, PSS counts them once), and whether its
+two files are the oracle's bytes. Then the memory-flatness check: ours on --flat-members archives
+of members of the same size each; the peaks must stay within 10% of each other (memory holds a
+few members, whatever the archive's length).
 """
 
 import argparse
@@ -222,7 +222,8 @@ def main():
         if not args.skip_compare:
             archive = make_archive(tmp / "compare.tar.gz", args.members, args.stories)
             print(
-                f"archive: {args.members} members of {args.stories:,} stories, {archive.stat().st_size / 1e6:.1f} MB gzip"
+                f"archive: {args.members} members of {args.stories:,} stories, "
+                f"{archive.stat().st_size / 1e6:.1f} MB gzip"
             )
             runs = {
                 "ours --num-proc 1": ours(archive, tmp / "ours1", 1),
@@ -248,15 +249,18 @@ def main():
             ) // 2
             print(f"{tokens:,} tokens in all")
             print(
-                f"{'':26}{'wall s':>8}{'CPU s':>8}{'max RSS MB':>12}{'tree PSS MB':>13}  oracle's bytes"
+                f"{'':26}{'wall s':>8}{'CPU s':>8}{'max RSS MB':>12}{'tree PSS MB':>13}"
+                "  oracle's bytes"
             )
             for name, (wall, cpu, rss, pss), written in rows:
                 print(
-                    f"{name:26}{wall:8.2f}{cpu:8.2f}{rss / 1e6:12.0f}{pss / 1e6:13.0f}  {written == oracle}"
+                    f"{name:26}{wall:8.2f}{cpu:8.2f}{rss / 1e6:12.0f}{pss / 1e6:13.0f}"
+                    f"  {written == oracle}"
                 )
         sizes = args.flat_members
         print(
-            f"memory flatness: ours on {', '.join(map(str, sizes))} members of {args.stories:,} stories each"
+            f"memory flatness: ours on {', '.join(map(str, sizes))} members "
+            f"of {args.stories:,} stories each"
         )
         for num_proc in (1, 2):
             peaks = []
@@ -269,13 +273,15 @@ def main():
                 shutil.rmtree(out)
                 peaks.append((rss, pss))
                 print(
-                    f"  --num-proc {num_proc}, {members:3} members: {wall:6.2f} s wall, {cpu:6.2f} s CPU, "
+                    f"  --num-proc {num_proc}, {members:3} members: {wall:6.2f} s wall, "
+                    f"{cpu:6.2f} s CPU, "
                     f"max RSS {rss / 1e6:5.0f} MB, tree PSS {pss / 1e6:5.0f} MB"
                 )
             for members, (rss, pss) in zip(sizes[1:], peaks[1:]):
                 ok = rss <= 1.1 * peaks[0][0] and pss <= 1.1 * peaks[0][1]
                 print(
-                    f"  --num-proc {num_proc}: {members} members / {sizes[0]}: max RSS x{rss / peaks[0][0]:.3f}, "
+                    f"  --num-proc {num_proc}: {members} members / {sizes[0]}: "
+                    f"max RSS x{rss / peaks[0][0]:.3f}, "
                     f"tree PSS x{pss / peaks[0][1]:.3f} ({'within' if ok else 'NOT within'} 10%)"
                 )
 

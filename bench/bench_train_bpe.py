@@ -103,7 +103,10 @@ def main():
                     (f"docs20 first {times}x TS", slice_of(text, times * unit, folder), 8192, None)
                 )
 
-        header = f"{'corpus':<20} {'MB':>6} {'vocab':>6} {'HF s':>7} {'ours s':>7} {'ratio':>6} {'target':>6} {'pretok s':>8} {'merge s':>7} {'merges/s':>9}"
+        header = (
+            f"{'corpus':<20} {'MB':>6} {'vocab':>6} {'HF s':>7} {'ours s':>7} {'ratio':>6} "
+            f"{'target':>6} {'pretok s':>8} {'merge s':>7} {'merges/s':>9}"
+        )
         print(header)
         print("-" * len(header))
         for name, path, vocab_size, target in cases:
@@ -111,7 +114,8 @@ def main():
             target_text = f"{target:.1f}x" if target else "-"
             merge_seconds = ours - pretok
             print(
-                f"{name:<20} {path.stat().st_size / 1e6:>6.1f} {vocab_size:>6} {hf:>7.3f} {ours:>7.3f} "
+                f"{name:<20} {path.stat().st_size / 1e6:>6.1f} {vocab_size:>6} "
+                f"{hf:>7.3f} {ours:>7.3f} "
                 f"{ours / hf:>5.2f}x {target_text:>6} {pretok:>8.3f} {merge_seconds:>7.3f} "
                 f"{merges / max(merge_seconds, 1e-9):>9,.0f}",
                 flush=True,

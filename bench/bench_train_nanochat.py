@@ -1,4 +1,5 @@
-"""nanochat's tokenizer job: train_tokenizer.py against rustbpe (nanochat's trainer), time and memory.
+"""nanochat's tokenizer job: train_tokenizer.py against rustbpe (nanochat's trainer), time and
+memory.
 
     pip install rustbpe    # the reference; used only here, never by the project
     python bench/bench_train_nanochat.py linux20.txt linux200.txt linux.txt [--runs 3]
@@ -53,7 +54,9 @@ def documents(path, eot="<|endoftext|>"):
         yield rest
 
 tokenizer = rustbpe.Tokenizer()
-tokenizer.train_from_iterator(documents(sys.argv[1]), 256 + int(sys.argv[2]), pattern=NANOCHAT_PATTERN)
+tokenizer.train_from_iterator(
+    documents(sys.argv[1]), 256 + int(sys.argv[2]), pattern=NANOCHAT_PATTERN
+)
 assert len(tokenizer.get_mergeable_ranks()) == 256 + int(sys.argv[2])
 """
 
@@ -136,7 +139,7 @@ def measure(command):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "files", nargs="+", type=Path, help="text, documents joined by <|endoftext|>"
     )
@@ -162,7 +165,8 @@ def main():
                     wall, pss, rss, largest, cpu = figures
                     print(
                         f"  {path.name} run {run + 1} {name}: {wall:.2f} s (CPU {cpu:.2f} s), PSS "
-                        f"{pss / 1e6:.0f} MB, RSS sum {rss / 1e6:.0f} MB, largest {largest / 1e6:.0f} MB",
+                        f"{pss / 1e6:.0f} MB, RSS sum {rss / 1e6:.0f} MB, "
+                        f"largest {largest / 1e6:.0f} MB",
                         file=sys.stderr,
                         flush=True,
                     )

@@ -11,8 +11,8 @@ r"""BPE training at corpus scale: time and peak memory of ours against HF tokeni
 Each trainer runs in a fresh process, --runs times, the trainers alternating; medians and the
 ratios ours / HF and ours / rustbpe are printed, with the load average at the start of each row.
 
-- ours: documents.corpus.train_bpe_from_files (the files streamed through worker processes), special token
-  <|endoftext|>, vocab_size in all.
+- ours: documents.corpus.train_bpe_from_files (the files streamed through worker processes),
+  special token <|endoftext|>, vocab_size in all.
 - HF: models.BPE + BpeTrainer(vocab_size, special_tokens=["<|endoftext|>"], min_frequency=0,
   the 256 bytes as initial alphabet), training from the files. GPT-2's pattern is ByteLevel's
   own regex; another pattern is Split(Regex(pattern), "isolated") then ByteLevel without its
@@ -58,7 +58,9 @@ DOCS20 = REPO.parent / "shared" / "bench" / "docs20.txt"
 OURS = """
 import sys
 from documents.corpus import train_bpe_from_files
-vocab, _ = train_bpe_from_files([sys.argv[1]], int(sys.argv[2]), ["<|endoftext|>"], pattern=sys.argv[3])
+vocab, _ = train_bpe_from_files(
+    [sys.argv[1]], int(sys.argv[2]), ["<|endoftext|>"], pattern=sys.argv[3]
+)
 assert len(vocab) == int(sys.argv[2]) and vocab[max(vocab)] == b"<|endoftext|>"  # ids 0..vocab-1
 """
 
@@ -94,7 +96,9 @@ def documents(path, eot="<|endoftext|>"):
     yield rest
 
 tokenizer = rustbpe.Tokenizer()
-tokenizer.train_from_iterator(documents(sys.argv[1]), int(sys.argv[2]) - 1, pattern=PATTERNS[sys.argv[3]])
+tokenizer.train_from_iterator(
+    documents(sys.argv[1]), int(sys.argv[2]) - 1, pattern=PATTERNS[sys.argv[3]]
+)
 assert len(tokenizer.get_mergeable_ranks()) == int(sys.argv[2]) - 1
 """
 

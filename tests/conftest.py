@@ -68,7 +68,8 @@ OWT_DATATROVE = REPO / "data" / "openwebtext" / "prepare_datatrove.py"
 
 def paused_command(step, script, *args):
     """The command that runs `script` with `args`, stopping itself (SIGSTOP) at `step` of its
-    folder commit: "staged", "uncommitted", "replaced" or "committed" (tests/stand_ins/paused.py)."""
+    folder commit: "staged", "uncommitted", "replaced" or "committed"
+    (tests/stand_ins/paused.py)."""
     return [sys.executable, str(PAUSED), step, str(script), *map(str, args)]
 
 
@@ -203,7 +204,8 @@ def require_downloads():
 
 @pytest.fixture(scope="session")
 def downloads():
-    """A test module whose tests download says `pytestmark = pytest.mark.usefixtures("downloads")`."""
+    """A test module whose tests download says
+    `pytestmark = pytest.mark.usefixtures("downloads")`."""
     require_downloads()
 
 
@@ -229,7 +231,8 @@ def gpt2_encoding():
 
 @pytest.fixture(scope="session")
 def gpt2_files(tmp_path_factory):
-    """GPT-2's own (encoder.json, vocab.bpe), fetched and checksummed: for Tokenizer.from_gpt2_files."""
+    """GPT-2's own (encoder.json, vocab.bpe), fetched and checksummed: for
+    Tokenizer.from_gpt2_files."""
     require_downloads()
     folder = tmp_path_factory.mktemp("gpt2")
     return fetch(GPT2_ENCODER_JSON, folder / "encoder.json"), fetch(
@@ -312,7 +315,8 @@ def server():
 
 
 def hand_made_tokenizer(merges, special_tokens=None, pattern="gpt2"):
-    """A bpe.Tokenizer from merges written by hand: [(b"h", b"e"), (b"he", b"l")] -> ids 256, 257."""
+    """A bpe.Tokenizer from merges written by hand:
+    [(b"h", b"e"), (b"he", b"l")] -> ids 256, 257."""
     from bpe import Tokenizer
 
     vocab = {b: bytes([b]) for b in range(256)}
@@ -571,8 +575,8 @@ def tree(folder):
 
 
 def documented_replacements(doc):
-    """A doc's ```python blocks, in pairs: (what to replace, what replaces it), as docs/bos_batches.md
-    and docs/bits_per_byte.md give their changes to nanoGPT's train.py."""
+    """A doc's ```python blocks, in pairs: (what to replace, what replaces it), as
+    docs/bos_batches.md and docs/bits_per_byte.md give their changes to nanoGPT's train.py."""
     text = (REPO / "docs" / doc).read_text(encoding="utf-8")
     found = re.findall(r"^```python\n(.*?)^```$", text, flags=re.M | re.S)
     assert found and len(found) % 2 == 0, "the doc's python blocks come in pairs"

@@ -20,7 +20,11 @@ finally:
     import bpe
     project = {"safety", "documents", "formats", "inspection", "engine", "dedup", "prepare_common"}
     print("bpe from", bpe.__file__, file=sys.stderr)
-    print("project modules:", sorted(project & {m.split(".")[0] for m in sys.modules}), file=sys.stderr)
+    print(
+        "project modules:",
+        sorted(project & {m.split(".")[0] for m in sys.modules}),
+        file=sys.stderr,
+    )
 """
 
 SHOW = """

@@ -1,4 +1,5 @@
-"""bpe/fragments.py: counting by fragments equals simple.count_pretokens, on random and real text."""
+"""bpe/fragments.py: counting by fragments equals simple.count_pretokens, on random and real
+text."""
 
 import sys
 from collections import Counter

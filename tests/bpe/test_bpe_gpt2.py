@@ -12,7 +12,10 @@ from bpe.patterns import GPT2_PATTERN, GPT4_PATTERN
 pytestmark = pytest.mark.usefixtures("downloads")  # GPT-2's files
 
 # tiktoken's cl100k_base pattern, copied from tiktoken_ext/openai_public.py (tiktoken 0.x)
-CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+CL100K_PAT = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +74,10 @@ TRICKY = [
     "quotes ‘curly’ “double” 'single'",
     "emoji 😀👍🏽👨‍👩‍👧 flags 🇫🇷",
     "CJK 中文字符 日本語のテキスト 한국어 텍스트",
-    "Ünïcödé àccénts ßtraße Ωμέγα Кириллица עברית العربية हिन्दी",
+    (
+        "Ünïcödé àccénts ßtraße Ωμέγα "  # Latin, Greek; then four scripts
+        "Кириллица עברית العربية हिन्दी"
+    ),
     "def f(x):\n    return x**2  # square\n\tif (a && b) { c++; }\n",
     '<html><body class="x">text</body></html>',
     "mixed123abc___---...!!!???",

@@ -42,7 +42,10 @@ def test_trace_the_cat_in_the_hat(tmp_path):
     )
     assert lines[2:9] == [
         "corpus: t h e / Ġ c a t / Ġ i n / Ġ t h e / Ġ h a t",
-        "merge 1: t + h -> th (id 256), count 2; also 2: h + e, a + t (ties go to the greatest pair)",
+        (
+            "merge 1: t + h -> th (id 256), count 2; also 2: h + e, a + t "
+            "(ties go to the greatest pair)"
+        ),
         "  th e / Ġ c a t / Ġ i n / Ġ th e / Ġ h a t",
         "merge 2: th + e -> the (id 257), count 2; also 2: a + t (ties go to the greatest pair)",
         "  the / Ġ c a t / Ġ i n / Ġ the / Ġ h a t",
@@ -72,8 +75,10 @@ def test_sweep_table_and_bars(tmp_path):
         "           ░░░░░░░░░░░                              1.00\n"
         "       258 ██████████████                           1.29\n"
         "           ░░░░░░░░░░░░░░░░                         1.40\n"
-        "       266 ████████████████████████████████████████ 3.60\n"
-        "           ░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░  3.50\n"
+        "       266 ████████████████████"
+        "████████████████████ 3.60\n"
+        "           ░░░░░░░░░░░░░░░░░░░░"
+        "░░░░░░░░░░░░░░░░░░░  3.50\n"
     )
 
 

@@ -1,4 +1,5 @@
-"""bpe/simple.py: the lecture notes' worked examples, the rule, and a whole BPE on Tiny Shakespeare."""
+"""bpe/simple.py: the lecture notes' worked examples, the rule, and a whole BPE on Tiny
+Shakespeare."""
 
 import random
 import warnings

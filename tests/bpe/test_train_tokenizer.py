@@ -498,9 +498,14 @@ def test_newlines_are_read_as_nanogpt_reads_them(newline, shakespeare, tmp_path)
     (tmp_path / "other.txt").write_bytes(text.replace("\n", newline).encode())
     for name in ("lf", "other"):
         result = run_python(
-            SCRIPT, "--input", tmp_path / f"{name}.txt", "--vocab-size", 300,
-            "--out", tmp_path / f"{name}.json",
-        )  # fmt: skip
+            SCRIPT,
+            "--input",
+            tmp_path / f"{name}.txt",
+            "--vocab-size",
+            300,
+            "--out",
+            tmp_path / f"{name}.json",
+        )
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "other.json").read_bytes() == (tmp_path / "lf.json").read_bytes()
 
@@ -511,9 +516,19 @@ def test_nanochat_pattern_tokenizer_file_is_pinned(shakespeare_path, tmp_path):
     and its waiting pairs were made compact."""
     out = tmp_path / "tok.json"
     result = run_cli(
-        "--input", shakespeare_path, "--pattern", "nanochat", "--vocab-size", 4096,
-        "--special-tokens", EOT, "--workers", 2, "--out", out,
-    )  # fmt: skip
+        "--input",
+        shakespeare_path,
+        "--pattern",
+        "nanochat",
+        "--vocab-size",
+        4096,
+        "--special-tokens",
+        EOT,
+        "--workers",
+        2,
+        "--out",
+        out,
+    )
     assert result.returncode == 0, result.stderr
     assert hashlib.sha256(out.read_bytes()).hexdigest() == (
         "e7ae5581e8d10df6eb74bfed5af6fa749dc002c64f407913051e64c0d2ee117c"

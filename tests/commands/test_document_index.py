@@ -37,9 +37,16 @@ def documents(tmp_path_factory):
 
 def prepare(script, documents, out, *args):
     result = run_python(
-        script, "--data-files", documents, "--out-dir", out, "--val-fraction", 0.2, *args,
+        script,
+        "--data-files",
+        documents,
+        "--out-dir",
+        out,
+        "--val-fraction",
+        0.2,
+        *args,
         env={"HF_DATASETS_CACHE": str(out.parent / f"cache-{out.name}")},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return out
 
@@ -73,12 +80,23 @@ def test_the_index_is_an_independent_scan_of_the_gpt2_stream(gpt2_run):
     assert len(np.load(gpt2_run / "val.docs.npy")) == 2  # ceil(0.2 * 10)
 
 
-def test_the_index_of_a_trained_tokenizer_whose_eot_is_not_50256(documents, shakespeare_path, tmp_path):  # fmt: skip
+def test_the_index_of_a_trained_tokenizer_whose_eot_is_not_50256(
+    documents, shakespeare_path, tmp_path
+):
     tokenizer = tmp_path / "tok.json"
     trained = run_python(
-        REPO / "train_tokenizer.py", "--input", shakespeare_path, "--vocab-size", 300,
-        "--special-tokens", EOT, "--max-chars", 200_000, "--out", tokenizer,
-    )  # fmt: skip
+        REPO / "train_tokenizer.py",
+        "--input",
+        shakespeare_path,
+        "--vocab-size",
+        300,
+        "--special-tokens",
+        EOT,
+        "--max-chars",
+        200_000,
+        "--out",
+        tokenizer,
+    )
     assert trained.returncode == 0, trained.stderr
     eot_id = json.loads(tokenizer.read_text(encoding="utf-8"))["special_tokens"][EOT]
     assert eot_id != 50256
@@ -188,15 +206,18 @@ def brute_force_report(data, eot_id, block_size):
         "documents": len(starts),
         "tokens": n,
         "document_tokens": {
-            "p50": nearest_rank(50), "p90": nearest_rank(90), "p99": nearest_rank(99),
+            "p50": nearest_rank(50),
+            "p90": nearest_rank(90),
+            "p99": nearest_rank(99),
             "max": max(lengths),
         },
         "windows_starting_mid_document": sum(i not in starts for i in windows) / len(windows),
         "windows_crossing_a_document_start": sum(
             any(p in starts for p in range(i + 1, i + block_size + 1)) for i in windows
-        ) / len(windows),
+        )
+        / len(windows),
         "bos_aligned_tokens_kept": sum(min(k, block_size + 1) for k in lengths) / n,
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize("split", ["train", "val"])
@@ -248,7 +269,9 @@ def test_packing_plots_the_lengths(gpt2_run, tmp_path):
 )
 def test_packing_refuses_in_one_line(args, fragment, tmp_path, shakespeare_path):
     out = tmp_path / "char"
-    made = run_python(REPO / "data/shakespeare_char/prepare.py", "--input", shakespeare_path, "--out-dir", out)  # fmt: skip
+    made = run_python(
+        REPO / "data/shakespeare_char/prepare.py", "--input", shakespeare_path, "--out-dir", out
+    )
     assert made.returncode == 0, made.stderr
     result = run_python(COMMON, "packing", out, *args)
     assert fragment in result.stderr and "Traceback" not in result.stderr, result.stderr
@@ -280,5 +303,7 @@ def test_show_colours_a_document_start_on_a_terminal(gpt2_run):
     os.close(controller)
     assert process.returncode == 0
     assert "\033[1;36m" in output and "<- a document starts" not in output
-    with_no_color = run_python(COMMON, "show", gpt2_run, "--offset", start - 1, "--block-size", 3, env={"NO_COLOR": "1"})  # fmt: skip
+    with_no_color = run_python(
+        COMMON, "show", gpt2_run, "--offset", start - 1, "--block-size", 3, env={"NO_COLOR": "1"}
+    )
     assert "<- a document starts" in with_no_color.stdout

@@ -46,13 +46,13 @@ def by_definition(train_documents, val_documents, n=13):
             "documents": repeats,
             "tokens": repeated_tokens,
             "token_fraction": repeated_tokens / train_tokens,
-        },  # fmt: skip
+        },
         "val_documents_in_train": {"documents": in_train, "fraction": in_train / len(val)},
         "val_tokens_in_shared_ngrams": {
             "ngram": n,
             "tokens": covered,
             "fraction": covered / val_tokens,
-        },  # fmt: skip
+        },
     }
 
 
@@ -106,7 +106,7 @@ def test_our_folder(repeating_corpus, tmp_path, fmt):
                     for s in meta["shards"]
                     if s["split"] == split
                 ]
-            )  # fmt: skip
+            )
             for split in ("train", "val")
         }
     documents = {s: split_documents(data, eot, first=False) for s, data in streams.items()}
@@ -114,14 +114,19 @@ def test_our_folder(repeating_corpus, tmp_path, fmt):
     assert expected["val_documents_in_train"]["documents"] > 0  # the corpus plants some
     assert expected["train_repeated_documents"]["documents"] > 0
     assert_figures(overlap_json(out), expected)
-    assert_figures(overlap_json(out, "--ngram", "8"), by_definition(documents["train"], documents["val"], 8))  # fmt: skip
+    assert_figures(
+        overlap_json(out, "--ngram", "8"), by_definition(documents["train"], documents["val"], 8)
+    )
 
 
 def test_our_folder_without_the_document_index(repeating_corpus, tmp_path):
     """A folder whose meta.json lists no SPLIT.docs.npy (an older one) reads the same."""
     out = tmp_path / "out"
     args = ["--data-files", repeating_corpus, "--out-dir", out, "--val-fraction", "0.1"]
-    assert run_python(OPENWEBTEXT, *args, "--num-proc", "1", "--cache-dir", tmp_path / "c").returncode == 0  # fmt: skip
+    assert (
+        run_python(OPENWEBTEXT, *args, "--num-proc", "1", "--cache-dir", tmp_path / "c").returncode
+        == 0
+    )
     before = overlap_json(out)
     meta = json.loads((out / "meta.json").read_text())
     for split in ("train", "val"):
@@ -155,7 +160,9 @@ def test_bos_first_folder_without_meta_parameter_golf_leak(paragraphs, gpt2_enco
     bos = 1
     texts = list(dict.fromkeys(paragraphs))[:1500]
     documents = [[bos] + [t + 2 for t in gpt2_encoding.encode_ordinary(text)] for text in texts]
-    np.concatenate([np.array(d, np.uint32) for d in documents[:500]]).tofile(tmp_path / "fineweb_val_000000.bin")  # fmt: skip
+    np.concatenate([np.array(d, np.uint32) for d in documents[:500]]).tofile(
+        tmp_path / "fineweb_val_000000.bin"
+    )
     for shard, first in enumerate(range(100, 1500, 700)):
         train = np.concatenate([np.array(d, np.uint32) for d in documents[first : first + 700]])
         train.tofile(tmp_path / f"fineweb_train_{shard:06d}.bin")
@@ -163,7 +170,9 @@ def test_bos_first_folder_without_meta_parameter_golf_leak(paragraphs, gpt2_enco
     assert report["documents"] == {"train": 1400, "val": 500}
     assert report["val_documents_in_train"] == {"documents": 400, "fraction": 0.8}
     assert report["val_near_duplicates_in_train"]["documents"] >= 400
-    result = run_python(PREPARE_COMMON, "overlap", tmp_path, "--boundary-id", bos, "--dtype", "uint32")  # fmt: skip
+    result = run_python(
+        PREPARE_COMMON, "overlap", tmp_path, "--boundary-id", bos, "--dtype", "uint32"
+    )
     assert result.returncode == 0, result.stderr
     assert "val documents with an exact copy in train: 400 (80.0%)" in result.stdout
 
@@ -172,11 +181,21 @@ def test_against_benchmark_files(repeating_corpus, tmp_path):
     """Items sharing a 13-gram with train are counted, with the train documents holding one."""
     out = tmp_path / "out"
     args = ["--data-files", repeating_corpus, "--out-dir", out, "--val-fraction", "0.1"]
-    assert run_python(OPENWEBTEXT, *args, "--num-proc", "1", "--cache-dir", tmp_path / "c").returncode == 0  # fmt: skip
+    assert (
+        run_python(OPENWEBTEXT, *args, "--num-proc", "1", "--cache-dir", tmp_path / "c").returncode
+        == 0
+    )
     texts = [json.loads(line)["text"] for line in repeating_corpus.read_text().splitlines()]
     quiz = tmp_path / "quiz.txt"
     words = [t.replace("\n", " ") for t in texts[:600] if len(t.split()) > 30]
-    quiz.write_text("\n".join(words[:5] + ["Nothing of this sentence is in the corpus at all, not a word of it."] + ["short"]) + "\n")  # fmt: skip
+    quiz.write_text(
+        "\n".join(
+            words[:5]
+            + ["Nothing of this sentence is in the corpus at all, not a word of it."]
+            + ["short"]
+        )
+        + "\n"
+    )
     write_jsonl(tmp_path / "quiz.jsonl", words[:2])
     report = overlap_json(out, "--against", quiz, tmp_path / "quiz.jsonl")
     txt, jsonl = report["against"]
@@ -194,34 +213,34 @@ def test_against_benchmark_files(repeating_corpus, tmp_path):
             [],
             ["--boundary-id"],
             id="no-meta-no-boundary",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"train.bin": b"\0" * 8, "val.bin": b"\0" * 8},
             ["--boundary-id", "0"],
             ["--dtype"],
             id="raw-without-dtype",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"train.bin": b"\0" * 7, "val.bin": b"\0" * 8},
             ["--boundary-id", "0", "--dtype", "uint16"],
             ["whole number"],
             id="odd-size",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"val.bin": b"\0" * 8}, ["--boundary-id", "0"], ["no train file"], id="no-train"
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"a_train.bin": b"\0" * 8, "a_val.bin": b"\0" * 8, "q.csv": b"x"},
             ["--boundary-id", "0", "--dtype", "uint16", "--against", "q.csv"],
             [".txt"],
             id="against-kind",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"a_train.bin": b"\0" * 8, "a_val.bin": b"\0" * 8, "q.jsonl": b'{"t": 1}\n'},
             ["--boundary-id", "0", "--dtype", "uint16", "--against", "q.jsonl"],
             ["'text'"],
             id="against-no-text",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_refused(tmp_path, files, flags, fragments):
@@ -290,7 +309,9 @@ def test_an_against_that_is_not_a_regular_file_is_refused(tmp_path, make_against
 def char_folder(tmp_path, shakespeare_path):
     """Tiny Shakespeare as characters (data/shakespeare_char), 65 of them."""
     out = tmp_path / "char"
-    result = run_python(LESSONS / "shakespeare_char" / "prepare.py", "--input", shakespeare_path, "--out-dir", out)  # fmt: skip
+    result = run_python(
+        LESSONS / "shakespeare_char" / "prepare.py", "--input", shakespeare_path, "--out-dir", out
+    )
     assert result.returncode == 0, result.stderr
     return out
 
@@ -345,7 +366,7 @@ def test_fineweb_lesson_folder_is_bos_first(paragraphs, tmp_path):
                 for s in meta["shards"]
                 if s["split"] == split
             ]
-        )  # fmt: skip
+        )
         for split in ("train", "val")
     }
     expected = by_definition(*(split_documents(ids[s], eot, first=True) for s in ("train", "val")))

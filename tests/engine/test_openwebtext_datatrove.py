@@ -1,4 +1,5 @@
-"""data/openwebtext/prepare_datatrove.py: byte for byte the files of prepare.py (the datasets engine).
+"""data/openwebtext/prepare_datatrove.py: byte for byte the files of prepare.py (the datasets
+engine).
 
 Real datatrove executors on local files: the local one (forked processes), Slurm's through
 stand-in sbatch/scontrol/srun (tests/stand_ins/slurm/) that run datatrove's own launch scripts here,
@@ -113,9 +114,14 @@ def jsonl(paragraphs, tmp_path_factory):
 def jsonl_reference(jsonl, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("jsonl-reference")
     return prepare(
-        tmp / "out", "--data-files", *jsonl, "--val-fraction", VAL_FRACTION, tmp_path=tmp,
+        tmp / "out",
+        "--data-files",
+        *jsonl,
+        "--val-fraction",
+        VAL_FRACTION,
+        tmp_path=tmp,
         script=DATASETS_SCRIPT,
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="module")
@@ -152,15 +158,31 @@ def text_files(folder, sizes):
 @pytest.mark.parametrize(
     "make_input, most",
     [
-        pytest.param(lambda t: jsonl_lines(t / "a.jsonl", 600), (6, "600 lines, 0.0 MB"), id="600-lines"),
-        pytest.param(lambda t: jsonl_lines(t / "a.jsonl", 99), (1, "99 lines, 0.0 MB"), id="99-lines"),
+        pytest.param(
+            lambda t: jsonl_lines(t / "a.jsonl", 600), (6, "600 lines, 0.0 MB"), id="600-lines"
+        ),
+        pytest.param(
+            lambda t: jsonl_lines(t / "a.jsonl", 99), (1, "99 lines, 0.0 MB"), id="99-lines"
+        ),
         pytest.param(lambda t: jsonl_lines(t / "a.jsonl", 0), (1, "0 lines, 0.0 MB"), id="empty"),
-        pytest.param(lambda t: parquet_rows(t / "a.parquet", 3000, 100), (30, "3,000 rows, 0.0 MB"), id="30-row-groups"),
-        pytest.param(lambda t: parquet_rows(t / "a.parquet", 3000, 3000), (1, "3,000 rows, 0.0 MB"), id="one-row-group"),
-        pytest.param(lambda t: text_files(t, [3 << 20, 1, 1]), (3, "3 files, 3.1 MB"), id="3-text-files"),
-        pytest.param(lambda t: text_files(t, [1] * 250), (2, "250 files, 0.0 MB"), id="250-text-files"),
+        pytest.param(
+            lambda t: parquet_rows(t / "a.parquet", 3000, 100),
+            (30, "3,000 rows, 0.0 MB"),
+            id="30-row-groups",
+        ),
+        pytest.param(
+            lambda t: parquet_rows(t / "a.parquet", 3000, 3000),
+            (1, "3,000 rows, 0.0 MB"),
+            id="one-row-group",
+        ),
+        pytest.param(
+            lambda t: text_files(t, [3 << 20, 1, 1]), (3, "3 files, 3.1 MB"), id="3-text-files"
+        ),
+        pytest.param(
+            lambda t: text_files(t, [1] * 250), (2, "250 files, 0.0 MB"), id="250-text-files"
+        ),
     ],
-)  # fmt: skip
+)
 def test_tasks_are_capped_at_the_work_there_is(tmp_path, make_input, most):
     """A task gets 100 documents or 1 MB at least, and a piece no task splits (a line, a row
     group, a .txt file): more tasks would each cost more to start than they do."""
@@ -384,9 +406,16 @@ def old_set_with_meta_pkl(tmp_path_factory):
     hand_made_tokenizer([(b"t", b"h")], special_tokens=["<|endoftext|>"]).save(tmp / "tok.json")
     (tmp / "old.jsonl").write_text(lines_of(*({"text": f"the old set {i}"} for i in range(40))))
     out = datatrove(
-        tmp / "out", [tmp / "old.jsonl"], "--tokenizer", tmp / "tok.json", "--tasks", 1,
-        "--work-dir", tmp / "work", tmp_path=tmp,
-    )  # fmt: skip
+        tmp / "out",
+        [tmp / "old.jsonl"],
+        "--tokenizer",
+        tmp / "tok.json",
+        "--tasks",
+        1,
+        "--work-dir",
+        tmp / "work",
+        tmp_path=tmp,
+    )
     assert (out / "meta.pkl").is_file() and verify(out) == []
     return out
 
@@ -403,9 +432,13 @@ def test_sigkill_in_the_commit_leaves_an_incomplete_folder_and_a_rerun_completes
     args = ["--data-files", *jsonl, "--val-fraction", VAL_FRACTION]
     args += ["--tasks", 2, "--work-dir", work_root, "--out-dir", out]
     paused = run(
-        *args, tmp_path=tmp_path, paused_at=step, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        *args,
+        tmp_path=tmp_path,
+        paused_at=step,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         _, status = os.waitpid(paused.pid, os.WUNTRACED)
         assert os.WIFSTOPPED(status), f"the run ended before reaching {step!r}"
@@ -505,9 +538,15 @@ def test_bad_input_is_one_line_and_no_output(tmp_path, case, extra, message):
         (tmp_path / case).write_text(BAD_JSONL[case[:-6]])
     out = tmp_path / "out"
     result = run(
-        "--data-files", tmp_path / case, "--tasks", 2, *extra,
-        "--out-dir", out, tmp_path=tmp_path,
-    )  # fmt: skip
+        "--data-files",
+        tmp_path / case,
+        "--tasks",
+        2,
+        *extra,
+        "--out-dir",
+        out,
+        tmp_path=tmp_path,
+    )
     assert result.returncode == 1, result.stderr[-3000:]
     assert_one_error_line(result.stderr, message)
     assert str(tmp_path / case) in result.stderr.splitlines()[-1]

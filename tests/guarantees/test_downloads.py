@@ -94,7 +94,9 @@ def shakespeare_bytes(shakespeare_path):
 
 
 def download(url, expected_sha256, dest, retries=3, backoff=1.0):
-    save = lambda blocks, total: save_verified(blocks, expected_sha256, dest, url, total)  # noqa: E731
+    def save(blocks, total):
+        return save_verified(blocks, expected_sha256, dest, url, total)
+
     return http.download_blocks(url, save, retries, backoff)
 
 
@@ -341,9 +343,11 @@ def test_fetch_from_http_mirror_with_wrong_bytes(server, dest_dir, monkeypatch):
 def test_a_host_that_does_not_resolve_fails_at_once_in_a_short_line(tmp_path):
     """No network: no retry can help, so the first failure is the one line, pointing offline."""
     result = run_python(
-        REPO / "data" / "shakespeare_char" / "prepare.py", "--out-dir", tmp_path / "out",
+        REPO / "data" / "shakespeare_char" / "prepare.py",
+        "--out-dir",
+        tmp_path / "out",
         env={MIRROR_ENV: "http://no-such-host.invalid/mirror"},
-    )  # fmt: skip
+    )
     assert_clean_failure(result, "does not resolve", "docs/offline.md")
     assert "attempts" not in result.stderr and len(result.stderr) < 300, result.stderr
     assert not (tmp_path / "out").exists()

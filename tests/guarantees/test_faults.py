@@ -295,8 +295,11 @@ def test_a_sigterm_sent_while_a_worker_is_forked_ends_it():
     it forever. SIGTERM is blocked across the fork, so the worker dies of it."""
     run = subprocess.run(
         [sys.executable, "-c", FORK_WITH_SIGTERM_IN_THE_WINDOW],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.stdout.strip() == str(-signal.SIGTERM), run.stderr
 
 
@@ -463,33 +466,191 @@ MALFORMED_MIRROR = {"NANOGPT_DATA_MIRROR": "http://[::1"}
 
 # (script, arguments made from tmp_path, extra environment, exit code, fragments of the line)
 HOSTILE = [
-    pytest.param(CHAR, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="char-input-fifo"),
-    pytest.param(CHAR, lambda _: ["--input", "/dev/fd/57"], {}, 1, ["/dev/fd/57"], id="char-input-closed-dev-fd"),
+    pytest.param(
+        CHAR, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="char-input-fifo"
+    ),
+    pytest.param(
+        CHAR,
+        lambda _: ["--input", "/dev/fd/57"],
+        {},
+        1,
+        ["/dev/fd/57"],
+        id="char-input-closed-dev-fd",
+    ),
     pytest.param(CHAR, lambda t: ["--input", t], {}, 1, ["is a folder"], id="char-input-folder"),
-    pytest.param(CHAR, lambda t: ["--input", non_utf8_name(t)], {}, 1, ["not valid UTF-8", "caf"], id="char-input-non-utf8-name"),
-    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", a_file(t)], {}, 1, ["is a file"], id="char-out-dir-is-a-file"),
-    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", a_file(t) / "sub"], {}, 1, ["cannot create"], id="char-out-dir-under-a-file"),
-    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", folder_with_directory(t, "val.bin")], {}, 1, ["val.bin is a folder"], id="char-val-bin-is-a-folder"),
-    pytest.param(CHAR, lambda t: ["--input", text(t), "--out-dir", folder_with_directory(t, "meta.pkl")], {}, 1, ["meta.pkl is a folder"], id="char-meta-pkl-is-a-folder"),
-    pytest.param(CHAR, lambda t: ["--input", strict_vocab_empty_val(t), "--vocab-from", "train", "--unseen-in-val", "drop"], {}, 1, ["val", "empty"], id="char-strict-vocab-leaves-val-empty"),
-    pytest.param(CHAR, lambda t: ["--out-dir", t / "out"], MALFORMED_MIRROR, 1, ["NANOGPT_DATA_MIRROR", "http://[::1"], id="char-malformed-mirror-url"),
-    pytest.param(BPE, lambda t: ["--input", text(t)], {"NANOGPT_DATA_CACHE": "/etc/hostname", "TIKTOKEN_CACHE_DIR": ""}, 1, ["/etc/hostname", "NANOGPT_DATA_CACHE"], id="bpe-cache-dir-is-a-file"),
-    pytest.param(BPE, lambda t: ["--input", text(t)], {"TIKTOKEN_CACHE_DIR": "/etc/hostname"}, 1, ["/etc/hostname", "TIKTOKEN_CACHE_DIR"], id="bpe-tiktoken-cache-is-a-file"),
-    pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", "(")], {}, 1, ["tok.json", "pattern"], id="bpe-pattern-does-not-compile"),
-    pytest.param(BPE, lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", r"\w+")], {}, 1, ["in.txt: character 5 (' ') is in no pretoken", "tok.json", "would be lost"], id="bpe-pattern-does-not-cover-the-text"),
-    pytest.param(BPE, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="bpe-input-fifo"),
-    pytest.param(OWT, lambda _: ["--val-fraction", "nan"], {}, 2, ["--val-fraction", "nan"], id="owt-val-fraction-nan"),
-    pytest.param(OWT, lambda _: ["--val-fraction", "inf"], {}, 2, ["--val-fraction", "inf"], id="owt-val-fraction-inf"),
-    pytest.param(OWT, lambda _: ["--val-fraction", "-0.1"], {}, 2, ["--val-fraction"], id="owt-val-fraction-negative"),
+    pytest.param(
+        CHAR,
+        lambda t: ["--input", non_utf8_name(t)],
+        {},
+        1,
+        ["not valid UTF-8", "caf"],
+        id="char-input-non-utf8-name",
+    ),
+    pytest.param(
+        CHAR,
+        lambda t: ["--input", text(t), "--out-dir", a_file(t)],
+        {},
+        1,
+        ["is a file"],
+        id="char-out-dir-is-a-file",
+    ),
+    pytest.param(
+        CHAR,
+        lambda t: ["--input", text(t), "--out-dir", a_file(t) / "sub"],
+        {},
+        1,
+        ["cannot create"],
+        id="char-out-dir-under-a-file",
+    ),
+    pytest.param(
+        CHAR,
+        lambda t: ["--input", text(t), "--out-dir", folder_with_directory(t, "val.bin")],
+        {},
+        1,
+        ["val.bin is a folder"],
+        id="char-val-bin-is-a-folder",
+    ),
+    pytest.param(
+        CHAR,
+        lambda t: ["--input", text(t), "--out-dir", folder_with_directory(t, "meta.pkl")],
+        {},
+        1,
+        ["meta.pkl is a folder"],
+        id="char-meta-pkl-is-a-folder",
+    ),
+    pytest.param(
+        CHAR,
+        lambda t: [
+            "--input",
+            strict_vocab_empty_val(t),
+            "--vocab-from",
+            "train",
+            "--unseen-in-val",
+            "drop",
+        ],
+        {},
+        1,
+        ["val", "empty"],
+        id="char-strict-vocab-leaves-val-empty",
+    ),
+    pytest.param(
+        CHAR,
+        lambda t: ["--out-dir", t / "out"],
+        MALFORMED_MIRROR,
+        1,
+        ["NANOGPT_DATA_MIRROR", "http://[::1"],
+        id="char-malformed-mirror-url",
+    ),
+    pytest.param(
+        BPE,
+        lambda t: ["--input", text(t)],
+        {"NANOGPT_DATA_CACHE": "/etc/hostname", "TIKTOKEN_CACHE_DIR": ""},
+        1,
+        ["/etc/hostname", "NANOGPT_DATA_CACHE"],
+        id="bpe-cache-dir-is-a-file",
+    ),
+    pytest.param(
+        BPE,
+        lambda t: ["--input", text(t)],
+        {"TIKTOKEN_CACHE_DIR": "/etc/hostname"},
+        1,
+        ["/etc/hostname", "TIKTOKEN_CACHE_DIR"],
+        id="bpe-tiktoken-cache-is-a-file",
+    ),
+    pytest.param(
+        BPE,
+        lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", "(")],
+        {},
+        1,
+        ["tok.json", "pattern"],
+        id="bpe-pattern-does-not-compile",
+    ),
+    pytest.param(
+        BPE,
+        lambda t: ["--input", text(t), "--tokenizer", tokenizer_file(t / "tok.json", r"\w+")],
+        {},
+        1,
+        ["in.txt: character 5 (' ') is in no pretoken", "tok.json", "would be lost"],
+        id="bpe-pattern-does-not-cover-the-text",
+    ),
+    pytest.param(
+        BPE, lambda t: ["--input", fifo(t)], {}, 1, ["not a regular file"], id="bpe-input-fifo"
+    ),
+    pytest.param(
+        OWT,
+        lambda _: ["--val-fraction", "nan"],
+        {},
+        2,
+        ["--val-fraction", "nan"],
+        id="owt-val-fraction-nan",
+    ),
+    pytest.param(
+        OWT,
+        lambda _: ["--val-fraction", "inf"],
+        {},
+        2,
+        ["--val-fraction", "inf"],
+        id="owt-val-fraction-inf",
+    ),
+    pytest.param(
+        OWT,
+        lambda _: ["--val-fraction", "-0.1"],
+        {},
+        2,
+        ["--val-fraction"],
+        id="owt-val-fraction-negative",
+    ),
     pytest.param(OWT, lambda _: ["--seed", "-1"], {}, 2, ["--seed", "-1"], id="owt-seed-negative"),
     pytest.param(OWT, lambda _: ["--seed", str(2**32)], {}, 2, ["--seed"], id="owt-seed-too-large"),
     pytest.param(OWT, lambda _: ["--num-proc", "0"], {}, 2, ["--num-proc"], id="owt-num-proc-zero"),
-    pytest.param(OWT, lambda t: ["--data-files", docs(t), "--cache-dir", a_file(t)], {}, 1, ["a-file", "--cache-dir"], id="owt-cache-dir-is-a-file"),
-    pytest.param(OWT, lambda t: ["--data-files", docs(t), "--out-dir", folder_with_directory(t, "val.bin")], {}, 1, ["val.bin is a folder"], id="owt-val-bin-is-a-folder"),
-    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", fifo(t), "--vocab-size", "300", "--out", t / "tok.json"], {}, 1, ["fifo.txt", "not a file"], id="train-tokenizer-input-fifo"),
-    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "-5", "--out", t / "tok.json"], {}, 2, ["--vocab-size"], id="train-tokenizer-negative-vocab"),
-    pytest.param(TRAIN_TOKENIZER, lambda t: ["--input", text(t), "--vocab-size", "300", "--out", folder_with_directory(t, "x") / "x"], {}, 1, ["is a folder"], id="train-tokenizer-out-is-a-folder"),
-]  # fmt: skip
+    pytest.param(
+        OWT,
+        lambda t: ["--data-files", docs(t), "--cache-dir", a_file(t)],
+        {},
+        1,
+        ["a-file", "--cache-dir"],
+        id="owt-cache-dir-is-a-file",
+    ),
+    pytest.param(
+        OWT,
+        lambda t: ["--data-files", docs(t), "--out-dir", folder_with_directory(t, "val.bin")],
+        {},
+        1,
+        ["val.bin is a folder"],
+        id="owt-val-bin-is-a-folder",
+    ),
+    pytest.param(
+        TRAIN_TOKENIZER,
+        lambda t: ["--input", fifo(t), "--vocab-size", "300", "--out", t / "tok.json"],
+        {},
+        1,
+        ["fifo.txt", "not a file"],
+        id="train-tokenizer-input-fifo",
+    ),
+    pytest.param(
+        TRAIN_TOKENIZER,
+        lambda t: ["--input", text(t), "--vocab-size", "-5", "--out", t / "tok.json"],
+        {},
+        2,
+        ["--vocab-size"],
+        id="train-tokenizer-negative-vocab",
+    ),
+    pytest.param(
+        TRAIN_TOKENIZER,
+        lambda t: [
+            "--input",
+            text(t),
+            "--vocab-size",
+            "300",
+            "--out",
+            folder_with_directory(t, "x") / "x",
+        ],
+        {},
+        1,
+        ["is a folder"],
+        id="train-tokenizer-out-is-a-folder",
+    ),
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -552,11 +713,17 @@ def test_openwebtext_refuses_a_pattern_that_leaves_characters_out(tmp_path, engi
         ]
         where = next(w for w in wheres if w in result.stderr)
     else:
-        where = f"{docs}, the line at byte {len(''.join(docs.read_text().splitlines(True)[:LOSSY_ROW]))}"
+        where = (
+            f"{docs}, the line at byte "
+            f"{len(''.join(docs.read_text().splitlines(True)[:LOSSY_ROW]))}"
+        )
     assert_clean_failure(
-        result, f"{where}: character 1 (' ') is in no pretoken", str(lossy), "would be lost",
+        result,
+        f"{where}: character 1 (' ') is in no pretoken",
+        str(lossy),
+        "would be lost",
         logs_before=True,
-    )  # fmt: skip
+    )
     assert outputs(out) == old and not leftover_temporaries(out)
 
 

@@ -1,4 +1,5 @@
-"""prepare_common.py, files: strict UTF-8 reading, and the atomic rename every output goes through."""
+"""prepare_common.py, files: strict UTF-8 reading, and the atomic rename every output goes
+through."""
 
 import pytest
 from conftest import names_in, write_files

@@ -278,12 +278,42 @@ def hard_link(tmp):
 @pytest.mark.parametrize(
     "make_args",
     [
-        pytest.param(lambda t: ["--input", t / "corpus.txt", "--out", t / "corpus.txt"], id="out-is-input"),
-        pytest.param(lambda t: ["--input", t / "corpus.txt", "--out", hard_link(t)], id="out-is-input-hard-link"),
-        pytest.param(lambda t: ["--input", t / "other.txt", "--eval", t / "corpus.txt", "--out", t / "corpus.txt"], id="out-is-eval"),
-        pytest.param(lambda t: ["--input", t / "corpus.txt", "--out", t / "corpus.txt", "--engine", "datatrove", "--tasks", "1", "--workers", "1"], id="out-is-input-datatrove", marks=needs_datatrove),
+        pytest.param(
+            lambda t: ["--input", t / "corpus.txt", "--out", t / "corpus.txt"], id="out-is-input"
+        ),
+        pytest.param(
+            lambda t: ["--input", t / "corpus.txt", "--out", hard_link(t)],
+            id="out-is-input-hard-link",
+        ),
+        pytest.param(
+            lambda t: [
+                "--input",
+                t / "other.txt",
+                "--eval",
+                t / "corpus.txt",
+                "--out",
+                t / "corpus.txt",
+            ],
+            id="out-is-eval",
+        ),
+        pytest.param(
+            lambda t: [
+                "--input",
+                t / "corpus.txt",
+                "--out",
+                t / "corpus.txt",
+                "--engine",
+                "datatrove",
+                "--tasks",
+                "1",
+                "--workers",
+                "1",
+            ],
+            id="out-is-input-datatrove",
+            marks=needs_datatrove,
+        ),
     ],
-)  # fmt: skip
+)
 def test_train_tokenizer_refuses_an_output_that_is_an_input(tmp_path, make_args):
     """`--input c.txt --out c.txt` overwrote the training corpus and exited 0."""
     text_file(tmp_path / "corpus.txt", seed=1)
@@ -496,14 +526,86 @@ DT = ["--tasks", "1", "--workers", "1"]
 DEEP_CASES = [
     pytest.param(lambda _t, f: [COMMON, "verify", deep_meta(f)], "meta.json", True, id="verify"),
     pytest.param(lambda _t, f: [COMMON, "show", deep_meta(f)], "meta.json", True, id="show"),
-    pytest.param(lambda t, _f: [BPE, "--input", text_file(t / "in.txt"), "--tokenizer", deep_file(t), "--out-dir", t / "o"], "deep.json", True, id="shakespeare-tokenizer"),
-    pytest.param(lambda t, _f: [*BPE_SHOW, "--tokenizer", deep_file(t), "hello"], "deep.json", True, id="bpe-show-tokenizer"),
-    pytest.param(lambda t, _f: [TRAIN_TOKENIZER, "--input", deep_jsonl(t), "--vocab-size", "300", "--out", t / "tok.json"], "deep.jsonl", False, id="train-tokenizer-jsonl"),
-    pytest.param(lambda t, _f: [TRAIN_TOKENIZER, "--input", deep_json_array(t), "--vocab-size", "300", "--out", t / "tok.json"], "deep.json", False, id="train-tokenizer-json-array"),
-    pytest.param(lambda t, _f: [TRAIN_TOKENIZER, "--input", deep_jsonl(t), "--vocab-size", "300", "--out", t / "tok.json", "--engine", "datatrove", *DT], "deep.jsonl", False, id="train-tokenizer-datatrove", marks=needs_datatrove),
-    pytest.param(lambda t, _f: owt_datatrove(*owt_args([deep_jsonl(t)], t / "o", *DT)), "deep.jsonl", False, id="openwebtext-datatrove-reader", marks=needs_datatrove),
-    pytest.param(lambda t, _f: [OWT, *owt_args([deep_jsonl(t)], t / "o", "--num-proc", "1")], "deep.jsonl", False, id="openwebtext-datasets"),
-]  # fmt: skip
+    pytest.param(
+        lambda t, _f: [
+            BPE,
+            "--input",
+            text_file(t / "in.txt"),
+            "--tokenizer",
+            deep_file(t),
+            "--out-dir",
+            t / "o",
+        ],
+        "deep.json",
+        True,
+        id="shakespeare-tokenizer",
+    ),
+    pytest.param(
+        lambda t, _f: [*BPE_SHOW, "--tokenizer", deep_file(t), "hello"],
+        "deep.json",
+        True,
+        id="bpe-show-tokenizer",
+    ),
+    pytest.param(
+        lambda t, _f: [
+            TRAIN_TOKENIZER,
+            "--input",
+            deep_jsonl(t),
+            "--vocab-size",
+            "300",
+            "--out",
+            t / "tok.json",
+        ],
+        "deep.jsonl",
+        False,
+        id="train-tokenizer-jsonl",
+    ),
+    pytest.param(
+        lambda t, _f: [
+            TRAIN_TOKENIZER,
+            "--input",
+            deep_json_array(t),
+            "--vocab-size",
+            "300",
+            "--out",
+            t / "tok.json",
+        ],
+        "deep.json",
+        False,
+        id="train-tokenizer-json-array",
+    ),
+    pytest.param(
+        lambda t, _f: [
+            TRAIN_TOKENIZER,
+            "--input",
+            deep_jsonl(t),
+            "--vocab-size",
+            "300",
+            "--out",
+            t / "tok.json",
+            "--engine",
+            "datatrove",
+            *DT,
+        ],
+        "deep.jsonl",
+        False,
+        id="train-tokenizer-datatrove",
+        marks=needs_datatrove,
+    ),
+    pytest.param(
+        lambda t, _f: owt_datatrove(*owt_args([deep_jsonl(t)], t / "o", *DT)),
+        "deep.jsonl",
+        False,
+        id="openwebtext-datatrove-reader",
+        marks=needs_datatrove,
+    ),
+    pytest.param(
+        lambda t, _f: [OWT, *owt_args([deep_jsonl(t)], t / "o", "--num-proc", "1")],
+        "deep.jsonl",
+        False,
+        id="openwebtext-datasets",
+    ),
+]
 
 
 @pytest.mark.parametrize("make_command, names, alone", DEEP_CASES)
@@ -523,11 +625,46 @@ def surrogate_jsonl(tmp):
 
 
 SURROGATE_CASES = [
-    pytest.param(lambda t: [TRAIN_TOKENIZER, "--input", surrogate_jsonl(t), "--vocab-size", "300", "--out", t / "tok.json", "--workers", "1"], id="train-tokenizer"),
-    pytest.param(lambda t: [TRAIN_TOKENIZER, "--input", surrogate_jsonl(t), "--vocab-size", "300", "--out", t / "tok.json", "--engine", "datatrove", *DT], id="train-tokenizer-datatrove", marks=needs_datatrove),
-    pytest.param(lambda t: [OWT, *owt_args([surrogate_jsonl(t)], t / "o", "--num-proc", "1")], id="openwebtext-datasets"),
-    pytest.param(lambda t: owt_datatrove(*owt_args([surrogate_jsonl(t)], t / "o", *DT)), id="openwebtext-datatrove", marks=needs_datatrove),
-]  # fmt: skip
+    pytest.param(
+        lambda t: [
+            TRAIN_TOKENIZER,
+            "--input",
+            surrogate_jsonl(t),
+            "--vocab-size",
+            "300",
+            "--out",
+            t / "tok.json",
+            "--workers",
+            "1",
+        ],
+        id="train-tokenizer",
+    ),
+    pytest.param(
+        lambda t: [
+            TRAIN_TOKENIZER,
+            "--input",
+            surrogate_jsonl(t),
+            "--vocab-size",
+            "300",
+            "--out",
+            t / "tok.json",
+            "--engine",
+            "datatrove",
+            *DT,
+        ],
+        id="train-tokenizer-datatrove",
+        marks=needs_datatrove,
+    ),
+    pytest.param(
+        lambda t: [OWT, *owt_args([surrogate_jsonl(t)], t / "o", "--num-proc", "1")],
+        id="openwebtext-datasets",
+    ),
+    pytest.param(
+        lambda t: owt_datatrove(*owt_args([surrogate_jsonl(t)], t / "o", *DT)),
+        id="openwebtext-datatrove",
+        marks=needs_datatrove,
+    ),
+]
 
 
 @pytest.mark.parametrize("make_command", SURROGATE_CASES)
@@ -545,11 +682,36 @@ def latin1_file(tmp, name):
 
 
 NOT_UTF8_CASES = [
-    pytest.param(lambda t: [OWT, *owt_args([latin1_file(t, "latin1.jsonl")], t / "o", "--num-proc", "1")], "latin1.jsonl", id="openwebtext-jsonl"),
-    pytest.param(lambda t: [OWT, *owt_args([latin1_file(t, "latin1.txt")], t / "o", "--num-proc", "1")], "latin1.txt", id="openwebtext-txt"),
-    pytest.param(lambda t: owt_datatrove(*owt_args([latin1_file(t, "latin1.jsonl")], t / "o", *DT)), "latin1.jsonl", id="openwebtext-datatrove", marks=needs_datatrove),
-    pytest.param(lambda t: [TRAIN_TOKENIZER, "--input", latin1_file(t, "latin1.jsonl"), "--vocab-size", "300", "--out", t / "tok.json"], "latin1.jsonl", id="train-tokenizer"),
-]  # fmt: skip
+    pytest.param(
+        lambda t: [OWT, *owt_args([latin1_file(t, "latin1.jsonl")], t / "o", "--num-proc", "1")],
+        "latin1.jsonl",
+        id="openwebtext-jsonl",
+    ),
+    pytest.param(
+        lambda t: [OWT, *owt_args([latin1_file(t, "latin1.txt")], t / "o", "--num-proc", "1")],
+        "latin1.txt",
+        id="openwebtext-txt",
+    ),
+    pytest.param(
+        lambda t: owt_datatrove(*owt_args([latin1_file(t, "latin1.jsonl")], t / "o", *DT)),
+        "latin1.jsonl",
+        id="openwebtext-datatrove",
+        marks=needs_datatrove,
+    ),
+    pytest.param(
+        lambda t: [
+            TRAIN_TOKENIZER,
+            "--input",
+            latin1_file(t, "latin1.jsonl"),
+            "--vocab-size",
+            "300",
+            "--out",
+            t / "tok.json",
+        ],
+        "latin1.jsonl",
+        id="train-tokenizer",
+    ),
+]
 
 
 @pytest.mark.parametrize("make_command, name", NOT_UTF8_CASES)
@@ -659,10 +821,18 @@ def test_show_makes_verifys_checks(char_folder, damage, args, code, fragments):
 @pytest.mark.parametrize(
     "make_args, fragments",
     [
-        pytest.param(lambda t: ["--tokenizer", tokenizer_file(t / "tok.json", "gpt2"), b"caf\xe9"], ["UTF-8"], id="non-utf8-argument"),
-        pytest.param(lambda t: ["--tokenizer", tokenizer_file(t / "lossy.json", r"\w+"), "a b"], ["lossy.json"], id="pattern-drops-text"),
+        pytest.param(
+            lambda t: ["--tokenizer", tokenizer_file(t / "tok.json", "gpt2"), b"caf\xe9"],
+            ["UTF-8"],
+            id="non-utf8-argument",
+        ),
+        pytest.param(
+            lambda t: ["--tokenizer", tokenizer_file(t / "lossy.json", r"\w+"), "a b"],
+            ["lossy.json"],
+            id="pattern-drops-text",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bpe_show_is_one_line(tmp_path, make_args, fragments):
     result = run(*BPE_SHOW, *make_args(tmp_path))
     assert_one_line(result, *fragments)
@@ -720,9 +890,17 @@ def big_jsonl(paragraphs, tmp_path_factory):
 SIGNAL_CASES = [
     pytest.param("tokenizer", signal.SIGINT, True, id="train-tokenizer-ctrl-c"),
     pytest.param("tokenizer", signal.SIGTERM, False, id="train-tokenizer-sigterm"),
-    pytest.param("openwebtext", signal.SIGINT, True, id="openwebtext-datatrove-ctrl-c", marks=needs_datatrove),
-    pytest.param("openwebtext", signal.SIGTERM, False, id="openwebtext-datatrove-sigterm", marks=needs_datatrove),
-]  # fmt: skip
+    pytest.param(
+        "openwebtext", signal.SIGINT, True, id="openwebtext-datatrove-ctrl-c", marks=needs_datatrove
+    ),
+    pytest.param(
+        "openwebtext",
+        signal.SIGTERM,
+        False,
+        id="openwebtext-datatrove-sigterm",
+        marks=needs_datatrove,
+    ),
+]
 
 
 @pytest.mark.parametrize("engine, signum, to_group", SIGNAL_CASES)
@@ -845,14 +1023,74 @@ def meta_null(folder):
 @pytest.mark.parametrize(
     "make_command, code, fragments, absent",
     [
-        pytest.param(lambda t, _f: [TRAIN_TOKENIZER, "--input", duplicate_text_key(t), "--vocab-size", "300", "--out", t / "tok.json"], 1, ["dup.jsonl", "text"], [], id="train-tokenizer-duplicate-text-key"),
-        pytest.param(lambda t, _f: [TRAIN_TOKENIZER, "--input", text_file(t / "in.txt"), "--vocab-size", "300", "--out", t / "tok.json", "--trace", "-1"], (1, 2), ["--trace"], [], id="trace-negative"),
-        pytest.param(lambda t, _f: [CHAR, "--input", text_file(t / "in.txt"), "--out-dir", lock_fifo_folder(t)], 1, [LOCK], ["Invalid argument"], id="lock-fifo"),
-        pytest.param(lambda _t, f: [COMMON, "verify", meta_null(f)], 1, ["meta.json", "null"], ["NoneType"], id="verify-meta-json-null"),
-        pytest.param(lambda _t, f: [COMMON, "show", f, "--block-size", str(10**12)], 1, ["--block-size"], ["-1", "to -"], id="show-huge-block-size"),
-        pytest.param(lambda t, _f: [*BPE_SHOW, "--tokenizer", t, "hello"], 1, ["folder"], ["does not exist"], id="bpe-show-tokenizer-folder"),
+        pytest.param(
+            lambda t, _f: [
+                TRAIN_TOKENIZER,
+                "--input",
+                duplicate_text_key(t),
+                "--vocab-size",
+                "300",
+                "--out",
+                t / "tok.json",
+            ],
+            1,
+            ["dup.jsonl", "text"],
+            [],
+            id="train-tokenizer-duplicate-text-key",
+        ),
+        pytest.param(
+            lambda t, _f: [
+                TRAIN_TOKENIZER,
+                "--input",
+                text_file(t / "in.txt"),
+                "--vocab-size",
+                "300",
+                "--out",
+                t / "tok.json",
+                "--trace",
+                "-1",
+            ],
+            (1, 2),
+            ["--trace"],
+            [],
+            id="trace-negative",
+        ),
+        pytest.param(
+            lambda t, _f: [
+                CHAR,
+                "--input",
+                text_file(t / "in.txt"),
+                "--out-dir",
+                lock_fifo_folder(t),
+            ],
+            1,
+            [LOCK],
+            ["Invalid argument"],
+            id="lock-fifo",
+        ),
+        pytest.param(
+            lambda _t, f: [COMMON, "verify", meta_null(f)],
+            1,
+            ["meta.json", "null"],
+            ["NoneType"],
+            id="verify-meta-json-null",
+        ),
+        pytest.param(
+            lambda _t, f: [COMMON, "show", f, "--block-size", str(10**12)],
+            1,
+            ["--block-size"],
+            ["-1", "to -"],
+            id="show-huge-block-size",
+        ),
+        pytest.param(
+            lambda t, _f: [*BPE_SHOW, "--tokenizer", t, "hello"],
+            1,
+            ["folder"],
+            ["does not exist"],
+            id="bpe-show-tokenizer-folder",
+        ),
     ],
-)  # fmt: skip
+)
 def test_small_messages(char_folder, tmp_path, make_command, code, fragments, absent):
     result = run(*make_command(tmp_path, char_folder), timeout=30)
     assert_one_line(result, *fragments, code=code, absent=absent)

@@ -126,13 +126,28 @@ NANOGPT_BIN = np.arange(100, dtype=np.uint16).tobytes()
 
 
 OWNERSHIP_CASES = [
-    pytest.param({"fineweb_train_000001.bin": MODDED_SHARD, "my_notes_val_000001.npy": NOTES_NPY}, [], "fineweb_train_000001.bin", id="modded-nanogpt-shard-and-notes"),
+    pytest.param(
+        {"fineweb_train_000001.bin": MODDED_SHARD, "my_notes_val_000001.npy": NOTES_NPY},
+        [],
+        "fineweb_train_000001.bin",
+        id="modded-nanogpt-shard-and-notes",
+    ),
     pytest.param({"train.bin": NANOGPT_BIN}, [], "train.bin", id="nanogpt-train-bin"),
-    pytest.param({"edufineweb_val_000000.npy": NOTES_NPY}, ["--format", "npy"], "edufineweb_val_000000.npy", id="npy-output-name-taken"),
-    pytest.param({"my_notes_val_000001.npy": NOTES_NPY}, ["--format", "npy"], "my_notes_val_000001.npy", id="npy-notes-build-nanogpt-reads"),
+    pytest.param(
+        {"edufineweb_val_000000.npy": NOTES_NPY},
+        ["--format", "npy"],
+        "edufineweb_val_000000.npy",
+        id="npy-output-name-taken",
+    ),
+    pytest.param(
+        {"my_notes_val_000001.npy": NOTES_NPY},
+        ["--format", "npy"],
+        "my_notes_val_000001.npy",
+        id="npy-notes-build-nanogpt-reads",
+    ),
     pytest.param({"my_notes_val_000001.npy": NOTES_NPY}, [], None, id="notes-named-like-a-shard"),
     pytest.param({"notes.txt": NOTES}, [], None, id="notes-txt"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("files, args, refused", OWNERSHIP_CASES)
@@ -180,8 +195,12 @@ def test_a_rerun_replaces_what_its_record_lists_and_nothing_else(shard_sets, doc
     listed (5 shards rerun at a larger --shard-size make 3: the 2 extra go), leaves the rest."""
     out, clean = tmp_path / "out", tmp_path / "clean"
     shutil.copytree(shard_sets["llmc"], out)  # what a run with the default --shard-size made
-    shards = ["edu_fineweb_val_000000.bin"] + [f"edu_fineweb_train_{i:06d}.bin" for i in range(1, 5)]  # fmt: skip
-    assert sorted(p.name for p in out.iterdir()) == sorted([*shards, "edu_fineweb_bytes_000000.bin", "meta.json", "token_bytes.npy"])  # fmt: skip
+    shards = ["edu_fineweb_val_000000.bin"] + [
+        f"edu_fineweb_train_{i:06d}.bin" for i in range(1, 5)
+    ]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*shards, "edu_fineweb_bytes_000000.bin", "meta.json", "token_bytes.npy"]
+    )
     mine = {"notes.txt": NOTES, "my_notes_val_000001.npy": NOTES_NPY}
     for name, data in mine.items():
         (out / name).write_bytes(data)
@@ -219,16 +238,43 @@ def notes(folder):
 @pytest.mark.parametrize(
     "shard_format, plant, names",
     [
-        pytest.param("llmc", copy_of_shard("edu_fineweb_train_000002 (1).bin"), ["edu_fineweb_train_000002 (1).bin"], id="copy-named-by-a-file-manager"),
-        pytest.param("llmc", copy_of_shard("edu_fineweb_train_000002.bak.bin"), ["edu_fineweb_train_000002.bak.bin"], id="backup-copy"),
-        pytest.param("llmc", lambda f: [copy_of_shard(n)(f) for n in ("edu_fineweb_train_000002 (1).bin", "edu_fineweb_train_000002.bak.bin")], ["edu_fineweb_train_000002 (1).bin", "edu_fineweb_train_000002.bak.bin"], id="both-copies"),
-        pytest.param("llmc", tokens_as_train_bin, ["train.bin"], id="nanogpt-train-bin-in-a-shard-folder"),
+        pytest.param(
+            "llmc",
+            copy_of_shard("edu_fineweb_train_000002 (1).bin"),
+            ["edu_fineweb_train_000002 (1).bin"],
+            id="copy-named-by-a-file-manager",
+        ),
+        pytest.param(
+            "llmc",
+            copy_of_shard("edu_fineweb_train_000002.bak.bin"),
+            ["edu_fineweb_train_000002.bak.bin"],
+            id="backup-copy",
+        ),
+        pytest.param(
+            "llmc",
+            lambda f: [
+                copy_of_shard(n)(f)
+                for n in ("edu_fineweb_train_000002 (1).bin", "edu_fineweb_train_000002.bak.bin")
+            ],
+            ["edu_fineweb_train_000002 (1).bin", "edu_fineweb_train_000002.bak.bin"],
+            id="both-copies",
+        ),
+        pytest.param(
+            "llmc", tokens_as_train_bin, ["train.bin"], id="nanogpt-train-bin-in-a-shard-folder"
+        ),
         pytest.param("npy", val_notes, ["val_notes.txt"], id="npy-folder-val-notes"),
         pytest.param("llmc", notes, None, id="notes-no-trainer-reads"),
-        pytest.param("llmc", copy_of_shard(".edu_fineweb_val_000000.bin"), None, id="hidden-copy-no-trainer-reads"),
+        pytest.param(
+            "llmc",
+            copy_of_shard(".edu_fineweb_val_000000.bin"),
+            None,
+            id="hidden-copy-no-trainer-reads",
+        ),
     ],
-)  # fmt: skip
-def test_verify_flags_unlisted_files_a_trainer_reads(shard_sets, tmp_path, shard_format, plant, names):  # fmt: skip
+)
+def test_verify_flags_unlisted_files_a_trainer_reads(
+    shard_sets, tmp_path, shard_format, plant, names
+):
     """llm.c and modded-nanogpt read every `*_train_*.bin` of the folder, build-nanogpt every
     name holding "train" or "val": a file meta.json does not list that they read is one line."""
     folder = tmp_path / "shards"
@@ -263,7 +309,9 @@ def test_a_shard_set_without_a_train_shard_is_refused(shard_sets, docs, tmp_path
         command += ["--num-proc", 1]
     result = run(*command, env={"HF_DATASETS_CACHE": str(tmp_path / "work" / "hf")})
     assert_one_line(result, "--shard-size", "no train shard", alone=False)
-    after = {p: data for p, data in tree(tmp_path).items() if not p.is_relative_to(tmp_path / "work")}  # fmt: skip
+    after = {
+        p: data for p, data in tree(tmp_path).items() if not p.is_relative_to(tmp_path / "work")
+    }
     assert after == before
 
 
@@ -412,7 +460,9 @@ def test_inodes_running_out_in_a_rerun_keep_the_previous_set(tmp_path, small_tex
         line = assert_one_line(result, out)
         assert after == first, f"nr_inodes={inodes}: {line}"
         assert verified.returncode == 0, verified.stderr
-        assert "nothing was replaced" in line and "incomplete" not in line, f"nr_inodes={inodes}: {line}"  # fmt: skip
+        assert "nothing was replaced" in line and "incomplete" not in line, (
+            f"nr_inodes={inodes}: {line}"
+        )
     assert 1 in outcomes.values() and 0 in outcomes.values(), outcomes
 
 
@@ -464,7 +514,17 @@ def trained_tokenizer_lesson(folder):
 
 
 def shard_lesson(folder):
-    return [FINEWEB, "--data-files", "docs.jsonl", "--shard-size", SHARD_SIZE, "--num-proc", 1, "--out-dir", folder]  # fmt: skip
+    return [
+        FINEWEB,
+        "--data-files",
+        "docs.jsonl",
+        "--shard-size",
+        SHARD_SIZE,
+        "--num-proc",
+        1,
+        "--out-dir",
+        folder,
+    ]
 
 
 @pytest.mark.slow
@@ -520,11 +580,15 @@ def with_newlines(text, kind):
 @pytest.mark.parametrize(
     "script, oracle, outputs",
     [
-        pytest.param(CHAR, CHAR_ORACLE, ("train.bin", "val.bin", "meta.pkl"), id="shakespeare_char"),
+        pytest.param(
+            CHAR, CHAR_ORACLE, ("train.bin", "val.bin", "meta.pkl"), id="shakespeare_char"
+        ),
         pytest.param(GPT2, GPT2_ORACLE, ("train.bin", "val.bin"), id="shakespeare-gpt2"),
     ],
-)  # fmt: skip
-def test_newlines_are_read_as_nanogpt_reads_them(shakespeare, tmp_path, kind, script, oracle, outputs):  # fmt: skip
+)
+def test_newlines_are_read_as_nanogpt_reads_them(
+    shakespeare, tmp_path, kind, script, oracle, outputs
+):
     """nanoGPT reads "\\r\\n" and a lone "\\r" as "\\n": its vocabulary has no "\\r", and its
     train.bin, val.bin and meta.pkl are what the lesson must write from the same file."""
     data = with_newlines(shakespeare[:50_000], kind).encode("ascii")

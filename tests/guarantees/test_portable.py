@@ -141,7 +141,12 @@ assert not hasattr(signal, "pthread_sigmask") and not hasattr(os, "sched_getaffi
 assert multiprocessing.get_start_method() == "spawn"
 with safety.commit.folder_lock(sys.argv[1]):
     other = subprocess.run(
-        [sys.executable, "-c", "import safety.commit, sys; print(safety.commit.lock_holder(sys.argv[1]))", sys.argv[1]],
+        [
+            sys.executable,
+            "-c",
+            "import safety.commit, sys; print(safety.commit.lock_holder(sys.argv[1]))",
+            sys.argv[1],
+        ],
         capture_output=True, text=True, check=True,
     )
     print(other.stdout, end="")

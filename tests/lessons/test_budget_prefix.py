@@ -1,7 +1,7 @@
 """--max-tokens on the lessons whose source is one file read front to back (hub/prefix.py):
 TinyStories' .tar.gz and parameter-golf's docs_selected.jsonl, each fetched from a real HTTP
-server on 127.0.0.1 (tests/stand_ins/hub_server.py) by Range requests, a piece at a time, as far as the
-budget needs; the server counts what it sends.
+server on 127.0.0.1 (tests/stand_ins/hub_server.py) by Range requests, a piece at a time, as
+far as the budget needs; the server counts what it sends.
 """
 
 import gzip

@@ -129,8 +129,8 @@ def test_without_dedup_the_copies_are_there_and_said(name, planted, tmp_path):
     assert exact["documents"] > 0 and repeats["documents"] > 0
     docs = report["documents"]
     assert (
-        f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} ({exact['fraction']:.1%})"
-        in stdout
+        f"val documents with an exact copy in train: {exact['documents']:,} of {docs['val']:,} "
+        f"({exact['fraction']:.1%})" in stdout
     )
     assert (
         f"train documents repeating an earlier one: {repeats['documents']:,} of {docs['train']:,}"

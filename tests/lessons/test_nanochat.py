@@ -185,7 +185,10 @@ def test_tokenizer_pkl_is_our_encoder(folder):
 
 def nanochat_split_pattern():
     """nanochat/tokenizer.py's SPLIT_PATTERN, as it is written there."""
-    return r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+    return (
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}|"""
+        r""" ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+    )
 
 
 def tok_train_token_bytes(encoding):

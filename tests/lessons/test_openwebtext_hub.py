@@ -4,8 +4,9 @@ The script, with no --data-files, loads hf://datasets/Skylion007/openwebtext@<HU
 from a local hub (tests/stand_ins/hub_server.py, the `openwebtext_hub` fixture) reached through
 HF_ENDPOINT, as a user reaches a mirror of the hub, and must write what a --data-files run over
 the same parquet files writes: with the datasets engine (datasets downloads the files) and with
-the datatrove engine (its tasks read them through huggingface_hub's HfFileSystem). The hub answers only the routes the libraries are known to call:
-any other request is logged in `hub.unknown`, and every test here asserts that log is empty.
+the datatrove engine (its tasks read them through huggingface_hub's HfFileSystem). The hub
+answers only the routes the libraries are known to call: any other request is logged in
+`hub.unknown`, and every test here asserts that log is empty.
 """
 
 import json

@@ -49,7 +49,15 @@ pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e
 
 LESSON = REPO / "data" / "parameter_golf" / "prepare.py"
 # documents a tokenizer may change: NUL, CRLF, runs of spaces, text nmt_nfkc rewrites, nothing
-ODD_DOCUMENTS = ["", "a\x00b", "x\r\ny\r\n", "  two  spaces  ", "ﬁne ① ｆｕｌｌ", "e\u0301", "   "]
+ODD_DOCUMENTS = [
+    "",
+    "a\x00b",
+    "x\r\ny\r\n",
+    "  two  spaces  ",
+    "ﬁne ① ｆｕｌｌ",
+    "e\u0301",
+    "   ",
+]
 
 
 @pytest.fixture(scope="session")

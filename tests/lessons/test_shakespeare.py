@@ -1,4 +1,5 @@
-"""data/shakespeare/prepare.py: nanoGPT's GPT-2 figures and bytes, the --tokenizer path, meta files, bad input."""
+"""data/shakespeare/prepare.py: nanoGPT's GPT-2 figures and bytes, the --tokenizer path, meta
+files, bad input."""
 
 import hashlib
 import json
@@ -15,15 +16,17 @@ from safety.files import sha256_file
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
 SCRIPT = REPO / "data" / "shakespeare" / "prepare.py"
-# sha256 of nanoGPT's train.bin / val.bin for Tiny Shakespeare (its shakespeare/prepare.py, run on the
-# mirror's input.txt: tiktoken gpt2, encode_ordinary, 90/10 split on characters, np.uint16 tofile)
+# sha256 of nanoGPT's train.bin / val.bin for Tiny Shakespeare (its shakespeare/prepare.py, run
+# on the mirror's input.txt: tiktoken gpt2, encode_ordinary, 90/10 split on characters, np.uint16
+# tofile)
 TRAIN_SHA256 = "502a2bdc8210d1ac5d5674867cb74467dd31db575d25cf6dbb08c8bdbea8680f"
 VAL_SHA256 = "68a53422394c26a655ebe641f5c6f49888e8f4e45fe5d6f02abda63ba3ebd65b"
 
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    """The default pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
+    """The default pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR
+    is set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare")
     stale = pickle.dumps({"vocab_size": 400})  # left by an earlier --tokenizer run, whose
     (out_dir / "meta.pkl").write_bytes(stale)  # meta.json lists it
@@ -36,7 +39,8 @@ def prepared(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small_tokenizer(tmp_path_factory, shakespeare):
-    """A 400-token BPE with <|endoftext|>, trained by train_tokenizer.py on the first 200,000 characters."""
+    """A 400-token BPE with <|endoftext|>, trained by train_tokenizer.py on the first 200,000
+    characters."""
     folder = tmp_path_factory.mktemp("tokenizer")
     text = shakespeare
     (folder / "head.txt").write_text(text[:200_000], encoding="utf-8")

@@ -47,7 +47,8 @@ def get_batch(bin_path, i, block_size):
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    """The real pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is set)."""
+    """The real pipeline on the real Tiny Shakespeare (via the mirror when NANOGPT_DATA_MIRROR is
+    set)."""
     out_dir = tmp_path_factory.mktemp("shakespeare_char")
     other_cwd = tmp_path_factory.mktemp("elsewhere")  # works from any folder, no PYTHONPATH
     result = run_python(SCRIPT, "--out-dir", out_dir, cwd=other_cwd)

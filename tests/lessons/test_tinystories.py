@@ -224,8 +224,16 @@ def test_vocab_size_trains_a_bpe_on_the_train_stories(corpus, tmp_path):
     assert "tokenizer: tinystories-512 (512 tokens)" in result.stdout
     assert result.stdout.count("  gpt2: ") == 2  # compared on train and val
     assert sorted(p.name for p in out.iterdir()) == [
-        "meta.json", "meta.pkl", "tinystories-512.json", "token_bytes.npy", "train.bin", "train.docs.npy", "val.bin", "val.docs.npy", "val_bytes.bin"
-    ]  # fmt: skip
+        "meta.json",
+        "meta.pkl",
+        "tinystories-512.json",
+        "token_bytes.npy",
+        "train.bin",
+        "train.docs.npy",
+        "val.bin",
+        "val.docs.npy",
+        "val_bytes.bin",
+    ]
     check = run_python(COMMON, "verify", out)
     assert check.returncode == 0, check.stderr
     assert run_python(COMMON, "show", out).returncode == 0
@@ -303,7 +311,13 @@ def test_a_tokenizer_that_would_lose_characters_is_refused(corpus, tmp_path):
 
 def test_whitespace_non_ascii_and_a_file_of_one_story(gpt2_encoding, tmp_path):
     files = {
-        "data00.json": story_items(["   \n\t  ", "Ünïcödé: 日本語の話 🐉 — «ok»", "\n plain \n"]),
+        "data00.json": story_items(
+            [
+                "   \n\t  ",
+                "Ünïcödé: 日本語の話 🐉 — «ok»",
+                "\n plain \n",
+            ]
+        ),
         "data01.json": story_items(["only one story here"]),
         "data02.json": story_items(["", "a\u00a0b", "\u2028line separators\u2029"]),
         "data03.json": story_items([]),  # a file without stories adds none
@@ -660,7 +674,8 @@ def test_ordered_map_raises_an_items_error():
 
 @pytest.fixture(scope="module")
 def big_archive(paragraphs, tmp_path_factory):
-    """30 members of all 7,222 Tiny Shakespeare paragraphs each (about 9M tokens): seconds of work."""
+    """30 members of all 7,222 Tiny Shakespeare paragraphs each (about 9M tokens): seconds of
+    work."""
     stories = story_items(paragraphs)
     files = {f"data{i:02d}.json": stories for i in range(30)}
     path = tmp_path_factory.mktemp("big") / "big.tar.gz"

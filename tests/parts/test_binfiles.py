@@ -1,4 +1,5 @@
-"""prepare_common.py, bin files: the dtype for a vocabulary, the id checks before a cast, the .bin writer."""
+"""prepare_common.py, bin files: the dtype for a vocabulary, the id checks before a cast, the .bin
+writer."""
 
 import tempfile
 from pathlib import Path

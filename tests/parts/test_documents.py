@@ -1,5 +1,6 @@
-"""prepare_common.py's documents: loading and checking document collections, tokenizing them a batch at a
-time, and streaming their ids back out (data/openwebtext's machinery, each piece on its own)."""
+"""prepare_common.py's documents: loading and checking document collections, tokenizing them a
+batch at a time, and streaming their ids back out (data/openwebtext's machinery, each piece on
+its own)."""
 
 from pathlib import Path
 

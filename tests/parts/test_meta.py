@@ -1,5 +1,5 @@
-"""prepare_common.py, metadata: meta.json written beside the .bin files, and `verify` re-checking a folder
-(in process, and as `python prepare_common.py verify DIR` on a real prepared folder)."""
+"""prepare_common.py, metadata: meta.json written beside the .bin files, and `verify` re-checking
+a folder (in process, and as `python prepare_common.py verify DIR` on a real prepared folder)."""
 
 import hashlib
 import json
@@ -110,7 +110,8 @@ def flip_a_val_byte(folder):
 
 
 def put_id_65_in_val(folder):
-    """An id beyond the vocabulary, with meta.json's sha256 updated to match: only the id is wrong."""
+    """An id beyond the vocabulary, with meta.json's sha256 updated to match: only the id is
+    wrong."""
     ids = np.fromfile(folder / "val.bin", dtype=np.uint16)
     ids[5] = 65
     ids.tofile(folder / "val.bin")

@@ -80,7 +80,8 @@ def test_gpt2_encoding_in_a_fresh_process_needs_no_network(tmp_path):
 def test_gpt2_encoding_failure_is_our_one_line_error_not_tiktokens(
     fresh_caches, server, monkeypatch
 ):
-    """tiktoken's files come through `fetch`, so a bad source is a PrepareError, and nothing is cached."""
+    """tiktoken's files come through `fetch`, so a bad source is a PrepareError, and nothing is
+    cached."""
     monkeypatch.setenv(MIRROR_ENV, server.base + "/mirror")  # serves 404 for everything
     with pytest.raises(PrepareError) as error:
         coverage.gpt2_encoding()

@@ -1,13 +1,15 @@
-"""nanoGPT's data/openwebtext/prepare.py, as the reference for tests and benchmarks (not product code).
+"""nanoGPT's data/openwebtext/prepare.py, as the reference for tests and benchmarks (not product
+code).
 
 The code is nanoGPT's, changed only where it must be to run here: the documents come from local
 files (nanoGPT's `load_dataset("openwebtext")` needs the hub and a loading script that datasets
 >= 4 refuses), the .bin files go to --out-dir, and GPT-2's files come through
-formats.tokenizers.gpt2_encoding (the same encoding, offline). Everything else is as in nanoGPT: Python
-lists of ids (int64 in the datasets cache) and the fixed 1,024-shard writing loop, which crashes
-on a split with fewer documents than shards.
+formats.tokenizers.gpt2_encoding (the same encoding, offline). Everything else is as in nanoGPT:
+Python lists of ids (int64 in the datasets cache) and the fixed 1,024-shard writing loop, which
+crashes on a split with fewer documents than shards.
 
-    python tests/references/nanogpt_openwebtext.py --out-dir DIR [--test-size 0.0005] [--num-proc 8] FILE ...
+    python tests/references/nanogpt_openwebtext.py --out-dir DIR [--test-size 0.0005]
+        [--num-proc 8] FILE ...
 """
 
 import argparse

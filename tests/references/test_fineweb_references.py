@@ -1,5 +1,5 @@
-"""The test oracles of the FineWeb lesson checked against what their sources say, and the local hub's
-FineWeb layout checked against datasets' own loader.
+"""The test oracles of the FineWeb lesson checked against what their sources say, and the local
+hub's FineWeb layout checked against datasets' own loader.
 
 - tests/references/llmc_fineweb.py (llm.c's fineweb.py) and tests/references/buildnanogpt_fineweb.py
   (build-nanogpt's): their shards are the document stream (end of text first) cut every
@@ -113,7 +113,8 @@ def test_local_hub_serves_fineweb_configs(kind, paragraphs, tmp_path):
     code = (
         "import datasets, json, sys\n"
         "for name in ('sample-10BT', 'sample-100BT'):\n"
-        f"    d = datasets.load_dataset({repo!r}, name=name, split='train', revision={revision!r})\n"
+        f"    d = datasets.load_dataset({repo!r}, name=name, split='train', "
+        f"revision={revision!r})\n"
         "    print(json.dumps({'columns': d.column_names, 'texts': list(d['text'])}))\n"
     )
     with LocalHub(repo, {revision: files}, refs={"main": revision}) as hub:

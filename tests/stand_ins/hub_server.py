@@ -405,7 +405,8 @@ def parquet_bytes(texts):
 
 def openwebtext_files(documents, sizes, config="plain_text"):
     """`documents` cut into parquet files of `sizes` documents, named as the real repo's:
-    [d0, d1, d2], sizes [1, 2] -> {"plain_text/train-00000-of-00080.parquet": [d0], ...-00001-...: [d1, d2]}
+    [d0, d1, d2], sizes [1, 2] ->
+    {"plain_text/train-00000-of-00080.parquet": [d0], ...-00001-...: [d1, d2]}
     """
     assert sum(sizes) == len(documents)
     files, start = {}, 0
@@ -500,8 +501,9 @@ def fineweb_parquet(texts, kind, first_row=0, row_group_size=None):
 
 
 def fineweb_files(kind, samples, row_group_size=None):
-    """A FineWeb repo's files: its card, one file of one dump, and for each sample {"10BT": (documents, sizes)} the
-    documents cut into parquet files of `sizes` rows, named as the real ones (000_00000.parquet).
+    """A FineWeb repo's files: its card, one file of one dump, and for each sample
+    {"10BT": (documents, sizes)} the documents cut into parquet files of `sizes` rows, named as
+    the real ones (000_00000.parquet).
     """
     files = {
         "README.md": fineweb_card(kind),
