@@ -83,6 +83,7 @@ from documents.corpus import (
     no_text_message,
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
+from inspection.packing import picture_kind, picture_path
 from safety import ArgumentParser, PrepareError, read_text, run_main
 from safety.files import atomic_path, atomic_write_text
 from safety.signals import Terminated
@@ -236,7 +237,7 @@ def check_args(args):
     if args.sweep and args.vocab_size != args.sweep[-1]:
         raise UsageError(f"--vocab-size {args.vocab_size} must be the largest --sweep size")
     if args.plot:
-        check_plot(args.plot, args.sweep)
+        args.plot = check_plot(args.plot, args.sweep)
     check_tokenizer_args(args)
     if args.engine != "datatrove" or args.executor == "local":  # processes on this machine
         try:
@@ -388,17 +389,16 @@ def check_out_is_no_input(out, args):
 
 
 def check_plot(path, sweep):
-    """--plot needs --sweep, a folder to write into, and matplotlib (the optional extra `plot`)."""
+    """--plot needs --sweep, a folder to write into, matplotlib (the optional extra `plot`) and
+    a suffix it writes, all checked before the training -> the picture's path, as `packing`'s
+    (picture_path: "sweep" -> sweep.png)."""
     if not sweep:
         raise UsageError("--plot draws a --sweep: give --sweep SIZES too")
-    if not Path(path).parent.is_dir():
-        raise PrepareError(f"--plot {path}: the folder {Path(path).parent} does not exist")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise PrepareError(
-            "--plot needs matplotlib: pip install 'nanogpt-data[plot]' (or pip install matplotlib)"
-        ) from None
+    path = picture_path(path)
+    if not path.parent.is_dir():
+        raise PrepareError(f"--plot {path}: the folder {path.parent} does not exist")
+    picture_kind(path)
+    return path
 
 
 class ProgressBars:
@@ -687,10 +687,9 @@ def show_sweep(args, vocab, merges, counts, eval_text):
     if len(rows) < len(args.sweep):
         print(f"not reached (no pair left to merge): {args.sweep[len(rows) :]}")
     if args.plot and rows:
-        # drawn beside it, then renamed: a full disk leaves the old picture, and names it; its
-        # kind said by --plot's suffix (the temporary name's is .tmp), else matplotlib's png
+        # drawn beside it, then renamed: a full disk leaves the old picture, and names it
         with atomic_path(args.plot) as tmp:
-            plot_sweep(rows, names, tmp, Path(args.plot).suffix.lstrip(".") or "png")
+            plot_sweep(rows, names, tmp, picture_kind(args.plot))
         print(f"wrote {args.plot}")
 
 

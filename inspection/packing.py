@@ -171,26 +171,36 @@ def _longer_share(lengths, window):
     return "under 1%" if lengths["max"] > window else "none"
 
 
-def plot_lengths(lengths, block_size, path):
-    """Draw the histogram of the documents' lengths (log scale) with T marked, into an image file.
-
-    ([4, 1, 5], 3, "lengths.png") -> lengths.png: three bars, a line at 3
-    """
+def picture_kind(path):
+    """The image format a --plot file's suffix names, one matplotlib writes: "a.PNG" -> "png";
+    a suffix it writes not (".txt", none), or no matplotlib, is a PrepareError saying what to do.
+    Said to savefig, as the picture is drawn under a temporary name (.tmp) and then renamed."""
     try:
         from matplotlib.figure import Figure  # no pyplot: no window, no global state
     except ImportError:
         raise PrepareError(
-            'plot_lengths needs matplotlib: pip install -e ".[plot]" (or pip install matplotlib)'
+            '--plot needs matplotlib: pip install -e ".[plot]" (or pip install matplotlib)'
         ) from None
-    lengths = np.asarray(lengths)
-    figure = Figure(figsize=(6, 4))
-    kinds = figure.canvas.get_supported_filetypes()
-    kind = Path(path).suffix.lower().lstrip(".")  # said to savefig: the temporary name's is .tmp
+    kinds = Figure().canvas.get_supported_filetypes()
+    kind = Path(path).suffix.lower().lstrip(".")
     if kind not in kinds:
         raise PrepareError(
             f"--plot {path}: matplotlib writes no {Path(path).suffix or 'suffix-less'} file; "
             f"name it .png, or one of .{', .'.join(sorted(kinds))}"
         )
+    return kind
+
+
+def plot_lengths(lengths, block_size, path):
+    """Draw the histogram of the documents' lengths (log scale) with T marked, into an image file.
+
+    ([4, 1, 5], 3, "lengths.png") -> lengths.png: three bars, a line at 3
+    """
+    kind = picture_kind(path)
+    from matplotlib.figure import Figure
+
+    lengths = np.asarray(lengths)
+    figure = Figure(figsize=(6, 4))
     ax = figure.subplots()
     bins = np.geomspace(1, max(int(lengths.max()), block_size) + 1, 60)
     ax.hist(lengths, bins=bins)

@@ -120,7 +120,7 @@ def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch):
     with pytest.raises(PrepareError) as error:
         train_tokenizer.check_plot("sweep.png", [256, 512])
     assert str(error.value) == (
-        "--plot needs matplotlib: pip install 'nanogpt-data[plot]' (or pip install matplotlib)"
+        '--plot needs matplotlib: pip install -e ".[plot]" (or pip install matplotlib)'
     )
 
 

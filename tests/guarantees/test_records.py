@@ -656,20 +656,25 @@ def test_num_proc_is_capped_at_the_archive_members(story_set, tmp_path):
     assert data == {p.name: p.read_bytes() for p in story_set.iterdir() if p.suffix != ".json"}
 
 
-def test_plot_refuses_a_folder_and_names_the_file_it_writes(document_folder, tmp_path):
-    """`packing --plot DIR` wrote DIR.png beside the folder. A folder is refused (nothing
-    written); a name without a suffix gets ".png", and the "wrote" line names the file."""
+@pytest.mark.parametrize(
+    "command",
+    [pytest.param(sweep_plot, id="train-tokenizer"), pytest.param(lengths_plot, id="packing")],
+)
+def test_plot_refuses_a_folder_and_names_the_file_it_writes(document_folder, tmp_path, command):
+    """`--plot DIR` wrote DIR.png beside the folder. A folder is refused (nothing written); a
+    name without a suffix gets ".png", and the "wrote" line names the file; a suffix matplotlib
+    does not write is refused. train_tokenizer.py and `packing` alike, before any work."""
     pytest.importorskip("matplotlib")
     folder = tmp_path / "pictures"
     folder.mkdir()
-    result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder)
+    result = run(*command(tmp_path, document_folder, folder))
     assert_one_line(result, folder, "is a folder", "lengths.png")
-    assert list(tmp_path.iterdir()) == [folder] and not list(folder.iterdir())
-    result = run(
-        COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder / "lengths"
-    )
+    assert not list(folder.iterdir()) and not (tmp_path / "tok.json").exists()
+    result = run(*command(tmp_path, document_folder, folder / "lengths"))
     assert_ok(result)
-    assert f"wrote {folder / 'lengths.png'}: " in result.stdout
+    assert f"wrote {folder / 'lengths.png'}" in result.stdout
     assert [p.name for p in folder.iterdir()] == ["lengths.png"]
-    result = run(COMMON, "packing", document_folder, "--block-size", 8, "--plot", folder / "l.txt")
+    (tmp_path / "tok.json").unlink(missing_ok=True)
+    result = run(*command(tmp_path, document_folder, folder / "l.txt"))
     assert_one_line(result, "l.txt", "png")
+    assert not (tmp_path / "tok.json").exists()  # refused before the training
