@@ -43,7 +43,7 @@ class Stage(PipelineStep):
             )
             raise PrepareError(
                 f"task {rank} of the {self.name} stage cannot write {where}: "
-                f"{exc.strerror or exc}; fix that and run the same command again (it resumes)"
+                f"{exc.strerror or exc}; fix that and run the same command again"
             ) from None
 
     def load_tokenizer(self):
