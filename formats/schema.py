@@ -398,6 +398,10 @@ def _golf_problem(meta):
                 s["split"] not in SPLIT_NAMES for s in dataset[key]
             ):
                 return f"datasets[{i}].{key} is not a list of records of {', '.join(fields)}"
+            for j, record in enumerate(dataset[key]):  # the tokens and sha256 verify checks
+                where = f"datasets[{i}].{key}[{j}]"  # (their names: checked by name_problem)
+                if problem := fields_problem(record, where, SHARD_FIELDS[2:]):
+                    return problem
         listed = {shard["split"] for shard in dataset["shards"]}
         empty = [name for name in SPLIT_NAMES if name not in listed]
         if empty:  # nothing to train on, or no val loss: train_gpt.py reads both splits

@@ -441,6 +441,27 @@ def test_verify_names_a_dataset_with_an_empty_split(prepared, tmp_path, split):
     assert_clean_failure(result, "meta.json", f"datasets[0].shards has no {split} shard")
 
 
+@pytest.mark.parametrize(
+    "key, field, value",
+    [
+        pytest.param("shards", "tokens", 1e30, id="shard-tokens-a-float"),
+        pytest.param("shards", "tokens", 0, id="shard-tokens-zero"),
+        pytest.param("shards", "sha256", 7, id="shard-sha256-a-number"),
+        pytest.param("val_bytes", "tokens", "1", id="sidecar-tokens-a-string"),
+        pytest.param("val_bytes", "sha256", None, id="sidecar-sha256-null"),
+    ],
+)
+def test_verify_names_a_shard_record_of_the_wrong_type(prepared, tmp_path, key, field, value):
+    """A dataset's shard or sidecar record holding a count or sha256 of the wrong type: one line
+    naming the field, never a traceback and never OK."""
+    out = shutil.copytree(prepared[0], tmp_path / "copy")
+    meta = json.loads((out / "meta.json").read_text())
+    meta["datasets"][0][key][0][field] = value
+    (out / "meta.json").write_text(json.dumps(meta))
+    result = run_python(COMMON, "verify", out)
+    assert_clean_failure(result, "meta.json", f"datasets[0].{key}[0].{field}")
+
+
 UNICODE = st.lists(
     st.one_of(
         st.text(max_size=12),
