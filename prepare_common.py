@@ -33,7 +33,7 @@ from formats.schema import (
     SHARD_FORMATS,
     written_by_a_run,
 )
-from formats.shards import splits_record, write_npy, write_shard
+from formats.shards import check_ids, splits_record, write_npy, write_shard
 from formats.tokenizers import nanogpt_sample_maps, write_token_bytes
 from formats.val_bytes import (
     RecordTokens,
@@ -119,27 +119,6 @@ def dtype_for_vocab(vocab_size, readers=NANOGPT_READS):
         raise PrepareError(f"vocab_size {vocab_size:,} is too large for uint32 token ids")
     print(f"warning: vocab_size {vocab_size:,} does not fit uint16, so {readers}", file=sys.stderr)
     return np.dtype(np.uint32)
-
-
-def check_ids(ids, vocab_size, dtype, where="ids"):
-    """Refuse ids that are negative, >= vocab_size or beyond `dtype`, before any cast wraps them:
-    [3, 70] with vocab_size 65 -> error "ids: token id 70 at position 1 is >= vocab_size 65"."""
-    ids = np.asarray(ids)
-    if ids.size == 0:
-        return
-    if ids.dtype.kind not in "iu":
-        raise PrepareError(f"{where}: token ids must be integers, got dtype {ids.dtype}")
-    limit = min(vocab_size, int(np.iinfo(dtype).max) + 1)
-    if int(ids.min()) < 0 or int(ids.max()) >= limit:
-        bad_index = int(np.argmax((ids < 0) | (ids >= limit)))  # the first bad one
-        bad_id = int(ids.flat[bad_index])
-        if bad_id < 0:
-            reason = "negative"
-        elif bad_id >= vocab_size:
-            reason = f">= vocab_size {vocab_size:,}"
-        else:
-            reason = f"beyond {np.dtype(dtype).name}"
-        raise PrepareError(f"{where}: token id {bad_id:,} at position {bad_index:,} is {reason}")
 
 
 def write_bin(path, batches, dtype, vocab_size):

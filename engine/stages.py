@@ -15,7 +15,8 @@ from documents.corpus import check_text_column
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
 from engine.readers import PieceReader, batches, json_columns
 from formats.schema import FIGURES
-from prepare_common import bpe_encoding, check_ids, tokenize_documents
+from formats.shards import check_ids
+from prepare_common import bpe_encoding, tokenize_documents
 from safety.errors import PrepareError
 from safety.files import atomic_path, atomic_write_text, sha256_file
 

@@ -2,9 +2,9 @@
 
 nanoGPT's train.bin and val.bin: raw ids, no header. llm.c's shards: a header of 256
 little-endian int32 ([magic, version, number of tokens, 0, ...]), then the ids; build-nanogpt's:
-the ids saved by np.save. prepare_common.py writes them (its section on shards); `read_shard`
-reads one back with every check a trainer's reader makes, and `document_batch` draws nanoGPT's
-rows from a split's document starts.
+the ids saved by np.save. prepare_common.py writes them (its section on shards), each id first
+checked to fit the file (`check_ids`); `read_shard` reads one back with every check a
+trainer's reader makes, and `document_batch` draws nanoGPT's rows from a split's document starts.
 """
 
 import math
@@ -105,6 +105,27 @@ def read_shard(path, shard_format, dtype):
             )
         little = dtype.newbyteorder("<")
         return np.memmap(f, dtype=little, mode="r", offset=LLMC_HEADER_INTS * 4)
+
+
+def check_ids(ids, vocab_size, dtype, where="ids"):
+    """Refuse ids that are negative, >= vocab_size or beyond `dtype`, before any cast wraps them:
+    [3, 70] with vocab_size 65 -> error "ids: token id 70 at position 1 is >= vocab_size 65"."""
+    ids = np.asarray(ids)
+    if ids.size == 0:
+        return
+    if ids.dtype.kind not in "iu":
+        raise PrepareError(f"{where}: token ids must be integers, got dtype {ids.dtype}")
+    limit = min(vocab_size, int(np.iinfo(dtype).max) + 1)
+    if int(ids.min()) < 0 or int(ids.max()) >= limit:
+        bad_index = int(np.argmax((ids < 0) | (ids >= limit)))  # the first bad one
+        bad_id = int(ids.flat[bad_index])
+        if bad_id < 0:
+            reason = "negative"
+        elif bad_id >= vocab_size:
+            reason = f">= vocab_size {vocab_size:,}"
+        else:
+            reason = f"beyond {np.dtype(dtype).name}"
+        raise PrepareError(f"{where}: token id {bad_id:,} at position {bad_index:,} is {reason}")
 
 
 def write_shard(path, tokens, shard_format):

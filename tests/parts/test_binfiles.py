@@ -10,7 +10,8 @@ from conftest import names_in
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prepare_common import check_ids, dtype_for_vocab, write_bin
+from formats.shards import check_ids
+from prepare_common import dtype_for_vocab, write_bin
 from safety import PrepareError
 
 # ---------------------------------------------------------------------------------------------
