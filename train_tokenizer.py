@@ -84,7 +84,7 @@ from documents.corpus import (
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from inspection.packing import picture_kind, picture_path
-from safety import ArgumentParser, PrepareError, read_text, run_main
+from safety import ArgumentParser, PrepareError, non_negative_int, read_text, run_main
 from safety.files import atomic_path, atomic_write_text
 from safety.signals import Terminated
 from safety.text import shortened
@@ -167,7 +167,9 @@ def make_parser():
         help="processes for pretokenizing large files (default: all CPUs)",
     )
     parser.add_argument("--eval", metavar="FILE", help="also report compression on this text")
-    parser.add_argument("--trace", type=merge_count, default=0, metavar="N", help="replay N merges")
+    parser.add_argument(
+        "--trace", type=non_negative_int, default=0, metavar="N", help="replay N merges"
+    )
     parser.add_argument(
         "--sweep",
         type=parse_sizes,
@@ -204,17 +206,6 @@ def parse_sizes(text):
         raise argparse.ArgumentTypeError(
             f"{shown(text)} is not a list of sizes like 256,512,1024"
         ) from None
-
-
-def merge_count(text):
-    """--trace's argument: a whole number of merges, 0 or more: "5" -> 5; "-1" -> error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{shown(text)} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative: give a number of merges, 0 or more")
-    return value
 
 
 def check_args(args):

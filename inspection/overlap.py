@@ -16,7 +16,6 @@ val's hashes are held (dedup/overlap.py says how many bytes); train is read in b
 BLOCK_TOKENS and forgotten, so memory stays flat however large train is.
 """
 
-import argparse
 import json
 from pathlib import Path
 
@@ -357,20 +356,9 @@ def rule_line(folder, layout):
     return f"{folder}: documents cut at token {layout['boundary_id']} (one {where} each document)"
 
 
-def token_id(text):
-    """A token id, 0 or more: "50256" -> 50256; "-1", "x" -> error."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a token id (0 or more)")
-    return value
-
-
 def add_parser(commands):
     """The `overlap` command's options, on prepare_common's subcommands."""
-    from safety import positive_int
+    from safety import non_negative_int, positive_int
 
     parser = commands.add_parser("overlap", help="what val shares with train, what train repeats")
     parser.add_argument("folder", help="a prepared folder, or one of llm.c's or nanochat's shards")
@@ -391,7 +379,7 @@ def add_parser(commands):
     )
     parser.add_argument(
         "--boundary-id",
-        type=token_id,
+        type=non_negative_int,
         metavar="ID",
         help="the token between documents (default: meta.json's end-of-text id; llm.c's shards: "
         "the one its fineweb.py puts first)",

@@ -113,6 +113,14 @@ def random_seed(text):
     return value
 
 
+def non_negative_int(text):
+    """A whole number of 0 or more (a token id, a number of merges): "0" -> 0; "-1" -> error."""
+    value = whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is less than 0")
+    return value
+
+
 def positive_int(text):
     """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
     value = whole_number(text)

@@ -25,6 +25,7 @@ COMMANDS = {
     "verify": ["prepare_common.py", "verify"],
     "show": ["prepare_common.py", "show"],
     "bpb": ["prepare_common.py", "bpb"],
+    "overlap": ["prepare_common.py", "overlap"],
     "bpe_show": ["-m", "bpe", "show"],
     "bench_encode": ["bench/bench_encode.py"],
     "bench_openwebtext_scale": ["bench/bench_openwebtext_scale.py"],
@@ -140,6 +141,24 @@ def assert_usage_error(result, *fragments):
             ["--input", "a.txt", "--vocab_size=x"],
             ["argument --vocab-size: invalid int value: 'x'"],
             id="train_tokenizer-underscore-equals",
+        ),
+        pytest.param(
+            "train_tokenizer",
+            ["--input", "a.txt", "--trace", "-1"],
+            ["argument --trace: -1 is less than 0"],
+            id="train_tokenizer-trace-negative",
+        ),
+        pytest.param(
+            "overlap",
+            ["folder", "--boundary-id", "-1"],
+            ["argument --boundary-id: -1 is less than 0"],
+            id="overlap-boundary-id-negative",
+        ),
+        pytest.param(
+            "overlap",
+            ["folder", "--boundary-id", "x"],
+            ["argument --boundary-id: 'x' is not a whole number"],
+            id="overlap-boundary-id-not-a-number",
         ),
         pytest.param(
             "train_tokenizer",
