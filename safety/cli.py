@@ -102,7 +102,7 @@ def whole_number(text):
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{shortened(text)!r} is not a whole number") from None
 
 
 def random_seed(text):
@@ -117,7 +117,7 @@ def non_negative_int(text):
     """A whole number of 0 or more (a token id, a number of merges): "0" -> 0; "-1" -> error."""
     value = whole_number(text)
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is less than 0")
+        raise argparse.ArgumentTypeError(f"{shortened(text)} is less than 0")
     return value
 
 
@@ -125,7 +125,7 @@ def positive_int(text):
     """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
     value = whole_number(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is less than 1")
+        raise argparse.ArgumentTypeError(f"{shortened(text)} is less than 1")
     return value
 
 

@@ -149,6 +149,12 @@ def assert_usage_error(result, *fragments):
             id="train_tokenizer-trace-negative",
         ),
         pytest.param(
+            "train_tokenizer",
+            ["--input", "a.txt", "--trace", "9" * 10_000],
+            ["argument --trace: '999", "... (10,000 characters)' is not a whole number"],
+            id="train_tokenizer-trace-huge-shortened",
+        ),
+        pytest.param(
             "overlap",
             ["folder", "--boundary-id", "-1"],
             ["argument --boundary-id: -1 is less than 0"],
