@@ -386,7 +386,7 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
     key = Hasher.hash([*key, ("ids", "len", "figures")])
     # the figures' tables and their compiled loop, made once here, before the workers fork
     tokens = RecordTokens(tokenizer, encoding=encoding, compiled=figures == "compiled")
-    batch_figures(["warm"], [[]], tokens)
+    batch_figures(["warm"], [np.zeros(0, dtype)], tokens)  # for ids of this dtype
     return encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
 
 

@@ -201,12 +201,18 @@ def replaced(text, at, piece):
 def test_batch_figures_are_document_figures(record_tokens, compiled_tokens, name, data):
     """The figures of a batch counted at once (in numpy, and compiled where numba is installed)
     are document_figures' of each document, whether its ids are its text's (lossless), another
-    text's one character away, or random ids."""
+    text's one character away, or random ids; given as lists, or as arrays of a shard's uint16
+    or uint32 (compared in their own type)."""
     encoding, tokens = record_tokens[name]
     texts, documents = drawn_batch(data, encoding)
     expected = [list(document_figures(t, d, tokens)) for t, d in zip(texts, documents)]
     assert batch_figures(texts, documents, tokens).tolist() == expected
     assert batch_figures(texts, documents, compiled_tokens[name]).tolist() == expected
+    assert encoding.n_vocab <= 2**16
+    for dtype in (np.uint16, np.uint32):
+        arrays = [np.asarray(ids, dtype) for ids in documents]
+        assert batch_figures(texts, arrays, tokens).tolist() == expected
+        assert batch_figures(texts, arrays, compiled_tokens[name]).tolist() == expected
 
 
 @pytest.mark.skipif(compiled.decodes_to is None, reason="numba is not installed (the fast extra)")
