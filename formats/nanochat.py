@@ -11,7 +11,6 @@ data/nanochat/prepare.py and `train_tokenizer.py --format nanochat` write them; 
 commands read them back (inspection/nanochat.py).
 """
 
-import contextlib
 import functools
 import io
 import pickle
@@ -188,9 +187,10 @@ def token_pieces(encoding):
     document's ids: b"".join(pieces[ids]) is encoding.decode_bytes(ids), at twice its speed.
     GPT-2's pieces[[15496, 995]] -> [b"Hello", b" world"]."""
     pieces = np.full(encoding.n_vocab, b"", dtype=object)
-    for token_id in range(encoding.n_vocab):
-        with contextlib.suppress(KeyError):
-            pieces[token_id] = encoding.decode_single_token_bytes(token_id)
+    for token, token_id in encoding._mergeable_ranks.items():  # decode_single_token_bytes',
+        pieces[token_id] = token  # without a call a token: 30 times faster
+    for token, token_id in encoding._special_tokens.items():
+        pieces[token_id] = token.encode()
     return pieces
 
 
