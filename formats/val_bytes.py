@@ -352,26 +352,56 @@ def write_val_bytes(out, meta, tokenizer, texts):
     }
 
 
+def stream_shares(ids, sizes, lengths, eot_id, eot):
+    """document_shares of each document of `ids`, whole documents each with its end-of-text
+    where `eot` says ("first" or "last"), the UTF-8 size of each in `sizes`, joined: each token's
+    byte length where a document's add up to its size (every one, where the tokenizer is
+    lossless), else its document_shares: [9, 5, 9, 6], sizes [2, 4], 5 and 6 of 2 and 3 bytes,
+    "first" -> [0, 2, 0, 4] (6's document lost a byte: its last token stands for it)."""
+    ends = ids == eot_id
+    if eot == "first":
+        starts = np.flatnonzero(ends)
+        if len(ids) and (not len(starts) or starts[0]):
+            raise PrepareError(f"the val ids do not start with the end-of-text id {eot_id}")
+    else:
+        if len(ids) and not ends[-1]:
+            raise PrepareError(f"the val ids do not end with the end-of-text id {eot_id}")
+        starts = np.flatnonzero(np.concatenate([[True], ends[:-1]])) if len(ids) else ends
+    if len(starts) != len(sizes):
+        raise PrepareError("the val ids written and the documents differ in number")
+    shares = lengths[ids]
+    stops = np.append(starts[1:], len(ids))  # where each document ends
+    sums = np.add.reduceat(shares, starts, dtype=np.int64) if len(starts) else shares
+    for d in np.flatnonzero(sums != sizes):  # a document its ids do not decode to
+        own = slice(starts[d] + 1, stops[d]) if eot == "first" else slice(starts[d], stops[d] - 1)
+        shares[starts[d] : stops[d]] = document_shares(ids[own], sizes[d], lengths, eot)
+    return shares
+
+
+def straddled_val_ids(parts, eot_id, eot_first):
+    """val's ids, whole documents: its files' and, where its last document straddles into train
+    (end-of-text "first": val's shards come first), train's ids up to the next end-of-text."""
+    val = [ids for split, ids in parts if split == "val"]
+    for _, ids in (part for part in parts if part[0] != "val") if eot_first else ():
+        at = np.flatnonzero(ids == eot_id)
+        val.append(ids[: at[0] if len(at) else len(ids)])
+        if len(at):
+            break
+    return np.concatenate(val) if val else np.zeros(0, np.int64)
+
+
 def write_counted(out, meta, tokenizer, counted, eot_first=False):
     """write_val_bytes's record where the documents were counted already, as the datatrove
     engine's tasks count each one while they encode it: `counted` is ({split: figures}, the UTF-8
     size of each val document in the order written); val's shares from its ids and those sizes."""
     (figures, val_sizes), eot = counted, "first" if eot_first else "last"
-    lengths, eot_id = RecordTokens(tokenizer).lengths, tokenizer["eot_id"]
-    # val's documents: its own files ("last"), or the val shards and the train shard a last one
-    # straddles into ("first": val's shards come first)
-    parts = [(split, ids) for split, ids in written_parts(out, meta) if split == "val" or eot_first]
-    documents = itertools.takewhile(
-        lambda document: document[0] == "val", written_documents(parts, eot_id, eot)
-    )
-    val_shares = []
-    for n, (document, size) in enumerate(itertools.zip_longest(documents, val_sizes)):
-        if document is None or size is None:
-            raise PrepareError(f"{out}: the val ids written and the documents differ in number")
-        shares = document_shares(document[1], int(size), lengths, eot)
-        val_shares.append(checked_shares(shares, f"val document {n:,}"))
-    shares = np.concatenate(val_shares or [np.empty(0, SHARE_DTYPE)])
-    record = write_sidecars(out, meta, eot, shares)
+    lengths, eot_id = record_byte_lengths(tokenizer), tokenizer["eot_id"]  # int32: gathers fast
+    ids = straddled_val_ids(written_parts(out, meta), eot_id, eot_first)
+    try:
+        shares = stream_shares(ids, np.asarray(val_sizes, np.int64), lengths, eot_id, eot)
+    except PrepareError as exc:
+        raise PrepareError(f"{out}: {exc}") from None
+    record = write_sidecars(out, meta, eot, checked_shares(shares, "val"))
     return {"bytes": {split: figures[split] for split in meta["splits"]}, "val_bytes": record}
 
 

@@ -20,9 +20,11 @@ from formats.val_bytes import (
     batch_figures,
     compared,
     document_figures,
+    document_shares,
     document_sums,
     figure_totals,
     joined,
+    stream_shares,
     text_figures,
     write_counted,
     write_val_bytes,
@@ -138,6 +140,28 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
         assert record["bytes"] == {"train": lossless_figures(train), "val": lossless_figures(val)}
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    documents=st.lists(
+        st.tuples(st.lists(st.integers(1, 5), max_size=6), st.integers(-3, 3)), max_size=8
+    ),
+    eot=st.sampled_from(["first", "last"]),
+)
+def test_stream_shares_are_document_shares(documents, eot):
+    """The shares of a stream of documents at once are document_shares' of each, joined: for a
+    document whose tokens' lengths add up to its size, and for one a few bytes longer or shorter
+    (its last token takes the difference, or its end-of-text where it has no token)."""
+    lengths, eot_id = np.array([0, 1, 2, 3, 7, 300]), 0
+    ids, sizes, expected = [], [], []
+    for own, difference in documents:
+        size = max(0, int(lengths[own].sum()) + difference)
+        ids += [eot_id, *own] if eot == "first" else [*own, eot_id]
+        sizes.append(size)
+        expected += document_shares(np.array(own, int), size, lengths, eot).tolist()
+    shares = stream_shares(np.array(ids, np.uint16), np.array(sizes), lengths, eot_id, eot)
+    assert shares.tolist() == expected
+
+
 @pytest.fixture(scope="module")
 def record_tokens(bpe_tokenizers):
     """The figures' RecordTokens of each tokenizer of bpe_tokenizers, with its Encoding."""
@@ -168,6 +192,15 @@ def test_decode_is_tiktoken_s(record_tokens, name, data):
     ids = data.draw(st.lists(st.integers(0, encoding.n_vocab - 1), max_size=40))
     expected = encoding.decode_bytes(ids).decode("utf-8", "replace")
     assert tokens.decode(np.array(ids, dtype=np.int64)) == expected
+
+
+@pytest.mark.parametrize("name", ["gpt2", "trained"])
+def test_token_pieces_are_each_id_s_bytes(record_tokens, name):
+    """Each id's piece, read from the ranks and the special tokens, is tiktoken's
+    decode_single_token_bytes of it, for every id of the vocabulary."""
+    encoding, tokens = record_tokens[name]
+    expected = [encoding.decode_single_token_bytes(i) for i in range(encoding.n_vocab)]
+    assert tokens.pieces.tolist() == expected
 
 
 def drawn_batch(data, encoding):
