@@ -52,7 +52,7 @@ from bpe.train import count_pretokens, train_bpe_from_counts
 from safety.errors import PrepareError
 from safety.text import decode, read_text, shown
 
-from .parallel import end_workers, ordered_map, start_pool
+from .parallel import ordered_map
 
 # between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
 # translated one by one
@@ -743,8 +743,7 @@ def parquet_texts(path, text_column, start, end):
 # ---------------------------------------------------------------------------
 
 
-def _count_job(job):
-    piece, reading = job
+def _count_job(piece, reading):
     return PretokenTable.from_counts(count_piece(piece, reading))
 
 
@@ -782,30 +781,15 @@ def count_table(
         pieces = cap_pieces(pieces, reading, max_chars)
     total = sum(piece.size for piece in pieces)
     jobs = [(piece, reading) for piece in pieces]
-    table, pending = PretokenTable.total([]), []
-    done = 0
-    if num_workers < 2 or total < PARALLEL_MIN_BYTES or len(jobs) < 2:
-        results = map(_count_job, jobs)
-        pool = None
-    else:
-        pool = start_pool(min(num_workers, len(jobs)))
-        results = pool.imap(_count_job, jobs)
-    try:
-        for piece, piece_table in zip(pieces, results):
-            pending.append(piece_table)
-            if sum(map(len, pending)) >= max(len(table), PENDING_PRETOKENS):
-                table, pending = PretokenTable.total([table, *pending]), []
-            done += piece.size
-            if progress:
-                progress("read", done, total)
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM raised as one: end the workers at once
-        if pool is not None:
-            end_workers(pool)
-            pool = None
-        raise
-    finally:
-        if pool is not None:
-            pool.terminate()
+    table, pending, done = PretokenTable.total([]), [], 0
+    processes = min(num_workers, len(jobs)) if total >= PARALLEL_MIN_BYTES else 1
+    for piece_table, piece in zip(ordered_map(_count_job, jobs, processes), pieces):
+        pending.append(piece_table)
+        if sum(map(len, pending)) >= max(len(table), PENDING_PRETOKENS):
+            table, pending = PretokenTable.total([table, *pending]), []
+        done += piece.size
+        if progress:
+            progress("read", done, total)
     return PretokenTable.total([table, *pending])
 
 

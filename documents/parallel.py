@@ -7,14 +7,13 @@ multiprocessing's Pool.imap reads its whole input as fast as it can, so over a s
 items (the JSON files of an archive) memory would grow with the stream. ordered_map reads an
 item only when at most `processes` are in flight: memory holds about 2 * processes + 1 items
 (those being worked on, one queued, and their results), whatever the stream's length. The results
-come in
-the stream's order, whatever order the workers finish in, so the output is the same at any
-number of processes. With processes=1 the items are processed here, one by one, no pool.
+come in the stream's order, whatever order the workers finish in, so the output is the same at
+any number of processes. With processes=1 the items are processed here, one by one, no pool.
 
 `shared` goes to every worker once (not with every item): a tokenizer, say. The workers ignore
 Ctrl-C (the parent stops them) and exit if the parent dies; they are killed at once when the
-parent is interrupted, and terminated when an item fails, whose exception is raised here; a
-consumer that stops early waits for the items in flight (at most processes + 1), no more.
+parent is interrupted; when an item fails, whose exception is raised here, or a consumer stops
+early, the items in flight (at most processes + 1) finish first, and nothing more is read.
 """
 
 import contextlib
@@ -55,13 +54,14 @@ def ordered_map(function, items, processes, shared=()):
         ended = True  # Pool.terminate could now wait forever for a half-sent result
         raise
     finally:
-        if not ended:  # an item failed
-            pool.terminate()
+        if not ended:  # an item failed: the others in flight finish too (see _let_finish)
+            _let_finish(pool, pending)
 
 
 def _let_finish(pool, pending):
     """The items in flight finish and the workers end: Pool.terminate could kill a worker half-way
-    through sending its result, and then wait for the rest of it forever. Ctrl-C: killed now."""
+    through sending its result, which holds the results' lock for good, and then wait for that
+    lock forever. Ctrl-C: killed now."""
     try:
         for result in pending:
             result.wait()

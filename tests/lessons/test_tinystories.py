@@ -663,9 +663,21 @@ def test_ordered_map_stopped_early_lets_the_items_in_flight_finish_and_reads_no_
         assert not multiprocessing.active_children()
 
 
-def test_ordered_map_raises_an_items_error():
+def divided_after(seconds, x, y, done):
+    time.sleep(seconds)
+    result = x // y
+    Path(done, f"{x}").touch()
+    return result
+
+
+def test_ordered_map_raises_an_items_error_once_the_items_in_flight_end(tmp_path):
+    """An item's error is raised after the other items in flight have finished, not with their
+    workers killed: one killed while it sends its result would hold the results' lock for good,
+    and the pool would wait for it forever."""
+    items = [(0.0, 1, 0, tmp_path), (0.3, 2, 1, tmp_path), (0.3, 3, 1, tmp_path)]
     with pytest.raises(ZeroDivisionError):
-        list(ordered_map(divmod, [(1, 1), (1, 0), (2, 1)], 2))
+        list(ordered_map(divided_after, items, 2))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["2", "3"]
 
 
 # ---------------------------------------------------------------------------------------------
