@@ -63,22 +63,29 @@ def checked_meta(folder, leftovers=()):
     return meta
 
 
-def golf_dataset_line(folder):
-    """The line pointing a command given ROOT/datasets/NAME, a dataset that ROOT's parameter-golf
-    meta.json lists, at the folders it reads; None for any other folder."""
-    folder = Path(folder)
-    dataset, root = folder.resolve(), folder.resolve().parent.parent
+def golf_dataset(folder):
+    """(ROOT, its meta.json's record of the dataset) for ROOT/datasets/NAME, a dataset that
+    ROOT's parameter-golf meta.json lists; None for any other folder."""
+    dataset, root = Path(folder).resolve(), Path(folder).resolve().parent.parent
     if dataset.parent.name != "datasets" or not (root / RECORD_NAME).is_file():
         return None
     meta = checked_meta(root)
     datasets = meta["datasets"] if meta.get("format") == GOLF_FORMAT else []
     record = next((d for d in datasets if d["name"] == dataset.name), None)
-    if record is None:
+    return None if record is None else (root, record)
+
+
+def golf_dataset_line(folder):
+    """The line pointing a command given a parameter-golf folder's dataset (golf_dataset) at the
+    folders it reads; None for any other folder."""
+    found = golf_dataset(folder)
+    if found is None:
         return None
+    root, record = found
     return (
         f"{folder} is the dataset {record['name']} of the parameter-golf folder {root}, whose "
         f"meta.json describes it: verify and bpb read {root}; overlap reads this dataset: "
-        f"python prepare_common.py overlap {folder} --boundary-id {record['tokenizer']['bos_id']}"
+        f"python prepare_common.py overlap {folder}"
     )
 
 

@@ -63,11 +63,10 @@ def not_one_dataset(folder, meta):
     """The PrepareError for a command that reads one stream of ids, given a parameter-golf
     folder: its datasets' shards are read by overlap, one dataset at a time."""
     names = ", ".join(dataset["name"] for dataset in meta["datasets"])
-    bos = meta["datasets"][0]["tokenizer"]["bos_id"]
     return PrepareError(
         f"{folder} is a parameter-golf folder of datasets ({names}); bpb and verify read it "
         f"whole, overlap one dataset: python prepare_common.py overlap "
-        f"{Path(folder) / 'datasets' / meta['datasets'][0]['name']} --boundary-id {bos}"
+        f"{Path(folder) / 'datasets' / meta['datasets'][0]['name']}"
     )
 
 

@@ -6,11 +6,12 @@ The figures are dedup/overlap.py's; this module finds the files and the document
 with meta.json says it all: the tokenizer's end-of-text id, and whether it comes after each
 document (nanoGPT's .bin files) or before (llm.c's shards, FineWeb's, TinyStories'): the document
 index (beside each split) decides where there is one, else the ends of the splits' streams. A
-nanochat folder's documents are its parquet rows, encoded with its tokenizer.pkl. A folder no
-meta.json describes is read with the flags: --boundary-id ID (default for llm.c's shards: the
-token its fineweb.py puts before each document, GPT-2's 50256 or llama-3's 128000), --boundary
-first|last (default first), --dtype for raw files, --train and --val globs (default *train* and
-*val*). Each file is an llm.c shard (its header's magic says so), a .npy array, or raw ids.
+nanochat folder's documents are its parquet rows, encoded with its tokenizer.pkl; a dataset of a
+parameter-golf folder, its shards as the folder's meta.json lists them. Any other folder is read
+with the flags: --boundary-id ID (default for llm.c's shards: the token its fineweb.py puts
+before each document, GPT-2's 50256 or llama-3's 128000), --boundary first|last (default first),
+--dtype for raw files, --train and --val globs (default *train* and *val*). Each file is an llm.c
+shard (its header's magic says so), a .npy array, or raw ids.
 
 val's hashes are held (dedup/overlap.py says how many bytes); train is read in blocks of
 BLOCK_TOKENS and forgotten, so memory stays flat however large train is.
@@ -28,7 +29,7 @@ from formats.tokenizers import gpt2_encoding
 from safety.errors import PrepareError
 from safety.text import plural, read_text
 
-from .folder import checked_meta
+from .folder import checked_meta, golf_dataset
 
 BLOCK_TOKENS = 1 << 20  # train is read 1M tokens at a time (a chunk's arrays: about 130 MB)
 TEXTS_PER_CHUNK = 1_000  # a nanochat split's rows encoded at a time
@@ -87,9 +88,15 @@ def folder_layout(
     meta = checked_meta(folder) if (folder / "meta.json").exists() or not folder.is_dir() else None
     if meta is not None and meta.get("format") == "nanochat":
         return {"nanochat": meta, "tokenizer": None}
-    layout = meta_layout(folder, meta) if meta else {"tokenizer": None, "dtype": None}
+    golf = golf_dataset(folder) if meta is None else None
+    if meta:
+        layout = meta_layout(folder, meta)
+    elif golf:
+        layout = golf_layout(*golf)
+    else:
+        layout = {"tokenizer": None, "dtype": None}
     for split, glob in (("train", train_glob), ("val", val_glob)):
-        if glob is not None or meta is None:
+        if glob is not None or (meta is None and golf is None):
             layout[split] = sorted(folder.glob(glob or f"*{split}*"))
         if not layout[split]:
             raise PrepareError(
@@ -97,7 +104,7 @@ def folder_layout(
                 f"name them with --{split} GLOB"
             )
     layout["dtype"] = dtype or layout["dtype"]
-    if meta is None:  # llm.c's shards say their tokenizer, so which token starts a document
+    if meta is None and golf is None:  # llm.c's shards say their tokenizer: which token leads
         magics = {llmc_magic(path) for path in layout["train"] + layout["val"]}
         if len(magics) == 1 and None not in magics:
             layout["boundary_id"] = DOCUMENT_START_OF_MAGIC[magics.pop()]
@@ -153,6 +160,16 @@ def meta_layout(folder, meta):
         layout["boundary"] = "last" if last else "first"
     elif eot_id is not None and layout["train"] and layout["val"]:
         layout["boundary"] = boundary_from_ends(layout, eot_id)
+    return layout
+
+
+def golf_layout(root, record):
+    """The shards of a parameter-golf dataset its root's meta.json lists (not the val bytes
+    sidecars beside them), each document led by the tokenizer's BOS."""
+    layout = {"golf": (root, record), "tokenizer": None, "dtype": None, "boundary": "first"}
+    layout["boundary_id"] = record["tokenizer"]["bos_id"]
+    for split in ("train", "val"):
+        layout[split] = [root / s["file"] for s in record["shards"] if s["split"] == split]
     return layout
 
 
@@ -226,6 +243,12 @@ def _jsonl_text(line, path, number):
 def encoder_for(layout, folder):
     """text -> ids with the folder's tokenizer (meta.json's record; None: GPT-2's, llm.c's)."""
     tokenizer = layout["tokenizer"]
+    if "golf" in layout:
+        from .golf import rebuilt_tokenizer
+
+        root, record = layout["golf"]
+        tokens = rebuilt_tokenizer(root, record["tokenizer"], f"{root / 'meta.json'}'s dataset")
+        return lambda text: tokens.encode_batch([text])[0][0].tolist()
     if "nanochat" in layout:
         from .nanochat import load
 

@@ -639,14 +639,27 @@ def test_the_hubs_selection_is_checked_against_its_sidecar(golf_docs, tmp_path, 
 )
 def test_commands_of_one_stream_point_at_a_dataset(prepared, command):
     """show, packing and overlap on the folder of several datasets: one line pointing at
-    overlap on one dataset's folder, which reads its BOS-first shards without a meta.json."""
+    overlap on one dataset's folder."""
     out, _ = prepared
     result = run_python(COMMON, command[0], out, *command[1:])
-    assert_clean_failure(result, "parameter-golf folder", "--boundary-id 1")
-    dataset = out / "datasets" / "fineweb10B_sp1024"
-    result = run_python(COMMON, "overlap", dataset, "--boundary-id", 1)
+    assert_clean_failure(result, "parameter-golf folder", "overlap ")
+    assert "--boundary-id" not in result.stderr
+
+
+@pytest.mark.parametrize("variant", ["sp1024", "byte260", "bpe1000"])
+def test_overlap_reads_a_datasets_shards_as_meta_json_lists_them(prepared, golf_docs, variant):
+    """overlap on a dataset's folder reads the shards its root's meta.json lists, not the val
+    bytes sidecars beside them, each document led by the tokenizer's BOS; --against encodes
+    with the dataset's own tokenizer."""
+    out, _ = prepared
+    dataset = out / "datasets" / f"fineweb10B_{variant}"
+    against = out.parent / f"against_{variant}.txt"
+    against.write_text(max(golf_docs[500:], key=len).replace("\n", " ") + "\n")
+    result = run_python(COMMON, "overlap", dataset, "--json", "--against", against)
     assert result.returncode == 0, result.stderr
-    assert "val documents with an exact copy in train" in result.stdout
+    report = json.loads(result.stdout)
+    assert report["documents"] == {"train": len(golf_docs) - 500, "val": 500}
+    assert report["against"][0]["items_with_ngram_in_train"] == 1
 
 
 @pytest.mark.parametrize(
@@ -665,8 +678,8 @@ def test_commands_given_a_dataset_point_at_the_folders_they_read(prepared, comma
     out, _ = prepared
     dataset = out / "datasets" / "fineweb10B_sp1024"
     result = run_python(COMMON, command[0], dataset, *command[1:])
-    where, overlap = f"parameter-golf folder {out.resolve()}", f"overlap {dataset} --boundary-id 1"
-    assert_clean_failure(result, where, overlap)
+    where = f"parameter-golf folder {out.resolve()}"
+    assert_clean_failure(result, where, f"python prepare_common.py overlap {dataset}")
     assert "interrupted" not in result.stderr
 
 
