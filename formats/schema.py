@@ -371,11 +371,15 @@ def _nanochat_problem(meta):
 
 
 def _golf_problem(meta):
-    """shape_problem's checks of a parameter-golf folder: its files, and each dataset's record
-    (its tokenizer and files, shards, val bytes sidecars, each split's byte figures)."""
+    """shape_problem's checks of a parameter-golf folder: its files, its split's val_docs, and
+    each dataset's record (its tokenizer and files, shards, val bytes sidecars, each split's byte
+    figures)."""
     files = meta.get("files")
     if not _records(files, ("file", "sha256")) or GOLF_DOCS not in [f["file"] for f in files]:
         return f"files is not a list of records of file and sha256 naming {GOLF_DOCS}"
+    split = meta.get("split")
+    if not isinstance(split, dict) or not _is_count(split.get("val_docs")):
+        return "split is not a record of val_docs, a count of documents"
     datasets = meta.get("datasets")
     if not isinstance(datasets, list) or not datasets:
         return "datasets is missing or empty: a parameter-golf folder lists its datasets"

@@ -52,7 +52,7 @@ def audit(folder, meta, quiet=False):
         if shards:
             problems += shards
             continue
-        problems += _audit_figures(folder, dataset, tokens, where)
+        problems += _audit_figures(folder, dataset, tokens, where, meta["split"]["val_docs"])
         problems += _audit_sidecars(folder, dataset, tokens)
         if not problems and not quiet:
             print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
@@ -101,21 +101,32 @@ def split_ids(folder, dataset, split, key="shards"):
     return [read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records]
 
 
-def _audit_figures(folder, dataset, tokens, where):
-    """Each split's byte figures recounted from the documents and the shards' ids."""
+def _audit_figures(folder, dataset, tokens, where, val_docs):
+    """Each split's byte figures recounted from the documents and the shards' ids, which must
+    hold the same documents: val the first val_docs, train the rest."""
     texts = iter(documents([folder / golf.DOCS]))
     problems = []
     for split in ("val", "train"):
         figures = dict.fromkeys(FIGURES, 0)
         recorded = dataset["bytes"][split] if isinstance(dataset["bytes"][split], dict) else {}
-        for ids, text in zip(document_ids(split_ids(folder, dataset, split), tokens.bos_id), texts):
+        for ids in document_ids(split_ids(folder, dataset, split), tokens.bos_id):
+            text = next(texts, None)
+            if text is None:
+                return [f"{where}'s {split} shards hold more documents than {folder / golf.DOCS}"]
             add_figures(figures, text, ids, tokens)
+        if split == "val" and figures["documents"] != val_docs:
+            problems.append(
+                f"{where}'s val shards hold {figures['documents']:,} documents, meta.json's "
+                f"split.val_docs says {json.dumps(val_docs)}"
+            )
         for name in FIGURES:
             if figures[name] != recorded.get(name):
                 problems.append(
                     f"{where}.bytes.{split}.{name} is {json.dumps(recorded.get(name))}, "
                     f"recomputed from the documents and the ids: {figures[name]:,}"
                 )
+    if next(texts, None) is not None:
+        problems.append(f"{folder / golf.DOCS} holds more documents than {where}'s shards")
     return problems
 
 

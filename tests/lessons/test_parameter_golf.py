@@ -382,6 +382,31 @@ def name_outside(out):
     (out / "meta.json").write_text(json.dumps(meta))
 
 
+def edit_meta(out, change):
+    meta = json.loads((out / "meta.json").read_text())
+    change(meta)
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
+def repeat_a_train_shard(out):
+    """A copy of the last train shard, listed with its sha256 and tokens as one more shard."""
+    meta = json.loads((out / "meta.json").read_text())
+    shards = meta["datasets"][0]["shards"]
+    last = shards[-1]
+    name = f"{last['file'][: -len('000000.bin')]}{len(shards):06d}.bin"
+    shutil.copy(out / last["file"], out / name)
+    shards.append({**last, "file": name})
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
+def append_a_document(out):
+    """One more line in docs_selected.jsonl, its sha256 recorded anew."""
+    with open(out / "docs_selected.jsonl", "a") as file:
+        file.write('{"text": "one more"}\n')
+    digest = hashlib.sha256((out / "docs_selected.jsonl").read_bytes()).hexdigest()
+    edit_meta(out, lambda meta: meta["files"][0].update(sha256=digest))
+
+
 def tamper_bytes(out):
     path = out / json.loads((out / "meta.json").read_text())["datasets"][0]["val_bytes"][0]["file"]
     data = bytearray(path.read_bytes())
@@ -409,6 +434,16 @@ def tamper_bytes(out):
             edit_figure, ["meta.json", "datasets[1].bytes.val.tokenizer_bytes"], id="figure-edited"
         ),
         pytest.param(
+            repeat_a_train_shard,
+            ["datasets[0]'s train shards hold more documents than", "docs_selected.jsonl"],
+            id="shard-repeated",
+        ),
+        pytest.param(
+            lambda out: edit_meta(out, lambda meta: meta["split"].pop("val_docs")),
+            ["meta.json", "split is not a record of val_docs"],
+            id="val-docs-missing",
+        ),
+        pytest.param(
             name_outside,
             ["datasets[0].shards[0].file", "parameter-golf's folder"],
             id="shard-outside",
@@ -417,11 +452,39 @@ def tamper_bytes(out):
 )
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
-    figure edited in meta.json: verify fails in one line naming the file and the figure."""
+    figure edited in meta.json, a shard repeated, no split.val_docs: verify fails in one line
+    naming the file and the figure."""
     out = tmp_path / "copy"
     shutil.copytree(prepared[0], out)
     change(out)
     assert_clean_failure(run_python(COMMON, "verify", out), *fragments)
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        pytest.param(
+            append_a_document, "docs_selected.jsonl holds more documents than", id="appended"
+        ),
+        pytest.param(
+            lambda out: edit_meta(out, lambda meta: meta["split"].update(val_docs=499)),
+            "val shards hold 500 documents, meta.json's split.val_docs says 499",
+            id="val-docs-edited",
+        ),
+    ],
+)
+def test_verify_names_each_dataset_whose_shards_are_not_the_documents(
+    prepared, tmp_path, change, fragment
+):
+    """docs_selected.jsonl holding a document more than the shards, or split.val_docs other
+    than the val shards' documents: verify fails with a line for each dataset, naming it."""
+    out = shutil.copytree(prepared[0], tmp_path / "copy")
+    change(out)
+    result = run_python(COMMON, "verify", out)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3 and all(fragment in line for line in lines), result.stderr
+    assert [f"datasets[{i}]'s" in line for i, line in enumerate(lines)] == [True] * 3
 
 
 @pytest.mark.parametrize("split", ["val", "train"])
