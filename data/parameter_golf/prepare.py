@@ -252,8 +252,9 @@ def document_text(line, number, where):
 
 
 def copy_documents(data_files, out):
-    """Put the documents in `out` as docs_selected.jsonl (a link or a copy of a single .jsonl
-    file, else one {"text": ...} a line); -> (its sidecar's dict or None, the source)."""
+    """Put the documents in `out` as docs_selected.jsonl (the hub's file linked, a single .jsonl
+    file of the user's copied, else one {"text": ...} a line); -> (its sidecar's dict or None,
+    the source)."""
     if data_files is None:
         hub = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}")
         (path,), _ = hub_files(hub, f"{REPO}@{REVISION}")
@@ -269,9 +270,11 @@ def copy_documents(data_files, out):
         paths, remote = [Path(p) for p in expand_data_files(data_files)], (None, None)
         meta_path = paths[0].with_name(f"{paths[0].stem}.source_manifest.json")
         name, record = " ".join(data_files), {"files": data_files}
-    linked = len(paths) == 1 and paths[0].suffix == ".jsonl"
-    if linked:
-        link_or_copy(paths[0], out / DOCS)
+    # the hub's cache is never changed in place; a user's file may be, after the folder verified
+    put = link_or_copy if data_files is None else shutil.copyfile
+    as_is = len(paths) == 1 and paths[0].suffix == ".jsonl"
+    if as_is:
+        put(paths[0], out / DOCS)
     else:
         with open(out / DOCS, "w", encoding="utf-8") as f:
             texts = documents(paths, fix=ONLY_TEXT_COLUMN)
@@ -279,7 +282,7 @@ def copy_documents(data_files, out):
     sidecar = None
     if len(paths) == 1 and Path(meta_path).is_file():
         sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
-        link_or_copy(Path(meta_path), out / SIDECAR)
+        put(Path(meta_path), out / SIDECAR)
         if sidecar.get("docs_sha256") not in (None, sha256_file(out / DOCS)):
             raise PrepareError(
                 f"{paths[0]} is not the selection its sidecar {meta_path} describes "
@@ -287,7 +290,7 @@ def copy_documents(data_files, out):
             )
     record["sha256"] = sha256_file(out / DOCS)
     # the documents as read in step 1: a line it refuses is named in the user's file
-    path = paths[0] if linked else out / DOCS
+    path = paths[0] if as_is else out / DOCS
     return sidecar, {"name": name, "record": record, "remote": remote, "path": path}
 
 

@@ -746,6 +746,20 @@ def test_commands_given_a_dataset_point_at_the_folders_they_read(prepared, comma
     assert "interrupted" not in result.stderr
 
 
+def test_the_folder_holds_a_copy_of_the_users_documents(golf_docs, tmp_path):
+    """docs_selected.jsonl is a copy of the user's .jsonl file, not a link to it: the user's file
+    changed in place afterwards leaves the folder as it verified."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:300])
+    out = tmp_path / "out"
+    args = ["--data-files", docs, "--variant", "byte260", "--val-docs", 20, "--out-dir", out]
+    assert run_python(LESSON, *args).returncode == 0
+    with open(docs, "r+b") as file:
+        file.write(b'{"text": "changed"}')
+    assert (out / "docs_selected.jsonl").read_bytes() != docs.read_bytes()
+    result = run_python(COMMON, "verify", out)
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_rerun_replaces_the_datasets_as_one_set(golf_docs, tmp_path):
     """The folder is a transaction: a second run with byte260 only leaves byte260's files, the
     first run's sp1024 model, shards and sidecars removed, and verifies."""
