@@ -192,11 +192,11 @@ def expand_data_files(patterns):
     except PrepareError as exc:
         raise PrepareError(f"--data-files: {exc}") from None
     kinds = {Path(path).suffix.lower() for path in files}
-    if not kinds or not kinds <= KINDS.keys():
-        unknown = sorted(kinds - KINDS.keys()) or ["no files"]
+    unknown = [path for path in files if Path(path).suffix.lower() not in KINDS]
+    if unknown:
         raise PrepareError(
             "--data-files must name .parquet, .jsonl, .json or .txt files; found "
-            f"{', '.join(unknown)}"
+            f"{unknown[0]} ({Path(unknown[0]).suffix or 'no suffix'})"
         )
     if len({KINDS[kind] for kind in kinds}) > 1:
         raise PrepareError(

@@ -309,6 +309,15 @@ def jsonl_lines(*rows):
             id="mixed-kinds",
         ),
         pytest.param(
+            {"x.jsonl": FIVE_DOCUMENTS, "notes": "doc"},
+            ["--data-files", "x.jsonl", "notes"],
+            "files; found notes (no suffix)",
+            id="no-suffix",
+        ),
+        pytest.param(
+            {"x.csv": "text\ndoc\n"}, ["--data-files", "x.csv"], "found x.csv (.csv)", id="csv"
+        ),
+        pytest.param(
             {"x.parquet": b"PAR1 not really"},
             ["--data-files", "x.parquet"],
             "datasets could not read",
