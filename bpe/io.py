@@ -119,9 +119,10 @@ def tokenizer_from_json(path):
             f'{path} is not a tokenizer file (expected "format": "{FORMAT_NAME}"); '
             f"save one with Tokenizer.save"
         )
-    if document.get("version") != FORMAT_VERSION:
+    version = document.get("version")  # true and 1.0 equal 1 in Python, not in the format
+    if type(version) is not int or version != FORMAT_VERSION:
         raise TokenizerFileError(
-            f"{path} has tokenizer format version {shown(document.get('version'))}, but this "
+            f"{path} has tokenizer format version {shown(version)}, but this "
             f"code reads version {FORMAT_VERSION}; re-save it with a matching version of bpe"
         )
     missing = {"pattern", "special_tokens", "single_bytes", "merges"} - document.keys()

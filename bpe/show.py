@@ -171,8 +171,10 @@ def load_tokenizer(path=None):
         return gpt2_tokenizer()
     if Path(path).is_dir():
         raise ShowError(f"--tokenizer {path} is a folder; give a tokenizer file in it")
-    if not Path(path).is_file():
+    if not Path(path).exists():
         raise ShowError(f"--tokenizer {path} does not exist; write one with train_tokenizer.py")
+    if not Path(path).is_file():  # a FIFO or a device: reading it may never end
+        raise ShowError(f"--tokenizer {path} is not a regular file; give the tokenizer file")
     try:
         return Tokenizer.load(path)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # json errors are ValueErrors

@@ -170,10 +170,12 @@ def load_trained(path, option="--tokenizer"):
     path = Path(path)
     if path.is_dir():
         raise PrepareError(f"{option} {path} is a folder; give the tokenizer file inside it")
-    if not path.is_file():
+    if not path.exists():
         raise PrepareError(
             f"{option} {path} does not exist; write one with train_tokenizer.py first"
         )
+    if not path.is_file():  # a FIFO or a device: reading it may never end
+        raise PrepareError(f"{option} {path} is not a regular file; give the tokenizer file")
     try:
         with reading(path):  # anything else it raises names the file too (run_main)
             bpe_tokenizer = Tokenizer.load(path)

@@ -98,6 +98,8 @@ def write_json_file(tmp_path, change):
             "has tokenizer format version 2, but this code reads version 1",
             id="version",
         ),
+        pytest.param(lambda d: d.update(version=True), "format version True", id="version-true"),
+        pytest.param(lambda d: d.update(version=1.0), "format version 1.0", id="version-float"),
         pytest.param(
             lambda d: d.pop("merges"), r"lacks the field\(s\) \['merges'\]", id="no-merges"
         ),

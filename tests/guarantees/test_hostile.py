@@ -722,6 +722,20 @@ def test_a_file_not_in_utf8_is_one_line_naming_it(tmp_path, make_command, name):
     assert not (tmp_path / "tok.json").exists() and not (tmp_path / "o" / "train.bin").exists()
 
 
+@pytest.mark.parametrize(
+    "make_tokenizer", [pytest.param(fifo, id="fifo"), pytest.param(character_device, id="device")]
+)
+def test_a_tokenizer_that_is_not_a_regular_file_is_one_line_naming_it(tmp_path, make_tokenizer):
+    """--tokenizer naming a FIFO (reading it waits for a writer for good) or a device: refused
+    in one line saying what it is, not that it does not exist."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", ["a document", "another document"])
+    tokenizer = make_tokenizer(tmp_path)
+    result = run(OWT, "--data-files", docs, "--tokenizer", tokenizer, "--out-dir", tmp_path / "o")
+    assert_one_line(result, f"--tokenizer {tokenizer} is not a regular file", alone=False)
+    result = run(*BPE_SHOW, "--tokenizer", tokenizer, "--", "hello")
+    assert_one_line(result, f"--tokenizer {tokenizer} is not a regular file")
+
+
 def meta_is_fifo(folder):
     (folder / "meta.json").unlink()
     os.mkfifo(folder / "meta.json")
