@@ -78,7 +78,11 @@ def main():
         if val_docs is None:
             val_docs = (sidecar or {}).get("docs_val", 50_000)
         print(f"{source['name']}: {num_docs:,} documents, {val_docs:,} of them val")
-        if not 0 < val_docs < num_docs:  # train_gpt.py reads both splits: neither may be empty
+        if num_docs < 2:  # train_gpt.py reads both splits: neither may be empty
+            raise PrepareError(
+                f"{source['name']} holds {num_docs:,} document(s); val and train need one each"
+            )
+        if not 0 < val_docs < num_docs:
             raise PrepareError(
                 f"--val-docs {val_docs:,}: choose 1 to {num_docs - 1:,}, leaving val and train "
                 f"each at least one of the {num_docs:,} documents"

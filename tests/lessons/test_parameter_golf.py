@@ -604,6 +604,14 @@ def test_bad_options_fail_in_one_line(golf_docs, tmp_path, args, fragments):
     assert not (tmp_path / "out" / "meta.json").exists()
 
 
+def test_one_document_is_refused_for_what_it_is(tmp_path):
+    """A single document cannot make both splits: the line says so, not "choose 1 to 0"."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", ["the only document"])
+    args = ["--data-files", docs, "--variant", "byte260", "--val-docs", 1]
+    result = run(LESSON, *args, "--out-dir", tmp_path / "out")
+    assert_one_line(result, "holds 1 document(s); val and train need one each", alone=False)
+
+
 def jsonl_without_text(tmp):
     path = write_jsonl(tmp / "docs.jsonl", ["fine"] * 10)
     with open(path, "a") as file:
