@@ -208,9 +208,14 @@ def _folder_lock(folder):
     fd = _lock_file(folder, path)
     try:
         command = " ".join([Path(sys.executable).name, *sys.argv])
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"))
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"))
+        except OSError as exc:  # a full disk: the empty lock file made for it goes too
+            if os.name != "nt" and _same_file(fd, path):
+                os.unlink(path)
+            raise PrepareError(_failure_message(exc, folder)) from None
         _HELD[folder.resolve()] = os.getpid()
         try:
             yield

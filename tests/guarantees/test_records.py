@@ -13,6 +13,7 @@ processes, with a victim file outside the folder that must stay as it was:
    past the archive's members, --plot given a folder.
 """
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -451,6 +452,22 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, corpora, script, corp
         assert_one_line(result, "No space left on device", name, out, alone=False)
         assert contents(out) == old  # no staging folder, no lock, no temporary file
         assert_ok(run(COMMON, "verify", out))
+
+
+def test_a_disk_too_full_for_the_lock_is_one_line_and_leaves_no_lock(tmp_path):
+    """A disk with no block left: the lock file is made (an inode), its line cannot be written.
+    One line naming the folder and the cause; no empty lock file stays behind."""
+    text = tmp_path / "in.txt"
+    text.write_text(words(200, 0), encoding="utf-8")
+    with mounted_tmpfs(tmp_path / "disk", "size=64k") as disk:
+        out = disk / "out"
+        out.mkdir()
+        with open(disk / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 4096)
+        result = run(CHAR, "--input", text, "--out-dir", out)
+        assert_one_line(result, "No space left on device", out, alone=False)
+        assert list(out.iterdir()) == []
 
 
 def test_a_full_disk_while_tinystories_spools_is_one_line_naming_the_file(tmp_path):
