@@ -28,7 +28,8 @@ document's first --doc-cap characters, --max-chars in all (nanochat's 10,000 and
 
 With --kind sentencepiece it trains parameter-golf's SentencePiece BPE instead (the sentencepiece
 package, with the options of its data/download_hf_docs_and_tokenize.py; formats/golf.py): --out
-PREFIX writes PREFIX.model and PREFIX.vocab, what data/parameter_golf/prepare.py trains.
+PREFIX writes PREFIX.model and PREFIX.vocab, what data/parameter_golf/prepare.py trains. Its
+sentences are each line of a .txt file (as spm_train reads one), each row of the others.
 
     python train_tokenizer.py --kind sentencepiece --vocab-size 1024 --out fineweb_1024_bpe \
         --input docs_selected.jsonl
@@ -152,7 +153,8 @@ def make_parser():
         choices=["bpe", "sentencepiece"],
         default="bpe",
         help="our byte-level BPE (default), or parameter-golf's SentencePiece BPE (--out PREFIX "
-        "writes PREFIX.model and PREFIX.vocab; pip install -e '.[golf]')",
+        "writes PREFIX.model and PREFIX.vocab; a .txt is read a line a sentence; pip install -e "
+        "'.[golf]')",
     )
     parser.add_argument(
         "--doc-cap",
@@ -597,11 +599,12 @@ def train_nanochat(args):
 
 
 def train_sentencepiece(args):
-    """--kind sentencepiece: parameter-golf's SentencePiece BPE on the documents, into --out."""
+    """--kind sentencepiece: parameter-golf's SentencePiece BPE on the inputs' sentences (a .txt's
+    lines, the others' documents), into --out."""
     from formats import golf
 
     prefix = Path(args.out)
-    texts = documents(expand_inputs(args.input), args.text_column)
+    texts = sentencepiece_texts(expand_inputs(args.input), args.text_column)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=prefix.parent, prefix=".sentencepiece-") as staging:
         names = " ".join(map(str, args.input))
@@ -611,6 +614,17 @@ def train_sentencepiece(args):
     pieces = golf.SentencePieceTokens(f"{prefix}.model").vocab_size
     print(f"trained {pieces:,} pieces in {time.perf_counter() - start:.2f} s")
     print(f"wrote {prefix}.model, {prefix}.vocab")
+
+
+def sentencepiece_texts(paths, text_column):
+    """What --kind sentencepiece trains on: each line of a .txt file, as spm_train reads a file
+    (a whole file over SentencePiece's limit of 4,192 bytes would be one text it skips), and
+    each document of the others whole, as parameter-golf trains on its documents."""
+    for path in paths:
+        if file_kind(path) == "text":
+            yield from read_text(path).splitlines()
+        else:
+            yield from documents([path], text_column)
 
 
 def train_with_tasks(args):

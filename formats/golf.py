@@ -36,6 +36,9 @@ SENTENCEPIECE_OPTIONS = {
     "unk_id": 3,
     "hard_vocab_limit": False,
 }
+# SentencePieceTrainer's default max_sentence_length, which parameter-golf keeps: its trainer
+# skips a longer text (in UTF-8 bytes), unseen at minloglevel=2
+MAX_SENTENCE_BYTES = 4192
 # PureByteTokenizer: pad, bos, eos, unk, then byte b at id 4 + b
 BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4, "byte_count": 256}
 BYTE260_FILE = "fineweb_pure_byte_260.json"
@@ -54,14 +57,22 @@ def training_text(texts):
 
 def train_sentencepiece(texts, vocab_size, prefix, source):
     """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab.
-    A text its trainer refuses (no line of text, a vocab_size too small for the text's
-    characters) is a PrepareError naming `source`, where the texts came from."""
+    A text its trainer refuses (no line of text, every text over its length limit, a vocab_size
+    too small for the text's characters) is a PrepareError naming `source`, where the texts came
+    from."""
     spm = sentencepiece_module()
     raised = []  # what reading the texts raised: the trainer hands it on as a RuntimeError
+    too_long = 0  # texts over MAX_SENTENCE_BYTES before the first one within it
+    kept_one = False
 
     def sentences():
+        nonlocal too_long, kept_one
         try:
-            yield from training_text(texts)
+            for text in training_text(texts):
+                if not kept_one:  # measured until the trainer keeps one: it fails only if none
+                    kept_one = len(text.encode()) <= MAX_SENTENCE_BYTES
+                    too_long += not kept_one
+                yield text
         except BaseException as exc:  # a bad document's PrepareError, Ctrl-C: kept as it is
             raised.append(exc)
             raise
@@ -77,6 +88,12 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
     except RuntimeError as exc:  # its trainer's own checks: one line of its message
         if raised:
             raise raised[0] from None
+        if too_long and not kept_one:
+            raise PrepareError(
+                f"{source}: sentencepiece had nothing to train on, as it skips each text longer "
+                f"than {MAX_SENTENCE_BYTES:,} bytes (its max_sentence_length) and every "
+                f"text given is; give shorter documents, or lines of a .txt"
+            ) from None
         raise PrepareError(
             f"{source}: sentencepiece refused to train {plural(vocab_size, 'piece')} "
             f"({str(exc).strip().splitlines()[-1]}); give text of one line or more, and a "

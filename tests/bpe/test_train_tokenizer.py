@@ -28,6 +28,7 @@ import train_tokenizer
 from bpe import EOT, Tokenizer, simple, train_bpe_from_iterator
 from bpe.checks import check_pattern
 from bpe.table import PretokenTable
+from formats import golf
 
 SCRIPT = REPO / "train_tokenizer.py"
 needs_sentencepiece = pytest.mark.skipif(
@@ -400,17 +401,44 @@ def test_bad_corpus_is_one_line_and_writes_nothing(tmp_path, files, args, fragme
             ["error: d.jsonl line 2", "'text' is null"],
             id="a-bad-document-read-by-the-trainer",
         ),
+        pytest.param(
+            {"long.txt": "x" * 4193 + "\n"},
+            ["--input", "long.txt", "--vocab-size", 300],
+            ["long.txt: sentencepiece had nothing to train on", "longer than 4,192 bytes"],
+            id="every-line-over-the-length-limit",
+        ),
+        pytest.param(
+            {"d.jsonl": json.dumps({"text": "é" * 2100}) + "\n"},  # 2,100 characters, 4,200 bytes
+            ["--input", "d.jsonl", "--vocab-size", 300],
+            ["d.jsonl: sentencepiece had nothing to train on", "longer than 4,192 bytes"],
+            id="every-document-over-the-length-limit",
+        ),
     ],
 )
 def test_sentencepiece_refusals_are_one_line_and_write_nothing(tmp_path, files, args, fragments):
     """What SentencePiece's trainer refuses (a vocabulary too small for the text's characters, a
-    text of no line), and a bad document it reads, are one line naming the input and saying what
-    to do, not a RuntimeError; no file is written."""
+    text of no line, texts all over its length limit, which it skips), and a bad document it
+    reads, are one line naming the input and saying what to do, not a RuntimeError; no file is
+    written."""
     write_files(tmp_path, files)
     before = sorted(p.name for p in tmp_path.iterdir())
     result = run_cli(*args, "--kind", "sentencepiece", "--out", "sp", cwd=tmp_path)
     assert_clean_failure(result, *fragments)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@needs_sentencepiece
+def test_sentencepiece_trains_on_a_txt_a_line_a_sentence(shakespeare_50k, tmp_path):
+    """--kind sentencepiece on a .txt of 50 KB trains on its lines, as spm_train reads a file: it
+    failed, the whole text one sentence, which SentencePiece skips as over 4,192 bytes."""
+    train = shakespeare_50k / "train.txt"
+    result = run_cli(
+        "--input", train, "--vocab-size", 400, "--kind", "sentencepiece", "--out", tmp_path / "sp"
+    )
+    assert result.returncode == 0, result.stderr
+    lines = train.read_text(encoding="utf-8").splitlines()
+    golf.train_sentencepiece(lines, 400, tmp_path / "lines", "the lines")
+    assert (tmp_path / "sp.vocab").read_bytes() == (tmp_path / "lines.vocab").read_bytes()
 
 
 def test_a_sweep_whose_sizes_the_text_cannot_reach_says_so(tmp_path):
