@@ -229,7 +229,8 @@ def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=N
             arrays = [np.memmap(path, dtype, "r")] if path.stat().st_size else []
         else:
             files = [out / s["file"] for s in shards if s["split"] == name]
-            arrays = [read_shard(path, shard_format, dtype) for path in files]
+            # a shard at a time: a map holds its file open, and shards may outnumber open files
+            arrays = (read_shard(path, shard_format, dtype) for path in files)
         totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)
     return {"file": TOKEN_BYTES, "sha256": sha256_file(out / TOKEN_BYTES), "bytes": totals}
 

@@ -321,17 +321,22 @@ def document_shares(ids, size, lengths, eot):
     return np.concatenate([separator, shares] if eot == "first" else [shares, separator])
 
 
-def written_parts(folder, meta):
-    """(split, ids) of each ids file in the order written: train.bin, val.bin; or the shards."""
-    dtype = np.dtype(meta["dtype"])
+def written_files(folder, meta):
+    """(split, path) of each ids file in the order written: train.bin, val.bin; or the shards."""
     if "shards" not in meta:
-        return [
-            (split, read_ids(Path(folder) / bin_name(split), dtype)) for split in meta["splits"]
-        ]
-    return [
-        (s["split"], read_shard(Path(folder) / s["file"], meta["format"], dtype))
-        for s in meta["shards"]
-    ]
+        return [(split, Path(folder) / bin_name(split)) for split in meta["splits"]]
+    return [(s["split"], Path(folder) / s["file"]) for s in meta["shards"]]
+
+
+def written_parts(folder, meta):
+    """(split, ids) of each of written_files, memory-mapped as it is reached: a map holds its
+    file open, and a folder's shards may outnumber the files a process may open."""
+    dtype = np.dtype(meta["dtype"])
+    for split, path in written_files(folder, meta):
+        if "shards" in meta:
+            yield split, read_shard(path, meta["format"], dtype)
+        else:
+            yield split, read_ids(path, dtype)
 
 
 def write_val_bytes(out, meta, tokenizer, texts):
@@ -378,13 +383,15 @@ def stream_shares(ids, sizes, lengths, eot_id, eot):
     return shares
 
 
-def straddled_val_ids(parts, eot_id, eot_first):
+def straddled_val_ids(out, meta, eot_id, eot_first):
     """val's ids, whole documents: its files' and, where its last document straddles into train
-    (end-of-text "first": val's shards come first), train's ids up to the next end-of-text."""
-    val = [ids for split, ids in parts if split == "val"]
-    for _, ids in (part for part in parts if part[0] != "val") if eot_first else ():
+    (end-of-text "first": val's shards come first), train's ids up to the next end-of-text. Each
+    file's ids are copied, its map let go (written_parts), before the next is read."""
+    val = [np.array(ids) for split, ids in written_parts(out, meta) if split == "val"]
+    train = (ids for split, ids in written_parts(out, meta) if split != "val")
+    for ids in train if eot_first else ():
         at = np.flatnonzero(ids == eot_id)
-        val.append(ids[: at[0] if len(at) else len(ids)])
+        val.append(np.array(ids[: at[0] if len(at) else len(ids)]))
         if len(at):
             break
     return np.concatenate(val) if val else np.zeros(0, np.int64)
@@ -396,7 +403,7 @@ def write_counted(out, meta, tokenizer, counted, eot_first=False):
     size of each val document in the order written); val's shares from its ids and those sizes."""
     (figures, val_sizes), eot = counted, "first" if eot_first else "last"
     lengths, eot_id = record_byte_lengths(tokenizer), tokenizer["eot_id"]  # int32: gathers fast
-    ids = straddled_val_ids(written_parts(out, meta), eot_id, eot_first)
+    ids = straddled_val_ids(out, meta, eot_id, eot_first)
     try:
         shares = stream_shares(ids, np.asarray(val_sizes, np.int64), lengths, eot_id, eot)
     except PrepareError as exc:

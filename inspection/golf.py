@@ -96,9 +96,16 @@ def rebuilt_tokenizer(folder, record, where):
 
 
 def split_ids(folder, dataset, split, key="shards"):
-    """The split's shards (or val bytes sidecars) of a dataset, read as a trainer reads them."""
+    """The split's shards (or val bytes sidecars) of a dataset, read as a trainer reads them,
+    each memory-mapped as it is reached: a map holds its file open, and a dataset's shards may
+    outnumber the files a process may open."""
     records = [s for s in dataset[key] if s["split"] == split]
-    return [read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records]
+    return (read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records)
+
+
+def joined_ids(folder, dataset, split, key="shards"):
+    """split_ids as one array, each shard copied and its map let go before the next is read."""
+    return np.concatenate([np.array(ids) for ids in split_ids(folder, dataset, split, key)])
 
 
 def _audit_figures(folder, dataset, tokens, where, val_docs):
@@ -158,9 +165,10 @@ def _audit_sidecars(folder, dataset, tokens):
         )
     if problems:
         return problems
-    ids = np.concatenate(split_ids(folder, dataset, "val"))
     sums = document_share_sums(
-        ids, np.concatenate(split_ids(folder, dataset, "val", "val_bytes")), tokens.bos_id
+        joined_ids(folder, dataset, "val"),
+        joined_ids(folder, dataset, "val", "val_bytes"),
+        tokens.bos_id,
     )
     for index, (total, text) in enumerate(zip(sums, documents([folder / golf.DOCS]))):
         if int(total) != len(text.encode()):

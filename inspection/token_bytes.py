@@ -50,7 +50,8 @@ def split_bytes(folder, meta, lengths):
     for name, split in meta["splits"].items():
         if "shards" in meta:
             shards = [s for s in meta["shards"] if s["split"] == name]
-            arrays = [read_shard(Path(folder) / s["file"], meta["format"], dtype) for s in shards]
+            # a shard at a time: a map holds its file open, and shards may outnumber open files
+            arrays = (read_shard(Path(folder) / s["file"], meta["format"], dtype) for s in shards)
         else:
             arrays = [read_ids(Path(folder) / split["file"], dtype)]
         totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)

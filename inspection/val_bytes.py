@@ -18,6 +18,7 @@ from formats.val_bytes import (
     RecordTokens,
     add_figures,
     written_documents,
+    written_files,
     written_parts,
 )
 from safety.errors import PrepareError
@@ -32,27 +33,28 @@ def audit_val_bytes(folder, meta):
     record = Path(folder) / RECORD_NAME
     if meta.get("bytes") is None or meta.get("val_bytes") is None:
         return [f"{record}: records one of bytes and val_bytes without the other"]
-    tokens, parts = RecordTokens(meta["tokenizer"], folder), written_parts(folder, meta)
-    eot, eot_id = meta["val_bytes"]["eot"], meta["tokenizer"].get("eot_id")
-    problems = audit_figures(record, meta["bytes"], parts, tokens, eot, eot_id)
-    return problems + audit_sidecars(folder, meta, parts, tokens.lengths)
+    tokens = RecordTokens(meta["tokenizer"], folder)
+    problems = audit_figures(folder, meta, tokens)
+    return problems + audit_sidecars(folder, meta, tokens.lengths)
 
 
-def recounted_figures(parts, tokens, eot, eot_id):
+def recounted_figures(folder, meta, tokens):
     """Each split's figures from its ids, the text of each document being what they decode to."""
-    figures = {split: dict.fromkeys(FIGURES, 0) for split, _ in parts}
-    for split, ids in written_documents(parts, eot_id, eot):
+    figures = {split: dict.fromkeys(FIGURES, 0) for split, _ in written_files(folder, meta)}
+    eot, eot_id = meta["val_bytes"]["eot"], meta["tokenizer"].get("eot_id")
+    for split, ids in written_documents(written_parts(folder, meta), eot_id, eot):
         add_figures(figures[split], tokens.decode(ids), ids, tokens)
     return figures
 
 
-def audit_figures(record, recorded, parts, tokens, eot, eot_id):
+def audit_figures(folder, meta, tokens):
     """meta.json's bytes against recounted_figures (see figure_problems)."""
+    record = Path(folder) / RECORD_NAME
     try:
-        found = recounted_figures(parts, tokens, eot, eot_id)
+        found = recounted_figures(folder, meta, tokens)
     except PrepareError as exc:
-        return [f"{record}: val_bytes.eot is {eot!r}, but {exc}"]
-    return figure_problems(record, recorded, found, "the ids")
+        return [f"{record}: val_bytes.eot is {meta['val_bytes']['eot']!r}, but {exc}"]
+    return figure_problems(record, meta["bytes"], found, "the ids")
 
 
 def figure_problems(record, recorded, found, source):
@@ -70,7 +72,7 @@ def figure_problems(record, recorded, found, source):
     return problems
 
 
-def audit_sidecars(folder, meta, parts, lengths):
+def audit_sidecars(folder, meta, lengths):
     """Each sidecar: its name, sha256 and length against its val ids file, then each share
     against the byte length of the token it stands beside."""
     vals = [s["file"] for s in meta.get("shards", []) if s["split"] == "val"] or [bin_name("val")]
@@ -78,7 +80,7 @@ def audit_sidecars(folder, meta, parts, lengths):
     if [item["ids"] for item in files] != vals:
         named = [item["ids"] for item in files]
         return [f"{Path(folder) / RECORD_NAME}: val_bytes.files are beside {named}, not {vals}"]
-    ids = [array for split, array in parts if split == "val"]
+    ids = (array for split, array in written_parts(folder, meta) if split == "val")
     problems = []
     for item, val_ids in zip(files, ids):
         path = Path(folder) / item["file"]

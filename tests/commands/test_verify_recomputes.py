@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pickle
+import resource
 import shutil
 
 import numpy as np
@@ -365,3 +366,39 @@ def test_openwebtext_wrote_line_names_every_file(paragraphs, tmp_path):
     assert result.returncode == 0, result.stderr
     wrote = next(line for line in result.stdout.splitlines() if line.startswith("wrote"))
     assert "train.docs.npy, val.docs.npy, val_bytes.bin, token_bytes.npy, meta.json" in wrote
+
+
+OPEN_FILES = 256  # the open-file limit of the runs below: fewer than their folders' shards
+
+
+def open_files_limit():
+    """A process may open no more than OPEN_FILES files at once (ulimit -n)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, hard))
+
+
+@pytest.mark.parametrize(
+    "lesson, args",
+    [
+        pytest.param("fineweb", ["--shard-size", 50, "--num-proc", 1], id="fineweb"),
+        pytest.param(
+            "parameter_golf",
+            ["--variant", "byte260", "--val-docs", 20, "--val-bytes", "--shard-size", 200],
+            id="parameter-golf",
+        ),
+    ],
+)
+def test_a_folder_of_more_shards_than_open_files_verifies(lesson, args, paragraphs, tmp_path):
+    """A folder of more shards than a process may open files is written, verified and audited
+    by bpb under that limit: each shard is memory-mapped and let go in turn (all their maps
+    held at once, each holding its file open, were "Too many open files")."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", paragraphs[:400])
+    out, env = tmp_path / "out", {"HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    args = ["--data-files", docs, *args, "--out-dir", out]
+    result = run(script(lesson), *args, env=env, preexec_fn=open_files_limit)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(list(out.rglob("*.bin"))) > OPEN_FILES
+    verified = run(COMMON, "verify", out, preexec_fn=open_files_limit)
+    assert verified.returncode == 0 and f"{out}: OK" in verified.stdout, verified.stderr
+    audited = run(COMMON, "bpb", out, preexec_fn=open_files_limit)
+    assert audited.returncode == 0 and "lossless on val" in audited.stdout, audited.stderr
