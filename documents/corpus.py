@@ -109,7 +109,7 @@ def expand_inputs(inputs):
 
     ["b.txt", "a/*.txt"] -> ["b.txt", "a/1.txt", "a/2.txt"]
     """
-    files = {}  # a dict keeps the first place of a file named twice
+    files = {}  # the first place and spelling of a file named twice (a.txt, ./a.txt, a link)
     for name in inputs:
         name = os.path.expanduser(str(name))
         matches = [name] if os.path.exists(name) else sorted(glob.glob(name, recursive=True))
@@ -123,8 +123,8 @@ def expand_inputs(inputs):
                 )
             if not os.path.isfile(path):
                 raise PrepareError(f"{path} is not a file; give files or a glob of files")
-            files.setdefault(path, None)
-    return list(files)
+            files.setdefault(os.path.realpath(path), path)
+    return list(files.values())
 
 
 def folder_glob(folder):

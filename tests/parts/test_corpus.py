@@ -262,3 +262,14 @@ def test_a_number_of_workers_beyond_bounds_is_refused_before_any_work(tmp_path, 
         train_bpe_from_files([tmp_path / "missing.txt"], 300, num_workers=num_workers)
     with pytest.raises(ValueError, match="num_workers must be a whole number from 1 to 1,024"):
         corpus.count_texts(["abc " * 200_000], num_workers=num_workers)
+
+
+def test_a_file_named_twice_in_other_spellings_is_read_once(tmp_path, monkeypatch):
+    """a.txt, ./a.txt, its absolute path and a link to it are one file: listed once, as first
+    spelled, so its documents are not read again (a val copied whole into train)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("one", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("two", encoding="utf-8")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "a.txt")
+    names = ["a.txt", "./a.txt", str(tmp_path / "a.txt"), "link.txt", "*.txt"]
+    assert corpus.expand_inputs(names) == ["a.txt", "b.txt"]
