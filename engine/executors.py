@@ -231,12 +231,53 @@ def chain_executors(args, job_name, stages, logs):
     A rerun skips the tasks marked completed, but the last stage (one task: the commit, or the
     learning) always runs again: it rebuilds an output deleted since.
     """
-    previous = None
+    previous, chained = None, args.executor != "ray"
+    executors = []
     for name, step, tasks in stages:
         last = name == stages[-1][0]
-        common = dict(pipeline=[step], tasks=tasks, logging_dir=logs(name), depends=previous)
+        depends = previous if chained else None
+        common = dict(pipeline=[step], tasks=tasks, logging_dir=logs(name), depends=depends)
         previous = stage_executor(args, f"{job_name}-{name}", skip_completed=not last, **common)
-    return previous
+        executors.append((name, previous))
+    return previous if chained else RayStages(executors)
+
+
+class RayStages:
+    """Ray's executors run in turn, each checked complete before the next: datatrove's Ray
+    executor logs a failed task and returns (the run looked done), and one depending on it
+    waits for that task for good."""
+
+    def __init__(self, executors):
+        self.executors = executors
+
+    def run(self):
+        import ray
+
+        if not ray.is_initialized():  # (RAY_ADDRESS, if set, names the cluster) each task's log
+            ray.init(log_to_driver=False)  # is in its stage's logs/, not interleaved on stderr
+        for name, executor in self.executors:
+            done = Path(executor.logging_dir.path) / "completions"
+            if not executor.skip_completed:  # the stage run again: its old marks say nothing
+                for mark in done.glob("*"):
+                    mark.unlink()
+            executor.run()
+            if failed := executor.get_incomplete_ranks(skip_completed=True):
+                logs = Path(executor.logging_dir.path) / "logs"
+                raise PrepareError(
+                    first_logged_error(logs)
+                    or f"{plural(len(failed), 'task')} of the {name} stage failed on Ray (their "
+                    f"logs: {logs}); fix the cause and run again"
+                )
+
+
+def first_logged_error(logs):
+    """The message of the first ERROR line in a stage's task logs (a PrepareError's one
+    sentence: datatrove logs "... | ERROR | where - MESSAGE"), or None."""
+    for path in sorted(logs.glob("task_*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if "| ERROR" in line and " - " in line:
+                return line.split(" - ", 1)[1]
+    return None
 
 
 def stage_executor(args, job_name, **common):

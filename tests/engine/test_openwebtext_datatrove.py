@@ -475,6 +475,24 @@ def test_ray_executor(jsonl, jsonl_reference, tmp_path):
     assert_same_files(out, jsonl_reference)
 
 
+@pytest.mark.slow
+@pytest.mark.ray
+def test_ray_executor_fails_in_one_line_when_a_task_fails(jsonl, tmp_path):
+    """A bad line in the last file fails one of 3 tokenize tasks on Ray: one line naming it,
+    exit 1, nothing written. datatrove's Ray executor logs the failure and returns, so the run
+    said nothing and exited 0, or the next stage waited for the failed task for good."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(Path(jsonl[-1]).read_text(encoding="utf-8") + '{"text": broken\n')
+    out = tmp_path / "out"
+    args = ["--data-files", *jsonl[:-1], bad, "--executor", "ray", "--tasks", 3, "--workers", 2]
+    result = run(*args, "--out-dir", out, tmp_path=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    error = result.stderr.rstrip("\n").split("\n")[-1]
+    assert error.startswith(f"error: {bad} line ") and "not valid JSON" in error, error
+    assert not (out / "meta.json").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input: what the datasets engine gives, one line, no outputs
 
