@@ -293,13 +293,16 @@ def check_sentencepiece_args(args):
 
 
 def check_eval(path):
-    """--eval must be a text file: a folder, or a path that is not there, is named as such."""
+    """--eval must be a text file, not empty: a folder, or a path that is not there, is named as
+    such."""
     if path.is_dir():
         raise PrepareError(f"--eval {path} is a folder; give a text file")
     if not path.exists():
         raise PrepareError(f"--eval {path} does not exist; check the path")
     if not path.is_file():
         raise PrepareError(f"--eval {path} is not a regular file (a device or a FIFO)")
+    if path.stat().st_size == 0:  # bytes per token of no text is no figure
+        raise PrepareError(f"--eval {path} is empty; give a text to measure compression on")
 
 
 def default_out(inputs, vocab_size):

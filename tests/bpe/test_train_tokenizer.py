@@ -346,6 +346,12 @@ def test_compression_from_counts_equals_encoding_the_text(shakespeare, gpt2_enco
             id="eval-folder",
         ),
         pytest.param(
+            {"a.txt": "hello world\n", "empty.txt": ""},
+            ["--input", "a.txt", "--eval", "empty.txt"],
+            ["--eval empty.txt is empty"],
+            id="eval-empty",
+        ),
+        pytest.param(
             {"a.txt": "hello world\n"},
             ["--input", "a.txt", "--eval", "missing.txt"],
             ["--eval missing.txt does not exist"],
