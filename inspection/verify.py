@@ -84,8 +84,10 @@ def _audit(folder, quiet=False):
     if "shards" in meta:
         problems += audit_shards(folder, meta, dtype, vocab_size, quiet)
     for name in SPLIT_NAMES if "shards" not in meta else ():
-        problems += _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
-        problems += _audit_index(folder, meta["splits"][name], dtype, meta["tokenizer"])
+        split_problems = _audit_split(folder, name, meta["splits"][name], dtype, vocab_size, quiet)
+        problems += split_problems  # the index is read against ids that passed
+        if not split_problems:
+            problems += _audit_index(folder, meta["splits"][name], dtype, meta["tokenizer"])
     decode, tokenizer_problems = _audit_tokenizer(folder, meta["tokenizer"])
     problems += tokenizer_problems
     problems += _audit_meta_pkl(folder, meta, check_content=not tokenizer_problems)
@@ -193,7 +195,12 @@ def _unlisted_files(folder, meta, leftovers):
     nanochat_format = meta.get("format") == NANOCHAT
     names = [entry.name for entry in os.scandir(folder)]
     for sub in (NANOCHAT_DATA_DIR, NANOCHAT_TOKENIZER_DIR) if nanochat_format else ():
-        if (folder / sub).is_dir() and not (folder / sub).is_symlink():
+        if (folder / sub).is_symlink():  # its files are elsewhere, and changed from there
+            return [
+                f"{folder / sub} is a link, not a folder of the prepared set; run the folder's "
+                "prepare.py again"
+            ]
+        if (folder / sub).is_dir():
             names += [f"{sub}/{entry.name}" for entry in os.scandir(folder / sub)]
     unlisted = sorted(
         name

@@ -368,6 +368,18 @@ def test_openwebtext_wrote_line_names_every_file(paragraphs, tmp_path):
     assert "train.docs.npy, val.docs.npy, val_bytes.bin, token_bytes.npy, meta.json" in wrote
 
 
+def test_a_bin_of_a_torn_id_beside_its_index_is_named_by_its_size(paragraphs, tmp_path):
+    """train.bin cut by a byte in a folder with a document index: verify names the file and its
+    size, as for a folder without one (the index was read against the torn ids, and failed)."""
+    write_jsonl(tmp_path / "five.jsonl", paragraphs[100:105])
+    out = tmp_path / "out"
+    args = ["--data-files", tmp_path / "five.jsonl", "--out-dir", out]
+    result = run_python(script("openwebtext"), *args, env={"HF_DATASETS_CACHE": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    os.truncate(out / "train.bin", (out / "train.bin").stat().st_size - 1)
+    assert_one_line(inspect("verify", out), "train.bin has", "bytes, expected")
+
+
 OPEN_FILES = 256  # the open-file limit of the runs below: fewer than their folders' shards
 
 

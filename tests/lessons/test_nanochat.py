@@ -387,6 +387,11 @@ def test_verify_flags_what_nanochat_would_misread(folder, tmp_path):
     (copy / NANOCHAT_DATA_DIR / "shard_00099.parquet").unlink()
     shards(copy)[1].write_bytes(shards(copy)[1].read_bytes()[:-10])
     assert_clean_failure(inspect("verify", copy), "shard_00001.parquet", "sha256")
+    # the shards' folder a link to one elsewhere: what nanochat reads is changed from there
+    linked = shutil.copytree(folder, tmp_path / "linked")
+    shutil.move(linked / NANOCHAT_DATA_DIR, tmp_path / "elsewhere")
+    (linked / NANOCHAT_DATA_DIR).symlink_to(tmp_path / "elsewhere")
+    assert_clean_failure(inspect("verify", linked), NANOCHAT_DATA_DIR, "is a link")
 
 
 def test_rerun_replaces_the_set(folder, tmp_path):
