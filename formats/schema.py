@@ -642,7 +642,8 @@ def trainer_reads(name, shard_format=None):
     docs/bos_batches.md reads (DOCUMENT_INDEXES); llm.c's and modded-nanogpt's
     `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val"
     (its listdir filter), in a folder of .npy shards; nanochat's every .parquet of its data folder
-    and its tokenizer directory. "corpus_train_000002 (1).bin" -> True."""
+    and its tokenizer directory; the bits-per-byte files docs/bits_per_byte.md has train.py read,
+    TOKEN_BYTES and the val bytes sidecars. "corpus_train_000002 (1).bin" -> True."""
     if name in (*map(bin_name, SPLIT_NAMES), META_PKL, *DOCUMENT_INDEXES):
         return True
     if shard_format == NANOCHAT:  # dataset.py lists every *.parquet; the bpb reads token_bytes.pt
@@ -650,6 +651,8 @@ def trainer_reads(name, shard_format=None):
         return data or NANOCHAT_NAME.fullmatch(name) is not None
     if shard_format == GOLF_FORMAT:  # train_gpt.py's DATA_PATH globs, in a dataset's folder
         return fnmatch.fnmatchcase(name, "datasets/*/fineweb_*.bin")
+    if name == TOKEN_BYTES or VAL_BYTES_NAME.fullmatch(name):
+        return True
     globs = ("*_train_*.bin", "*_val_*.bin")  # C's and Python's globs pass hidden names over
     if not name.startswith(".") and any(fnmatch.fnmatchcase(name, glob) for glob in globs):
         return True

@@ -235,6 +235,18 @@ def notes(folder):
     (folder / "notes.txt").write_bytes(NOTES)
 
 
+def unrecorded(key, name):
+    """meta.json's record of a bits-per-byte file gone, and the file's bytes made wrong."""
+
+    def plant(folder):
+        meta = json.loads((folder / "meta.json").read_text())
+        del meta[key]
+        (folder / "meta.json").write_text(json.dumps(meta))
+        (folder / name).write_bytes(bytes((folder / name).stat().st_size))
+
+    return plant
+
+
 @pytest.mark.parametrize(
     "shard_format, plant, names",
     [
@@ -264,6 +276,18 @@ def notes(folder):
         ),
         pytest.param("npy", val_notes, ["val_notes.txt"], id="npy-folder-val-notes"),
         pytest.param("llmc", notes, None, id="notes-no-trainer-reads"),
+        pytest.param(
+            "llmc",
+            unrecorded("token_bytes", "token_bytes.npy"),
+            ["token_bytes.npy"],
+            id="token-bytes-no-record-lists",
+        ),
+        pytest.param(
+            "npy",
+            unrecorded("val_bytes", "edufineweb_bytes_000000.npy"),
+            ["edufineweb_bytes_000000.npy"],
+            id="val-bytes-sidecar-no-record-lists",
+        ),
         pytest.param(
             "llmc",
             copy_of_shard(".edu_fineweb_val_000000.bin"),

@@ -361,9 +361,13 @@ def change_figure(name):
     return change
 
 
-def drop(key):
-    def change(_folder, meta):
+def drop(key, file=None):
+    """meta.json without its record `key` (and the folder without the `file` it listed)."""
+
+    def change(folder, meta):
         del meta[key]
+        if file is not None:
+            (folder / file).unlink()
 
     return change
 
@@ -390,7 +394,9 @@ def rename(_folder, meta):
         ),
         pytest.param(change_figure("documents"), ["bytes.val.documents is 2"], id="documents"),
         pytest.param(
-            drop("val_bytes"), ["bytes and val_bytes without the other"], id="no-sidecar-record"
+            drop("val_bytes", "val_bytes.bin"),
+            ["bytes and val_bytes without the other"],
+            id="no-sidecar-record",
         ),
         pytest.param(rename, ['val_bytes.files[0].file is "prepare.py"'], id="not-a-sidecar-name"),
     ],
