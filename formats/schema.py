@@ -504,9 +504,11 @@ def record_names(meta):
             found.append((f"shards[{i}].file", shard["file"], True, None))
     if isinstance(meta.get("meta_pkl"), dict):
         found.append(("meta_pkl.file", meta["meta_pkl"].get("file"), True, META_PKL))
-    path = _field(meta.get("tokenizer"), "path")  # a file the run trained, or the user's outside
+    path = _field(meta.get("tokenizer"), "path")  # a file the run trained, or the user's
     if path is not None:
-        owned = is_plain_name(path) and path.endswith(".json") and path != RECORD_NAME
+        trained_here = meta["tokenizer"].get("trained_here") is True  # safety.folder_tokenizer
+        owned = trained_here and is_plain_name(path) and path.endswith(".json")
+        owned = owned and path != RECORD_NAME
         found.append(("tokenizer.path", path, owned, None))
     if _field(meta.get("source"), "path") is not None:  # the input, in the folder or outside
         found.append(("source.path", meta["source"]["path"], False, None))

@@ -45,7 +45,6 @@ message says truthfully what was left.
 
 import contextlib
 import errno
-import filecmp
 import itertools
 import json
 import os
@@ -414,7 +413,7 @@ def _commit(schema, staging, folder):
             )
         if path.is_dir():
             present += [f"{sub}/{name}" for name in os.listdir(path)]
-    _refuse_strangers(schema, folder, staged, staging=staging)
+    _refuse_strangers(schema, folder, staged)
     # the staged shard format ("llmc", "npy"): build-nanogpt's .npy shards, its own name rule
     record = load_json(read_small_file(staging / RECORD_NAME), staging / RECORD_NAME)
     shard_format = record.get("format") if isinstance(record, dict) else None
@@ -480,19 +479,16 @@ def owned_files(schema, folder):
 READ_BY_A_TRAINER = "a trainer would read it with this run's outputs"
 
 
-def _refuse_strangers(schema, folder, names, fate=None, shard_format=None, staging=None):
+def _refuse_strangers(schema, folder, names, fate=None, shard_format=None):
     """Refuse to go on with a file in the folder that no record of it lists: someone else's file,
-    which this run's output would replace (unless the output holds the same bytes: a tokenizer
-    the run copied into staging from the folder), or which a trainer would read beside them
-    (`fate` READ_BY_A_TRAINER: only those names, schema.trainer_reads, of the shard format)."""
+    which this run's output would replace, or which a trainer would read beside them (`fate`
+    READ_BY_A_TRAINER: only those names, schema.trainer_reads, of the shard format)."""
     owned = owned_files(schema, folder)
     for name in sorted(names):
         path = folder / name  # a folder in an output's way is the commit's to name
         if name in owned or not os.path.lexists(path) or os.path.isdir(path):
             continue
         if fate is READ_BY_A_TRAINER and not schema.trainer_reads(name, shard_format):
-            continue
-        if staging is not None and filecmp.cmp(path, staging / name, shallow=False):
             continue
         raise PrepareError(
             f"{path} is not listed by a meta.json of this folder, and "
@@ -534,15 +530,14 @@ def _fsync_path(path):
 
 def folder_tokenizer(tokenizer, staging):
     """meta.json's tokenizer record, its file recorded relative to the folder when it lives there,
-    so that a folder moved with mv or copied with cp -r still verifies: a file trained into the
-    staging folder is recorded by its name; one already in the folder is copied into staging
-    first, so the commit keeps it as part of the new set rather than removing it as stale."""
+    so that a folder moved with mv or copied with cp -r still verifies. A file the run trained into
+    the staging folder is the set's own ("trained_here": replaced or removed with it); the user's
+    file already in the folder is read where it is and stays theirs, as an input in it does."""
     path = tokenizer.get("path") if isinstance(tokenizer, dict) else None
     staging = Path(staging).resolve()
     if not isinstance(path, str) or not (staging / STAGING_MARKER).is_file():
         return tokenizer
     path = Path(path).resolve()
-    if path.parent == staging.parent:
-        shutil.copyfile(path, staging / path.name)
-        path = staging / path.name
-    return {**tokenizer, "path": path.name} if path.parent == staging else tokenizer
+    if path.parent == staging:
+        return {**tokenizer, "path": path.name, "trained_here": True}
+    return {**tokenizer, "path": path.name} if path.parent == staging.parent else tokenizer

@@ -537,6 +537,23 @@ def trained_tokenizer_lesson(folder):
     return [GPT2, "--input", "small.txt", "--tokenizer", "tok.json", "--out-dir", folder]
 
 
+def test_a_rerun_leaves_the_users_tokenizer_in_the_folder(shakespeare, tmp_path):
+    """A tokenizer the user trained into the folder and passed as --tokenizer is read where it
+    is and stays theirs: a rerun with GPT-2's removed it ("left by an earlier run")."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "small.txt").write_text(shakespeare[:30_000], encoding="utf-8")
+    lesson = trained_tokenizer_lesson(folder)
+    trained = (folder / "tok.json").read_bytes()
+    assert_ok(run(*lesson, cwd=folder))
+    assert_verifies(folder)
+    result = run(*gpt2_lesson(folder), cwd=folder)
+    assert_ok(result)
+    assert "tok.json" not in result.stdout, result.stdout
+    assert (folder / "tok.json").read_bytes() == trained
+    assert_verifies(folder)
+
+
 def shard_lesson(folder):
     return [
         FINEWEB,
