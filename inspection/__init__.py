@@ -105,6 +105,12 @@ def bpb_audit(folder, meta):
                 "run its prepare.py again"
             )
         print("\n".join(bpb.audit_lines(Path(folder).name, meta["bytes"])))
+        if dropped := (meta.get("split") or {}).get("dropped_from_val"):  # --unseen-in-val drop
+            print(
+                f"  val.bin leaves out {dropped['characters']:,} characters train never had "
+                f"({dropped['bytes']:,} bytes of the text): bits per byte over it is over the "
+                "text without them"
+            )
         if meta.get("val_bytes") is not None:
             print(sidecar_line(meta))
         return

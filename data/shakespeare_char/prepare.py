@@ -9,6 +9,7 @@ meta.json (readable, safe) describing everything needed to check and reproduce t
 """
 
 import hashlib
+import re
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from safety import (
     read_text,
     run_main,
 )
+from safety.text import shortened
 
 TINY_SHAKESPEARE = RemoteFile(  # Karpathy's char-rnn copy, pinned by its sha256
     url="https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
@@ -70,9 +72,9 @@ def main():
         # fmt: on
 
         # 5. with --vocab-from train, val may hold characters train never had: refuse or drop them
-        unseen = set(val_data) - set(chars)
+        unseen, dropped = set(val_data) - set(chars), None
         if unseen:
-            val_data = drop_unseen(val_data, unseen, args.unseen_in_val)
+            val_data, dropped = drop_unseen(val_data, unseen, args.unseen_in_val)
 
         # 6. encode both to integers
         train_ids = encode(train_data)
@@ -107,6 +109,7 @@ def main():
                 "rule": "first 90% of the characters train, the rest val",
                 "train_fraction": TRAIN_FRACTION,
                 "boundary_character": boundary,
+                "dropped_from_val": dropped,  # what val.bin leaves out (bpb says so), or None
             },
             options={"vocab_from": args.vocab_from, "unseen_in_val": args.unseen_in_val},
         )
@@ -117,22 +120,24 @@ def main():
 
 
 def drop_unseen(val_data, unseen, policy):
-    """val_data without the characters of `unseen` (policy "drop"), or an error naming them."""
-    count, shown = sum(val_data.count(c) for c in unseen), "".join(sorted(unseen))
+    """(val_data without the characters of `unseen`, the characters and bytes dropped) for policy
+    "drop", or an error naming them. One pass over val whatever the number of unseen characters."""
+    kept = val_data.translate(dict.fromkeys(map(ord, unseen)))
+    count, shown = len(val_data) - len(kept), shortened("".join(sorted(unseen)))
     if policy == "error":
-        first = min(val_data.index(c) for c in unseen)
+        first = re.search(f"[{re.escape(''.join(unseen))}]", val_data).start()
         problem = (
             f"val has {count:,} characters never seen in train ({shown!r}, first at val offset "
             f"{first:,})"
         )
         raise PrepareError(f"{problem}; use --unseen-in-val drop or --vocab-from all")
-    if count == len(val_data):
+    if not kept:
         raise PrepareError(
             f"every val character is unseen in train ({shown!r}): dropping them leaves val "
             "empty; use --vocab-from all"
         )
     print(f"dropped {count:,} val characters never seen in train: {shown!r}")
-    return val_data.translate(dict.fromkeys(map(ord, unseen)))
+    return kept, {"characters": count, "bytes": len(val_data.encode()) - len(kept.encode())}
 
 
 def parse_args():

@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 from conftest import (
+    COMMON,
     REFERENCES,
     REPO,
     TINY_SHAKESPEARE,
@@ -132,7 +133,9 @@ def test_rerun_reuses_download_and_gives_same_bytes(prepared):
 def test_drop_unseen_keeps_exactly_the_seen_characters(val_data, unseen):
     kept = "".join(c for c in val_data if c not in unseen)
     assume(kept)  # dropping everything is an error: see test_bad_input_is_one_line_...
-    assert script.drop_unseen(val_data, unseen, "drop") == kept
+    dropped = {"characters": len(val_data) - len(kept)}
+    dropped["bytes"] = len(val_data.encode()) - len(kept.encode())
+    assert script.drop_unseen(val_data, unseen, "drop") == (kept, dropped)
 
 
 def test_lecture_example_encode_decode(tmp_path):
@@ -183,6 +186,20 @@ def test_strict_vocab_from_train_drops_unseen_val_characters(tmp_path):
     assert "dropped 2 val characters never seen in train: 'XY'" in result.stdout
     assert "val has 1 tokens" in result.stdout
     assert np.fromfile(out_dir / "val.bin", dtype=np.uint16).tolist() == [1]  # "b"
+    bpb = run_python(COMMON, "bpb", out_dir)
+    assert bpb.returncode == 0, bpb.stderr
+    assert "val.bin leaves out 2 characters train never had (2 bytes of the text)" in bpb.stdout
+
+
+def test_many_unseen_characters_make_one_short_line(tmp_path):
+    """20,000 distinct characters in val that train never had: one line, its list cut short."""
+    unseen = "".join(map(chr, range(0x4E00, 0x4E00 + 20_000)))
+    text_path = tmp_path / "text.txt"
+    text_path.write_text("ab" * 90_000 + unseen, encoding="utf-8")
+    args = ["--input", text_path, "--out-dir", tmp_path / "out", "--vocab-from", "train"]
+    result = run_python(SCRIPT, *args)
+    assert_clean_failure(result, "val has 20,000 characters never seen", "(20,000 characters)")
+    assert len(result.stderr) < 1_000, result.stderr[:2_000]
 
 
 PREVIOUS = {  # an earlier output, listed by its meta.json: it must survive untouched
