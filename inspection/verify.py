@@ -25,7 +25,7 @@ from formats.schema import (
     trainer_reads,
 )
 from formats.shards import open_npy, read_ids
-from formats.tokenizers import encoding_sha256, record_encoding
+from formats.tokenizers import encoding_sha256, nanogpt_sample_maps, record_encoding
 from formats.val_bytes import CHUNK
 from safety.commit import leftover_temporaries, lock_holder
 from safety.errors import PrepareError, reading
@@ -223,7 +223,8 @@ def _unlisted_files(folder, meta, leftovers):
 
 def _audit_meta_pkl(folder, meta, check_content=True):
     """meta.pkl as nanoGPT would read it: recorded (its sha256) or recorded as absent, and plain
-    data that says what meta.json says (vocab_size; a character tokenizer's stoi/itos)."""
+    data that says what meta.json says (vocab_size; stoi/itos, those of the characters or
+    rebuilt from the trained tokenizer: what sample.py encodes prompts and decodes samples with)."""
     path, record, tokenizer = folder / META_PKL, meta.get("meta_pkl", ...), meta["tokenizer"]
     exists = os.path.lexists(path)
     if record is None or (record is ... and not exists and tokenizer["kind"] != "char"):
@@ -249,6 +250,10 @@ def _audit_meta_pkl(folder, meta, check_content=True):
         itos = dict(enumerate(chars))
         if content.get("itos") != itos or content.get("stoi") != {c: i for i, c in itos.items()}:
             return [f"{path}: stoi/itos are not the characters meta.json records"]
+    if tokenizer["kind"] == "bpe" and check_content:
+        stoi, itos = nanogpt_sample_maps(record_encoding(tokenizer, folder))
+        if content.get("itos") != itos or content.get("stoi") != stoi:
+            return [f"{path}: stoi/itos are not those of the tokenizer meta.json records"]
     return []
 
 

@@ -380,6 +380,21 @@ def test_a_bin_of_a_torn_id_beside_its_index_is_named_by_its_size(paragraphs, tm
     assert_one_line(inspect("verify", out), "train.bin has", "bytes, expected")
 
 
+def test_a_trained_tokenizers_meta_pkl_is_read_against_the_tokenizer(trained, tmp_path):
+    """meta.pkl's itos, which sample.py decodes with, one token changed and its sha256 recorded
+    anew: verify rebuilds stoi/itos from the tokenizer file and names meta.pkl (it said OK)."""
+    trained.save(tmp_path / "tok.json")
+    (tmp_path / "in.txt").write_text("To be, or not to be, that is the question.\n" * 50)
+    out = tmp_path / "out"
+    args = ["--input", tmp_path / "in.txt", "--tokenizer", tmp_path / "tok.json"]
+    assert run_python(script("shakespeare"), *args, "--out-dir", out).returncode == 0
+    content = pickle.loads((out / "meta.pkl").read_bytes())
+    content["itos"][300] = "a token it is not"
+    (out / "meta.pkl").write_bytes(pickle.dumps(content))
+    edit_meta(out, lambda meta: meta["meta_pkl"].update(sha256=sha256(out / "meta.pkl")))
+    assert_one_line(inspect("verify", out), "meta.pkl: stoi/itos are not those of the tokenizer")
+
+
 OPEN_FILES = 256  # the open-file limit of the runs below: fewer than their folders' shards
 
 
