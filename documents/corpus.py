@@ -440,7 +440,7 @@ def cap_pieces(pieces, reading, max_chars):
 
 def _rows_in(piece):
     if piece.kind == "json-array":
-        return len(_json_array_rows(piece.path))
+        return len(json_array_rows(piece.path))
     metadata = _parquet_file(piece.path).metadata
     return sum(metadata.row_group(g).num_rows for g in range(piece.start, piece.end))
 
@@ -561,7 +561,7 @@ def _rows(piece, text_column, fix=TEXT_COLUMN_OPTION):
         for row, text in parquet_texts(path, text_column, piece.first_row, end):
             yield row, _string(text, path, f"row {row}", text_column)
     elif piece.kind == "json-array":
-        rows = _json_array_rows(path)
+        rows = json_array_rows(path)
         for number in range(len(rows) if piece.stop_row == -1 else piece.stop_row):
             yield number, _text_of(rows[number], path, f"row {number}", text_column, fix)
     else:
@@ -593,7 +593,8 @@ def _string(text, path, where, text_column):
     return text
 
 
-def _json_array_rows(path):
+def json_array_rows(path):
+    """The rows of a JSON array file, read whole: '[{"text": "a"}]' -> [{"text": "a"}]."""
     with _open(path) as file:
         try:
             rows = json.load(file)

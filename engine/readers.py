@@ -13,6 +13,8 @@ import numpy as np
 
 from documents.corpus import (
     check_text_column,
+    file_kind,
+    json_array_rows,
     json_line_text,
     json_lines,
     line_start,
@@ -32,11 +34,12 @@ def file_identity(path):
 
 
 def file_lengths(files, kind):
-    """How much of each file there is to share out: rows (parquet), bytes (JSON), 1 (.txt)."""
+    """How much of each file there is to share out: rows (parquet), bytes (JSON Lines), 1 (.txt,
+    a JSON array: read whole by one task)."""
     if kind == "text":
         return [1] * len(files)
     if kind == "json":
-        return [os.path.getsize(path) for path in files]
+        return [1 if is_json_array(path) else os.path.getsize(path) for path in files]
     import pyarrow.parquet as pq
 
     lengths = []
@@ -93,8 +96,8 @@ def most_tasks(files, kind, lengths):
     if kind == "text":
         documents = pieces = len(files)
         unit = "files"
-    elif kind == "json":  # a line is a document, or a blank one
-        documents = pieces = sum(count_lines(path) for path in files)
+    elif kind == "json":  # a line is a document, or a blank one; an array is one piece
+        documents = pieces = sum(1 if is_json_array(p) else count_lines(p) for p in files)
         unit = "lines"
     else:
         import pyarrow.parquet as pq
@@ -105,6 +108,11 @@ def most_tasks(files, kind, lengths):
                 pieces += pq.ParquetFile(f).metadata.num_row_groups
     worth = max(documents // MIN_TASK_DOCUMENTS, size // MIN_TASK_BYTES, 1)
     return min(pieces, worth) or 1, f"{documents:,} {unit}, {size / 1e6:,.1f} MB"
+
+
+def is_json_array(path):
+    """Whether a .json file is one JSON array of rows, as `datasets` reads one, not JSON Lines."""
+    return file_kind(path) == "json-array"
 
 
 def count_lines(path):
@@ -133,11 +141,11 @@ class PieceReader:
 
     text is None when missing, null or not a string. parquet: rows start..end-1, position = row.
     JSON Lines: every line that starts at a byte offset in [start, end), position = that offset;
-    blank lines are skipped, as datasets' JSON reader skips them. .txt: the whole file is one
-    document, position 0. What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8)
-    is a PrepareError naming the file and the line (documents.corpus.json_line_text). After the
-    iteration, .begin and .end are the span of the file covered (rows, or bytes for JSON Lines),
-    which the plan checks.
+    blank lines are skipped, as datasets' JSON reader skips them. A JSON array: every row, read
+    whole (its piece is 0..1), position = row. .txt: the whole file is one document, position 0.
+    What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8) is a PrepareError naming
+    the file and the line (documents.corpus.json_line_text). After the iteration, .begin and .end
+    are the span of the file covered (rows, or bytes for JSON Lines), which the plan checks.
     """
 
     def __init__(self, path, kind, start, end):
@@ -150,6 +158,10 @@ class PieceReader:
                 yield row, text if isinstance(text, str) else None
         elif self.kind == "text":
             yield 0, read_text(self.path)  # as datasets' text reader opens it
+        elif is_json_array(self.path):
+            for row, fields in enumerate(json_array_rows(self.path)):
+                text = fields.get("text") if isinstance(fields, dict) else None
+                yield row, text if isinstance(text, str) else None
         else:  # the line that straddles `start` belongs to the piece before
             with open(self.path, "rb") as f:
                 self.begin, self.end = line_start(f, self.start), line_start(f, self.end)
@@ -162,6 +174,10 @@ def json_columns(files):
     columns: {"b": 1, "a": 2} then {"c": 3} -> ["b", "a", "c"]. Files the tokenize tasks read."""
     columns = {}
     for path in files:
+        if is_json_array(path):
+            rows = json_array_rows(path)
+            columns.update(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
+            continue
         with open(path, "rb") as f:
             for _, line in json_lines(f, 0, os.path.getsize(path)):
                 columns.update(dict.fromkeys(json.loads(line) or ()))

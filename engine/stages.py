@@ -13,7 +13,7 @@ from datatrove.pipeline.base import PipelineStep
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
 from documents.corpus import check_text_column
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
-from engine.readers import PieceReader, batches, json_columns
+from engine.readers import PieceReader, batches, is_json_array, json_columns
 from formats.schema import FIGURES
 from formats.shards import check_ids
 from prepare_common import bpe_encoding, tokenize_documents
@@ -127,8 +127,10 @@ def document_name(path, kind, positions, i):
     position = int(positions[i])
     if kind == "parquet":
         return f"{path}, row {position:,}"
-    if kind == "json":
+    if kind == "json" and not is_json_array(path):
         return f"{path}, the line at byte {position:,}"
+    if kind == "json":
+        return f"{path}, row {position:,}"
     return path
 
 

@@ -297,6 +297,28 @@ def test_parquet_same_bytes_as_datasets_engine(jsonl, jsonl_reference, tmp_path)
     assert_same_files(out, jsonl_reference)
 
 
+def test_json_arrays_same_bytes_as_datasets_engine(jsonl, jsonl_reference, tmp_path):
+    """The corpus as .json files, the first an indented JSON array, the second JSON Lines:
+    `datasets` reads both kinds by the one suffix, and so does the engine (the array's lines
+    were read as JSON Lines: "line 2: not valid JSON")."""
+    documents = [
+        json.loads(line)["text"]
+        for path in jsonl
+        for line in path.read_text(encoding="utf-8-sig").splitlines()
+        if line.strip()
+    ]
+    rows = [{"text": text} for text in documents]
+    (tmp_path / "a.json").write_text(json.dumps(rows[:1700], indent=2), encoding="utf-8")
+    lines = "".join(json.dumps(row) + "\n" for row in rows[1700:])
+    (tmp_path / "b.json").write_text(lines, encoding="utf-8")
+    files = [tmp_path / "a.json", tmp_path / "b.json"]
+    out = datatrove(tmp_path / "out", files, "--tasks", 3, "--workers", 2, tmp_path=tmp_path)
+    assert_same_files(out, jsonl_reference)
+    args = ["--data-files", *files, "--val-fraction", VAL_FRACTION]
+    local = prepare(tmp_path / "local", *args, tmp_path=tmp_path, script=DATASETS_SCRIPT)
+    assert_same_files(local, jsonl_reference)
+
+
 def test_tasks_capped_at_the_work_there_is(jsonl, jsonl_reference, tmp_path):
     """--tasks 100000 on 3,000 documents (3,006 lines with the blank ones): 30 tasks, in a few
     seconds, not 100,000 processes started in turn; the same files."""
