@@ -210,10 +210,15 @@ def expand_data_files(patterns):
 
 
 def _holds_nothing(path):
-    """True for an empty file, or a parquet file of 0 rows (datasets 5 fails on one with an obscure
-    error)."""
+    """True for an empty file, a JSON Lines file of blank lines, or a parquet file of 0 rows:
+    datasets, which takes the columns from the first file, fails on one listed first with an
+    obscure error, and reads no document from it anywhere."""
     if Path(path).stat().st_size == 0:
         return True
+    if KINDS[Path(path).suffix.lower()] == "jsonl":
+        with open(path, "rb") as f:  # read up to its first character that is not blank
+            blocks = iter(lambda: f.read(1 << 16), b"")
+            return all(not block.strip(b" \t\r\n") for block in blocks)
     if Path(path).suffix.lower() != ".parquet":
         return False
     import pyarrow.parquet as pq
@@ -273,6 +278,8 @@ def load_documents(hub, data_files, num_proc, cache_dir):
         files = expand_data_files(data_files)
         content = inputs_sha256(files)
     name, options = builder(files[0])
+    if name != "text":  # a text file is a document even when empty
+        files = [path for path in files if not _holds_nothing(path)] or files
     # datasets knows a local file by its path, size and time: its cache of the documents goes
     # in a folder named by their content, so an input edited in place is read again
     cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"

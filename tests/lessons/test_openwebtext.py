@@ -264,6 +264,32 @@ def jsonl_lines(*rows):
 
 
 @pytest.mark.parametrize(
+    "name, data",
+    [
+        pytest.param("a.jsonl", "\n  \n\n", id="blank-lines"),
+        pytest.param(
+            "a.parquet", parquet_bytes(pa.table({"text": pa.array([], pa.string())})), id="no-rows"
+        ),
+    ],
+)
+def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_path, name, data):
+    """datasets takes the columns from the first file and failed on one of no documents ("could
+    not read ... RemoteTraceback"); it is read as no documents, as the datatrove engine reads it."""
+    suffix = name.rsplit(".", 1)[1]
+    real = tmp_path / f"b.{suffix}"
+    if suffix == "jsonl":
+        write_jsonl(real, paragraphs[:50])
+    else:
+        pq.write_table(pa.table({"text": paragraphs[:50]}), real)
+    (tmp_path / name).write_bytes(data.encode() if isinstance(data, str) else data)
+    alone = prepare(tmp_path, "--data-files", real, name="alone")
+    out = prepare(tmp_path, "--data-files", tmp_path / name, real)
+    for split in ("train.bin", "val.bin"):
+        assert (out / split).read_bytes() == (alone / split).read_bytes()
+    assert verify(out) == []
+
+
+@pytest.mark.parametrize(
     "files, args, message",
     [
         pytest.param(
