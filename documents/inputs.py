@@ -180,17 +180,24 @@ def _check_json_depth(block, depth, path, first_line):
     return int(levels[-1]) if len(levels) else depth
 
 
-def expand_data_files(patterns):
+def expand_data_files(patterns, outputs=frozenset()):
     """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt,
     a/1.txt, a/2.txt.
 
     Sorting makes the row order, and so the split and the .bin files, independent of the file
-    system's listing order. The files must be of one known kind and not all empty.
+    system's listing order. The files must be of one known kind and not all empty, and none of
+    `outputs` (the output folder's own files, safety.commit.folder_outputs: a glob over it).
     """
     try:
         files = expand_inputs(patterns)
     except PrepareError as exc:
         raise PrepareError(f"--data-files: {exc}") from None
+    for path in files:
+        if Path(path).resolve() in outputs:
+            raise PrepareError(
+                f"--data-files {path} is a file of the output folder (its meta.json lists it), "
+                "which this run replaces; name the documents it was made from"
+            )
     kinds = {Path(path).suffix.lower() for path in files}
     unknown = [path for path in files if Path(path).suffix.lower() not in KINDS]
     if unknown:
@@ -260,12 +267,12 @@ def check_texts(dataset, source):
 HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 
 
-def load_documents(hub, data_files, num_proc, cache_dir):
+def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
     """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
 
     data_files None -> `hub`'s files at its revision, downloaded and each checked against the
     sha256 the hub publishes (`hub_files`); else the files the patterns name (see
-    `expand_data_files`). Every failure is a PrepareError saying what to do.
+    `expand_data_files`, none of `outputs`). Every failure is a PrepareError saying what to do.
     """
     import datasets
 
@@ -275,7 +282,7 @@ def load_documents(hub, data_files, num_proc, cache_dir):
         files, hashes = hub_files(hub, source_name(None, hub))
         content = hashlib.sha256("".join(hashes).encode()).hexdigest()
     else:
-        files = expand_data_files(data_files)
+        files = expand_data_files(data_files, outputs)
         content = inputs_sha256(files)
     name, options = builder(files[0])
     if name != "text":  # a text file is a document even when empty

@@ -64,10 +64,11 @@ from engine.readers import (
     most_tasks,
     task_slices,
 )
+from formats import schema
 from formats.val_bytes import figures_option
 from inspection.overlap import say_overlap
 from prepare_common import NANOGPT_READS, bpe_encoding, dtype_for_vocab
-from safety.commit import folder_lock
+from safety.commit import folder_lock, folder_outputs
 from safety.files import atomic_path
 from safety.text import plural
 
@@ -240,7 +241,8 @@ def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
     budget_input's (path, record)), each task's slice of them (--tasks capped at the work there
     is), the lesson's outputs and the options meta.json records."""
     budget_file, budget = budgeted or (None, None)
-    files, kind = input_files([budget_file] if budget else args.data_files, lesson.hub)
+    outputs = folder_outputs(schema, out_dir)  # a --data-files glob over the folder
+    files, kind = input_files([budget_file] if budget else args.data_files, lesson.hub, outputs)
     layout = lesson.layout
     if budget and budget["first_documents"]:  # the lesson's val: the source's first documents
         layout = replace(layout, first_documents=budget["first_documents"])

@@ -184,11 +184,11 @@ def json_columns(files):
     return list(columns)
 
 
-def input_files(data_files, hub):
+def input_files(data_files, hub, outputs=frozenset()):
     """The files to read, in `datasets`' order, and their kind: ([paths], "json"). The hub's are
     downloaded first, each checked against the sha256 the hub publishes (`hub_files`): on a
     cluster, into a hub cache (HF_HOME) that the nodes share, as they share the work directory."""
     if data_files is None:
         return hub_files(hub, source_name(None, hub))[0], "parquet"
-    files = expand_data_files(data_files)
+    files = expand_data_files(data_files, outputs)
     return [str(Path(path).resolve()) for path in files], builder(files[0])[0]

@@ -30,7 +30,7 @@ from .cli import (
     run_main,
     tokens_per_shard,
 )
-from .commit import output_folder
+from .commit import folder_outputs, output_folder
 from .downloads import RemoteFile, fetch
 from .errors import PrepareError
 from .text import read_text
@@ -43,6 +43,7 @@ __all__ = [
     "fetch",
     "fraction",
     "non_negative_int",
+    "folder_outputs",
     "output_folder",
     "positive_int",
     "random_seed",

@@ -454,6 +454,13 @@ def _commit(schema, staging, folder):
             subfolder.rmdir()
 
 
+def folder_outputs(schema, out_dir):
+    """The files of `out_dir` it owns (owned_files), as absolute paths: what a run replaces, so
+    never its input. A folder not made yet owns none."""
+    folder = Path(out_dir).resolve()
+    return {folder / name for name in owned_files(schema, folder)} if folder.is_dir() else set()
+
+
 def owned_files(schema, folder):
     """The names `folder` owns: those its meta.json lists (schema.listed_files), and while a
     commit was cut short (no meta.json), those its journal lists. Nothing a name merely matches;

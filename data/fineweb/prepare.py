@@ -41,6 +41,7 @@ from prepare_common import (
 from safety import (
     ArgumentParser,
     default_num_proc,
+    folder_outputs,
     output_folder,
     positive_int,
     random_seed,
@@ -83,7 +84,8 @@ def main():
         if args.max_tokens:
             dataset, budget = budget_documents(args, encoding, source)
         else:
-            dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir)
+            outputs = folder_outputs(schema, args.out_dir)  # a --data-files glob over the folder
+            dataset = load_documents(hub, args.data_files, args.num_proc, args.cache_dir, outputs)
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)

@@ -40,6 +40,7 @@ from safety import (
     RemoteFile,
     default_num_proc,
     fetch,
+    folder_outputs,
     output_folder,
     positive_int,
     random_seed,
@@ -178,7 +179,8 @@ def load(args):
     import datasets
 
     if args.data_files:
-        dataset = load_documents(None, args.data_files, args.num_proc, args.cache_dir)
+        outputs = folder_outputs(schema, args.out_dir)  # a --data-files glob over the folder
+        dataset = load_documents(None, args.data_files, args.num_proc, args.cache_dir, outputs)
         return dataset, {"files": args.data_files, "documents": len(dataset)}
     path = fetch(TINY_SHAKESPEARE, args.out_dir / "input.txt")
     text = read_text(path)

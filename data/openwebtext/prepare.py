@@ -42,6 +42,7 @@ from prepare_common import (
 from safety import (
     ArgumentParser,
     default_num_proc,
+    folder_outputs,
     fraction,
     output_folder,
     positive_int,
@@ -81,7 +82,10 @@ def main():
         if args.max_tokens:
             dataset, budget = budget_documents(args, encoding, source)
         else:
-            dataset = load_documents(OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir)
+            outputs = folder_outputs(schema, args.out_dir)  # a --data-files glob over the folder
+            dataset = load_documents(
+                OPENWEBTEXT, args.data_files, args.num_proc, args.cache_dir, outputs
+            )
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. --dedup: tokenize every document, keep the first of each copy (or of each cluster of

@@ -40,6 +40,7 @@ from prepare_common import bpe_encoding, llmc_names, write_record, write_shards
 from safety import (
     ArgumentParser,
     PrepareError,
+    folder_outputs,
     output_folder,
     positive_int,
     run_main,
@@ -271,7 +272,8 @@ def copy_documents(data_files, out):
         )
         paths, remote = [Path(path)], (REPO, REMOTE_ROOT)
     else:
-        paths, remote = [Path(p) for p in expand_data_files(data_files)], (None, None)
+        outputs = folder_outputs(schema, out.parent)  # a --data-files glob over the folder
+        paths, remote = [Path(p) for p in expand_data_files(data_files, outputs)], (None, None)
         meta_path = paths[0].with_name(f"{paths[0].stem}.source_manifest.json")
         name, record = " ".join(data_files), {"files": data_files}
     # the hub's cache is never changed in place; a user's file may be, after the folder verified

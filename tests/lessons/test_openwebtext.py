@@ -263,6 +263,24 @@ def jsonl_lines(*rows):
     return "".join(json.dumps(row) + "\n" for row in rows)
 
 
+@pytest.mark.parametrize("script", ["prepare.py", "prepare_datatrove.py"])
+def test_a_data_files_glob_over_the_output_folder_is_refused(paragraphs, tmp_path, script):
+    """--data-files 'out/*.json' --out-dir out: a rerun read the folder's own meta.json as
+    documents (datasets' traceback in the line). One line naming it, the folder as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    write_jsonl(out / "docs.json", paragraphs[:50])
+    args = ["--data-files", out / "*.json", "--out-dir", out]
+    env = {"HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    script = SCRIPT.with_name(script)
+    assert run_python(script, *args, env=env).returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    result = run_python(script, *args, env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"{out / 'meta.json'} is a file of the output folder" in result.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
 @pytest.mark.parametrize(
     "name, data",
     [

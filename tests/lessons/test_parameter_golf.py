@@ -297,6 +297,23 @@ def test_our_tokenizer_alone_writes_its_folder(golf_docs, trained, tmp_path):
     assert run_python(COMMON, "verify", out).returncode == 0
 
 
+def test_a_data_files_glob_over_the_folder_is_refused(golf_docs, trained, tmp_path):
+    """Documents kept in the output folder, read with a glob: a rerun's glob also took the
+    folder's own docs_selected.jsonl, and its documents twice. Refused in one line naming it,
+    the folder as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    write_jsonl(out / "mine.jsonl", golf_docs[:300])
+    trained.save(tmp_path / "ours.json")
+    args = ["--data-files", out / "*.jsonl", "--tokenizer", tmp_path / "ours.json"]
+    args += ["--val-docs", 50, "--out-dir", out]
+    assert run_python(LESSON, *args).returncode == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    result = run_python(LESSON, *args)
+    assert_clean_failure(result, f"{out / 'docs_selected.jsonl'} is a file of the output folder")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 def test_train_gpts_own_count_is_the_tokenizer_bytes_figure(prepared):
     """parameter-golf's train_gpt.py itself, on the CPU: its build_sentencepiece_luts and the
     three lines of its eval_val that count each target's bytes, over the val shards it reads
