@@ -12,6 +12,7 @@ import importlib
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -221,6 +222,11 @@ def check_datatrove_arguments(parser, args, local_workers=None):
         parser.error("--tasks and --workers must be at least 1")
     if args.executor == "slurm" and not args.slurm_partition:
         parser.error("--executor slurm needs --slurm-partition")
+    if args.executor == "slurm" and shutil.which("sbatch") is None:  # datatrove submits with it
+        parser.error(
+            "--executor slurm needs Slurm's sbatch, not found on PATH: run on a node of "
+            "the cluster, or use --executor local"
+        )
     check_datatrove_installed(args.executor)  # before any work: the one line saying what to install
 
 

@@ -167,6 +167,12 @@ TEXT = b"hello world\n"
             id="slurm-without-partition",
         ),
         pytest.param(
+            ["--engine", "datatrove", "--executor", "slurm", "--slurm-partition", "cpu"],
+            TEXT,
+            "--executor slurm needs Slurm's sbatch, not found on PATH",
+            id="slurm-without-sbatch",
+        ),
+        pytest.param(
             ["--engine", "datatrove", "--eval", "a.txt"],
             TEXT,
             "--eval needs the corpus in this process",
