@@ -18,6 +18,7 @@ import json
 import os
 import re
 from argparse import ArgumentTypeError
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -32,13 +33,14 @@ MAGIC = b"PAR1"  # a parquet file ends with its footer's length (4 bytes, little
 
 
 def token_budget(text):
-    """--max-tokens: a positive number of tokens, with an optional K, M or B suffix:
-    "200M" -> 200_000_000; "1.5B" -> 1_500_000_000; "12" -> 12; "0", "2X" -> an error."""
+    """--max-tokens: a positive whole number of tokens, with an optional K, M or B suffix, in
+    exact decimal: "200M" -> 200_000_000; "1.5B" -> 1_500_000_000; "12" -> 12; "0", "2X", "1.5"
+    and "1.0000000001K" (not a whole number of tokens) -> an error."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMB]?)\s*", text, re.IGNORECASE)
-    value = round(float(match[1]) * SUFFIXES[match[2].upper()]) if match else 0
-    if value < 1:
+    value = Fraction(match[1]) * SUFFIXES[match[2].upper()] if match else 0
+    if value < 1 or value.denominator != 1:
         raise ArgumentTypeError(f"{text!r} is not a number of tokens (e.g. 200M, 1.5B, 1000000)")
-    return value
+    return int(value)
 
 
 def document_tokens(encoding):

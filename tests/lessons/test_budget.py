@@ -74,6 +74,7 @@ def footer_bytes(data):
         pytest.param("200M", 200_000_000, id="millions"),
         pytest.param("1.5B", 1_500_000_000, id="billions-fraction"),
         pytest.param("3k", 3_000, id="lower-case"),
+        pytest.param("123456789.123456789B", 123_456_789_123_456_789, id="exact-decimal"),
     ],
 )
 def test_a_budget_is_a_number_with_a_suffix(text, value):
@@ -87,6 +88,8 @@ def test_a_budget_is_a_number_with_a_suffix(text, value):
         pytest.param(["--max-tokens", "0"], id="zero"),
         pytest.param(["--max-tokens", "2X"], id="unknown-suffix"),
         pytest.param(["--max-tokens", "-5"], id="negative"),
+        pytest.param(["--max-tokens", "1.0000000001k"], id="not-whole"),
+        pytest.param(["--max-tokens", "1.5"], id="half-a-token"),
         pytest.param(["--max-tokens", "5", "--data-files", "a.parquet"], id="with-data-files"),
     ],
 )
