@@ -39,7 +39,7 @@ def main(argv=None):
     look = commands.add_parser("show", help="one block (x, y) as nanoGPT's get_batch reads it")
     look.add_argument("folder", help="a prepared folder, e.g. data/shakespeare_char")
     look.add_argument("--split", default="train", help="train (default) or val, or a shard's file")
-    look.add_argument("--block-size", type=int, default=8, metavar="N", help="default: 8")
+    look.add_argument("--block-size", type=positive_int, default=8, metavar="N", help="default: 8")
     where = look.add_mutually_exclusive_group()
     where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
     where.add_argument(
@@ -77,8 +77,6 @@ def main(argv=None):
             sys.exit(1)
         print(f"{args.folder}: OK")
         return None
-    if args.command == "show" and args.block_size < 1:
-        raise PrepareError(f"--block-size must be at least 1, got {args.block_size}")
     meta = verified_meta(args.folder)  # what show and packing read depends on what verify checks
     if args.command == "bpb":
         return bpb_audit(args.folder, meta)

@@ -246,12 +246,14 @@ def packing(folder, meta, split, block_size, as_json=False, plot=None):
 
 def picture_path(plot):
     """--plot's file: a folder is refused (the picture is a file: the command does not choose a
-    name in it); a name without a suffix gets matplotlib's ".png", which the "wrote" line shows.
-    "lengths" -> lengths.png; "data/openwebtext" (a folder) -> error."""
+    name in it), and so is a device or FIFO; a name without a suffix gets matplotlib's ".png",
+    which the "wrote" line shows. "lengths" -> lengths.png; "data/openwebtext" -> an error."""
     path = Path(plot)
     if path.is_dir() or str(plot).endswith(("/", os.sep)):
         raise PrepareError(
             f"--plot {plot} is a folder; give the picture's file name, e.g. "
             f"--plot {path / 'lengths.png'}"
         )
+    if path.exists() and not path.is_file():  # /dev/null, a FIFO: no picture goes there
+        raise PrepareError(f"--plot {plot} is not a regular file; give the picture's file name")
     return path if path.suffix else path.with_name(path.name + ".png")

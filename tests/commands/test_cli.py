@@ -155,6 +155,12 @@ def assert_usage_error(result, *fragments):
             id="train_tokenizer-trace-huge-shortened",
         ),
         pytest.param(
+            "show",
+            ["folder", "--block-size", "0"],
+            ["argument --block-size: 0 is less than 1"],
+            id="show-block-size-0-as-packing",
+        ),
+        pytest.param(
             "overlap",
             ["folder", "--boundary-id", "-1"],
             ["argument --boundary-id: -1 is less than 0"],
@@ -244,7 +250,7 @@ def assert_usage_error(result, *fragments):
         pytest.param(
             "show",
             ["data/x", "--block_size=x"],
-            ["argument --block-size: invalid int value: 'x'"],
+            ["argument --block-size: 'x' is not a whole number"],
             id="show-underscore-equals",
         ),
         pytest.param(

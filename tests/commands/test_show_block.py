@@ -139,7 +139,6 @@ def test_seed_draws_the_offset_like_get_batch(abba, capsys):
     "args, fragment",
     [
         pytest.param(["--offset", "33"], "an offset from 0 to 27, not 33", id="offset-too-far"),
-        pytest.param(["--block-size", "0"], "--block-size must be at least 1", id="block-size"),
         pytest.param(["--split", "test"], "has no split 'test'", id="unknown-split"),
     ],
 )

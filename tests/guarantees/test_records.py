@@ -678,9 +678,10 @@ def test_num_proc_is_capped_at_the_archive_members(story_set, tmp_path):
     [pytest.param(sweep_plot, id="train-tokenizer"), pytest.param(lengths_plot, id="packing")],
 )
 def test_plot_refuses_a_folder_and_names_the_file_it_writes(document_folder, tmp_path, command):
-    """`--plot DIR` wrote DIR.png beside the folder. A folder is refused (nothing written); a
-    name without a suffix gets ".png", and the "wrote" line names the file; a suffix matplotlib
-    does not write is refused. train_tokenizer.py and `packing` alike, before any work."""
+    """`--plot DIR` wrote DIR.png beside the folder. A folder is refused (nothing written), and
+    a FIFO or device; a name without a suffix gets ".png", and the "wrote" line names the file;
+    a suffix matplotlib does not write is refused. train_tokenizer.py and `packing` alike, before
+    any work."""
     pytest.importorskip("matplotlib")
     folder = tmp_path / "pictures"
     folder.mkdir()
@@ -695,3 +696,7 @@ def test_plot_refuses_a_folder_and_names_the_file_it_writes(document_folder, tmp
     result = run(*command(tmp_path, document_folder, folder / "l.txt"))
     assert_one_line(result, "l.txt", "png")
     assert not (tmp_path / "tok.json").exists()  # refused before the training
+    os.mkfifo(tmp_path / "fifo")  # as /dev/null: "/dev/null.png" was written beside it
+    result = run(*command(tmp_path, document_folder, tmp_path / "fifo"))
+    assert_one_line(result, "fifo is not a regular file")
+    assert not (tmp_path / "fifo.png").exists() and not (tmp_path / "tok.json").exists()
