@@ -21,7 +21,15 @@ from safety.errors import PrepareError
 from safety.files import sha256_file
 from safety.text import decode, shortened
 
-from .corpus import KINDS, check_text_column, expand_inputs
+from .corpus import (
+    KINDS,
+    check_text_column,
+    expand_inputs,
+    file_kind,
+    json_array_rows,
+    json_line_text,
+    json_lines,
+)
 
 # Which datasets builder reads each kind of file (corpus.KINDS) as the trainer reads it.
 BUILDERS = {
@@ -290,6 +298,8 @@ def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
     # datasets knows a local file by its path, size and time: its cache of the documents goes
     # in a folder named by their content, so an input edited in place is read again
     cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
+    verbosity = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its log of a failure: ours below
     try:
         dataset = datasets.load_dataset(
             name,
@@ -300,12 +310,29 @@ def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
             **options,
         )
     except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
+        if name == "json":
+            name_bad_json_line(files)  # the file and line, as the datatrove engine names them
         cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
         detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
         what = f"--data-files {' '.join(data_files)}" if data_files else source_name(None, hub)
         raise PrepareError(f"datasets could not read {what} ({detail})") from None
+    finally:
+        datasets.logging.set_verbosity(verbosity)
     check_texts(dataset, source_name(data_files, hub))
     return dataset
+
+
+def name_bad_json_line(files):
+    """Once datasets failed on these JSON files: raise the line of our reader that names the
+    first line (or the array) it refuses, "a.jsonl line 2: not valid JSON (...)"; if ours finds
+    none, return."""
+    for path in files:
+        if file_kind(path) == "json-array":
+            json_array_rows(path)
+            continue
+        with open(path, "rb") as f:
+            for offset, line in json_lines(f, 0, os.path.getsize(path)):
+                json_line_text(line, path, offset)
 
 
 def source_name(data_files, hub):

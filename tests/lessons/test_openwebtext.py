@@ -362,6 +362,12 @@ def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_pat
             {"x.csv": "text\ndoc\n"}, ["--data-files", "x.csv"], "found x.csv (.csv)", id="csv"
         ),
         pytest.param(
+            {"x.jsonl": FIVE_DOCUMENTS + "{bad\n"},
+            ["--data-files", "x.jsonl"],
+            "x.jsonl line 6: not valid JSON",
+            id="bad-json-line-named-as-the-engine-names-it",
+        ),
+        pytest.param(
             {"x.parquet": b"PAR1 not really"},
             ["--data-files", "x.parquet"],
             "datasets could not read",
