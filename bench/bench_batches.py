@@ -21,6 +21,7 @@ import numpy as np
 
 from formats.shards import document_batch
 from inspection.packing import best_fit_tokens_kept, document_lengths, packing_lines, packing_report
+from safety import ArgumentParser
 
 EOT, VOCAB_SIZE = 50256, 50257  # GPT-2's
 BATCH_SIZE, BLOCK_SIZE = 12, 1024  # nanoGPT's train.py defaults
@@ -61,7 +62,7 @@ def seconds(function, *args):
 
 
 def main():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--tokens", type=int, default=50_000_000)

@@ -18,7 +18,6 @@ bytes, from an empty cache and again from the cache, against fetch (what the les
 without --max-tokens); reading only, no tokenizing.
 """
 
-import argparse
 import os
 import shutil
 import sys
@@ -32,6 +31,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "stand_ins")]
 from hub_server import LocalHub, fineweb_files  # noqa: E402
+
+from safety import ArgumentParser  # noqa: E402
 
 REPO, REVISION = "HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"
 
@@ -58,7 +59,7 @@ def figures(sent, wall, cpu):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--row-groups", type=int, default=8)
     parser.add_argument("--rows", type=int, default=400)

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from bpe import EOT
+from safety import ArgumentParser
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "bench" / "docs20.txt"
@@ -164,6 +165,7 @@ def writer_growth(writer, files, out, cache_dir):
 
 
 def main():
+    ArgumentParser(description=__doc__.split("\n")[0]).parse_args()  # --help, and no options
     if not CORPUS.is_file():
         sys.exit(f"{CORPUS} is missing (see ../shared/README.md)")
     with tempfile.TemporaryDirectory() as tmp:

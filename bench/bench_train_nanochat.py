@@ -26,7 +26,6 @@ largest single process. The ratio is taken on the tree's PSS. The CPU seconds (u
 system, all processes) are printed too: on a shared machine they move less than wall time.
 """
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -35,6 +34,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from safety import ArgumentParser
 
 REPO = Path(__file__).resolve().parents[1]
 MERGES = 32768 - 256 - 9  # nanochat's vocabulary, less the bytes and its 9 special tokens
@@ -139,7 +140,7 @@ def measure(command):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "files", nargs="+", type=Path, help="text, documents joined by <|endoftext|>"
     )
