@@ -62,16 +62,14 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
     from."""
     spm = sentencepiece_module()
     raised = []  # what reading the texts raised: the trainer hands it on as a RuntimeError
-    too_long = 0  # texts over MAX_SENTENCE_BYTES before the first one within it
-    kept_one = False
+    given = too_long = 0  # the texts, and those over MAX_SENTENCE_BYTES, which it skips
 
     def sentences():
-        nonlocal too_long, kept_one
+        nonlocal given, too_long
         try:
             for text in training_text(texts):
-                if not kept_one:  # measured until the trainer keeps one: it fails only if none
-                    kept_one = len(text.encode()) <= MAX_SENTENCE_BYTES
-                    too_long += not kept_one
+                given += 1
+                too_long += len(text.encode()) > MAX_SENTENCE_BYTES
                 yield text
         except BaseException as exc:  # a bad document's PrepareError, Ctrl-C: kept as it is
             raised.append(exc)
@@ -88,7 +86,7 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
     except RuntimeError as exc:  # its trainer's own checks: one line of its message
         if raised:
             raise raised[0] from None
-        if too_long and not kept_one:
+        if too_long and too_long == given:
             raise PrepareError(
                 f"{source}: sentencepiece had nothing to train on, as it skips each text longer "
                 f"than {MAX_SENTENCE_BYTES:,} bytes (its max_sentence_length) and every "
@@ -99,6 +97,11 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
             f"({str(exc).strip().splitlines()[-1]}); give text of one line or more, and a "
             f"vocabulary of 260 pieces (its bytes and specials) plus one per character of the text"
         ) from None
+    if too_long:  # as parameter-golf's own script trains: said, since its log is hidden
+        print(
+            f"{source}: sentencepiece skipped {too_long:,} of {given:,} texts, each longer than "
+            f"{MAX_SENTENCE_BYTES:,} bytes (its max_sentence_length, parameter-golf's setting)"
+        )
 
 
 def sentencepiece_module():

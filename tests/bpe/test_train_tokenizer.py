@@ -447,6 +447,15 @@ def test_sentencepiece_trains_on_a_txt_a_line_a_sentence(shakespeare_50k, tmp_pa
     assert (tmp_path / "sp.vocab").read_bytes() == (tmp_path / "lines.vocab").read_bytes()
 
 
+@needs_sentencepiece
+def test_sentencepiece_says_how_many_texts_it_skipped(shakespeare_50k, tmp_path, capsys):
+    """SentencePiece skips each text over 4,192 bytes, its log hidden: the count is said."""
+    lines = (shakespeare_50k / "train.txt").read_text(encoding="utf-8").splitlines()
+    golf.train_sentencepiece([*lines, "é" * 2100, "x" * 5000], 400, tmp_path / "sp", "the lines")
+    skipped = f"the lines: sentencepiece skipped 2 of {len([t for t in lines if t.strip()]) + 2:,}"
+    assert skipped in capsys.readouterr().out
+
+
 def test_a_sweep_whose_sizes_the_text_cannot_reach_says_so(tmp_path):
     """A text of a few words has 14 merges: neither 300 nor 400 is reached (it crashed)."""
     (tmp_path / "tiny.txt").write_text("hello world hello there\n", encoding="utf-8")
