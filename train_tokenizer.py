@@ -625,7 +625,7 @@ def sentencepiece_texts(paths, text_column):
     each document of the others whole, as parameter-golf trains on its documents."""
     for path in paths:
         if file_kind(path) == "text":
-            yield from read_text(path).splitlines()
+            yield from read_text(path).split("\n")  # at "\n" only, as spm_train splits
         else:
             yield from documents([path], text_column)
 
