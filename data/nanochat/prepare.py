@@ -191,9 +191,11 @@ def load(args):
 def check_val_docs(num_documents, val_docs):
     """Refuse a val that leaves train empty; warn when fewer than 8 ranks get a row group each."""
     if val_docs >= num_documents:
+        fix = "choose a smaller multiple of 1,024"  # val is whole row groups of 1,024 documents
+        if num_documents <= nanochat.ROW_GROUP_SIZE:
+            fix = "give more than 1,024 documents (val is 1,024 or more)"
         raise PrepareError(
-            f"--val-docs {val_docs:,} leaves no document of the {num_documents:,} for train; "
-            "choose a smaller multiple of 1,024"
+            f"--val-docs {val_docs:,} leaves no document of the {num_documents:,} for train; {fix}"
         )
     groups = val_docs // nanochat.ROW_GROUP_SIZE
     if groups < RANKS:

@@ -166,6 +166,15 @@ def test_refused(shakespeare_path, tmp_path, args, message):
     assert sorted(os.listdir(tmp_path)) == ["input.txt"]
 
 
+def test_a_corpus_of_one_row_group_or_less_is_told_to_grow(tmp_path):
+    """200 documents: every val is at least 1,024 of them, so "a smaller multiple" cannot help."""
+    (tmp_path / "docs.jsonl").write_text('{"text": "ab ab ab"}\n' * 200)
+    args = ["--data-files", tmp_path / "docs.jsonl", "--out-dir", tmp_path / "out"]
+    args += ["--cache-dir", tmp_path / "cache"]
+    result = run_python(LESSON, *args, env=ENV)
+    assert_clean_failure(result, "of the 200 for train; give more than 1,024", logs_before=True)
+
+
 def train_documents(folder):
     return [text for path in shards(folder)[:-1] for text in documents_of(path)]
 
