@@ -55,7 +55,7 @@ def checked_shares(shares, where):
     if len(shares) and int(np.max(shares)) > np.iinfo(SHARE_DTYPE).max:
         raise PrepareError(
             f"{where}: a token stands for more than 65,535 bytes of text, more than a uint16 "
-            "sidecar holds"
+            "sidecar holds; cut that run of text (65,536 spaces, say) or leave the sidecar out"
         )
     return np.asarray(shares).astype(SHARE_DTYPE)
 

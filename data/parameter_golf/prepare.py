@@ -367,12 +367,12 @@ def write_dataset(out, variant, num_docs, val_docs, args):
         figures[split] = dict.fromkeys(FIGURES, 0)
 
         def ids_with_bos(part=part, totals=figures[split], val=split == "val"):
-            for text, ids, text_shares in part:
+            for number, (text, ids, text_shares) in enumerate(part):
                 add_figures(totals, text, ids, tokens)
                 if val and args.val_bytes:  # the BOS: 0, or a document of no token's bytes
-                    shares.append(
-                        np.concatenate([[0 if len(ids) else len(text.encode())], text_shares])
-                    )
+                    bos_share = 0 if len(ids) else len(text.encode())
+                    where = f"{DOCS} document {number:,} (val of {name}, --val-bytes)"
+                    shares.append(checked_shares(np.concatenate([[bos_share], text_shares]), where))
                 yield np.concatenate([[tokens.bos_id], ids])
 
         names = llmc_names("fineweb", split)
@@ -427,7 +427,7 @@ def encode(tokens, texts, total, desc):
         texts = iter(texts)
         while batch := list(itertools.islice(texts, BATCH)):
             for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
-                yield text, ids, checked_shares(shares, desc)
+                yield text, ids, shares
             bar.update(len(batch))
 
 

@@ -659,6 +659,32 @@ def test_documents_without_text_are_named_in_the_users_file(tmp_path, make_file,
     assert not (tmp_path / "out" / "meta.json").exists()
 
 
+@pytest.mark.parametrize(
+    "first, args, refused",
+    [
+        pytest.param(" " * 70_000, ["--val-docs", 1, "--val-bytes"], True, id="val-sidecar"),
+        pytest.param("a" + " " * 70_000 + "b", ["--val-docs", 5], False, id="train-no-sidecar"),
+    ],
+)
+def test_a_run_of_65536_spaces_is_refused_only_where_a_sidecar_holds_it(
+    paragraphs, tmp_path, first, args, refused
+):
+    """SentencePiece encodes 70,000 spaces as one piece, or none: its share does not fit a uint16
+    sidecar. With --val-bytes in val it was written wrapped (4,464 for 70,000) and the run said
+    OK; with no sidecar asked, a train document failed the run. One line naming the document, or
+    a folder that verifies."""
+    pytest.importorskip("sentencepiece")
+    docs = write_jsonl(tmp_path / "docs.jsonl", [first, *paragraphs[:20]])
+    out = tmp_path / "out"
+    result = run(LESSON, "--data-files", docs, "--variant", "sp400", *args, "--out-dir", out)
+    if refused:
+        assert_one_line(result, "docs_selected.jsonl document 0 (val of", "65,535", alone=False)
+        assert not (out / "meta.json").exists()
+    else:
+        assert result.returncode == 0, result.stderr
+        assert run_python(COMMON, "verify", out).returncode == 0
+
+
 def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path):
     """train_tokenizer.py --kind sentencepiece on the lesson's documents writes a model of the
     same pieces and scores as the lesson's sp1024."""
