@@ -52,8 +52,8 @@ def audit(folder, meta, quiet=False):
         if shards:
             problems += shards
             continue
-        problems += _audit_figures(folder, dataset, tokens, where, meta["split"]["val_docs"])
-        problems += _audit_sidecars(folder, dataset, tokens)
+        figures = _audit_figures(folder, dataset, tokens, where, meta["split"]["val_docs"])
+        problems += figures or _audit_sidecars(folder, dataset, tokens)  # read by document
         if not problems and not quiet:
             print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
     return problems
@@ -98,8 +98,9 @@ def rebuilt_tokenizer(folder, record, where):
 def split_ids(folder, dataset, split, key="shards"):
     """The split's shards (or val bytes sidecars) of a dataset, read as a trainer reads them,
     each memory-mapped as it is reached: a map holds its file open, and a dataset's shards may
-    outnumber the files a process may open."""
-    records = [s for s in dataset[key] if s["split"] == split]
+    outnumber the files a process may open. In the trainer's order: train_gpt.py reads
+    sorted(glob(...)), whatever order meta.json lists them in."""
+    records = sorted((s for s in dataset[key] if s["split"] == split), key=lambda s: s["file"])
     return (read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records)
 
 
@@ -116,11 +117,17 @@ def _audit_figures(folder, dataset, tokens, where, val_docs):
     for split in ("val", "train"):
         figures = dict.fromkeys(FIGURES, 0)
         recorded = dataset["bytes"][split] if isinstance(dataset["bytes"][split], dict) else {}
-        for ids in document_ids(split_ids(folder, dataset, split), tokens.bos_id):
-            text = next(texts, None)
-            if text is None:
-                return [f"{where}'s {split} shards hold more documents than {folder / golf.DOCS}"]
-            add_figures(figures, text, ids, tokens)
+        try:
+            for ids in document_ids(split_ids(folder, dataset, split), tokens.bos_id):
+                text = next(texts, None)
+                if text is None:
+                    return [
+                        f"{where}'s {split} shards hold more documents than {folder / golf.DOCS}"
+                    ]
+                add_figures(figures, text, ids, tokens)
+        except PrepareError as exc:  # the first shard, in train_gpt.py's sorted order, not a BOS
+            first = min(s["file"] for s in dataset["shards"] if s["split"] == split)
+            return [f"{folder / first}: {exc}, as train_gpt.py reads the shards (sorted by name)"]
         if split == "val" and figures["documents"] != val_docs:
             problems.append(
                 f"{where}'s val shards hold {figures['documents']:,} documents, meta.json's "

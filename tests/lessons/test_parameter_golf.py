@@ -685,6 +685,30 @@ def test_a_run_of_65536_spaces_is_refused_only_where_a_sidecar_holds_it(
         assert run_python(COMMON, "verify", out).returncode == 0
 
 
+def test_verify_reads_the_shards_in_the_trainers_order(golf_docs, trained, tmp_path):
+    """Two val shards (and their sidecars) swapped on disk and in meta.json's list: train_gpt.py
+    reads sorted(glob), a val stream starting mid-document, and verify, reading meta.json's
+    order, said OK."""
+    docs = write_jsonl(tmp_path / "docs.jsonl", golf_docs[:300])
+    trained.save(tmp_path / "ours.json")
+    out = tmp_path / "out"
+    args = ["--data-files", docs, "--tokenizer", tmp_path / "ours.json", "--val-docs", 100]
+    args += ["--val-bytes", "--shard-size", 1000, "--out-dir", out]
+    assert run_python(LESSON, *args).returncode == 0
+    meta = json.loads((out / "meta.json").read_text())
+    dataset = meta["datasets"][0]
+    for key, stem in (("shards", "fineweb_val_"), ("val_bytes", "fineweb_val_bytes_")):
+        a, b = (f"datasets/{dataset['name']}/{stem}{i:06d}.bin" for i in (0, 1))
+        (out / a).rename(out / "swap")
+        (out / b).rename(out / a)
+        (out / "swap").rename(out / b)
+        for record in dataset[key]:
+            record["file"] = {a: b, b: a}.get(record["file"], record["file"])
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    first = "fineweb_val_000000.bin: the val ids do not start with the end-of-text id 999"
+    assert_one_line(run(COMMON, "verify", out), first, "as train_gpt.py reads the shards")
+
+
 def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path):
     """train_tokenizer.py --kind sentencepiece on the lesson's documents writes a model of the
     same pieces and scores as the lesson's sp1024."""
