@@ -431,6 +431,18 @@ def encode(tokens, texts, total, desc):
             bar.update(len(batch))
 
 
+def tokenizer_path(text):
+    """--tokenizer: a file whose copy parameter-golf's folder can name, tokenizers/<stem>.json
+    (letters, digits, ".", "-", "_"), and not byte260's: "tok.json" -> Path("tok.json")."""
+    path = Path(text)
+    if not re.fullmatch(r"[\w.-]+", path.stem) or f"{path.stem}.json" == golf.BYTE260_FILE:
+        raise ArgumentTypeError(
+            f"{text!r}: its copy is named tokenizers/<its name>.json, so name the file with "
+            f"letters, digits, '.', '-' and '_' only, and not {golf.BYTE260_FILE}"
+        )
+    return path
+
+
 def variant_name(text):
     """--variant: "sp1024" ... "sp<N>" (SentencePiece BPE at N ids) or "byte260"."""
     if text == "byte260" or (re.fullmatch(r"sp[1-9]\d*", text) and int(text[2:]) <= 2**16):
@@ -464,7 +476,7 @@ def arguments():
     add(
         "--tokenizer",
         nargs="+",
-        type=Path,
+        type=tokenizer_path,
         metavar="TOK.json",
         help="tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)",
     )

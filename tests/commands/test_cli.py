@@ -232,6 +232,18 @@ def assert_usage_error(result, *fragments):
             id="parameter_golf-variant",
         ),
         pytest.param(
+            "parameter_golf",
+            ["--tokenizer", "my tok.json"],
+            ["'my tok.json': its copy is named tokenizers/<its name>.json"],
+            id="parameter_golf-tokenizer-name-its-folder-cannot-hold",
+        ),
+        pytest.param(
+            "parameter_golf",
+            ["--variant", "byte260", "--tokenizer", "t/fineweb_pure_byte_260.json"],
+            ["and not fineweb_pure_byte_260.json"],
+            id="parameter_golf-tokenizer-named-as-byte260s",
+        ),
+        pytest.param(
             "train_tokenizer",
             ["--input", "x.txt", "--vocab-size", "1024", "--kind", "sentencepiece"],
             ["--kind sentencepiece: give --out PREFIX"],
