@@ -20,7 +20,8 @@ import numpy as np
 from formats.schema import GOLF_DOCS
 from formats.val_bytes import covered_shares
 from safety import PrepareError
-from safety.text import plural
+from safety.files import load_json
+from safety.text import plural, shortened
 
 # build_sentencepiece_tokenizer's arguments to SentencePieceTrainer.train, as they are
 SENTENCEPIECE_OPTIONS = {
@@ -44,6 +45,27 @@ BYTE260 = {"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3, "byte_offset": 4,
 BYTE260_FILE = "fineweb_pure_byte_260.json"
 DOCS = GOLF_DOCS  # the documents, in the folder: {"text": ...} a line
 SIDECAR = "docs_selected.source_manifest.json"  # the hub's: num_docs, docs_val, docs_sha256, ...
+
+
+def sidecar_record(data, path):
+    """docs_selected.source_manifest.json's bytes as a dict whose docs_val (a positive count),
+    num_docs (a count) and docs_sha256 (a string), where given, are of their kind; else one line
+    naming `path`: b'{"docs_val": 50000}' -> {"docs_val": 50000}."""
+    record = load_json(data, path)
+    if not isinstance(record, dict):
+        raise PrepareError(f"{path} is not a JSON object; fix or remove it")
+    kinds = {
+        "docs_val": (lambda v: type(v) is int and v > 0, "a positive whole number"),
+        "num_docs": (lambda v: type(v) is int and v >= 0, "a whole number"),
+        "docs_sha256": (lambda v: isinstance(v, str), "a string"),
+    }
+    for key, (check, expected) in kinds.items():
+        if key in record and not check(record[key]):
+            raise PrepareError(
+                f"{path}: {key} is {shortened(json.dumps(record[key]))}, expected {expected}; "
+                "fix or remove it"
+            )
+    return record
 
 
 def training_text(texts):

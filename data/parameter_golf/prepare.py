@@ -46,7 +46,7 @@ from safety import (
     run_main,
     tokens_per_shard,
 )
-from safety.files import sha256_file
+from safety.files import read_small_file, sha256_file
 
 # The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
 # sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
@@ -90,7 +90,8 @@ def main():
             )
         if sidecar and sidecar.get("num_docs") not in (None, num_docs):
             raise PrepareError(
-                f"{DOCS} holds {num_docs:,} documents, its sidecar says {sidecar['num_docs']:,}"
+                f"{source['name']} holds {num_docs:,} documents, its .source_manifest.json "
+                f"sidecar says {sidecar['num_docs']:,}; fix or remove the sidecar"
             )
 
         # 2. the tokenizers: SentencePiece trained on the (first --tokenizer-train-docs)
@@ -175,7 +176,8 @@ def budgeted_documents(args, out):
     val_docs)."""
     hub, where = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}"), f"{REPO}@{REVISION}"
     prefix = hub_prefix(hub, where)
-    sidecar = json.loads(hub_small_file(hub, f"{REMOTE_ROOT}/{SIDECAR}", where))
+    data = hub_small_file(hub, f"{REMOTE_ROOT}/{SIDECAR}", where)
+    sidecar = golf.sidecar_record(data, f"{where}'s {REMOTE_ROOT}/{SIDECAR}")
     val_docs = args.val_docs if args.val_docs is not None else sidecar.get("docs_val", 50_000)
     asked = asked_variants(args)
     sp_docs = args.tokenizer_train_docs if asked and asked[0] != "byte260" else 0
@@ -287,7 +289,7 @@ def copy_documents(data_files, out):
             f.writelines(json.dumps({"text": text}) + "\n" for text in texts)
     sidecar = None
     if len(paths) == 1 and Path(meta_path).is_file():
-        sidecar = json.loads(Path(meta_path).read_text(encoding="utf-8"))
+        sidecar = golf.sidecar_record(read_small_file(meta_path), meta_path)
         put(Path(meta_path), out / SIDECAR)
         if sidecar.get("docs_sha256") not in (None, sha256_file(out / DOCS)):
             raise PrepareError(

@@ -709,6 +709,34 @@ def test_verify_reads_the_shards_in_the_trainers_order(golf_docs, trained, tmp_p
     assert_one_line(run(COMMON, "verify", out), first, "as train_gpt.py reads the shards")
 
 
+@pytest.mark.parametrize(
+    "sidecar, fragment",
+    [
+        pytest.param("{bad", "d.source_manifest.json is not valid JSON", id="not-json"),
+        pytest.param("[1, 2]", "d.source_manifest.json is not a JSON object", id="a-list"),
+        pytest.param('{"docs_val": "5"}', 'docs_val is "5", expected a positive', id="a-string"),
+        pytest.param('{"docs_val": null}', "docs_val is null", id="null"),
+        pytest.param('{"docs_val": 5.0}', "docs_val is 5.0", id="a-float"),
+        pytest.param('{"docs_val": true}', "docs_val is true", id="a-bool"),
+        pytest.param(
+            '{"docs_val": 5, "num_docs": 61}',
+            "d.jsonl holds 60 documents, its .source_manifest.json sidecar says 61",
+            id="num-docs",
+        ),
+    ],
+)
+def test_a_bad_documents_sidecar_is_one_line_naming_it(paragraphs, tmp_path, sidecar, fragment):
+    """The .source_manifest.json beside a --data-files file was read unchecked: raw exceptions
+    naming no file, or (docs_val true) a folder its own verify refused."""
+    docs = write_jsonl(tmp_path / "d.jsonl", paragraphs[:60])
+    (tmp_path / "d.source_manifest.json").write_text(sidecar)
+    result = run(
+        LESSON, "--data-files", docs, "--variant", "byte260", "--out-dir", tmp_path / "out"
+    )
+    assert_one_line(result, fragment, alone=False)
+    assert not (tmp_path / "out" / "meta.json").exists()
+
+
 def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path):
     """train_tokenizer.py --kind sentencepiece on the lesson's documents writes a model of the
     same pieces and scores as the lesson's sp1024."""
