@@ -53,6 +53,8 @@ NANOCHAT_NAME = re.compile(
 )
 GOLF_FORMAT = "parameter_golf"  # parameter-golf's folder (formats/golf.py): its documents,
 GOLF_DOCS = "docs_selected.jsonl"  # tokenizers/ and datasets/fineweb10B_{suffix}/ of shards
+GOLF_EXPORT, GOLF_MANIFEST = "tokenizer_config.export.json", "manifest.json"
+GOLF_FILES = (GOLF_DOCS, GOLF_EXPORT, GOLF_MANIFEST)  # what every such folder's "files" lists
 GOLF_NAME = re.compile(
     r"(manifest|tokenizer_config\.export)\.json|docs_selected\.(jsonl|source_manifest\.json)"
     r"|tokenizers/[\w.-]+\.(model|vocab|json)"
@@ -375,8 +377,8 @@ def _golf_problem(meta):
     each dataset's record (its tokenizer and files, shards, val bytes sidecars, each split's byte
     figures)."""
     files = meta.get("files")
-    if not _records(files, ("file", "sha256")) or GOLF_DOCS not in [f["file"] for f in files]:
-        return f"files is not a list of records of file and sha256 naming {GOLF_DOCS}"
+    if not _records(files, ("file", "sha256")) or not set(GOLF_FILES) <= {f["file"] for f in files}:
+        return f"files is not a list of records of file and sha256 naming {', '.join(GOLF_FILES)}"
     split = meta.get("split")
     if not isinstance(split, dict) or not _is_count(split.get("val_docs")):
         return "split is not a record of val_docs, a count of documents"

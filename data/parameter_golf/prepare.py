@@ -31,7 +31,7 @@ from tqdm import tqdm
 from documents.corpus import ONLY_TEXT_COLUMN, documents
 from documents.inputs import DATA_FILES_HELP, HubDataset, expand_data_files, hub_files
 from formats import golf, schema
-from formats.schema import FIGURES, GOLF_FORMAT
+from formats.schema import FIGURES, GOLF_EXPORT, GOLF_FORMAT, GOLF_MANIFEST
 from formats.val_bytes import add_figures, checked_shares
 from hub import token_budget
 from hub.prefix import hub_prefix, hub_small_file
@@ -112,17 +112,10 @@ def main():
 
         # 4. parameter-golf's manifest.json and tokenizer_config.export.json; meta.json, last
         specs = [variant["spec"] for variant in variants]
-        (out / "tokenizer_config.export.json").write_text(
-            json.dumps({"tokenizers": specs}, indent=2) + "\n"
-        )
+        (out / GOLF_EXPORT).write_text(json.dumps({"tokenizers": specs}, indent=2) + "\n")
         manifest = golf.manifest(variants, num_docs, val_docs, args.shard_size, sidecar, source)
-        (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        files = [
-            DOCS,
-            *([SIDECAR] * bool(sidecar)),
-            "tokenizer_config.export.json",
-            "manifest.json",
-        ]
+        (out / GOLF_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        files = [DOCS, *([SIDECAR] * bool(sidecar)), GOLF_EXPORT, GOLF_MANIFEST]
         write_record(
             out,
             {

@@ -465,6 +465,16 @@ def tamper_bytes(out):
             ["datasets[0].shards[0].file", "parameter-golf's folder"],
             id="shard-outside",
         ),
+        pytest.param(
+            lambda out: edit_meta(
+                out,
+                lambda meta: meta.update(
+                    files=[f for f in meta["files"] if "manifest" not in f["file"]]
+                ),
+            ),
+            ["meta.json", "files is not a list", "manifest.json"],
+            id="manifest-left-out-of-the-record",
+        ),
     ],
 )
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
