@@ -33,7 +33,7 @@ def checked_meta(folder, leftovers=()):
     if not folder.is_dir():
         what = "a file" if folder.exists() else "missing"
         raise PrepareError(
-            f"{folder} is {what}: give the folder that holds train.bin, val.bin and meta.json"
+            f"{folder} is {what}: give the folder a prepare.py wrote, the one holding its meta.json"
         )
     path = folder / RECORD_NAME
     if not os.path.lexists(path):

@@ -165,5 +165,5 @@ def test_cli_bad_input_is_one_error_line(tmp_path):
     result = run_python(REPO / "prepare_common.py", "show", tmp_path)
     assert_clean_failure(result, f"{tmp_path / 'meta.json'} does not exist")
     (tmp_path / "a-file").write_text("x", encoding="utf-8")
-    with pytest.raises(PrepareError, match="a-file is a file: give the folder that holds"):
+    with pytest.raises(PrepareError, match="a-file is a file: give the folder a prepare.py wrote"):
         prepare_common.main(["show", str(tmp_path / "a-file")])
