@@ -272,6 +272,8 @@ def test_a_data_files_glob_over_the_output_folder_is_refused(paragraphs, tmp_pat
     write_jsonl(out / "docs.json", paragraphs[:50])
     args = ["--data-files", out / "*.json", "--out-dir", out]
     env = {"HF_DATASETS_CACHE": str(tmp_path / "cache")}
+    if script == "prepare_datatrove.py":
+        pytest.importorskip("datatrove", reason="the datatrove engine is an optional extra")
     script = SCRIPT.with_name(script)
     assert run_python(script, *args, env=env).returncode == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
