@@ -89,8 +89,8 @@ def rebuilt_tokenizer(folder, record, where):
         tokens = golf.BpeTokens(load_trained(path, option="the tokenizer")[1], record.get("bos_id"))
     if (tokens.vocab_size, tokens.bos_id) != (record.get("vocab_size"), record.get("bos_id")):
         raise PrepareError(
-            f"{where}.tokenizer says {record.get('vocab_size')} ids and BOS "
-            f"{record.get('bos_id')}, its files {tokens.vocab_size} and {tokens.bos_id}"
+            f"{where}.tokenizer says {json.dumps(record.get('vocab_size'))} ids and BOS "
+            f"{json.dumps(record.get('bos_id'))}, its files {tokens.vocab_size} and {tokens.bos_id}"
         )
     return tokens
 

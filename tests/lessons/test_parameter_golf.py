@@ -475,12 +475,17 @@ def tamper_bytes(out):
             ["meta.json", "files is not a list", "manifest.json"],
             id="manifest-left-out-of-the-record",
         ),
+        pytest.param(
+            lambda out: edit_meta(out, lambda meta: meta["datasets"][0]["tokenizer"].pop("bos_id")),
+            ["meta.json", "datasets[0].tokenizer says 1024 ids and BOS null, its files 1024 and 1"],
+            id="bos-id-left-out",
+        ),
     ],
 )
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
-    figure edited in meta.json, a shard repeated, no split.val_docs: verify fails in one line
-    naming the file and the figure."""
+    figure edited in meta.json, a shard repeated, no split.val_docs, no BOS in a tokenizer
+    record: verify fails in one line naming the file and the figure."""
     out = tmp_path / "copy"
     shutil.copytree(prepared[0], out)
     change(out)
