@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from formats.schema import GOLF_FORMAT, NANOCHAT
-from safety import ArgumentParser, PrepareError, positive_int, random_seed
+from safety import ArgumentParser, PrepareError, non_negative_int, positive_int, random_seed
 
 from . import bpb, golf, nanochat, overlap
 from .packing import packing
@@ -41,7 +41,7 @@ def main(argv=None):
     look.add_argument("--split", default="train", help="train (default) or val, or a shard's file")
     look.add_argument("--block-size", type=positive_int, default=8, metavar="N", help="default: 8")
     where = look.add_mutually_exclusive_group()
-    where.add_argument("--offset", type=int, default=0, metavar="I", help="default: 0")
+    where.add_argument("--offset", type=non_negative_int, default=0, metavar="I", help="default: 0")
     where.add_argument(
         "--seed", type=random_seed, help="draw the offset at random, as get_batch does"
     )

@@ -663,16 +663,19 @@ def char_folder(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "args, fragments",
+    "args, fragments, code",
     [
-        pytest.param(["--block-size", str(10**30)], ["--block-size"], id="block-size-10-to-the-30"),
-        pytest.param(["--offset", "-5"], ["-5"], id="negative-offset"),
-        pytest.param(["--offset", str(10**30)], ["offset"], id="offset-10-to-the-30"),
+        pytest.param(
+            ["--block-size", str(10**30)], ["--block-size"], 1, id="block-size-10-to-the-30"
+        ),
+        pytest.param(["--offset", "-5"], ["--offset: -5 is less than 0"], 2, id="negative-offset"),
+        pytest.param(["--offset", str(10**30)], ["offset"], 1, id="offset-10-to-the-30"),
     ],
 )
-def test_show_with_absurd_numbers_is_one_line(char_folder, args, fragments):
+def test_show_with_absurd_numbers_is_one_line(char_folder, args, fragments, code):
+    """A negative offset is a usage error (exit 2); numbers past the folder's, one line (exit 1)."""
     result = run(COMMON, "show", char_folder, *args)
-    assert_one_line(result, *fragments, limit=1_000)
+    assert_one_line(result, *fragments, code=code, limit=1_000)
 
 
 def bpe_file(path, merges):
