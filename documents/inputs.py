@@ -225,15 +225,19 @@ def expand_data_files(patterns, outputs=frozenset()):
 
 
 def _holds_nothing(path):
-    """True for an empty file, a JSON Lines file of blank lines, or a parquet file of 0 rows:
-    datasets, which takes the columns from the first file, fails on one listed first with an
-    obscure error, and reads no document from it anywhere."""
+    """True for an empty file, a JSON file of blank lines or of an empty array ("[ ]"), or a
+    parquet file of 0 rows: datasets, which takes the columns from the first file, fails on one
+    listed first with an obscure error, and reads no document from it anywhere."""
     if Path(path).stat().st_size == 0:
         return True
     if KINDS[Path(path).suffix.lower()] == "jsonl":
-        with open(path, "rb") as f:  # read up to its first character that is not blank
-            blocks = iter(lambda: f.read(1 << 16), b"")
-            return all(not block.strip(b" \t\r\n") for block in blocks)
+        with open(path, "rb") as f:  # read up to its third character that is not blank
+            shown = b""
+            for block in iter(lambda: f.read(1 << 16), b""):
+                shown += block.translate(None, b" \t\r\n")
+                if len(shown) > 2:
+                    return False
+            return shown in (b"", b"[]")
     if Path(path).suffix.lower() != ".parquet":
         return False
     import pyarrow.parquet as pq

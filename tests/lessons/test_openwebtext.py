@@ -287,6 +287,7 @@ def test_a_data_files_glob_over_the_output_folder_is_refused(paragraphs, tmp_pat
     "name, data",
     [
         pytest.param("a.jsonl", "\n  \n\n", id="blank-lines"),
+        pytest.param("a.json", "[\n ]\n", id="an-empty-array"),
         pytest.param(
             "a.parquet", parquet_bytes(pa.table({"text": pa.array([], pa.string())})), id="no-rows"
         ),
@@ -297,7 +298,7 @@ def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_pat
     not read ... RemoteTraceback"); it is read as no documents, as the datatrove engine reads it."""
     suffix = name.rsplit(".", 1)[1]
     real = tmp_path / f"b.{suffix}"
-    if suffix == "jsonl":
+    if suffix in ("jsonl", "json"):
         write_jsonl(real, paragraphs[:50])
     else:
         pq.write_table(pa.table({"text": paragraphs[:50]}), real)
@@ -326,6 +327,9 @@ def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_pat
             ["--data-files", "x.parquet"],
             "only empty files",
             id="no-rows",
+        ),
+        pytest.param(
+            {"x.json": "[ ]"}, ["--data-files", "x.json"], "only empty files", id="empty-array"
         ),
         pytest.param(
             {"x.jsonl": jsonl_lines({"text": "a"}, {"text": "b"}, {"text": None}, {"url": "u"})},
