@@ -441,6 +441,9 @@ def _commit(schema, staging, folder):
             os.replace(staging / RECORD_NAME, folder / RECORD_NAME)
             _fsync_path(folder)
             os.unlink(folder / JOURNAL_NAME)
+            for subfolder in {(folder / name).parent for name in stale} - {folder}:
+                with contextlib.suppress(OSError):  # emptied by the removals: it goes too
+                    subfolder.rmdir()
             COMMITTED.append(folder)
         except OSError as exc:
             raise PrepareError(
@@ -449,9 +452,6 @@ def _commit(schema, staging, folder):
             ) from None
     for name in stale:
         print(f"removed {folder / name}, left by an earlier run that this one does not replace")
-    for subfolder in {(folder / name).parent for name in stale} - {folder}:
-        with contextlib.suppress(OSError):  # emptied by the removals: a folder of nothing goes too
-            subfolder.rmdir()
 
 
 def folder_outputs(schema, out_dir):
