@@ -5,6 +5,8 @@ message wherever it is made, before any work is done. A value quoted in a messag
 a merge of 10 MB makes an error line of a few hundred characters, not of 20 million.
 """
 
+from collections import Counter
+
 import regex
 
 from .patterns import PATTERNS
@@ -46,7 +48,9 @@ def check_special_tokens(special_tokens):
     for token in tokens:
         if not isinstance(token, str) or not token:
             raise ValueError(f"special token {shown(token)} must be a non-empty string")
-    repeated = sorted({token for token in tokens if tokens.count(token) > 1})
+        if token != without_lone_surrogates(token):  # bytes of no UTF-8 (a shell's "\xff")
+            raise ValueError(f"special token {shown(token)} is not valid Unicode text")
+    repeated = sorted(token for token, count in Counter(tokens).items() if count > 1)
     if repeated:
         raise ValueError(f"special tokens must be distinct; repeated: {shown(repeated)}")
     return tokens
@@ -155,29 +159,50 @@ def check_tiktoken_special_tokens(special_tokens):
     tokens in an unspecified order and may give "<|a|>" + "b": a tiktoken export of such a
     set could encode differently, so it is refused.
     """
-    for short in special_tokens:
-        for long in special_tokens:
-            if long != short and long.startswith(short):
-                raise ValueError(
-                    f"special token {shown(short)} is a prefix of {shown(long)}: tiktoken may "
-                    f"match either where both fit, so its ids could differ from encode's; use "
-                    f"special tokens none of which starts another"
-                )
+    ordered = sorted(special_tokens)  # the tokens a token starts come right after it
+    for short, long in zip(ordered, ordered[1:]):
+        if long != short and long.startswith(short):
+            raise ValueError(
+                f"special token {shown(short)} is a prefix of {shown(long)}: tiktoken may "
+                f"match either where both fit, so its ids could differ from encode's; use "
+                f"special tokens none of which starts another"
+            )
+
+
+# Text that the usual patterns cut alike in Python's `regex` and in tiktoken's engine, with the
+# characters where constructs that the two read differently show: POSIX classes ("[[:alpha:]]":
+# any letter to one, ASCII letters to the other), set operations ("[\\w--\\d]"), and so on.
+# Only characters of Unicode 6 or older: the two engines' newer tables may differ.
+PATTERN_PROBE = (
+    "Hello world! It's 2024, don't I'M we've 3.14 -1,000 a_b a-b __init__ x+=1 {[(<>)]} "
+    "café ÉTÉ naïve Ωμέγα Москва 北京市 ١٢٣ ½ ² e\u0301 ﬁ ① ｆｕｌｌ ☃ 😀\t\n\r\n  \x0b\x0c\x00 "
+    "x\u00a0y\u2003z\u3000w\u2028v\u0085 $%^&*|\\/?~`'\"@#;: \U0001d400 ﻿Z"
+)
 
 
 def check_tiktoken_pattern(pattern):
-    """Refuse a regex that Python's `regex` accepts but tiktoken's Rust engine cannot compile.
+    """Refuse a regex that tiktoken's Rust engine cannot compile, or reads otherwise than
+    Python's `regex` does (the trainer's and encode's engine) on PATTERN_PROBE.
 
-    r"\\X+" (grapheme clusters) -> ValueError. A Tokenizer can only be exported with
-    `to_tiktoken()`, which is how the pipelines encode, if tiktoken compiles its pattern.
+    r"\\X+" (grapheme clusters), r"[[:alpha:]]+|[^[:alpha:]]" ("café": one pretoken to
+    Python, "caf" and "é" to tiktoken) -> ValueError. A Tokenizer can only be exported with
+    `to_tiktoken()`, which is how the pipelines encode, if tiktoken gives its pretokens. The
+    probe proves no pattern alike: it catches the differences that common text shows.
     """
     import tiktoken
 
-    single_bytes = {bytes([b]): b for b in range(256)}
+    pretokens = [
+        piece.encode("utf-8", "surrogatepass") for piece in regex.findall(pattern, PATTERN_PROBE)
+    ]
+    # each pretoken Python finds an id of its own: tiktoken, cutting alike, gives those ids
+    ranks = {bytes([b]): b for b in range(256)}
+    for piece in pretokens:
+        ranks.setdefault(piece, len(ranks))
     try:
-        tiktoken.Encoding(
-            "pattern-check", pat_str=pattern, mergeable_ranks=single_bytes, special_tokens={}
+        encoding = tiktoken.Encoding(
+            "pattern-check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
         )
+        found = encoding.encode_ordinary(PATTERN_PROBE)
     except BaseException as exc:
         if not tiktoken_failed(exc):
             raise
@@ -186,6 +211,16 @@ def check_tiktoken_pattern(pattern):
             f"({one_line(exc)}); use a name ({', '.join(PATTERNS)}) or a regex without that "
             f"construct"
         ) from None
+    expected = [ranks[piece] for piece in pretokens]
+    if found != expected:
+        at = next((i for i, pair in enumerate(zip(found, expected)) if pair[0] != pair[1]), None)
+        piece = pretokens[min(len(pretokens) - 1, len(found) if at is None else at)]
+        raise ValueError(
+            f"pattern {shown(pattern)} cuts text otherwise in tiktoken's regex engine than in "
+            f"Python's (first at {piece.decode('utf-8', 'replace')!r}), so the pipelines' ids "
+            f"would differ from encode's; use a name ({', '.join(PATTERNS)}) or a regex "
+            f"without POSIX classes or set operations"
+        )
 
 
 def tiktoken_failed(exc):

@@ -81,6 +81,27 @@ def test_patterns_python_accepts_but_tiktoken_cannot_compile(pattern):
         check_tiktoken_pattern(pattern)
 
 
+@pytest.mark.parametrize(
+    "pattern, first",
+    [
+        pytest.param(r"[[:alpha:]]+|[^[:alpha:]]", "café", id="posix-class-ascii-in-rust"),
+        pytest.param(r"[\w--\d]+|\d+|\W", "-1", id="set-difference-literal-in-python"),
+    ],
+)
+def test_patterns_the_two_engines_read_otherwise_are_refused(pattern, first):
+    """Both engines compile these, but tiktoken's cuts the probe text otherwise than Python's
+    regex, so a tokenizer's pipeline ids would differ from its encode's: refused."""
+    check_pattern(pattern)
+    with pytest.raises(ValueError, match=f"cuts text otherwise.*first at '{first}'"):
+        check_tiktoken_pattern(pattern)
+
+
+def test_special_tokens_of_no_utf8_are_refused():
+    """A shell's byte "\\xff" reaches argv as a lone surrogate: no UTF-8 holds it."""
+    with pytest.raises(ValueError, match="is not valid Unicode text"):
+        check_training_args(300, ["\udcff"], "gpt2")
+
+
 def test_tiktoken_compiles_our_patterns_and_plain_ones():
     for pattern in (GPT2_PATTERN, GPT4_PATTERN, r"\S+|\s+", r"\w+|[^\w]"):
         check_tiktoken_pattern(pattern)
