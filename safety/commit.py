@@ -403,7 +403,8 @@ def _commit(schema, staging, folder):
                 f"(nothing in {folder} was changed)"
             )
     present = os.listdir(folder)  # and the names in the subfolders the outputs go into
-    parts = [name.split("/")[:-1] for name in staged]  # each subfolder, and those it is in
+    # each subfolder, and those it is in, of what goes in and what goes: never through a link
+    parts = [name.split("/")[:-1] for name in staged + stale]
     for sub in sorted({"/".join(p[: k + 1]) for p in parts for k in range(len(p))}):
         path = folder / sub
         if os.path.islink(path) or (os.path.lexists(path) and not path.is_dir()):

@@ -415,6 +415,18 @@ def test_rerun_replaces_the_set(folder, tmp_path):
     assert inspect("verify", tmp_path / "out").returncode == 0
 
 
+def test_a_rerun_removes_nothing_through_a_linked_subfolder(folder, tmp_path):
+    """The old tokenizer/ made a link to a folder elsewhere: a rerun that writes no tokenizer
+    would remove its files as stale, through the link; it is refused, and nothing there goes."""
+    out = shutil.copytree(folder, tmp_path / "out")
+    elsewhere = shutil.move(out / "tokenizer", tmp_path / "elsewhere")
+    (out / "tokenizer").symlink_to(elsewhere)
+    before = sorted(p.name for p in Path(elsewhere).iterdir())
+    result = run_python(LESSON, "--out-dir", out, env=ENV)
+    assert_clean_failure(result, f"{out / 'tokenizer'} is a link or a file")
+    assert sorted(p.name for p in Path(elsewhere).iterdir()) == before
+
+
 # ---------------------------------------------------------------------------------------------
 # stock nanochat on a folder this lesson wrote
 
