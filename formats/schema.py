@@ -369,6 +369,8 @@ def _nanochat_problem(meta):
             return wrong("token_bytes", None, f"the record of {TOKEN_BYTES}")
         if problem := _token_bytes_problem(meta) or _val_bytes_problem(meta):
             return problem
+    elif meta.get("tokenizer_files") or meta.get("token_bytes") is not None:  # unchecked then
+        return "tokenizer is null, yet tokenizer_files or token_bytes lists files of a tokenizer"
     return None
 
 

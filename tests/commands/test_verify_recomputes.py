@@ -159,6 +159,11 @@ NANOCHAT_CASES = [
         ["tokenizer_files"],
         id="empty-tokenizer-files",
     ),
+    pytest.param(
+        lambda f: edit_meta(f, lambda m: m.update(tokenizer=None)),
+        ["tokenizer is null, yet tokenizer_files"],
+        id="tokenizer-record-nulled",
+    ),
     pytest.param(fifo(NANOCHAT_TOKENIZER), ["tokenizer.pkl", "not a regular file"], id="fifo-pkl"),
     pytest.param(fifo(TOKEN_BYTES), ["token_bytes.npy", "not a regular file"], id="fifo-npy"),
 ]
