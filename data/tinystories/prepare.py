@@ -14,6 +14,7 @@ requests, kept in $NANOGPT_DATA_CACHE/prefix and resumed where a run stopped (hu
 """
 
 import itertools
+import shutil
 from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from safety import (
     RemoteFile,
     default_num_proc,
     fetch,
+    folder_outputs,
     output_folder,
     positive_int,
     run_main,
@@ -80,6 +82,8 @@ def main():
 
         # 2. the tokenizer: GPT-2's, --tokenizer, or a BPE learned now from the train stories
         path = out / f"tinystories-{args.vocab_size}.json" if args.vocab_size else args.tokenizer
+        if args.tokenizer and args.tokenizer.resolve() in folder_outputs(schema, args.out_dir):
+            path = Path(shutil.copy(args.tokenizer, out))  # the set's own file: the new set's too
         if args.vocab_size:  # saved in the folder, committed with it
             train = (json_stories(n, d) for n, d in json_members(archive, MEMBER) if n != VAL)
             train_story_bpe(train, args.vocab_size, EOT, args.num_proc).save(path)
@@ -141,7 +145,7 @@ def main():
         )
     extras = [schema.index_name(name) for name in ("val", "train") if not llmc]
     extras += [*schema.sidecars(meta), schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl
-    extras += ([path.name] if args.vocab_size else []) + [schema.RECORD_NAME]
+    extras += ([path.name] if path and path.parent == out else []) + [schema.RECORD_NAME]
     print(
         f"wrote {', '.join(splits.files.values())} ({dtype.name}), {', '.join(extras)} to "
         f"{args.out_dir}"

@@ -288,6 +288,19 @@ def test_tokenizer_takes_one_trained_before(corpus, trained, tmp_path):
     assert ids[: len(expected)].tolist() == expected
 
 
+def test_a_rerun_given_the_tokenizer_the_folder_trained_keeps_it(corpus, tmp_path):
+    """--tokenizer naming the file an earlier --vocab-size run trained into the folder: the new
+    set holds it as its own (it was removed as the old set's, leaving a folder verify refused)."""
+    archive = write_archive(tmp_path / "a.tar.gz", corpus)
+    out = tmp_path / "out"
+    prepare(archive, out, "--vocab-size", "300")
+    trained = (out / "tinystories-300.json").read_bytes()
+    result = prepare(archive, out, "--tokenizer", out / "tinystories-300.json")
+    assert "tinystories-300.json, meta.json to" in result.stdout
+    assert (out / "tinystories-300.json").read_bytes() == trained
+    assert run_python(COMMON, "verify", out).returncode == 0
+
+
 def test_a_tokenizer_that_would_lose_characters_is_refused(corpus, tmp_path):
     """A tokenizer whose own pattern leaves the spaces out: refused, naming the story."""
     tokenizer_file(tmp_path / "words.json", r"\w+")
