@@ -25,6 +25,7 @@ from formats.schema import GOLF_FORMAT, NANOCHAT
 from safety import ArgumentParser, PrepareError, non_negative_int, positive_int, random_seed
 
 from . import bpb, golf, nanochat, overlap
+from .folder import golf_dataset
 from .packing import packing
 from .show import random_offset, show
 from .val_bytes import sidecar_line
@@ -67,7 +68,10 @@ def main(argv=None):
     )
     bits.add_argument("folder", help="a prepared folder (its meta.json records the byte figures)")
     args = parser.parse_args(argv)
-    if args.command == "overlap":
+    if args.command == "overlap":  # a prepared folder's files checked first, as show's are
+        found = golf_dataset(args.folder)  # or the parameter-golf folder that holds a dataset
+        if found or (Path(args.folder) / "meta.json").is_file():
+            verified_meta(found[0] if found else args.folder)
         return overlap.run(args)
     if args.command == "verify":
         problems = verify(args.folder)

@@ -136,6 +136,20 @@ def test_our_folder_without_the_document_index(repeating_corpus, tmp_path):
     assert overlap_json(out) == before
 
 
+@pytest.mark.parametrize("damaged", ["train.docs.npy", "val.bin"])
+def test_a_damaged_folder_is_named_before_it_is_read(repeating_corpus, tmp_path, damaged):
+    """overlap checks a prepared folder's files as show does: a changed byte is one line naming
+    the file (an index pointing past its split was an IndexError naming nothing)."""
+    out = tmp_path / "out"
+    args = ["--data-files", repeating_corpus, "--out-dir", out, "--num-proc", "1"]
+    assert run_python(OPENWEBTEXT, *args, "--cache-dir", tmp_path / "c").returncode == 0
+    data = bytearray((out / damaged).read_bytes())
+    data[-3] ^= 0x40
+    (out / damaged).write_bytes(bytes(data))
+    result = run_python(PREPARE_COMMON, "overlap", out)
+    assert_clean_failure(result, f"{out / damaged} does not match the sha256")
+
+
 def test_llmc_fineweb_shards(paragraphs, gpt2_encoding, tmp_path):
     """A folder of llm.c's fineweb.py shards (no meta.json): the end-of-text token first, shard 0
     val; some val documents repeated later in the stream, so in train."""
