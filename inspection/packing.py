@@ -219,13 +219,18 @@ def packing(folder, meta, split, block_size, as_json=False, plot=None):
     (`meta` its record), from its document index: a few plain lines, or one JSON object; plot:
     the lengths' histogram."""
     open_split(folder, split, meta)  # the split's file is there, not empty
-    record = meta["splits"].get(split, {}) if "shards" not in meta else {}
+    record = meta.get("splits", {}).get(split, {})
+    if "shards" in meta:
+        raise PrepareError(
+            f"{Path(folder) / RECORD_NAME} lists shards, which have no document index: packing "
+            f"reads a .bin folder's {index_name(split)}, which openwebtext and tinystories write "
+            "with --format bin"
+        )
     if "index" not in record:
         raise PrepareError(
             f"{Path(folder) / RECORD_NAME} lists no document index for {split!r} (a "
             f"{index_name(split)}): only the document lessons (openwebtext, tinystories) write "
-            f"one beside their .bin files; a character folder has no documents, a shard folder "
-            f"no index"
+            f"one beside their .bin files; a character folder has no documents"
         )
     starts = open_npy(Path(folder) / record["index"]["file"])
     report = packing_report(record["tokens"], starts, block_size)

@@ -233,22 +233,30 @@ def json_stories(name, data, field="story"):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ArchiveError(f"{name} is not UTF-8 (byte {exc.start:,}): not a JSON file") from None
+        raise _member_error(name, f"is not UTF-8 (byte {exc.start:,}): not a JSON file") from None
     try:
         items = json.loads(text, object_hook=lambda obj: _Field(obj.get(field)))
     except ValueError as exc:  # a JSONDecodeError, or an integer past int()'s 4,300 digits
-        raise ArchiveError(f"{name} is not valid JSON ({exc})") from None
+        raise _member_error(name, f"is not valid JSON ({exc})") from None
     except RecursionError:
-        raise ArchiveError(f"{name} is nested too deeply to be read as JSON") from None
+        raise _member_error(name, "is nested too deeply to be read as JSON") from None
     if not isinstance(items, list):
         kind = JSON_KINDS.get(type(items), "a number" if items is not None else "null")
-        raise ArchiveError(f"{name} holds {kind}, not a JSON list of stories")
+        raise _member_error(name, f"holds {kind}, not a JSON list of stories")
     stories = []
     for i, item in enumerate(items):
         if not isinstance(item, _Field) or not isinstance(item.value, str):
-            raise ArchiveError(f'{name}: item {i:,} is not an object with a string "{field}"')
+            raise _member_error(name, f'item {i:,} is not an object with a string "{field}"', ":")
         stories.append(item.value)
     return stories
+
+
+def _member_error(name, what, joint=""):
+    """A member's ArchiveError, saying what to do: "data01.json is not valid JSON (...); ..."."""
+    return ArchiveError(
+        f"{name}{joint} {what}; the archive is not TinyStories' as llm.c reads it: download it "
+        "again, or give --archive one of the same layout"
+    )
 
 
 def archive_file(path):

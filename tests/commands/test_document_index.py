@@ -13,7 +13,15 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import COMMON, OWT, OWT_DATATROVE, REPO, assert_clean_failure, run_python, write_jsonl
+from conftest import (
+    COMMON,
+    OWT,
+    OWT_DATATROVE,
+    REPO,
+    assert_clean_failure,
+    run_python,
+    write_jsonl,
+)
 
 EOT = "<|endoftext|>"
 T = 8
@@ -276,6 +284,12 @@ def test_packing_refuses_in_one_line(args, fragment, tmp_path, shakespeare_path)
     result = run_python(COMMON, "packing", out, *args)
     assert fragment in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert result.returncode in (1, 2) and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_packing_of_a_shard_folder_says_which_format_has_an_index(documents, tmp_path):
+    out = prepare(OWT, documents, tmp_path / "llmc", "--format", "llmc")
+    result = run_python(COMMON, "packing", out, "--block-size", T)
+    assert_clean_failure(result, "lists shards, which have no document index", "--format bin")
 
 
 def first_start_after(out, low):
