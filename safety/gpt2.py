@@ -3,7 +3,8 @@ pinned file is read from (the origin, or a mirror), with the one line of a netwo
 there; and where tiktoken's copies of them are kept.
 
 Every reader of them (the lessons' tiktoken "gpt2", `verify`) checks the bytes against these;
-`python -m bpe show` reads them through tiktoken's cache, where the lessons put checked copies.
+`python -m bpe show` reads them through tiktoken's cache: with $TIKTOKEN_CACHE_DIR set to
+`tiktoken_cache()`'s folder, the lessons' checked copies.
 """
 
 import hashlib
