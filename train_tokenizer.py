@@ -196,7 +196,8 @@ def parse_args(argv=None, parser=None):
     check_datatrove_arguments(parser, args, local_workers=os.cpu_count() or 1)
     if args.sweep and args.vocab_size is None:
         args.vocab_size = args.sweep[-1]
-    args.pattern = args.pattern or ("nanochat" if args.format == "nanochat" else "gpt2")
+    if args.kind != "sentencepiece":  # SentencePiece has no pattern: one given is refused
+        args.pattern = args.pattern or ("nanochat" if args.format == "nanochat" else "gpt2")
     return args
 
 
@@ -254,6 +255,7 @@ def check_nanochat_args(args):
     if args.doc_cap is not None and args.doc_cap < 1:
         raise UsageError(f"--doc-cap must be at least 1, got {args.doc_cap}")
     given = [o for o in ("special_tokens", "sweep", "trace", "plot") if getattr(args, o)]
+    given += ["kind"] * (args.kind != "bpe")
     if args.pattern != "nanochat" or args.engine != "bpe" or given:
         what = f"--{given[0].replace('_', '-')}" if given else "--pattern or --engine"
         raise UsageError(
@@ -281,7 +283,17 @@ def check_nanochat_args(args):
 
 def check_sentencepiece_args(args):
     """--kind sentencepiece: parameter-golf's options, its own special ids, --out a prefix."""
-    given = [o for o in ("special_tokens", "sweep", "trace", "plot", "eval") if getattr(args, o)]
+    options = (
+        "special_tokens",
+        "sweep",
+        "trace",
+        "plot",
+        "eval",
+        "pattern",
+        "max_chars",
+        "workers",
+    )
+    given = [o for o in options if getattr(args, o)]
     if given or args.engine != "bpe":
         what = f"--{given[0].replace('_', '-')}" if given else "--engine datatrove"
         raise UsageError(f"{what} does not go with --kind sentencepiece")

@@ -187,6 +187,24 @@ def assert_usage_error(result, *fragments):
         pytest.param(["--sweep", "300", "--vocab-size", 400], ["largest --sweep"], id="sweep"),
         pytest.param(["--vocab-size", 300, "--plot", "a.png"], ["give --sweep"], id="plot"),
         pytest.param(
+            ["--vocab-size", 300, "--special-tokens", "\udcff"],
+            ["special token '\\udcff' is not valid Unicode text"],
+            id="special-token-of-no-utf8",
+        ),
+        *(
+            pytest.param(
+                ["--vocab-size", 300, "--kind", "sentencepiece", option, value],
+                [f"{option} does not go with --kind sentencepiece"],
+                id=f"sentencepiece-{option[2:]}",
+            )
+            for option, value in [("--max-chars", 100), ("--pattern", "gpt4"), ("--workers", 2)]
+        ),
+        pytest.param(
+            ["--vocab-size", 300, "--kind", "sentencepiece", "--format", "nanochat"],
+            ["--kind does not go with --format nanochat"],
+            id="sentencepiece-nanochat",
+        ),
+        pytest.param(
             ["--vocab-size", 300, "--engine", "datatrove", "--trace", 2],
             ["--trace needs the corpus in this process"],
             id="trace-with-tasks",
