@@ -298,9 +298,11 @@ class Cutter:
                 start = data.rfind(token, 0, start)
         return best if best > 0 else -1
 
-    def first_cut(self, data, position):
-        """The first cut at or after `position` in data[:len(data) - margin], or -1."""
-        limit = len(data) - self.margin
+    def first_cut(self, data, position, whole=False):
+        """The first cut at or after `position` in data[:len(data) - margin], or -1; `whole`:
+        data ends where the text may be cut (a block of _blocks, a file's end): up to its end
+        (its end itself is none: a cut is between two characters)."""
+        limit = len(data) - (1 if whole else self.margin)
         best = -1
         if self.on_lines:
             newline = data.find(b"\n", max(position - 1, 1), limit)
@@ -369,7 +371,7 @@ def _next_cut(file, position, cutter):
     while True:
         block = file.read(BLOCK_BYTES)
         data += block
-        cut = cutter.first_cut(data, searched)
+        cut = cutter.first_cut(data, searched, whole=not block)
         searched = max(searched, len(data) - cutter.margin - 8)
         if cut != -1 or not block:
             return position - back + (len(data) if cut == -1 else cut)
@@ -485,7 +487,7 @@ def _documents_with_sizes(piece, reading):
     for offset, data in _blocks(piece, cutter):
         start = 0
         while start < len(data):
-            cut = cutter.first_cut(data, start + 1)
+            cut = cutter.first_cut(data, start + 1, whole=True)
             cut = len(data) if cut == -1 else cut
             text = decode(data[start:cut], piece.path, offset + start)
             yield offset + start, len(text)

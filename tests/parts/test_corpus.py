@@ -76,6 +76,31 @@ def test_text_pieces_and_blocks_count_like_the_whole_text(
     assert counts == count_pretokens(prefix, pattern, special_tokens)
 
 
+@pytest.mark.parametrize(
+    "text, special_tokens, max_chars, kept",
+    [
+        pytest.param("aa\nbb\ncc\ndd", (), 10, "aa\nbb\ncc\n", id="lines-to-the-end"),
+        pytest.param(
+            "aaaa<|endoftext|>bbbb<|endoftext|>cccc",
+            (EOT,),
+            30,
+            "aaaa<|endoftext|>bbbb",
+            id="special-tokens-to-the-end",
+        ),
+    ],
+)
+def test_the_cap_takes_every_document_that_fits_to_the_files_end(
+    tmp_path, text, special_tokens, max_chars, kept
+):
+    """Near a file's end, where a cut has nothing after it to check, the documents that fit are
+    still taken (they were one document, over the cap, left out)."""
+    path = tmp_path / "t.txt"
+    path.write_text(text, encoding="utf-8")
+    reading = corpus.Reading(corpus.check_pattern("gpt2"), special_tokens)
+    pieces = corpus.cap_pieces(corpus.plan_pieces([path], reading), reading, max_chars)
+    assert path.read_text(encoding="utf-8")[: pieces[-1].end] == kept
+
+
 def write_rows(folder, name, documents):
     """The documents as a .jsonl, a .json array or a .parquet file (row groups of 7 rows)."""
     path = folder / name
