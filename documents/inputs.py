@@ -299,6 +299,10 @@ def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
     name, options = builder(files[0])
     if name != "text":  # a text file is a document even when empty
         files = [path for path in files if not _holds_nothing(path)] or files
+    if name == "json":
+        check_later_json_texts(files, source_name(data_files, hub))
+    if name == "parquet":
+        options = {**options, "columns": ["text"]} if check_parquet_texts(files) else options
     # datasets knows a local file by its path, size and time: its cache of the documents goes
     # in a folder named by their content, so an input edited in place is read again
     cache_dir = Path(cache_dir or datasets.config.HF_DATASETS_CACHE) / f"inputs-{content[:16]}"
@@ -324,6 +328,67 @@ def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
         datasets.logging.set_verbosity(verbosity)
     check_texts(dataset, source_name(data_files, hub))
     return dataset
+
+
+def check_parquet_texts(files):
+    """Refuse a parquet file without a 'text' column of strings, naming it (datasets failed with
+    its own traceback on one listed after a good one). Returns whether datasets' parquet reader
+    can take that column alone (its `columns`): the others then need not agree between files, and
+    its cache holds the texts only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from datasets.packaged_modules.parquet.parquet import ParquetConfig
+
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError):  # not a parquet file: datasets will say so
+            continue
+        check_text_column(path, schema.names)
+        kind = schema.field("text").type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or kind == pa.null()):
+            raise PrepareError(f"{path}'s 'text' column holds {kind}, not strings")
+    return "columns" in ParquetConfig.__dataclass_fields__
+
+
+def check_later_json_texts(files, source):
+    """Refuse JSON Lines files after the first with a 'text' missing or not a string, counted as
+    the datatrove engine counts them: datasets casts each file to the first's columns (which
+    check_texts checks), and made a number its digits, a file of mixed types JSON ('"ok"')."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    only_text = pj.ParseOptions(
+        explicit_schema=pa.schema({"text": pa.string()}), unexpected_field_behavior="ignore"
+    )
+    for path in files[1:]:
+        if file_kind(path) != "jsonl":
+            continue
+        try:  # Arrow's parser, as datasets', typing the texts only: no Python object a row
+            clean = all(b.column(0).null_count == 0 for b in pj.open_json(path, None, only_text))
+        except pa.ArrowInvalid:  # a text of another type, or a line datasets will refuse
+            clean = False
+        if not clean:  # each document read again, in Python, to count them
+            missing = [text is None for each in files for text in _json_texts(each)]
+            if any(missing):
+                raise PrepareError(
+                    f"{source}: {sum(missing):,} of {len(missing):,} documents have a missing or "
+                    f"non-string 'text' (the first at row {missing.index(True):,}); fix or drop "
+                    "those rows"
+                )
+            return
+
+
+def _json_texts(path):
+    """Each document's text of a JSON file as the datatrove engine reads it, None where it is
+    missing or not a string."""
+    if file_kind(path) == "json-array":
+        rows = json_array_rows(path)
+        yield from (row.get("text") if isinstance(row, dict) else None for row in rows)
+        return
+    with open(path, "rb") as f:
+        for offset, line in json_lines(f, 0, os.path.getsize(path)):
+            yield json_line_text(line, path, offset)
 
 
 def name_bad_json_line(files):

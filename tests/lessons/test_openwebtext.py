@@ -310,6 +310,19 @@ def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_pat
     assert verify(out) == []
 
 
+def test_parquet_files_whose_other_columns_differ_are_read(paragraphs, tmp_path):
+    """Only the text column is read: files whose other columns differ give the same bytes as
+    one file of the same texts (datasets refused them: the columns must agree)."""
+    first, second = paragraphs[:40], paragraphs[40:80]
+    pq.write_table(pa.table({"text": first, "url": ["u"] * 40}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"text": second, "score": [1.5] * 40}), tmp_path / "b.parquet")
+    pq.write_table(pa.table({"text": first + second}), tmp_path / "whole.parquet")
+    files = prepare(tmp_path, "--data-files", tmp_path / "a.parquet", tmp_path / "b.parquet")
+    whole = prepare(tmp_path, "--data-files", tmp_path / "whole.parquet", name="whole")
+    for split in ("train.bin", "val.bin"):
+        assert (files / split).read_bytes() == (whole / split).read_bytes()
+
+
 @pytest.mark.parametrize(
     "files, args, message",
     [
@@ -379,6 +392,38 @@ def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_pat
             "datasets could not read",
             id="corrupt-parquet",
         ),
+        *(
+            pytest.param(
+                {"a.jsonl": FIVE_DOCUMENTS, "b.jsonl": later},
+                ["--data-files", "a.jsonl", "b.jsonl"],
+                "1 of 7 documents have a missing or non-string 'text' (the first at row 6)",
+                id=f"a-later-file-{name}",
+            )
+            for name, later in [
+                ("mixed-types", jsonl_lines({"text": "ok"}, {"text": 1.5})),  # was '"ok"', '1.5'
+                ("a-number", jsonl_lines({"text": "ok"}, {"text": 5})),
+                ("an-object", jsonl_lines({"text": "ok"}, {"text": {"x": 1}})),
+                ("no-text", jsonl_lines({"text": "ok"}, {"body": "x"})),
+            ]
+        ),
+        pytest.param(
+            {
+                "a.parquet": parquet_bytes(pa.table({"text": ["a", "b"]})),
+                "b.parquet": parquet_bytes(pa.table({"body": ["c"]})),
+            },
+            ["--data-files", "a.parquet", "b.parquet"],
+            "b.parquet has no 'text' column; its columns are: body",
+            id="a-later-parquet-without-text",
+        ),
+        pytest.param(
+            {
+                "a.parquet": parquet_bytes(pa.table({"text": ["a", "b"]})),
+                "b.parquet": parquet_bytes(pa.table({"text": [b"c"]})),
+            },
+            ["--data-files", "a.parquet", "b.parquet"],
+            "b.parquet's 'text' column holds binary, not strings",
+            id="a-later-parquet-of-bytes",
+        ),
         pytest.param(
             {"x.jsonl": FIVE_DOCUMENTS, "tok.json": save_tokenizer_without_eot},
             ["--data-files", "x.jsonl", "--tokenizer", "tok.json"],
@@ -394,6 +439,7 @@ def test_a_file_of_no_documents_listed_first_is_read_as_none(paragraphs, tmp_pat
     ],
 )
 def test_bad_input(tmp_path, files, args, message):
+    """Bad files (the first or a later one), options and tokenizers: one line each."""
     env = {"HF_DATASETS_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
     (tmp_path / "work").mkdir()
     args = [*args, "--out-dir", "out"]
