@@ -11,6 +11,7 @@ files.
 import contextlib
 import fnmatch
 import hashlib
+import json
 import os
 from collections import namedtuple
 from pathlib import Path
@@ -320,6 +321,7 @@ def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
     except Exception as exc:  # a corrupt parquet file, invalid JSON, different columns...
         if name == "json":
             name_bad_json_line(files)  # the file and line, as the datatrove engine names them
+            name_other_fields(files)
         cause = exc.__cause__ or exc  # datasets wraps the telling error in a generic one
         detail = shortened(" ".join(f"{type(cause).__name__}: {cause}".split()))
         what = f"--data-files {' '.join(data_files)}" if data_files else source_name(None, hub)
@@ -389,6 +391,34 @@ def _json_texts(path):
     with open(path, "rb") as f:
         for offset, line in json_lines(f, 0, os.path.getsize(path)):
             yield json_line_text(line, path, offset)
+
+
+def name_other_fields(files):
+    """Once datasets failed on these JSON files: raise the first file whose fields are not the
+    first file's (datasets reads files of the same fields only); if all agree, return."""
+    fields = [_json_fields(path) for path in files]
+    other = next((i for i, names in enumerate(fields) if names != fields[0]), None)
+    if other is not None:
+        raise PrepareError(
+            f"{files[other]} holds the fields {', '.join(sorted(fields[other]))}, {files[0]} "
+            f"{', '.join(sorted(fields[0]))}: datasets reads JSON files of the same fields only; "
+            "make them agree (a prepare_datatrove.py reads the text alone)"
+        )
+
+
+def _json_fields(path):
+    """The fields of a JSON file's objects: {"text", "url"}."""
+    if file_kind(path) == "json-array":
+        rows = json_array_rows(path)
+    else:
+        with open(path, "rb") as f:  # a line at a time
+            lines = json_lines(f, 0, os.path.getsize(path))
+            return {key for _, line in lines for key in _object(json.loads(line))}
+    return {key for row in rows for key in _object(row)}
+
+
+def _object(row):
+    return row if isinstance(row, dict) else {}
 
 
 def name_bad_json_line(files):

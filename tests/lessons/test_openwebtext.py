@@ -407,6 +407,12 @@ def test_parquet_files_whose_other_columns_differ_are_read(paragraphs, tmp_path)
             ]
         ),
         pytest.param(
+            {"a.jsonl": FIVE_DOCUMENTS, "b.jsonl": jsonl_lines({"text": "ok", "meta": 1})},
+            ["--data-files", "a.jsonl", "b.jsonl"],
+            "b.jsonl holds the fields meta, text, a.jsonl text: datasets reads JSON files of",
+            id="a-later-file-of-other-fields",
+        ),
+        pytest.param(
             {
                 "a.parquet": parquet_bytes(pa.table({"text": ["a", "b"]})),
                 "b.parquet": parquet_bytes(pa.table({"body": ["c"]})),
