@@ -67,7 +67,13 @@ def open_npy(path):
 def read_ids(path, dtype):
     """A .bin file of raw ids (nanoGPT's), memory-mapped as get_batch maps it (empty: none)."""
     with open_regular(path) as f:
-        if os.fstat(f.fileno()).st_size == 0:
+        size, width = os.fstat(f.fileno()).st_size, np.dtype(dtype).itemsize
+        if size % width:  # cut or grown by a byte: no id can be read from its end
+            raise PrepareError(
+                f"{path} has {size:,} bytes, not a whole number of {np.dtype(dtype).name} values "
+                f"({width} bytes each): it is damaged; run its prepare.py again"
+            )
+        if size == 0:
             return np.empty(0, dtype)
         return np.memmap(f, dtype=dtype, mode="r")
 

@@ -349,8 +349,8 @@ def change_share(folder, meta, resign):
         meta["val_bytes"]["files"][0]["sha256"] = sha256_of(folder / VAL_BYTES)
 
 
-def shorten(folder, meta):
-    (folder / VAL_BYTES).write_bytes((folder / VAL_BYTES).read_bytes()[:-2])
+def shorten(folder, meta, by=2):
+    (folder / VAL_BYTES).write_bytes((folder / VAL_BYTES).read_bytes()[:-by])
     meta["val_bytes"]["files"][0]["sha256"] = sha256_of(folder / VAL_BYTES)
 
 
@@ -388,6 +388,11 @@ def rename(_folder, meta):
             id="share-changed-sha256-too",
         ),
         pytest.param(shorten, ["val_bytes.bin holds", "shares, val.bin"], id="wrong-length"),
+        pytest.param(
+            lambda f, m: shorten(f, m, by=1),
+            ["val_bytes.bin has", "bytes, not a whole number of uint16 values"],
+            id="cut-by-one-byte",
+        ),
         pytest.param(change_figure("text_bytes"), ["bytes.val.text_bytes is"], id="text-bytes"),
         pytest.param(
             change_figure("changed_documents"), ["bytes.val.changed_documents"], id="changed"
