@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from .commit import interrupted_message
 from .errors import PrepareError
@@ -185,6 +186,13 @@ class ArgumentParser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else list(args)
         return super().parse_known_args(respelled(self, args), namespace)
+
+    def _get_value(self, action, arg_string):
+        # Path("") is Path("."): an empty --out-dir wrote into the current folder
+        if action.type is Path and not arg_string.strip():
+            name = "/".join(action.option_strings) or action.dest
+            self.error(f"argument {name}: an empty path; give a file or a folder")
+        return super()._get_value(action, arg_string)
 
     def error(self, message):
         print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)

@@ -291,6 +291,15 @@ def test_a_usage_error_is_one_line(command, args, fragments):
     assert_usage_error(run(command, *args), *fragments)
 
 
+LESSONS = [name for name, argv in COMMANDS.items() if argv[0].startswith("data/")]
+
+
+@pytest.mark.parametrize("command", LESSONS)
+def test_an_empty_out_dir_is_a_usage_error(command):
+    """Path("") is the current folder: an empty --out-dir wrote the outputs there."""
+    assert_usage_error(run(command, "--out-dir", ""), "argument --out-dir: an empty path")
+
+
 @pytest.mark.parametrize("command", [name for name in COMMANDS if name.startswith("bench_")])
 def test_the_benchmarks_too(command):
     assert_usage_error(run(command, "--rnus", "2"), "unrecognized option --rnus")
