@@ -161,6 +161,18 @@ def val_documents(lengths, shard_size):
     return int(np.searchsorted(starts, shard_size, side="left"))
 
 
+def check_train_shard(tokens, shard_size):
+    """Refuse a stream of `tokens` that shard 0, val, holds whole (shard_size None: it does)."""
+    if shard_size is None or tokens <= shard_size:
+        advice = f"choose a --shard-size below {tokens:,}"
+        if tokens < 2:  # no shard size leaves a token for train
+            advice = "the corpus (after --dedup, if given) needs more text than that"
+        raise PrepareError(
+            f"shard 0, which is val, holds every token ({tokens:,}), so the shard set has no "
+            f"train shard for llm.c or modded-nanogpt to read; {advice}"
+        )
+
+
 def splits_record(out, split_tokens, shards):
     """meta.json's "splits": each .bin file's tokens and sha256 (and its document index, if one
     was written beside it), or each split's shard totals. A shard set without a train shard is
@@ -178,14 +190,7 @@ def splits_record(out, split_tokens, shards):
             record = {"file": index.name, "documents": documents, "sha256": sha256_file(index)}
             splits[name]["index"] = record
     if shards is not None and all(shard["split"] != "train" for shard in shards):
-        tokens = sum(shard["tokens"] for shard in shards)
-        advice = f"choose a --shard-size below {tokens:,}"
-        if tokens < 2:  # no shard size leaves a token for train
-            advice = "the corpus (after --dedup, if given) needs more text than that"
-        raise PrepareError(
-            f"shard 0, which is val, holds every token ({tokens:,}), so the shard set has no "
-            f"train shard for llm.c or modded-nanogpt to read; {advice}"
-        )
+        check_train_shard(sum(shard["tokens"] for shard in shards), shard_size=None)
     for shard in shards or ():
         totals = splits.setdefault(shard["split"], {"tokens": 0, "shards": 0})
         totals["tokens"] += shard["tokens"]

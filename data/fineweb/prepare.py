@@ -25,6 +25,7 @@ from documents.inputs import (
     source_record,
 )
 from formats import schema
+from formats.shards import check_train_shard
 from formats.val_bytes import shard_figures
 from hub import budgeted_documents, document_tokens, token_budget
 from inspection.overlap import say_overlap
@@ -109,6 +110,7 @@ def main():
         num_tokens = int(tokenized.with_format("arrow")["len"].to_numpy().sum())
         count = -(-num_tokens // args.shard_size)
         print(f"{num_tokens:,} tokens: {count:,} shard{'s' * (count != 1)}")
+        check_train_shard(num_tokens, args.shard_size)  # shard 0 is val: one more for train
 
         # 5. cut the stream of ids every shard_size tokens: shard 0 is val, the others train
         if args.shuffle is not None:  # the hub's order gives a periodic loss (docs/fineweb.md)

@@ -321,8 +321,8 @@ def test_verify_flags_unlisted_files_a_trainer_reads(
 )
 def test_a_shard_set_without_a_train_shard_is_refused(shard_sets, docs, tmp_path, script):
     """--shard-size past the corpus: every token in shard 0, which is val, and no train shard
-    for llm.c or modded-nanogpt to read. One line saying to choose a smaller --shard-size; the
-    folder's previous set as it was."""
+    for llm.c or modded-nanogpt to read. One line saying to choose a smaller --shard-size, no
+    "wrote" line before it; the folder's previous set as it was."""
     out = tmp_path / "out"
     shutil.copytree(shard_sets["llmc"], out)
     before = tree(tmp_path)
@@ -333,6 +333,7 @@ def test_a_shard_set_without_a_train_shard_is_refused(shard_sets, docs, tmp_path
         command += ["--num-proc", 1]
     result = run(*command, env={"HF_DATASETS_CACHE": str(tmp_path / "work" / "hf")})
     assert_one_line(result, "--shard-size", "no train shard", alone=False)
+    assert "wrote" not in result.stdout  # refused before a shard is written
     after = {
         p: data for p, data in tree(tmp_path).items() if not p.is_relative_to(tmp_path / "work")
     }
