@@ -162,7 +162,10 @@ def parse_args():
         default="error",
         help="with --vocab-from train: what to do with val characters never seen in train",
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.unseen_in_val == "drop" and args.vocab_from == "all":  # every character is seen
+        parser.error("--unseen-in-val drop goes with --vocab-from train")
+    return args
 
 
 if __name__ == "__main__":

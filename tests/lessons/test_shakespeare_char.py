@@ -250,6 +250,13 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, files, args, fragmen
     assert_refused(SCRIPT, tmp_path, files, args, fragments)
 
 
+def test_unseen_in_val_drop_without_a_train_vocabulary_is_a_usage_error():
+    """With the vocabulary from all the text no character is unseen: drop would do nothing."""
+    result = run_python(SCRIPT, "--unseen-in-val", "drop")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "--unseen-in-val drop goes with --vocab-from train" in result.stderr
+
+
 def test_download_failure_through_the_script(tmp_path, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, str(tmp_path / "empty-mirror"))
     out_dir = tmp_path / "out"
