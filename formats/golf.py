@@ -14,6 +14,7 @@ length exactly. The BOS before a document gets 0, or the whole document if it ha
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -108,6 +109,14 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
     except RuntimeError as exc:  # its trainer's own checks: one line of its message
         if raised:
             raise raised[0] from None
+        detail = str(exc).strip().splitlines()[-1]
+        if "output->" in detail:  # its writer of PREFIX.model / PREFIX.vocab failed
+            folder = Path(prefix).parent  # a hidden one: a temporary folder in the one meant
+            folder = folder.parent if folder.name.startswith(".") else folder
+            raise PrepareError(
+                f"cannot write {Path(prefix).name}.model and .vocab in {folder} (sentencepiece: "
+                f"{detail}): is the disk full? free some space, or give a folder with room"
+            ) from None
         if too_long and too_long == given:
             raise PrepareError(
                 f"{source}: sentencepiece had nothing to train on, as it skips each text longer "
@@ -116,7 +125,7 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
             ) from None
         raise PrepareError(
             f"{source}: sentencepiece refused to train {plural(vocab_size, 'piece')} "
-            f"({str(exc).strip().splitlines()[-1]}); give text of one line or more, and a "
+            f"({detail}); give text of one line or more, and a "
             f"vocabulary of 260 pieces (its bytes and specials) plus one per character of the text"
         ) from None
     if too_long:  # as parameter-golf's own script trains: said, since its log is hidden

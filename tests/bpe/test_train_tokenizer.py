@@ -452,6 +452,23 @@ def test_sentencepiece_refusals_are_one_line_and_write_nothing(tmp_path, files, 
 
 
 @needs_sentencepiece
+def test_sentencepiece_on_a_full_disk_says_so(shakespeare_50k, small_tmpfs):
+    """Its writer failing on a full disk was blamed on the text ("give text of one line")."""
+    result = run_cli(
+        "--input",
+        shakespeare_50k,
+        "--vocab-size",
+        400,
+        "--kind",
+        "sentencepiece",
+        "--out",
+        small_tmpfs / "sp",
+    )
+    assert_clean_failure(result, f"cannot write sp.model and .vocab in {small_tmpfs}", "disk full")
+    assert list(small_tmpfs.iterdir()) == []
+
+
+@needs_sentencepiece
 def test_sentencepiece_trains_on_a_txt_a_line_a_sentence(shakespeare_50k, tmp_path):
     """--kind sentencepiece on a .txt of 50 KB trains on its lines, as spm_train reads a file: it
     failed, the whole text one sentence, which SentencePiece skips as over 4,192 bytes."""
