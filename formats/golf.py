@@ -78,6 +78,16 @@ def training_text(texts):
             yield text
 
 
+def unwritten(prefix, why):
+    """The error of PREFIX.model and PREFIX.vocab not written whole, naming the folder meant."""
+    folder = Path(prefix).parent  # a hidden one: a temporary folder in the one meant
+    folder = folder.parent if folder.name.startswith(".") else folder
+    return PrepareError(
+        f"cannot write {Path(prefix).name}.model and .vocab in {folder} ({why}): is the disk "
+        "full? free some space, or give a folder with room"
+    )
+
+
 def train_sentencepiece(texts, vocab_size, prefix, source):
     """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab.
     A text its trainer refuses (no line of text, every text over its length limit, a vocab_size
@@ -110,13 +120,8 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
         if raised:
             raise raised[0] from None
         detail = str(exc).strip().splitlines()[-1]
-        if "output->" in detail:  # its writer of PREFIX.model / PREFIX.vocab failed
-            folder = Path(prefix).parent  # a hidden one: a temporary folder in the one meant
-            folder = folder.parent if folder.name.startswith(".") else folder
-            raise PrepareError(
-                f"cannot write {Path(prefix).name}.model and .vocab in {folder} (sentencepiece: "
-                f"{detail}): is the disk full? free some space, or give a folder with room"
-            ) from None
+        if "output->" in detail:  # its writer of PREFIX.vocab failed
+            raise unwritten(prefix, f"sentencepiece: {detail}") from None
         if too_long and too_long == given:
             raise PrepareError(
                 f"{source}: sentencepiece had nothing to train on, as it skips each text longer "
@@ -128,6 +133,13 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
             f"({detail}); give text of one line or more, and a "
             f"vocabulary of 260 pieces (its bytes and specials) plus one per character of the text"
         ) from None
+    try:  # its writer of PREFIX.model may fail unseen (a full disk): the files read back
+        pieces = spm.SentencePieceProcessor(model_file=f"{prefix}.model").vocab_size()
+        lines = Path(f"{prefix}.vocab").read_bytes().count(b"\n")
+    except (RuntimeError, OSError):
+        pieces = lines = None
+    if pieces is None or lines != pieces:
+        raise unwritten(prefix, "they do not read back whole")
     if too_long:  # as parameter-golf's own script trains: said, since its log is hidden
         print(
             f"{source}: sentencepiece skipped {too_long:,} of {given:,} texts, each longer than "

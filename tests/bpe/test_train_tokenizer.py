@@ -454,16 +454,8 @@ def test_sentencepiece_refusals_are_one_line_and_write_nothing(tmp_path, files, 
 @needs_sentencepiece
 def test_sentencepiece_on_a_full_disk_says_so(shakespeare_50k, small_tmpfs):
     """Its writer failing on a full disk was blamed on the text ("give text of one line")."""
-    result = run_cli(
-        "--input",
-        shakespeare_50k,
-        "--vocab-size",
-        400,
-        "--kind",
-        "sentencepiece",
-        "--out",
-        small_tmpfs / "sp",
-    )
+    args = ["--vocab-size", 400, "--kind", "sentencepiece", "--out", small_tmpfs / "sp"]
+    result = run_cli("--input", shakespeare_50k / "train.txt", *args)
     assert_clean_failure(result, f"cannot write sp.model and .vocab in {small_tmpfs}", "disk full")
     assert list(small_tmpfs.iterdir()) == []
 
