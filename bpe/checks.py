@@ -169,14 +169,13 @@ def check_tiktoken_special_tokens(special_tokens):
             )
 
 
-# Text that the usual patterns cut alike in Python's `regex` and in tiktoken's engine, with the
-# characters where constructs that the two read differently show: POSIX classes ("[[:alpha:]]":
-# any letter to one, ASCII letters to the other), set operations ("[\\w--\\d]"), and so on.
-# Only characters of Unicode 6 or older: the two engines' newer tables may differ.
+# Text the usual patterns cut alike in Python's `regex` and in tiktoken's engine, holding what
+# shows constructs the two read otherwise: POSIX classes ("[[:alpha:]]": any letter to one, ASCII
+# to the other), set operations ("[\\w--\\d]"). Unicode 6 at most: newer tables may differ.
 PATTERN_PROBE = (
     "Hello world! It's 2024, don't I'M we've 3.14 -1,000 a_b a-b __init__ x+=1 {[(<>)]} "
     "café ÉTÉ naïve Ωμέγα Москва 北京市 ١٢٣ ½ ² e\u0301 ﬁ ① ｆｕｌｌ ☃ 😀\t\n\r\n  \x0b\x0c\x00 "
-    "x\u00a0y\u2003z\u3000w\u2028v\u0085 $%^&*|\\/?~`'\"@#;: \U0001d400 ﻿Z"
+    "x\u00a0y\u2003z\u3000w\u2028v\u0085 $%^&*|\\/?~`'\"@#;: \U0001d400 \ufeffZ"
 )
 
 
@@ -185,22 +184,18 @@ def check_tiktoken_pattern(pattern):
     Python's `regex` does (the trainer's and encode's engine) on PATTERN_PROBE.
 
     r"\\X+" (grapheme clusters), r"[[:alpha:]]+|[^[:alpha:]]" ("café": one pretoken to
-    Python, "caf" and "é" to tiktoken) -> ValueError. A Tokenizer can only be exported with
-    `to_tiktoken()`, which is how the pipelines encode, if tiktoken gives its pretokens. The
-    probe proves no pattern alike: it catches the differences that common text shows.
+    Python, "caf" and "é" to tiktoken) -> ValueError. The pipelines encode with `to_tiktoken()`.
+    The probe proves no pattern alike: it catches the differences that common text shows.
     """
     import tiktoken
 
-    pretokens = [
-        piece.encode("utf-8", "surrogatepass") for piece in regex.findall(pattern, PATTERN_PROBE)
-    ]
-    # each pretoken Python finds an id of its own: tiktoken, cutting alike, gives those ids
-    ranks = {bytes([b]): b for b in range(256)}
+    pretokens = [piece.encode() for piece in regex.findall(pattern, PATTERN_PROBE)]
+    ranks = {bytes([b]): b for b in range(256)}  # and an id a pretoken: cut alike, those ids
     for piece in pretokens:
         ranks.setdefault(piece, len(ranks))
     try:
         encoding = tiktoken.Encoding(
-            "pattern-check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+            "check", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
         )
         found = encoding.encode_ordinary(PATTERN_PROBE)
     except BaseException as exc:
@@ -212,14 +207,14 @@ def check_tiktoken_pattern(pattern):
             f"construct"
         ) from None
     expected = [ranks[piece] for piece in pretokens]
+    at = next((i for i, (a, b) in enumerate(zip(found, expected)) if a != b), len(found))
     if found != expected:
-        at = next((i for i, pair in enumerate(zip(found, expected)) if pair[0] != pair[1]), None)
-        piece = pretokens[min(len(pretokens) - 1, len(found) if at is None else at)]
+        where = repr(pretokens[at].decode()) if at < len(pretokens) else "the end"
         raise ValueError(
             f"pattern {shown(pattern)} cuts text otherwise in tiktoken's regex engine than in "
-            f"Python's (first at {piece.decode('utf-8', 'replace')!r}), so the pipelines' ids "
-            f"would differ from encode's; use a name ({', '.join(PATTERNS)}) or a regex "
-            f"without POSIX classes or set operations"
+            f"Python's (first at {where}), so the "
+            f"pipelines' ids would differ from encode's; use a name ({', '.join(PATTERNS)}) or "
+            "a regex without POSIX classes or set operations"
         )
 
 

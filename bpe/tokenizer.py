@@ -336,10 +336,8 @@ class Tokenizer:
         tok.to_tiktoken().encode(text, allowed_special="all") == tok.encode(text)
         (tiktoken's plain `encode` refuses text containing special tokens unless allowed.)
 
-        Refused (ValueError) where the ids could differ: a pattern tiktoken cannot compile,
-        and a special token that is a proper prefix of another ("<|a|>" and "<|a|>b"; see
-        checks.check_tiktoken_special_tokens); and, in one line naming the pattern, whatever
-        else tiktoken cannot build (its regex of special tokens, too large for a token of 3 MB).
+        Refused (ValueError) where the ids could differ (checks.check_tiktoken_pattern and
+        check_tiktoken_special_tokens), and, in one line, whatever else tiktoken cannot build.
         """
         import tiktoken
 
@@ -381,9 +379,7 @@ class Tokenizer:
         vocab, merges, special_tokens, pattern = io.tokenizer_from_json(path)
         try:
             tokenizer = cls(vocab, merges, special_tokens, pattern)
-            # The pipelines encode through to_tiktoken(): a pattern it cannot compile is
-            # refused now, with the file named, not in the middle of a run.
-            check_tiktoken_pattern(tokenizer.pattern)
+            check_tiktoken_pattern(tokenizer.pattern)  # as to_tiktoken() will: named here
             return tokenizer
         except ValueError as exc:
             raise io.TokenizerFileError(f"{path}: {exc}") from None
