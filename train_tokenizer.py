@@ -244,6 +244,8 @@ def check_args(args):
                 f"--{option} needs the corpus in this process; leave out --engine datatrove"
             )
     if args.out:
+        if args.out.endswith(("/", os.sep)):  # Path() drops the slash: a file would be written
+            raise UsageError(f"--out {args.out} names a folder; give a file path")
         check_out(Path(args.out))
         check_out_is_no_input(Path(args.out), args)
 

@@ -268,11 +268,18 @@ def test_a_line_of_200000_x_trains_as_simple_train_on_a_shorter_line(tmp_path):
     assert "... (131,072 bytes)" in result.stdout  # long tokens are shown cut
 
 
-def test_an_empty_out_is_a_usage_error(tmp_path):
-    """--out "" trained, exited 0 and wrote nothing."""
+@pytest.mark.parametrize(
+    "out, fragment",
+    [
+        pytest.param("", "--out is empty", id="empty"),  # it trained, exited 0, wrote nothing
+        pytest.param("new.json/", "--out new.json/ names a folder", id="a-trailing-slash"),
+    ],
+)
+def test_an_empty_or_folder_out_is_a_usage_error(tmp_path, out, fragment):
+    """--out "" wrote nothing; "new.json/" wrote the file new.json: both refused before work."""
     (tmp_path / "good.txt").write_text("some ordinary text " * 10, encoding="utf-8")
-    result = run_cli("--input", "good.txt", "--vocab-size", 300, "--out", "", cwd=tmp_path)
-    assert_usage_error(result, "--out is empty")
+    result = run_cli("--input", "good.txt", "--vocab-size", 300, "--out", out, cwd=tmp_path)
+    assert_usage_error(result, fragment)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.txt"]
 
 
