@@ -639,7 +639,7 @@ def sentencepiece_texts(paths, text_column):
     each document of the others whole, as parameter-golf trains on its documents."""
     for path in paths:
         if file_kind(path) == "text":
-            yield from read_text(path).split("\n")  # at "\n" only, as spm_train splits
+            yield from read_text(path, newlines=False).split("\n")  # as spm_train splits
         else:
             yield from documents([path], text_column)
 

@@ -25,12 +25,14 @@ def universal_newlines(text):
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def decode(data, path, offset=0):
-    """Bytes of `path` (from byte `offset`) as strict UTF-8 with nanoGPT's newlines; a bad byte
-    is a PrepareError naming the file and its offset: b"caf\\xe9" -> "x.txt is not valid UTF-8:
-    byte offset 3 is b'\\xe9'; convert the file to UTF-8 first"."""
+def decode(data, path, offset=0, newlines=True):
+    """Bytes of `path` (from byte `offset`) as strict UTF-8 with nanoGPT's newlines (newlines
+    False: as they are); a bad byte is a PrepareError naming the file and its offset:
+    b"caf\\xe9" -> "x.txt is not valid UTF-8: byte offset 3 is b'\\xe9'; convert the file to
+    UTF-8 first"."""
     try:
-        return universal_newlines(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        return universal_newlines(text) if newlines else text
     except UnicodeDecodeError as exc:
         raise PrepareError(
             f"{path} is not valid UTF-8: byte offset {offset + exc.start:,} is "
@@ -38,7 +40,7 @@ def decode(data, path, offset=0):
         ) from None
 
 
-def read_text(path):
+def read_text(path, newlines=True):
     """A whole file as `decode` reads it; a missing file, a folder, a pipe or a device (which
     would block, or be read once) are a PrepareError in one line naming it."""
     path = Path(path)
@@ -56,7 +58,7 @@ def read_text(path):
         raise PrepareError(f"{path} is a folder, not a text file") from None
     except OSError as exc:
         raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
-    return decode(data, path)
+    return decode(data, path, newlines=newlines)
 
 
 def without_lone_surrogates(text):

@@ -484,12 +484,14 @@ def test_sentencepiece_trains_on_a_txt_a_line_a_sentence(shakespeare_50k, tmp_pa
 @needs_sentencepiece
 def test_sentencepiece_reads_a_txt_as_its_own_trainer_reads_a_file(shakespeare_50k, tmp_path):
     """A .txt is cut at "\n" only, as SentencePiece's trainer reads an input file: U+2028 and a
-    form feed inside a line made two sentences of it (str.splitlines), another model."""
+    form feed inside a line made two sentences of it (str.splitlines), another model; so did a
+    lone "\r" (read as a newline), beside CRLF line ends."""
     import sentencepiece as spm
 
     text = (shakespeare_50k / "train.txt").read_text(encoding="utf-8")
     text = text.replace("First", "First\u2028").replace("Citizen", "Citi\x0czen")
-    (tmp_path / "odd.txt").write_text(text, encoding="utf-8")
+    text = text.replace(":\n", ":\r\n").replace(",\n", ",\r").replace("you", "y\rou")
+    (tmp_path / "odd.txt").write_bytes(text.encode())
     args = ["--input", tmp_path / "odd.txt", "--vocab-size", 400, "--kind", "sentencepiece"]
     assert run_cli(*args, "--out", tmp_path / "ours").returncode == 0
     options = {**golf.SENTENCEPIECE_OPTIONS, "minloglevel": 2}
