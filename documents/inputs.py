@@ -348,7 +348,8 @@ def check_parquet_texts(files):
             continue
         check_text_column(path, schema.names)
         kind = schema.field("text").type
-        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or kind == pa.null()):
+        values = kind.value_type if pa.types.is_dictionary(kind) else kind  # one encoding
+        if str(values) not in ("string", "large_string", "string_view", "null"):
             raise PrepareError(f"{path}'s 'text' column holds {kind}, not strings")
     return "columns" in ParquetConfig.__dataclass_fields__
 
