@@ -364,13 +364,15 @@ def check_later_json_texts(files, source):
     only_text = pj.ParseOptions(
         explicit_schema=pa.schema({"text": pa.string()}), unexpected_field_behavior="ignore"
     )
+    stream = getattr(pj, "open_json", None)  # pyarrow 17 on; before it, Python counts
     for path in files[1:]:
-        if file_kind(path) != "jsonl":
-            continue
-        try:  # Arrow's parser, as datasets', typing the texts only: no Python object a row
-            clean = all(b.column(0).null_count == 0 for b in pj.open_json(path, None, only_text))
-        except pa.ArrowInvalid:  # a text of another type, or a line datasets will refuse
-            clean = False
+        if file_kind(path) == "json-array" or stream is None:  # read whole by datasets too
+            clean = None not in _json_texts(path)
+        else:
+            try:  # Arrow's parser, as datasets', typing the texts only: no Python object a row
+                clean = all(b.column(0).null_count == 0 for b in stream(path, None, only_text))
+            except pa.ArrowInvalid:  # a text of another type, or a line datasets will refuse
+                clean = False
         if not clean:  # each document read again, in Python, to count them
             missing = [text is None for each in files for text in _json_texts(each)]
             if any(missing):
@@ -386,8 +388,9 @@ def _json_texts(path):
     """Each document's text of a JSON file as the datatrove engine reads it, None where it is
     missing or not a string."""
     if file_kind(path) == "json-array":
-        rows = json_array_rows(path)
-        yield from (row.get("text") if isinstance(row, dict) else None for row in rows)
+        for row in json_array_rows(path):
+            text = row.get("text") if isinstance(row, dict) else None
+            yield text if isinstance(text, str) else None
         return
     with open(path, "rb") as f:
         for offset, line in json_lines(f, 0, os.path.getsize(path)):

@@ -407,6 +407,12 @@ def test_parquet_files_whose_other_columns_differ_are_read(paragraphs, tmp_path)
             ]
         ),
         pytest.param(
+            {"a.json": FIVE_DOCUMENTS, "b.json": json.dumps([{"text": "ok"}, {"text": 2}])},
+            ["--data-files", "a.json", "b.json"],
+            "1 of 7 documents have a missing or non-string 'text' (the first at row 6)",
+            id="a-later-json-array-of-mixed-types",  # was '"ok"' and "2"
+        ),
+        pytest.param(
             {"a.jsonl": FIVE_DOCUMENTS, "b.jsonl": jsonl_lines({"text": "ok", "meta": 1})},
             ["--data-files", "a.jsonl", "b.jsonl"],
             "b.jsonl holds the fields meta, text, a.jsonl text: datasets reads JSON files of",
