@@ -400,7 +400,7 @@ def _json_texts(path):
 def name_other_fields(files):
     """Once datasets failed on these JSON files: raise the first file whose fields are not the
     first file's (datasets reads files of the same fields only); if all agree, return."""
-    fields = [_json_fields(path) for path in files]
+    fields = [set(json_columns([path])) for path in files]
     other = next((i for i, names in enumerate(fields) if names != fields[0]), None)
     if other is not None:
         raise PrepareError(
@@ -410,19 +410,19 @@ def name_other_fields(files):
         )
 
 
-def _json_fields(path):
-    """The fields of a JSON file's objects: {"text", "url"}."""
-    if file_kind(path) == "json-array":
-        rows = json_array_rows(path)
-    else:
-        with open(path, "rb") as f:  # a line at a time
-            lines = json_lines(f, 0, os.path.getsize(path))
-            return {key for _, line in lines for key in _object(json.loads(line))}
-    return {key for row in rows for key in _object(row)}
-
-
-def _object(row):
-    return row if isinstance(row, dict) else {}
+def json_columns(files):
+    """The fields of the JSON files' objects, first seen first, as `datasets` lists their
+    columns: {"b": 1, "a": 2} then {"c": 3} -> ["b", "a", "c"]."""
+    columns = {}
+    for path in files:
+        if file_kind(path) == "json-array":
+            rows = json_array_rows(path)
+            columns.update(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
+            continue
+        with open(path, "rb") as f:
+            for _, line in json_lines(f, 0, os.path.getsize(path)):
+                columns.update(dict.fromkeys(json.loads(line) or ()))
+    return list(columns)
 
 
 def name_bad_json_line(files):

@@ -5,7 +5,6 @@ files (rows of parquet files, lines of JSON Lines files, whole .txt files), in `
 (files in order, rows in file order), so that both engines see the same documents.
 """
 
-import json
 import os
 from pathlib import Path
 
@@ -167,21 +166,6 @@ class PieceReader:
                 self.begin, self.end = line_start(f, self.start), line_start(f, self.end)
                 for offset, line in json_lines(f, self.begin, self.end):
                     yield offset, json_line_text(line, self.path, offset, "text")
-
-
-def json_columns(files):
-    """The fields of the JSON Lines files' objects, first seen first, as `datasets` lists their
-    columns: {"b": 1, "a": 2} then {"c": 3} -> ["b", "a", "c"]. Files the tokenize tasks read."""
-    columns = {}
-    for path in files:
-        if is_json_array(path):
-            rows = json_array_rows(path)
-            columns.update(dict.fromkeys(k for row in rows if isinstance(row, dict) for k in row))
-            continue
-        with open(path, "rb") as f:
-            for _, line in json_lines(f, 0, os.path.getsize(path)):
-                columns.update(dict.fromkeys(json.loads(line) or ()))
-    return list(columns)
 
 
 def input_files(data_files, hub, outputs=frozenset()):

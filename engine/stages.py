@@ -12,8 +12,9 @@ from datatrove.pipeline.base import PipelineStep
 
 from dedup.drop import document_keys, keep_documents, no_keys, rule_record, without_boundaries
 from documents.corpus import check_text_column
+from documents.inputs import json_columns
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
-from engine.readers import PieceReader, batches, is_json_array, json_columns
+from engine.readers import PieceReader, batches, is_json_array
 from formats.schema import FIGURES
 from formats.shards import check_ids
 from prepare_common import bpe_encoding, tokenize_documents
