@@ -195,7 +195,8 @@ def budgeted_documents(args, out):
         if variant is None:  # the file ended first: SentencePiece trained on all of it
             docs.flush()
             variant = first_variant(args, asked, len(ends), out)
-            lengths = train_lengths(variant, itertools.islice(documents([out / DOCS]), val_docs))
+            texts = itertools.islice(documents([out / DOCS]), val_docs, None)  # train's
+            lengths = train_lengths(variant, texts)
         cumulative = np.cumsum(lengths, dtype=np.int64)
         train = min(int(np.searchsorted(cumulative, args.max_tokens)) + 1, len(lengths))
         kept = min(val_docs, len(ends)) + train

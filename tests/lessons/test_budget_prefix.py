@@ -328,6 +328,20 @@ def test_golf_budget_trains_sentencepiece_first(golf_hub, golf_files, tmp_path):
     assert all((again / path).read_bytes() == (out / path).read_bytes() for path in written)
 
 
+def test_golf_budget_of_a_file_shorter_than_sentencepieces_documents(golf_hub, tmp_path):
+    """--tokenizer-train-docs past the file's end: SentencePiece learns from the whole file, and
+    train is still cut by the train documents' tokens, as meta.json and the print say."""
+    pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
+    out = tmp_path / "out"
+    args = ("--variant", "sp1024", "--tokenizer-train-docs", 5000)
+    result = golf(golf_hub, tmp_path / "home", out, 20_000, *args)
+    assert_ok(result)
+    meta = json.loads((out / "meta.json").read_text())
+    train, record = split_tokens(meta, "train"), meta["source"]["budget"]
+    assert record["tokens"] == train >= 20_000
+    assert f"budget: {record['documents'] - VAL_DOCS:,} train documents, {train:,}" in result.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
