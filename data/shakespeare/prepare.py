@@ -47,7 +47,7 @@ def main():
     out_dir = args.out_dir
     with output_folder(out_dir, schema) as out:  # written in `out`, moved into out_dir together
         # 1. the tokenizer first: a wrong --tokenizer should fail before any download
-        encoding, tokenizer = bpe_encoding(args.tokenizer)
+        enc, tokenizer = bpe_encoding(args.tokenizer)
         print(f"tokenizer: {tokenizer['name']} ({tokenizer['vocab_size']:,} tokens)")
 
         # 2. get the text: Tiny Shakespeare (downloaded once, checksummed) or the user's file
@@ -67,9 +67,9 @@ def main():
             )
 
         # 4. encode with tiktoken: encode_ordinary reads "<|endoftext|>" in the text as plain text
-        train_ids = encoding.encode_ordinary(train_data)
-        val_ids = encoding.encode_ordinary(val_data)
-        check_covered(data, train_ids + val_ids, encoding, tokenizer, where=input_path)
+        train_ids = enc.encode_ordinary(train_data)
+        val_ids = enc.encode_ordinary(val_data)
+        check_covered(data, train_ids + val_ids, enc, tokenizer, where=input_path)
         for split, text, ids in (("train", train_data, train_ids), ("val", val_data, val_ids)):
             print(
                 f"{split} has {len(ids):,} tokens ({len(text) / len(ids):.2f} characters per token)"
@@ -81,7 +81,7 @@ def main():
         write_bin(out / "train.bin", [train_ids], dtype, vocab_size)
         write_bin(out / "val.bin", [val_ids], dtype, vocab_size)
         # 6. meta.pkl: nanoGPT's train.py takes vocab_size from it; with GPT-2 there must be none
-        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
+        wrote_pkl = write_bpe_meta_pkl(out, tokenizer, enc)
         write_meta(
             out,
             script="data/shakespeare/prepare.py",

@@ -55,8 +55,10 @@ def main():
                 "val splits"
             )
 
-        # 3. get all the unique characters that occur in this text (or in train only, if asked)
-        chars = sorted(list(set(data if args.vocab_from == "all" else train_data)))
+        # 3. get all the unique characters that occur in this text
+        chars = sorted(list(set(data)))
+        if args.vocab_from == "train":  # those of train only: val may then hold unseen ones
+            chars = sorted(list(set(train_data)))
         vocab_size = len(chars)
         print("all the unique characters:", "".join(chars))
         print(f"vocab size: {vocab_size:,}")

@@ -78,6 +78,18 @@ def test_bins_are_nanogpts_bytes(prepared, tmp_path):
     assert "train has 301,966 tokens" in oracle.stdout and "val has 36,059 tokens" in oracle.stdout
 
 
+def test_the_lesson_keeps_nanogpts_lines():
+    """The encoding is nanoGPT's own lines, character for character: the reference script
+    holds each, and so does the lesson."""
+    quoted = [
+        "train_ids = enc.encode_ordinary(train_data)",
+        "val_ids = enc.encode_ordinary(val_data)",
+    ]
+    for path in (REFERENCES / "nanogpt_shakespeare.py", SCRIPT):
+        lines = {line.strip() for line in path.read_text().splitlines()}
+        assert [line for line in quoted if line not in lines] == [], path.name
+
+
 def test_gpt2_meta_files(prepared):
     out_dir, stdout = prepared
     assert not (

@@ -78,6 +78,28 @@ def test_outputs_equal_nanogpts_script(prepared, tmp_path):
     assert oracle.stdout in stdout  # the same five lines of figures
 
 
+NANOGPT_LINES = [  # what the lecture notes quote and readers compare with nanoGPT's script
+    "chars = sorted(list(set(data)))",
+    "vocab_size = len(chars)",
+    'print(f"vocab size: {vocab_size:,}")',
+    "stoi = { ch:i for i,ch in enumerate(chars) }",
+    "itos = { i:ch for i,ch in enumerate(chars) }",
+    "return [stoi[c] for c in s] # encoder: take a string, output a list of integers",
+    "return ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string",
+    "train_ids = encode(train_data)",
+    "val_ids = encode(val_data)",
+    'print(f"train has {len(train_ids):,} tokens")',
+]
+
+
+def test_the_lesson_keeps_nanogpts_lines():
+    """The vocabulary, the maps and the encoding are nanoGPT's own lines, character for
+    character: the reference script holds each, and so does the lesson."""
+    for path in (REFERENCES / "nanogpt_shakespeare_char.py", SCRIPT):
+        lines = {line.strip() for line in path.read_text().splitlines()}
+        assert [line for line in NANOGPT_LINES if line not in lines] == [], path.name
+
+
 def test_meta_pkl_keeps_nanogpt_contract(prepared):
     out_dir, _ = prepared
     with open(out_dir / "meta.pkl", "rb") as f:
