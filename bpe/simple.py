@@ -153,7 +153,7 @@ def encode(text, merges, special_tokens=(), pattern="gpt2"):
     """Text -> ids with the merges `train` learned; special tokens are found whole.
 
     "aaabdaaabac" with the merges of "aaabdaaabac", 259 -> [258, 100, 258, 97, 99]
-    The special tokens get the ids after the merges, in the order given (as `train` does).
+    Special tokens get the ids after the merges, as `train` does; text the pattern skips is lost.
     """
     special_tokens, pattern = check_special_tokens(special_tokens), check_pattern(pattern)
     ranks = {bytes([b]): b for b in range(256)}
