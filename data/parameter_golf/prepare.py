@@ -17,6 +17,7 @@ tokenizer need, fetched by HTTP Range requests, kept and resumed where a run sto
         TOKENIZER_PATH=$OUT/tokenizers/fineweb_1024_bpe.model torchrun train_gpt.py
 """
 
+import codecs
 import itertools
 import json
 import os
@@ -254,8 +255,8 @@ def document_text(line, number, where):
 
 def copy_documents(data_files, out):
     """Put the documents in `out` as docs_selected.jsonl (the hub's file linked, a single .jsonl
-    file of the user's copied, else one {"text": ...} a line); -> (its sidecar's dict or None,
-    the source)."""
+    of the user's copied if `one_document_a_line`, else one {"text": ...} a line); -> (its
+    sidecar's dict or None, the source)."""
     if data_files is None:
         hub = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}")
         (path,), _ = hub_files(hub, f"{REPO}@{REVISION}")
@@ -274,7 +275,7 @@ def copy_documents(data_files, out):
         name, record = " ".join(data_files), {"files": data_files}
     # the hub's cache is never changed in place; a user's file may be, after the folder verified
     put = link_or_copy if data_files is None else shutil.copyfile
-    as_is = len(paths) == 1 and paths[0].suffix == ".jsonl"
+    as_is = len(paths) == 1 and paths[0].suffix == ".jsonl" and one_document_a_line(paths[0])
     if as_is:
         put(paths[0], out / DOCS)
     else:
@@ -294,6 +295,16 @@ def copy_documents(data_files, out):
     # the documents as read in step 1: a line it refuses is named in the user's file
     path = paths[0] if as_is else out / DOCS
     return sidecar, {"name": name, "record": record, "remote": remote, "path": path}
+
+
+def one_document_a_line(path):
+    """Whether parameter-golf's own scripts read the .jsonl `path` as it is, json.loads on every
+    line: no byte order mark, no blank line (else the lesson writes one {"text": ...} a line)."""
+    with open(path, "rb") as f:
+        first = f.readline()
+        if first.startswith(codecs.BOM_UTF8):
+            return False
+        return all(line.strip(b" \t\r\n") for line in itertools.chain([first], f))
 
 
 def link_or_copy(source, target):

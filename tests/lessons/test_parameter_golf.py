@@ -644,6 +644,24 @@ def test_one_document_is_refused_for_what_it_is(tmp_path):
     assert_one_line(result, "holds 1 document(s); val and train need one each", alone=False)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b'{"text": "a"}\n\n{"text": "b"}\n  \n{"text": "c"}\n', id="blank-lines"),
+        pytest.param(b'\xef\xbb\xbf{"text": "a"}\n{"text": "b"}\n{"text": "c"}\n', id="a-bom"),
+    ],
+)
+def test_a_jsonl_its_scripts_cannot_read_is_written_one_document_a_line(tmp_path, data):
+    """parameter-golf's scripts json.loads every line of docs_selected.jsonl: a file with a blank
+    line or a byte order mark is written anew, one {"text": ...} a line, not copied as it is."""
+    (tmp_path / "docs.jsonl").write_bytes(data)
+    args = ["--data-files", tmp_path / "docs.jsonl", "--variant", "byte260", "--val-docs", 1]
+    assert run(LESSON, *args, "--out-dir", tmp_path / "out").returncode == 0
+    lines = (tmp_path / "out" / "docs_selected.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [{"text": t} for t in "abc"]
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["num_docs"] == 3
+
+
 def jsonl_without_text(tmp):
     path = write_jsonl(tmp / "docs.jsonl", ["fine"] * 10)
     with open(path, "a") as file:
