@@ -21,6 +21,7 @@ import numpy as np
 from formats.schema import GOLF_DOCS
 from formats.val_bytes import covered_shares
 from safety import PrepareError
+from safety.commit import STAGING_NAME
 from safety.files import load_json
 from safety.text import plural, shortened
 
@@ -82,6 +83,7 @@ def unwritten(prefix, why):
     """The error of PREFIX.model and PREFIX.vocab not written whole, naming the folder meant."""
     folder = Path(prefix).parent  # a hidden one: a temporary folder in the one meant
     folder = folder.parent if folder.name.startswith(".") else folder
+    folder = Path(*(part for part in folder.parts if not STAGING_NAME.match(part)))  # a lesson's
     return PrepareError(
         f"cannot write {Path(prefix).name}.model and .vocab in {folder} ({why}): is the disk "
         "full? free some space, or give a folder with room"

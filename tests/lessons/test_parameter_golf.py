@@ -662,6 +662,14 @@ def test_a_jsonl_its_scripts_cannot_read_is_written_one_document_a_line(tmp_path
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["num_docs"] == 3
 
 
+def test_sentencepiece_files_unwritten_name_the_folder_meant(tmp_path):
+    """A full disk while the lesson stages its outputs names out/tokenizers, not the run's
+    staging folder, which is gone once the run ends."""
+    staged = tmp_path / "out" / ".prepare.1234.tmp" / "tokenizers" / "fineweb_1024_bpe"
+    error = golf.unwritten(staged, "No space left on device")
+    assert f"fineweb_1024_bpe.model and .vocab in {tmp_path / 'out' / 'tokenizers'} (" in str(error)
+
+
 def jsonl_without_text(tmp):
     path = write_jsonl(tmp / "docs.jsonl", ["fine"] * 10)
     with open(path, "a") as file:
