@@ -7,7 +7,8 @@
 - prefix.py: `Prefix`, the first bytes of a file read front to back (TinyStories' .tar.gz,
   parameter-golf's docs_selected.jsonl), fetched a piece at a time by HTTP Range requests as
   they are read, kept and hashed in the cache, resumable; `pinned_prefix` (a RemoteFile, its
-  mirror honoured) and `hub_prefix` (a hub file) make one.
+  mirror honoured) and `hub_prefix` (a hub file, at the commit `hub_commit` finds its branch
+  at) make one.
 
 Layers: it imports safety and documents (the hub's listing), nothing above them.
 """

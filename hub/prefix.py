@@ -38,6 +38,27 @@ def pinned_prefix(remote, where):
     return Prefix(url, data_cache() / "prefix" / f"{remote.sha256}-{name}", where, remote.sha256)
 
 
+def hub_commit(hub, where):
+    """`hub` at the commit its branch (`hub.revision`, e.g. "main", which moves) names now, so
+    that its files are read, kept and recorded as that commit's. Offline (HF_HUB_OFFLINE=1): the
+    commit the cache read last."""
+    from huggingface_hub import HfApi, constants
+
+    kept = cache_folder(hub) / "commit"
+    last = kept.read_text() if kept.is_file() else None
+    if constants.HF_HUB_OFFLINE and last:
+        return hub._replace(revision=last)
+    advice = AGAIN
+    if last:  # say how to read it anyway
+        advice += f", or set HF_HUB_OFFLINE=1 to read {last[:12]}, the commit read last"
+    with hub_failures(where, advice):
+        commit = HfApi().dataset_info(hub.repo, revision=hub.revision).sha
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(kept) as tmp:
+        Path(tmp).write_text(commit)
+    return hub._replace(revision=commit)
+
+
 def hub_prefix(hub, where):
     """The Prefix of the one LFS file `hub.files` names (a HubDataset), fetched from the hub's
     resolve URL and kept beside budget.py's pieces, the hub's listing with it: a rerun the

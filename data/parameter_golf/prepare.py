@@ -35,7 +35,7 @@ from formats import golf, schema
 from formats.schema import FIGURES, GOLF_EXPORT, GOLF_FORMAT, GOLF_MANIFEST
 from formats.val_bytes import add_figures, checked_shares
 from hub import token_budget
-from hub.prefix import hub_prefix, hub_small_file
+from hub.prefix import hub_commit, hub_prefix, hub_small_file
 from inspection.bpb import audit_lines
 from prepare_common import bpe_encoding, llmc_names, write_record, write_shards
 from safety import (
@@ -49,8 +49,9 @@ from safety import (
 )
 from safety.files import read_small_file, sha256_file
 
-# The hub's selection: no commit of it could be read from here, so "main"; docs_sha256 in its
-# sidecar pins the documents' bytes, and a run refuses a docs_selected.jsonl that differs
+# The hub's selection: no commit of it could be read from here, so "main" (--max-tokens reads
+# the commit it names when the run starts, and records it); docs_sha256 in its sidecar pins the
+# documents' bytes, and a run refuses a docs_selected.jsonl that differs
 REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
 DOCS, SIDECAR = golf.DOCS, golf.SIDECAR
 BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
@@ -169,6 +170,7 @@ def budgeted_documents(args, out):
     past N (the folder keeps none past it) -> (the source, with its "budget", [the variant],
     val_docs)."""
     hub, where = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}"), f"{REPO}@{REVISION}"
+    hub = hub_commit(hub, where)  # main moves: its files are read and kept by its commit
     prefix = hub_prefix(hub, where)
     data = hub_small_file(hub, f"{REMOTE_ROOT}/{SIDECAR}", where)
     sidecar = golf.sidecar_record(data, f"{where}'s {REMOTE_ROOT}/{SIDECAR}")
@@ -220,7 +222,7 @@ def budgeted_documents(args, out):
     )
     if tokens < args.max_tokens:
         print(f"note: {where} holds {tokens:,} train tokens, fewer than asked: all read")
-    source = {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"}
+    source = {"repo": REPO, "revision": hub.revision, "file": f"{REMOTE_ROOT}/{DOCS}"}
     source.update(sha256=record["sha256"], budget=record)
     budget = {"name": where, "record": source, "remote": (REPO, REMOTE_ROOT), "path": out / DOCS}
     return budget, [variant], val_docs

@@ -301,6 +301,29 @@ def test_golf_budget_reads_the_first_lines(golf_hub, golf_files, tmp_path):
     assert golf_hub.unknown == []
 
 
+def test_golf_budget_reads_the_commit_main_names_now(golf_files, tmp_path):
+    """main moved, between two runs of one cache, to a commit whose docs_selected.jsonl is the
+    same size but other bytes (its lines in reverse order): the second run, of a larger budget,
+    writes what a fresh cache writes, that commit's first lines only; meta.json names the
+    commit; verify calls the folder OK."""
+    docs, sidecar = "datasets/docs_selected.jsonl", "datasets/docs_selected.source_manifest.json"
+    moved = b"".join(reversed(golf_files[docs].splitlines(keepends=True)))
+    record = {**json.loads(golf_files[sidecar]), "docs_sha256": sha256(moved)}
+    commit = sha256(b"moved")[:40]
+    commits = {GOLF_COMMIT: golf_files, commit: {docs: moved, sidecar: json.dumps(record).encode()}}
+    home, out, fresh = tmp_path / "home", tmp_path / "out", tmp_path / "fresh"
+    with LocalHub(GOLF_REPO, commits, {"main": GOLF_COMMIT}, lfs_suffixes=(".jsonl",)) as hub:
+        assert_ok(golf(hub, home, tmp_path / "first", 60_000, "--variant", "byte260"))
+        hub.refs["main"] = commit
+        assert_ok(golf(hub, home, out, 150_000, "--variant", "byte260"))
+        assert_ok(golf(hub, tmp_path / "other-home", fresh, 150_000, "--variant", "byte260"))
+    assert files_in(out) == files_in(fresh)
+    source = json.loads((out / "meta.json").read_text())["source"]
+    assert source["revision"] == commit
+    assert (out / "docs_selected.jsonl").read_bytes() == moved[: source["budget"]["bytes"]]
+    assert_ok(run(COMMON, "verify", out))
+
+
 def test_golf_budget_trains_sentencepiece_first(golf_hub, golf_files, tmp_path):
     """sp1024 with --tokenizer-train-docs 600: SentencePiece learns from the first 600
     documents, though the budget needs fewer; the folder keeps only those it needs, and a
