@@ -511,10 +511,13 @@ def _failure_message(exc, folder):
     OSError(ENOSPC, ...) -> "cannot finish the outputs in out: No space left on device; nothing
     was replaced (the previous outputs are whole): free some space and run again"
     """
-    reason = exc.strerror or str(exc)
-    if exc.filename:  # a staged name like .prepare.12.tmp/.train.bin.12.tmp -> train.bin
-        name = TEMPORARY_NAME.sub(r"\1", Path(exc.filename).name)
-        reason += f" ({name})"
+    reason, name = exc.strerror or str(exc), exc.filename
+    inside = os.path.join(os.path.abspath(folder), "")  # "out/": where the outputs are staged
+    if isinstance(name, str) and os.path.abspath(name).startswith(inside):
+        # a staged name like .prepare.12.tmp/.train.bin.12.tmp -> train.bin
+        reason += " ({})".format(TEMPORARY_NAME.sub(r"\1", Path(name).name))
+    elif name:  # a cache's file, maybe on a disk of its own: named whole
+        reason = f"{name}: {reason}"
     hint = {
         errno.ENOSPC: "free some space and run again",
         errno.EDQUOT: "free some space (your disk quota is full) and run again",

@@ -470,6 +470,23 @@ def test_a_disk_too_full_for_the_lock_is_one_line_and_leaves_no_lock(tmp_path):
         assert list(out.iterdir()) == []
 
 
+def test_a_full_disk_outside_the_folder_names_that_file(tmp_path):
+    """A cache's file on a full disk of its own (the hub's prefix, written during a run) is named
+    whole: the line named only its base name, as if the output folder's disk were full."""
+    from formats import schema
+    from safety import PrepareError, output_folder
+    from safety.files import naming
+
+    with mounted_tmpfs(tmp_path / "disk", "size=64k") as disk:
+        cache = disk / "prefix" / "abc-docs_selected.jsonl"
+        cache.parent.mkdir()
+        folder = output_folder(tmp_path / "out", schema)
+        with pytest.raises(PrepareError) as caught, folder, naming(cache), open(cache, "wb") as f:
+            f.write(b"x" * 200_000)
+            f.flush()
+    assert f"outputs in {tmp_path / 'out'}: {cache}: No space left on device" in str(caught.value)
+
+
 def test_a_full_disk_while_tinystories_spools_is_one_line_naming_the_file(tmp_path):
     """TinyStories writes each split through a spool file beside it: a full disk there names
     the output too, and leaves the old set."""
