@@ -76,12 +76,15 @@ from bpe.show_training import (
 )
 from documents.corpus import (
     Reading,
+    cap_pieces,
     count_table,
     documents,
     expand_inputs,
     file_kind,
     leaves_out,
     no_text_message,
+    piece_texts,
+    plan_pieces,
 )
 from engine.executors import add_datatrove_arguments, check_datatrove_arguments
 from inspection.packing import picture_kind, picture_path
@@ -685,7 +688,12 @@ def small_corpus(args):
         return None
     if sum(Path(path).stat().st_size for path in paths) > TRACE_CORPUS_BYTES:
         return None
-    texts = [read_text(path) for path in paths]
+    # The documents training counted: those within --max-chars, read as count_table reads them
+    reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
+    pieces = plan_pieces(paths, reading)
+    if args.max_chars is not None:
+        pieces = cap_pieces(pieces, reading, args.max_chars)
+    texts = [text for piece in pieces for text in piece_texts(piece, reading)]
     return corpus_pretokens(texts, args.pattern, args.special_tokens)
 
 

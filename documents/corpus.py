@@ -522,13 +522,19 @@ def documents(paths, text_column="text", fix=TEXT_COLUMN_OPTION):
 def count_piece(piece, reading):
     """{pretoken: count} of one piece's documents."""
     counter = FragmentCounter(reading.pattern, reading.special_tokens)
+    for text in piece_texts(piece, reading):
+        counter.add(text)
+    return counter.pretoken_counts()
+
+
+def piece_texts(piece, reading):
+    """The text of one piece, as counting reads it: a text piece in blocks, else its rows."""
     if piece.kind == "text":
         for offset, data in _blocks(piece, Cutter(reading.pattern, reading.special_tokens)):
-            counter.add(decode(data, piece.path, offset))
+            yield decode(data, piece.path, offset)
     else:
         for _, text in _rows(piece, reading.text_column):
-            counter.add(text)
-    return counter.pretoken_counts()
+            yield text
 
 
 def _blocks(piece, cutter):

@@ -54,6 +54,42 @@ def test_trace_the_cat_in_the_hat(tmp_path):
     ]
 
 
+@pytest.mark.parametrize(
+    "files, options, corpus",
+    [
+        pytest.param(
+            {"a.txt": "the cat in the hat", "b.txt": "zzzz zzzz zzzz"},
+            ["--max-chars", "18"],
+            "corpus: t h e / Ġ c a t / Ġ i n / Ġ t h e / Ġ h a t",
+            id="file-left-out",
+        ),
+        pytest.param(
+            {"a.txt": "the cat in the hat", "b.txt": "the cat"},
+            ["--max-chars", "18"],
+            "corpus: t h e / Ġ c a t / Ġ i n / Ġ t h e / Ġ h a t",
+            id="file-of-known-pretokens-left-out",
+        ),
+        pytest.param(
+            {"a.txt": "the cat<|endoftext|>the hat"},
+            ["--max-chars", "10", "--special-tokens", "<|endoftext|>"],
+            "corpus: t h e / Ġ c a t",
+            id="document-left-out",
+        ),
+    ],
+)
+def test_trace_shows_only_the_text_within_max_chars(tmp_path, capsys, files, options, corpus):
+    """The traced corpus is the documents training counted, after the --max-chars cut."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    inputs = [str(tmp_path / name) for name in files]
+    out = str(tmp_path / "t.json")
+    train_tokenizer.main(
+        ["--input", *inputs, "--vocab-size", "300", "--out", out, "--trace", "1", *options]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == corpus
+
+
 def test_sweep_table_and_bars(tmp_path):
     (tmp_path / "cat.txt").write_text("the cat in the hat", encoding="utf-8")
     (tmp_path / "hat.txt").write_text("the hat", encoding="utf-8")
