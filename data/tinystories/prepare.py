@@ -108,11 +108,6 @@ def main():
                 splits.add(
                     "val" if name == VAL else "train", name, ids, lengths, counts, keys, figures
                 )
-            print(*splits.summary(tokenizer["name"]), sep="\n")
-            if prefix:
-                source["budget"] = budget
-                print(budget_line(budget, prefix))
-                prefix.close()
 
             # 4. --dedup: drop each story repeating an earlier one, val's first: no val story
             #    keeps a copy in train (stories.py's SplitFiles.deduplicate says the order)
@@ -125,6 +120,11 @@ def main():
                     f"--dedup {args.dedup}: {dropped['val']:,} val and {dropped['train']:,} "
                     "train stories dropped, each repeating an earlier one"
                 )
+            print(*splits.summary(tokenizer["name"]), sep="\n")  # of the stories kept
+            if prefix:
+                source["budget"] = budget
+                print(budget_line(budget, prefix))
+                prefix.close()
 
             # 5. each split's files written in the order of their names, as llm.c sorts them
             record = splits.finish(archive, whole=budget.get("whole", True))  # and indexes
@@ -231,9 +231,10 @@ def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
         stories, numbers, encoding, tokenizer, dtype, where, eot_first=True, figures=True
     )
     ids = np.concatenate(out["ids"]) if stories else np.empty(0, dtype)
-    counts = {"stories": len(stories), "characters": sum(map(len, stories))}
+    counts = {"characters": np.array([len(story) for story in stories], np.int64)}
     if gpt2 is not None:  # both splits: a trained BPE beside GPT-2, story for story
-        counts["gpt2"] = sum(len(gpt2.encode_ordinary(story)) + 1 for story in stories)
+        gpt2_lengths = [len(gpt2.encode_ordinary(story)) + 1 for story in stories]
+        counts["gpt2"] = np.array(gpt2_lengths, np.int64)
     keys = (
         None
         if dedup is None

@@ -3,7 +3,7 @@ the order of the JSON files' names whatever the archive's order, the figures it 
 --vocab-size check, and a BPE trained on stories.
 
     with SplitFiles(out, np.uint16, llmc=True) as splits:  # llm.c's files (False: nanoGPT's)
-        splits.add("train", "data02.json", ids, lengths, {"stories": 1000}, None, figures)
+        splits.add("train", "data02.json", ids, lengths, {"characters": chars}, None, figures)
         splits.add("val", "data00.json", ...)  # any order: each split is a Spool
         splits.add("train", "data01.json", ...)
         print(*splits.summary("gpt2"), sep="\\n")
@@ -46,8 +46,8 @@ class SplitFiles(contextlib.AbstractContextManager):
 
     llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
     and TinyStories_train.bin, which start with its header (formats.shards.llmc_header). The
-    figures of each split are added up from what `add` is given (stories, characters, and the
-    tokens of any tokenizer compared) and printed by `summary`.
+    figures of each split are added up over its stories kept from what `add` is given (each
+    story's characters, and its tokens of any tokenizer compared) and printed by `summary`.
     """
 
     BASIC = ("files", "stories", "characters")  # the other figures count tokens
@@ -63,7 +63,7 @@ class SplitFiles(contextlib.AbstractContextManager):
         except BaseException:
             self.discard()
             raise
-        self.figures = {split: Counter() for split in SPLITS}
+        self.counts = {split: {} for split in SPLITS}  # {member name: {figure: a value a story}}
         self.lengths = {split: {} for split in SPLITS}  # {member name: its stories' lengths}
         self.keys = {split: {} for split in SPLITS}  # {member name: its stories' --dedup keys}
         self.rows = {split: {} for split in SPLITS}  # {member name: its stories' byte figures}
@@ -71,11 +71,12 @@ class SplitFiles(contextlib.AbstractContextManager):
 
     def add(self, split, name, ids, lengths, counts, keys=None, rows=None):
         """The ids of member `name` (its key in the split), its stories' lengths in tokens (for
-        the document index of nanoGPT's files), its figures, for --dedup its stories' keys
-        (dedup/drop.py's document_keys), and its stories' byte figures, a row each (`counted`)."""
+        the document index of nanoGPT's files), its figures ({figure: an array, a value a
+        story}), for --dedup its stories' keys (dedup/drop.py's document_keys), and its
+        stories' byte figures, a row each (`counted`)."""
         self.spools[split].add(name, ids)
         self.lengths[split][name] = np.asarray(lengths, dtype=np.int64)
-        self.figures[split].update({"files": 1, **counts})
+        self.counts[split][name] = counts
         self.keys[split][name] = keys
         self.rows[split][name] = rows
 
@@ -115,9 +116,18 @@ class SplitFiles(contextlib.AbstractContextManager):
         """The ids of member `name`'s kept stories: Spool.finish's pick."""
         return ids[np.repeat(self.kept[name], self.lengths[split][name])]
 
+    def figures(self, split):
+        """The split's files, and the figures of the stories in its file (all, or those kept):
+        stories, and the sum of each of `add`'s counts."""
+        figures = Counter(files=len(self.lengths[split]), stories=0)
+        for name, counts in self.counts[split].items():
+            figures["stories"] += len(self.kept_lengths(split, name))
+            figures.update({figure: int(self._kept(name, n).sum()) for figure, n in counts.items()})
+        return figures
+
     def totals(self, figure):
         """{split: that figure}: totals("stories") -> {"val": 21990, "train": ...}."""
-        return {split: self.figures[split][figure] for split in SPLITS}
+        return {split: self.figures(split)[figure] for split in SPLITS}
 
     def check(self, archive, whole=True):
         """TinyStories' files, sorted, must be data00.json (val), data01.json, ... (train), none
@@ -142,7 +152,8 @@ class SplitFiles(contextlib.AbstractContextManager):
         characters per token for the tokenizer and any other counted ("gpt2" in `add`'s
         counts). The end-of-text tokens count per story, not per character."""
         lines = []
-        for split, figures in self.figures.items():
+        for split in SPLITS:
+            figures = self.figures(split)
             stories, characters = figures["stories"], figures["characters"]
             tokens = self.tokens(split)
             lines.append(

@@ -219,11 +219,18 @@ def story_archive(paragraphs, tmp_path_factory):
 
 @pytest.mark.parametrize("fmt", ["bin", "llmc"])
 @pytest.mark.parametrize("rule", ["exact", "near"])
-def test_tinystories(rule, fmt, story_archive, tmp_path):
+def test_tinystories(rule, fmt, story_archive, gpt2_encoding, tmp_path):
     """val's stories first: its own repeats dropped, none for a train copy; every train copy of
-    a val story, or of an earlier train story, dropped."""
+    a val story, or of an earlier train story, dropped; the train figures printed are those of
+    the stories written."""
     args = ["--archive", story_archive, "--format", fmt, "--num-proc", "2", "--dedup", rule]
     stdout, meta = lesson_run("tinystories", args, tmp_path)
+    name = "train.bin" if fmt == "bin" else "TinyStories_train.bin"
+    ids = np.fromfile(tmp_path / "out" / name, np.uint16, offset=0 if fmt == "bin" else 1024)
+    characters = len(gpt2_encoding.decode(ids[ids != gpt2_encoding.eot_token].tolist()))
+    stories = meta["split"]["stories"]["train"]
+    printed = f"train: 4 file(s), {stories:,} stories, {characters:,} characters, {len(ids):,}"
+    assert f"{printed} tokens" in stdout.splitlines()
     record = meta["split"]["dedup"]
     assert_record(record, rule)
     dropped = record["stories_dropped"]
