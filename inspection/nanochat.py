@@ -205,7 +205,7 @@ def show_lines(folder, meta, split, block_size, index):
 
 def packing_report(folder, meta, split, block_size):
     """nanochat's figures for the split at T = block_size, as a dict: its documents' lengths
-    with their <|bos|>, the bytes of text, what its BOS best-fit rows keep."""
+    with their <|bos|>, the bytes of text, what its BOS best-fit rows keep, and T."""
     encoding = load(folder, meta)
     documents = list(split_documents(folder, meta, split))
     lengths = np.array([len(ids) + 1 for ids in encoding.encode_ordinary_batch(documents)])
@@ -224,6 +224,7 @@ def packing_report(folder, meta, split, block_size):
         "bytes": size,
         "bytes_per_token": size / text_tokens,
         "best_fit_tokens_kept": best_fit_tokens_kept(lengths, block_size),
+        "block_size": block_size,
     }
 
 

@@ -23,7 +23,7 @@ from safety.errors import PrepareError
 from safety.files import atomic_path
 
 from .folder import open_split
-from .token_bytes import bytes_per_token_lines
+from .token_bytes import bytes_per_token, bytes_per_token_lines
 
 PERCENTILES = (50, 90, 99)
 # nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
@@ -85,8 +85,8 @@ def packing_report(num_tokens, starts, block_size):
     """The packing figures for one split and block_size T, as a dict (see packing_lines).
 
     (10, [0, 4, 5], 3) -> documents 3, tokens 10, p50 4, windows_starting_mid_document 4/7,
-    windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10 (and best_fit_tokens_kept,
-    the one figure of a Python loop per document: 8/10)
+    windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10; not best_fit_tokens_kept
+    (8/10), the one figure of a Python loop per document, which `packing` adds
     """
     windows = check_windows(num_tokens, block_size)
     lengths = document_lengths(num_tokens, starts)
@@ -238,10 +238,11 @@ def packing(folder, meta, split, block_size, as_json=False, plot=None):
     if plot is not None:
         plot = picture_path(plot)
         plot_lengths(lengths, block_size, plot)
-    if as_json:
-        print(json.dumps(report))
+    best_fit = best_fit_tokens_kept(lengths, block_size)
+    if as_json:  # every figure of the lines, named as in a nanochat folder's object
+        figures = {"block_size": block_size, "best_fit_tokens_kept": best_fit}
+        print(json.dumps({**report, **figures, **bytes_per_token(meta, split)}))
     else:
-        best_fit = best_fit_tokens_kept(lengths, block_size)
         lines = [*packing_lines(report, block_size, best_fit), *bytes_per_token_lines(meta, split)]
         print(f"{split} of {folder}:", *lines, sep="\n")
     if plot is not None:  # beside the JSON object, on stderr: stdout stays one object

@@ -58,14 +58,24 @@ def split_bytes(folder, meta, lengths):
     return totals
 
 
+def bytes_per_token(meta, split):
+    """A split's bytes of text and bytes per token, {"bytes": 111540, "bytes_per_token": 1.0},
+    or {} for a folder written before token_bytes, which has none."""
+    record = meta.get("token_bytes")
+    if not isinstance(record, dict) or split not in record.get("bytes", {}):
+        return {}
+    size, tokens = record["bytes"][split], meta["splits"][split]["tokens"]
+    return {"bytes": size, "bytes_per_token": size / max(tokens, 1)}
+
+
 def bytes_per_token_lines(meta, split):
     """[the line of a split's bytes per token], "val: 111,540 bytes of text in 111,540 tokens:
     1.00 bytes per token", or [] for a folder written before token_bytes, which has none."""
-    record = meta.get("token_bytes")
-    if not isinstance(record, dict) or split not in record.get("bytes", {}):
+    figures = bytes_per_token(meta, split)
+    if not figures:
         return []
-    size, tokens = record["bytes"][split], meta["splits"][split]["tokens"]
-    per_token = size / max(tokens, 1)
+    size, tokens = figures["bytes"], meta["splits"][split]["tokens"]
     return [
-        f"{split}: {size:,} bytes of text in {tokens:,} tokens: {per_token:.2f} bytes per token"
+        f"{split}: {size:,} bytes of text in {tokens:,} tokens: "
+        f"{figures['bytes_per_token']:.2f} bytes per token"
     ]

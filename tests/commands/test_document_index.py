@@ -23,6 +23,8 @@ from conftest import (
     write_jsonl,
 )
 
+from inspection import main as inspect_folder
+
 EOT = "<|endoftext|>"
 T = 8
 # longer than T, exactly T + 1, a single token (an empty text), and others; 0.2 of 10 go to val
@@ -235,7 +237,7 @@ def test_packing_json_equals_an_independent_count(split, gpt2_run):
     report = json.loads(result.stdout)
     data = np.fromfile(gpt2_run / f"{split}.bin", dtype=np.uint16)
     expected = brute_force_report(data, 50256, T)
-    assert report.keys() == expected.keys()
+    assert report.keys() >= expected.keys()
     for key, value in expected.items():
         assert report[key] == pytest.approx(value), key
 
@@ -250,7 +252,7 @@ def test_packing_of_a_split_of_one_document(tmp_path):
     val = np.fromfile(out / "val.bin", dtype=np.uint16)
     expected = brute_force_report(val, 50256, 2)
     assert report.pop("document_tokens") == expected.pop("document_tokens")
-    assert report == pytest.approx(expected)
+    assert {key: report[key] for key in expected} == pytest.approx(expected)
     assert expected["documents"] == 1 and expected["windows_crossing_a_document_start"] == 0
 
 
@@ -258,6 +260,35 @@ def test_packing_prints_plain_lines_with_best_fit(gpt2_run):
     result = run_python(COMMON, "packing", gpt2_run, "--block-size", T)
     assert result.returncode == 0, result.stderr
     assert "start mid-document" in result.stdout and "best-fit" in result.stdout
+
+
+def test_packing_json_holds_every_figure_the_lines_print(gpt2_run, capsys):
+    """--json holds each figure the plain lines print, the best-fit one, block_size and bytes
+    per token included, under the names a nanochat folder's object uses for its figures."""
+    args = ["packing", str(gpt2_run), "--block-size", str(T)]
+    inspect_folder(args)
+    printed = capsys.readouterr().out
+    inspect_folder([*args, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report.keys() == {
+        *("documents", "tokens", "document_tokens", "block_size", "bos_aligned_tokens_kept"),
+        *("windows_starting_mid_document", "windows_crossing_a_document_start"),
+        *("best_fit_tokens_kept", "bytes", "bytes_per_token"),
+    }
+    lengths = report["document_tokens"]
+    for figure in [
+        f"{report['documents']:,} documents, {report['tokens']:,} tokens;",
+        f"p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
+        f"max {lengths['max']:,}\n",
+        f"block_size {report['block_size']:,}: a window reads {T + 1:,} tokens",
+        f"get_batch: {report['windows_starting_mid_document']:.1%} of its windows",
+        f"and {report['windows_crossing_a_document_start']:.1%} read on",
+        f"keep {report['bos_aligned_tokens_kept']:.1%} of the tokens",
+        f"keeps {report['best_fit_tokens_kept']:.1%}\n",
+        f"{report['bytes']:,} bytes of text in {report['tokens']:,} tokens: "
+        f"{report['bytes_per_token']:.2f} bytes per token",
+    ]:
+        assert figure in printed
 
 
 def test_packing_plots_the_lengths(gpt2_run, tmp_path):

@@ -14,6 +14,7 @@ import pytest
 from conftest import COMMON, REPO, assert_one_line, run, run_python, write_jsonl
 
 from formats.schema import NANOCHAT_TOKEN_BYTES, NANOCHAT_TOKENIZER, TOKEN_BYTES
+from inspection import main as inspect_folder
 
 pytestmark = pytest.mark.usefixtures("downloads")  # Tiny Shakespeare, GPT-2's files
 
@@ -335,12 +336,29 @@ def test_nanochat_messages(nanochat_folder, damage, args, code, fragments):
     assert_one_line(inspect(args[0], nanochat_folder, *args[1:]), *fragments, code=code)
 
 
-def test_packing_json_on_a_nanochat_folder(nanochat_set):
-    """packing --json works on a nanochat folder: one JSON object of its figures."""
-    result = inspect("packing", nanochat_set, "--block-size", "64", "--json")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+def test_packing_json_on_a_nanochat_folder(nanochat_set, capsys):
+    """packing --json works on a nanochat folder: one JSON object of each figure the plain
+    lines print, under the names a .bin folder's object uses for them."""
+    args = ["packing", str(nanochat_set), "--block-size", "64"]
+    inspect_folder(args)
+    printed = capsys.readouterr().out
+    inspect_folder([*args, "--json"])
+    report = json.loads(capsys.readouterr().out)
     assert report["documents"] == 6198 and 0 < report["best_fit_tokens_kept"] <= 1
+    assert report.keys() == {
+        *("documents", "tokens", "document_tokens", "block_size"),
+        *("best_fit_tokens_kept", "bytes", "bytes_per_token"),
+    }
+    lengths = report["document_tokens"]
+    for figure in [
+        f"{report['documents']:,} documents, {report['tokens']:,} tokens",
+        f"p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
+        f"max {lengths['max']:,}\n",
+        f"{report['bytes']:,} bytes of text: {report['bytes_per_token']:.2f} bytes per token",
+        f"max_seq_len {report['block_size']:,} and its target",
+        f"keep {report['best_fit_tokens_kept']:.1%} of the tokens",
+    ]:
+        assert figure in printed
 
 
 def test_block_size_has_help_text():
