@@ -410,6 +410,8 @@ def _golf_problem(meta):
                 where = f"datasets[{i}].{key}[{j}]"  # (their names: checked by name_problem)
                 if problem := fields_problem(record, where, SHARD_FIELDS[2:]):
                     return problem
+                if key == "val_bytes" and record["split"] != "val":  # a sidecar is val's
+                    return wrong(f"{where}.split", record["split"], '"val"')
         listed = {shard["split"] for shard in dataset["shards"]}
         empty = [name for name in SPLIT_NAMES if name not in listed]
         if empty:  # nothing to train on, or no val loss: train_gpt.py reads both splits

@@ -451,6 +451,13 @@ def tamper_bytes(out):
             edit_figure, ["meta.json", "datasets[1].bytes.val.tokenizer_bytes"], id="figure-edited"
         ),
         pytest.param(
+            lambda out: edit_meta(
+                out, lambda m: m["datasets"][0]["val_bytes"][0].update(split="train")
+            ),
+            ["meta.json", 'datasets[0].val_bytes[0].split is "train", expected "val"'],
+            id="sidecar-listed-as-train",
+        ),
+        pytest.param(
             repeat_a_train_shard,
             ["datasets[0]'s train shards hold more documents than", "docs_selected.jsonl"],
             id="shard-repeated",
@@ -485,7 +492,8 @@ def tamper_bytes(out):
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
     figure edited in meta.json, a shard repeated, no split.val_docs, no BOS in a tokenizer
-    record: verify fails in one line naming the file and the figure."""
+    record, a sidecar listed as train's: verify fails in one line naming the file and the
+    figure."""
     out = tmp_path / "copy"
     shutil.copytree(prepared[0], out)
     change(out)
