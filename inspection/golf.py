@@ -4,9 +4,11 @@ tokenizers/, datasets/fineweb10B_{suffix}/ of llm.c shards, manifest.json.
 verify recomputes, from the documents and the ids a trainer reads: every file's sha256; each
 shard's header, tokens and largest id; each dataset's tokenizer rebuilt from its files; each
 split's byte figures (inspection/bpb.py); each val bytes sidecar's header, its length against
-its val shard and, per document, the sum of its shares against the text's UTF-8 bytes.
+its val shard and, per document, the sum of its shares against the text's UTF-8 bytes; the val
+shards' ids and the sidecars' shares against the val documents encoded again.
 """
 
+import itertools
 import json
 from pathlib import Path
 
@@ -17,12 +19,15 @@ from formats import golf
 from formats.schema import FIGURES
 from formats.shards import read_shard
 from formats.tokenizers import load_trained
-from formats.val_bytes import add_figures, document_ids
+from formats.val_bytes import add_figures, checked_shares, document_ids
 from safety.errors import PrepareError
 from safety.files import sha256_file
 
 from .bpb import audit_lines, document_share_sums
 from .folder import SHA256_DIFFERS, audit_shards
+from .val_bytes import first_difference
+
+BATCH = 1024  # val documents encoded at a time, as prepare.py encodes them
 
 
 def audit(folder, meta, quiet=False):
@@ -52,8 +57,12 @@ def audit(folder, meta, quiet=False):
         if shards:
             problems += shards
             continue
-        figures = _audit_figures(folder, dataset, tokens, where, meta["split"]["val_docs"])
-        problems += figures or _audit_sidecars(folder, dataset, tokens)  # read by document
+        val_docs = meta["split"]["val_docs"]
+        problems += (
+            _audit_figures(folder, dataset, tokens, where, val_docs)
+            or _audit_sidecars(folder, dataset, tokens)  # read by document
+            or _audit_encoded_val(folder, dataset, tokens, val_docs)
+        )
         if not problems and not quiet:
             print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
     return problems
@@ -84,7 +93,13 @@ def rebuilt_tokenizer(folder, record, where):
             raise PrepareError(f"{path} is not parameter-golf's pure-byte tokenizer")
         tokens = golf.ByteTokens()
     elif record["kind"] == "sentencepiece_bpe":
-        tokens = golf.SentencePieceTokens(path)
+        try:
+            tokens = golf.SentencePieceTokens(path)
+        except PrepareError:  # no sentencepiece package: nothing of the dataset is checked
+            raise PrepareError(
+                f"{path} needs the sentencepiece package to be read, so the shards and val bytes "
+                f"sidecars of {where} cannot be checked against it: pip install -e '.[golf]'"
+            ) from None
     else:
         tokens = golf.BpeTokens(load_trained(path, option="the tokenizer")[1], record.get("bos_id"))
     if (tokens.vocab_size, tokens.bos_id) != (record.get("vocab_size"), record.get("bos_id")):
@@ -186,6 +201,43 @@ def _audit_sidecars(folder, dataset, tokens):
                 )
             ]
     return []
+
+
+def _audit_encoded_val(folder, dataset, tokens, val_docs):
+    """The val shards' ids, and their sidecars' shares, against the val documents encoded again
+    (_encoded_val): the first position that differs, named in its file."""
+    source = f"{folder / golf.DOCS}'s val documents encoded by {dataset['tokenizer']['name']}"
+    for key, expected in _encoded_val(folder, dataset, tokens, val_docs).items():
+        what = "id" if key == "shards" else "share"
+        records = sorted((s for s in dataset[key] if s["split"] == "val"), key=lambda s: s["file"])
+        found = joined_ids(folder, dataset, "val", key)
+        if len(found) != len(expected):
+            return [
+                f"{folder / records[0]['file']}: val's {key} hold {len(found):,} {what}s, "
+                f"{source} give {len(expected):,}"
+            ]
+        start = 0
+        for record in records:
+            part, start = slice(start, start + record["tokens"]), start + record["tokens"]
+            path = folder / record["file"]
+            if line := first_difference(path, found[part], expected[part], source, what):
+                return [line]
+    return []
+
+
+def _encoded_val(folder, dataset, tokens, val_docs):
+    """{"shards": val's ids, "val_bytes": their shares (if the dataset has sidecars)} of the val
+    documents encoded as prepare.py encodes them: each its BOS then its ids, the BOS's share 0
+    (its whole text, for a document of no token); uint16, as the shards hold them."""
+    texts = itertools.islice(documents([folder / golf.DOCS]), val_docs)
+    expected = {key: [] for key in ("shards", "val_bytes") if dataset[key]}
+    while batch := list(itertools.islice(texts, BATCH)):
+        for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
+            expected["shards"].append(np.concatenate([[tokens.bos_id], ids]).astype(np.uint16))
+            if "val_bytes" in expected:
+                shares = np.concatenate([[0 if len(ids) else len(text.encode())], shares])
+                expected["val_bytes"].append(checked_shares(shares, folder / golf.DOCS))
+    return {key: np.concatenate(arrays) for key, arrays in expected.items()}
 
 
 def _unlisted(folder, meta):

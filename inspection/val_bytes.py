@@ -99,14 +99,23 @@ def audit_sidecars(folder, meta, lengths):
             )
             continue
         expected = lengths[np.asarray(val_ids, dtype=np.int64)]
-        wrong = np.flatnonzero(np.asarray(shares, dtype=np.int64) != expected)
-        if len(wrong):
-            at = int(wrong[0])
-            problems.append(
-                f"{path}: share {at:,} is {int(shares[at])}, recomputed from {item['ids']}: "
-                f"{int(expected[at])} ({len(wrong):,} of {len(shares):,} differ)"
-            )
+        if problem := first_difference(path, shares, expected, item["ids"]):
+            problems.append(problem)
     return problems
+
+
+def first_difference(path, found, expected, source, what="share"):
+    """The line naming the first of a file's values (shares, or ids) that is not the one
+    recomputed from `source`, or None: "val_bytes.bin: share 7 is 2, recomputed from val.bin: 3
+    (1 of 9 differ)". `found` and `expected` are as long."""
+    wrong = np.flatnonzero(np.asarray(found) != expected)
+    if not len(wrong):
+        return None
+    at = int(wrong[0])
+    return (
+        f"{path}: {what} {at:,} is {int(found[at])}, recomputed from {source}: "
+        f"{int(expected[at])} ({len(wrong):,} of {len(found):,} differ)"
+    )
 
 
 def read_sidecar(path, meta):

@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,7 @@ from formats import golf
 from formats.schema import FIGURES
 from formats.val_bytes import add_figures
 from inspection.bpb import document_share_sums
+from inspection.verify import verify
 
 pytest.importorskip("sentencepiece", reason="needs sentencepiece: pip install -e '.[golf]'")
 
@@ -369,10 +371,11 @@ def test_sidecar_sums_to_each_documents_bytes(prepared, golf_docs):
         assert sums.astype(int).tolist() == sizes
 
 
-def edit_sidecar(out, change):
-    """Change the first sidecar's shares with `change` and record its new sha256."""
+def edit_sidecar(out, change, key="val_bytes"):
+    """Change the first sidecar's shares (key "shards": the first val shard's ids) with `change`
+    and record its new sha256."""
     meta = json.loads((out / "meta.json").read_text())
-    record = meta["datasets"][0]["val_bytes"][0]
+    record = meta["datasets"][0][key][0]
     path = out / record["file"]
     header, shares = np.fromfile(path, "<i4", count=256), np.fromfile(path, "<u2", offset=1024)
     shares = change(shares.copy())
@@ -385,6 +388,21 @@ def edit_sidecar(out, change):
 def shift_a_byte(shares):
     shares[10] += 1
     return shares
+
+
+def move_a_share(shares):
+    """A byte's share moved to the next token of the same document: its sum is kept."""
+    at = np.flatnonzero((shares[:-1] > 1) & (shares[1:] > 0))[200]
+    shares[at] -= 1
+    shares[at + 1] += 1
+    return shares
+
+
+def swap_two_ids(ids):
+    """Two neighbouring ids of a document swapped: the same pieces, in another order."""
+    at = np.flatnonzero((ids[:-1] > 3) & (ids[1:] > 3) & (ids[:-1] != ids[1:]))[200]
+    ids[[at, at + 1]] = ids[[at + 1, at]]
+    return ids
 
 
 def edit_figure(out):
@@ -451,6 +469,16 @@ def tamper_bytes(out):
             edit_figure, ["meta.json", "datasets[1].bytes.val.tokenizer_bytes"], id="figure-edited"
         ),
         pytest.param(
+            lambda out: edit_sidecar(out, move_a_share),
+            ["fineweb_val_bytes_000000.bin: share", "recomputed from", "docs_selected.jsonl"],
+            id="a-share-moved-to-the-next-token",
+        ),
+        pytest.param(
+            lambda out: edit_sidecar(out, swap_two_ids, key="shards"),
+            ["fineweb_val_000000.bin: id", "recomputed from", "docs_selected.jsonl's val"],
+            id="two-val-ids-swapped",
+        ),
+        pytest.param(
             lambda out: edit_meta(
                 out, lambda m: m["datasets"][0]["val_bytes"][0].update(split="train")
             ),
@@ -492,12 +520,25 @@ def tamper_bytes(out):
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
     figure edited in meta.json, a shard repeated, no split.val_docs, no BOS in a tokenizer
-    record, a sidecar listed as train's: verify fails in one line naming the file and the
-    figure."""
+    record, a sidecar listed as train's; and, each with every sha256 recorded anew, a share
+    moved within a document, two val ids swapped: verify fails in one line naming the file
+    and the figure or the first position that differs."""
     out = tmp_path / "copy"
     shutil.copytree(prepared[0], out)
     change(out)
     assert_clean_failure(run_python(COMMON, "verify", out), *fragments)
+
+
+def test_verify_without_sentencepiece_says_what_it_cannot_check(prepared, monkeypatch):
+    """Without the sentencepiece package, verify names the sp1024 dataset's model file and says
+    that its shards and sidecars cannot be checked: the folder is never called OK."""
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # `import sentencepiece` fails
+    model = prepared[0] / "tokenizers" / "fineweb_1024_bpe.model"
+    assert verify(prepared[0], quiet=True) == [
+        f"{model} needs the sentencepiece package to be read, so the shards and val bytes "
+        f"sidecars of {prepared[0] / 'meta.json'}: datasets[0] cannot be checked against it: "
+        "pip install -e '.[golf]'"
+    ]
 
 
 @pytest.mark.parametrize(
