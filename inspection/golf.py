@@ -5,7 +5,8 @@ verify recomputes, from the documents and the ids a trainer reads: every file's 
 shard's header, tokens and largest id; each dataset's tokenizer rebuilt from its files; each
 split's byte figures (inspection/bpb.py); each val bytes sidecar's header, its length against
 its val shard and, per document, the sum of its shares against the text's UTF-8 bytes; the val
-shards' ids and the sidecars' shares against the val documents encoded again.
+shards' ids and the sidecars' shares against the val documents encoded again; manifest.json
+against the one prepare.py writes from all that.
 """
 
 import itertools
@@ -16,12 +17,13 @@ import numpy as np
 
 from documents.corpus import documents
 from formats import golf
-from formats.schema import FIGURES
+from formats.schema import FIGURES, GOLF_EXPORT, GOLF_MANIFEST
 from formats.shards import read_shard
 from formats.tokenizers import load_trained
 from formats.val_bytes import add_figures, checked_shares, document_ids
 from safety.errors import PrepareError
-from safety.files import sha256_file
+from safety.files import load_json, read_small_file, sha256_file
+from safety.text import shortened
 
 from .bpb import audit_lines, document_share_sums
 from .folder import SHA256_DIFFERS, audit_shards
@@ -32,7 +34,7 @@ BATCH = 1024  # val documents encoded at a time, as prepare.py encodes them
 
 def audit(folder, meta, quiet=False):
     """verify's problems with a parameter-golf folder, one line each; prints each audit."""
-    folder, problems = Path(folder), []
+    folder, problems, tokenizers = Path(folder), [], []
     for item in meta["files"]:
         path = folder / item["file"]
         if not path.is_file() or sha256_file(path) != item["sha256"]:
@@ -47,6 +49,7 @@ def audit(folder, meta, quiet=False):
         except PrepareError as exc:
             problems.append(str(exc))
             continue
+        tokenizers.append(tokens)
         shards = audit_shards(
             folder,
             {"format": "llmc", "shards": dataset["shards"]},
@@ -65,7 +68,7 @@ def audit(folder, meta, quiet=False):
         )
         if not problems and not quiet:
             print("\n".join(audit_lines(dataset["name"], dataset["bytes"])))
-    return problems
+    return problems or _audit_manifest(folder, meta, tokenizers)
 
 
 def not_one_dataset(folder, meta):
@@ -238,6 +241,74 @@ def _encoded_val(folder, dataset, tokens, val_docs):
                 shares = np.concatenate([[0 if len(ids) else len(text.encode())], shares])
                 expected["val_bytes"].append(checked_shares(shares, folder / golf.DOCS))
     return {key: np.concatenate(arrays) for key, arrays in expected.items()}
+
+
+def _audit_manifest(folder, meta, tokenizers):
+    """manifest.json against the one prepare.py writes (golf.manifest) from what verify checked:
+    each dataset's shards, figures and tokenizer, meta.json's split and source, the hub's
+    sidecar, and tokenizer_config.export.json's specs, each that of its dataset. The first field
+    that differs, named: parameter-golf's scripts read its counts, ids, globs and paths."""
+    export, datasets = folder / GOLF_EXPORT, meta["datasets"]
+    specs = load_json(read_small_file(export), export)
+    specs = specs.get("tokenizers") if isinstance(specs, dict) else None
+    named = [
+        (s.get("name"), f"fineweb10B_{s.get('dataset_suffix')}") if isinstance(s, dict) else s
+        for s in (specs if isinstance(specs, list) else [None])
+    ]
+    if named != [(d["tokenizer"]["name"], d["name"]) for d in datasets]:
+        return [f"{export}: tokenizers is not the spec of each dataset meta.json lists, in order"]
+    variants = [
+        {
+            "spec": spec,
+            "tokens": tokens,
+            "files": [item["file"] for item in dataset["tokenizer"]["files"]],
+            "dataset": dataset,
+        }
+        for spec, tokens, dataset in zip(specs, tokenizers, datasets)
+    ]
+    source = meta.get("source") or {}
+    remote = (
+        (source["repo"], source["file"].rpartition("/")[0]) if "repo" in source else (None, None)
+    )
+    sidecar = None
+    if golf.SIDECAR in {item["file"] for item in meta["files"]}:
+        path = folder / golf.SIDECAR
+        sidecar = golf.sidecar_record(read_small_file(path), path)
+    counts = datasets[0]["bytes"]  # each split's documents, recounted by now
+    expected = golf.manifest(
+        variants,
+        counts["val"]["documents"] + counts["train"]["documents"],
+        meta["split"]["val_docs"],
+        meta["split"].get("shard_size"),
+        sidecar,
+        {"remote": remote},
+    )
+    path = folder / GOLF_MANIFEST
+    difference = _differing_field(load_json(read_small_file(path), path), expected)
+    if difference is None:
+        return []
+    field, found, wanted = difference
+    return [
+        f"{path}: {field or 'its content'} is {shortened(json.dumps(found))}, but meta.json and "
+        f"the files it lists give {shortened(json.dumps(wanted))}; run prepare.py again"
+    ]
+
+
+def _differing_field(found, expected, field=""):
+    """(field, its value, the one expected) where two JSON values first differ, or None:
+    ({"a": [1, 2]}, {"a": [1, 3]}) -> ("a[1]", 2, 3)."""
+    if isinstance(expected, dict) and isinstance(found, dict) and found.keys() == expected.keys():
+        fields = [(f"{field}.{key}" if field else key, key) for key in expected]
+    elif isinstance(expected, list) and isinstance(found, list) and len(found) == len(expected):
+        fields = [(f"{field}[{i}]", i) for i in range(len(expected))]
+    elif found == expected and type(found) is type(expected):
+        return None
+    else:
+        return field, found, expected
+    for name, key in fields:
+        if difference := _differing_field(found[key], expected[key], name):
+            return difference
+    return None
 
 
 def _unlisted(folder, meta):

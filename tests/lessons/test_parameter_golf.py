@@ -405,6 +405,37 @@ def swap_two_ids(ids):
     return ids
 
 
+def reseal(out):
+    """Every sha256 meta.json records set anew from its file: an edit that keeps the record
+    consistent, which only what verify recomputes from the files can catch."""
+    meta = json.loads((out / "meta.json").read_text())
+
+    def seal(value):
+        if isinstance(value, dict) and {"file", "sha256"} <= value.keys():
+            value["sha256"] = hashlib.sha256((out / value["file"]).read_bytes()).hexdigest()
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, (dict, list)):
+                seal(item)
+
+    seal(meta)
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
+def edit_manifest(out, change):
+    """Change manifest.json with `change`, and reseal."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    change(manifest)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    reseal(out)
+
+
+def manifest_figures_edited(manifest):
+    manifest["num_val_docs"] = 499
+    dataset = manifest["datasets"][0]
+    dataset["stats"]["tokens_val"] += 5
+    dataset.update(bos_id=2, val_glob="x/*.bin")
+
+
 def edit_figure(out):
     meta = json.loads((out / "meta.json").read_text())
     meta["datasets"][1]["bytes"]["val"]["tokenizer_bytes"] += 1
@@ -479,6 +510,16 @@ def tamper_bytes(out):
             id="two-val-ids-swapped",
         ),
         pytest.param(
+            lambda out: edit_manifest(out, manifest_figures_edited),
+            ["manifest.json: num_val_docs is 499, but meta.json"],
+            id="manifest-figures-edited",
+        ),
+        pytest.param(
+            lambda out: edit_manifest(out, lambda m: m["datasets"][2].update(val_glob="x/*.bin")),
+            ['manifest.json: datasets[2].val_glob is "x/*.bin"', "datasets/fineweb10B_bpe1000/"],
+            id="manifest-glob-edited",
+        ),
+        pytest.param(
             lambda out: edit_meta(
                 out, lambda m: m["datasets"][0]["val_bytes"][0].update(split="train")
             ),
@@ -521,8 +562,9 @@ def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, cha
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
     figure edited in meta.json, a shard repeated, no split.val_docs, no BOS in a tokenizer
     record, a sidecar listed as train's; and, each with every sha256 recorded anew, a share
-    moved within a document, two val ids swapped: verify fails in one line naming the file
-    and the figure or the first position that differs."""
+    moved within a document, two val ids swapped, manifest.json's figures or a glob edited:
+    verify fails in one line naming the file and the figure or the first position that
+    differs."""
     out = tmp_path / "copy"
     shutil.copytree(prepared[0], out)
     change(out)
