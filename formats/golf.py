@@ -172,7 +172,13 @@ class SentencePieceTokens:
     kind = "sentencepiece_bpe"
 
     def __init__(self, model_path):
-        self.processor = sentencepiece_module().SentencePieceProcessor(model_file=str(model_path))
+        module = sentencepiece_module()
+        try:
+            self.processor = module.SentencePieceProcessor(model_file=str(model_path))
+        except (RuntimeError, OSError):  # its parser's "could not parse ModelProto"
+            raise PrepareError(
+                f"{model_path} is not a SentencePiece model; prepare the folder again"
+            ) from None
         sp = self.processor
         self.vocab_size, self.bos_id, self.eos_id = sp.vocab_size(), sp.bos_id(), sp.eos_id()
         self.base, self.leading_space, self.boundary = sentencepiece_luts(sp)

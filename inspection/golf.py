@@ -97,12 +97,13 @@ def rebuilt_tokenizer(folder, record, where):
         tokens = golf.ByteTokens()
     elif record["kind"] == "sentencepiece_bpe":
         try:
-            tokens = golf.SentencePieceTokens(path)
+            golf.sentencepiece_module()
         except PrepareError:  # no sentencepiece package: nothing of the dataset is checked
             raise PrepareError(
                 f"{path} needs the sentencepiece package to be read, so the shards and val bytes "
                 f"sidecars of {where} cannot be checked against it: pip install -e '.[golf]'"
             ) from None
+        tokens = golf.SentencePieceTokens(path)
     else:
         tokens = golf.BpeTokens(load_trained(path, option="the tokenizer")[1], record.get("bos_id"))
     if (tokens.vocab_size, tokens.bos_id) != (record.get("vocab_size"), record.get("bos_id")):

@@ -421,6 +421,10 @@ def reseal(out):
     (out / "meta.json").write_text(json.dumps(meta))
 
 
+def damage_the_model(out):
+    (out / "tokenizers" / "fineweb_1024_bpe.model").write_bytes(b"not a model")
+
+
 def edit_manifest(out, change):
     """Change manifest.json with `change`, and reseal."""
     manifest = json.loads((out / "manifest.json").read_text())
@@ -556,13 +560,19 @@ def tamper_bytes(out):
             ["meta.json", "datasets[0].tokenizer says 1024 ids and BOS null, its files 1024 and 1"],
             id="bos-id-left-out",
         ),
+        pytest.param(
+            lambda out: (damage_the_model(out), reseal(out)),
+            ["fineweb_1024_bpe.model is not a SentencePiece model"],
+            id="model-damaged",
+        ),
     ],
 )
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
     """A tampered sidecar, one of the wrong length, shares moved between documents, a byte
     figure edited in meta.json, a shard repeated, no split.val_docs, no BOS in a tokenizer
     record, a sidecar listed as train's; and, each with every sha256 recorded anew, a share
-    moved within a document, two val ids swapped, manifest.json's figures or a glob edited:
+    moved within a document, two val ids swapped, manifest.json's figures or a glob edited, a
+    damaged model:
     verify fails in one line naming the file and the figure or the first position that
     differs."""
     out = tmp_path / "copy"
