@@ -2,11 +2,14 @@
 batch at a time, and streaming their ids back out (data/openwebtext's machinery, each piece on
 its own)."""
 
+import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from conftest import lesson
+from conftest import lesson, write_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -212,3 +215,69 @@ def test_data_files_order_is_sorted_per_pattern(tmp_path):
         (tmp_path / name).write_text(name)
     files = expand_data_files([str(tmp_path / "b.txt"), str(tmp_path / "*.txt")])
     assert [Path(f).name for f in files] == ["b.txt", "10.txt", "2.txt", "a.txt"]  # b.txt only once
+
+
+FIVE_DOCUMENTS = "".join(json.dumps({"text": f"Document {i}."}) + "\n" for i in range(5))
+
+
+def jsonl_lines(*rows):
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def parquet_bytes(table):
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+MISSING = "1 of 7 documents have a missing or non-string 'text' (the first at row 6)"
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        *(
+            pytest.param({"a.jsonl": FIVE_DOCUMENTS, "b.jsonl": later}, MISSING, id=name)
+            for name, later in [
+                ("a-later-number", jsonl_lines({"text": "ok"}, {"text": 5})),
+                ("a-later-object", jsonl_lines({"text": "ok"}, {"text": {"x": 1}})),
+                ("a-later-file-without-text", jsonl_lines({"text": "ok"}, {"body": "x"})),
+            ]
+        ),
+        pytest.param(
+            {"a.json": FIVE_DOCUMENTS, "b.json": json.dumps([{"text": "ok"}, {"text": 2}])},
+            MISSING,
+            id="a-later-json-array-of-mixed-types",  # was '"ok"' and "2"
+        ),
+        pytest.param(
+            {"a.jsonl": FIVE_DOCUMENTS, "b.jsonl": jsonl_lines({"text": "ok", "meta": 1})},
+            "b.jsonl holds the fields meta, text, a.jsonl text: datasets reads JSON files of",
+            id="a-later-file-of-other-fields",
+        ),
+        pytest.param(
+            {
+                "a.parquet": parquet_bytes(pa.table({"text": ["a", "b"]})),
+                "b.parquet": parquet_bytes(pa.table({"body": ["c"]})),
+            },
+            "b.parquet has no 'text' column; its columns are: body",
+            id="a-later-parquet-without-text",
+        ),
+        pytest.param(
+            {
+                "a.parquet": parquet_bytes(pa.table({"text": ["a", "b"]})),
+                "b.parquet": parquet_bytes(pa.table({"text": [b"c"]})),
+            },
+            "b.parquet's 'text' column holds binary, not strings",
+            id="a-later-parquet-of-bytes",
+        ),
+    ],
+)
+def test_a_later_file_of_other_texts_is_refused(tmp_path, files, message):
+    """A file listed after the first, whose texts are not strings or whose fields differ, is
+    refused in one line, as the first is: datasets cast it to the first file's columns (a
+    number became its digits, an object its JSON)."""
+    write_files(tmp_path, files)
+    paths = [str(tmp_path / name) for name in files]
+    with pytest.raises(PrepareError) as caught:
+        load_documents(OPENWEBTEXT, paths, 1, tmp_path / "cache")
+    assert message in str(caught.value).replace(f"{tmp_path}/", "")
