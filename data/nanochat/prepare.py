@@ -143,6 +143,11 @@ def from_hub(out, args):
         revision = HfApi().dataset_info(args.from_hub, revision="main").sha  # pinned from here on
     hub = HubDataset(args.from_hub, revision, None, "shard_*.parquet")
     entries = hub_entries(hub, where, again)
+    if len(entries) < 2:  # the last is val: nothing would be left to train on
+        raise PrepareError(
+            f"{where} holds {len(entries)} shard_*.parquet file(s); nanochat reads the last as "
+            "val and the others as train, so give a repository of two shards or more"
+        )
     encoding, tokens, used = bpe_encoding()[0], 0, []
     with hub_failures(where, again):
         for entry in entries[:-1]:

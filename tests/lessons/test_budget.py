@@ -432,6 +432,19 @@ def test_nanochat_damaged_shard_is_refused(nanochat_hub, tmp_path):
     assert not (tmp_path / "out" / "meta.json").exists()
 
 
+def test_nanochat_from_a_hub_of_one_shard_is_refused(nanochat_shards, tmp_path):
+    """A repository of one shard holds val alone: one line saying so, and no folder; the run
+    had exited 0 with a folder its own verify refused."""
+    commit, one = (
+        sha256(b"one shard")[:40],
+        {"shard_00000.parquet": nanochat_shards["shard_00000.parquet"]},
+    )
+    with LocalHub(CLIMBMIX, {commit: one}, refs={"main": commit}) as hub:
+        result = from_hub(hub, tmp_path / "home", tmp_path / "out", "--shards", "2")
+    assert_one_line(result, "holds 1 shard_*.parquet file(s)", "two shards or more")
+    assert not (tmp_path / "out" / "meta.json").exists()
+
+
 @pytest.mark.parametrize(
     "args",
     [
