@@ -9,6 +9,7 @@ files.
 """
 
 import contextlib
+import errno
 import fnmatch
 import hashlib
 import json
@@ -90,6 +91,14 @@ def hub_failures(where, advice=LOCAL_FILES):
     except PrepareError:
         raise
     except Exception as exc:  # offline, DNS, HTTP, a moved revision: all end the same way
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            from huggingface_hub import constants  # where hf_hub_download keeps its files
+
+            raise PrepareError(
+                f"cannot download {where}: no space left in the Hugging Face cache, "
+                f"{constants.HF_HUB_CACHE}; free some space there, or set HF_HOME to a folder "
+                "with room"
+            ) from None
         detail = shortened(" ".join(f"{type(exc).__name__}: {exc}".split()))
         raise PrepareError(
             f"cannot load {where} from the Hugging Face hub ({detail}); {advice}"

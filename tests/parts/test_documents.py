@@ -2,6 +2,7 @@
 batch at a time, and streaming their ids back out (data/openwebtext's machinery, each piece on
 its own)."""
 
+import errno
 import json
 from pathlib import Path
 
@@ -281,3 +282,19 @@ def test_a_later_file_of_other_texts_is_refused(tmp_path, files, message):
     with pytest.raises(PrepareError) as caught:
         load_documents(OPENWEBTEXT, paths, 1, tmp_path / "cache")
     assert message in str(caught.value).replace(f"{tmp_path}/", "")
+
+
+def test_a_full_hugging_face_cache_is_named_not_blamed_on_the_hub():
+    """No space left while the hub's files download is said as such, naming the cache: it was
+    "cannot load ... from the Hugging Face hub (OSError ...); run again when it can be
+    reached"."""
+    from huggingface_hub import constants
+
+    from documents.inputs import hub_failures
+
+    with pytest.raises(PrepareError) as caught, hub_failures("org/data@abc"):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert str(caught.value) == (
+        f"cannot download org/data@abc: no space left in the Hugging Face cache, "
+        f"{constants.HF_HUB_CACHE}; free some space there, or set HF_HOME to a folder with room"
+    )
