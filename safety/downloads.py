@@ -106,6 +106,19 @@ def _answer(url, answered, headers, retries, backoff):
             if attempt == retries:
                 raise PrepareError(_last_failure(url, exc, response, retries)) from None
             time.sleep(backoff * 2**attempt)
+        except exceptions.RequestException as exc:  # an answer no retry changes
+            reason = _REFUSED.get(type(exc).__name__, type(exc).__name__)
+            raise PrepareError(
+                f"cannot download {url}: {reason}; check the address, and {MIRROR_ENV} if it is set"
+            ) from None
+
+
+# What each failure of requests that is not worth a retry says of the server's answer.
+_REFUSED = {
+    "TooManyRedirects": "it redirects in a loop (more than 30 redirects)",
+    "InvalidSchema": "it redirects to an address that is not http(s)",
+    "ContentDecodingError": "its body does not decode as its Content-Encoding header says",
+}
 
 
 def _check_status(url, response):

@@ -212,6 +212,38 @@ def test_download_read_timeout_is_retried_then_reported(server, dest_dir, monkey
     assert names_in(dest_dir) == []
 
 
+def redirect(location):
+    return lambda handler, _attempt: send(handler, 302, b"", headers=[("Location", location)])
+
+
+def gzip_header_plain_body(handler, _attempt):
+    send(handler, 200, b"plain text, not gzip\n", headers=[("Content-Encoding", "gzip")])
+
+
+@pytest.mark.parametrize(
+    "route, reason",
+    [
+        pytest.param(redirect("/f.txt"), "redirects in a loop", id="redirect-loop"),
+        pytest.param(redirect("ftp://127.0.0.1/f.txt"), "not http(s)", id="redirect-to-ftp"),
+        pytest.param(gzip_header_plain_body, "does not decode", id="gzip-header-plain-body"),
+    ],
+)
+def test_download_an_answer_requests_refuses_is_one_line_naming_the_url(
+    server, dest_dir, route, reason
+):
+    """An answer no retry changes (a redirect loop, a redirect out of http, a body that does not
+    decode) fails at its first attempt in one line naming the URL and what to check."""
+    server.routes["/f.txt"] = route
+    url = f"{server.base}/f.txt"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"x"), dest_dir / "f.txt", **FAST)
+    message = str(excinfo.value)
+    assert url in message and reason in message and MIRROR_ENV in message
+    assert "attempts" not in message and "\n" not in message
+    assert server.hits["/f.txt"] == (31 if "loop" in reason else 1)  # requests' own limit
+    assert names_in(dest_dir) == []
+
+
 class socket_bound_and_closed:
     """A port number that nothing listens on (bound, then released)."""
 
