@@ -6,9 +6,9 @@
 The classic failure this prevents is an HTML error page saved as input.txt: whatever server
 answered, the bytes are renamed into place only if their sha256 is the pinned one.
 `download_blocks` (and `download_range`, one HTTP Range request: a piece of a file) retries a
-dropped connection or a 5xx, never a 4xx; a name that does not resolve (no network) fails at
-once: retrying cannot help. With NANOGPT_DATA_MIRROR set (a folder or an http(s) URL), the bytes
-come from the mirror, laid out as `mirror_path` says.
+dropped connection, a 5xx or a 429 (after its Retry-After), never another 4xx; a name that
+does not resolve (no network) fails at once: retrying cannot help. With NANOGPT_DATA_MIRROR
+set (a folder or an http(s) URL), the bytes come from the mirror, laid out as `mirror_path` says.
 """
 
 import hashlib
@@ -23,18 +23,25 @@ from .files import atomic_path, sha256_file
 from .gpt2 import MIRROR_ENV, OFFLINE_HELP, host_unresolved, mirrored, unresolved_message
 
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60  # seconds
+MAX_RETRY_AFTER = 60  # seconds: the longest wait a server's Retry-After gets
 
 
 class _RetryableStatus(Exception):
-    def __init__(self, status, reason):
-        super().__init__(f"HTTP status {status} {reason}")
+    """A 5xx or 429; `wait`: the seconds its Retry-After asks for (capped), else None."""
+
+    def __init__(self, response):
+        super().__init__(f"HTTP status {response.status_code} {response.reason}")
+        self.status = response.status_code
+        after = response.headers.get("Retry-After", "")  # an HTTP date is left to the backoff
+        self.wait = min(int(after), MAX_RETRY_AFTER) if after.isdigit() else None
 
 
 def download_blocks(url, save, retries=3, backoff=1.0):
-    """`save(blocks, total_bytes)` of `url`'s body; retry connection errors and 5xx, not 4xx.
+    """`save(blocks, total_bytes)` of `url`'s body; retry connection errors, 5xx and 429.
 
-    Attempt k (from 0) that fails transiently waits `backoff * 2**k` seconds before the next;
-    after `retries` retries the last failure is raised as a PrepareError naming the URL.
+    Attempt k (from 0) that fails transiently waits `backoff * 2**k` seconds before the next (a
+    Retry-After's seconds instead, at most MAX_RETRY_AFTER); after `retries` retries the last
+    failure is raised as a PrepareError naming the URL.
     """
 
     def answered(response):
@@ -105,7 +112,8 @@ def _answer(url, answered, headers, retries, backoff):
                 raise PrepareError(unresolved_message(url)) from None
             if attempt == retries:
                 raise PrepareError(_last_failure(url, exc, response, retries)) from None
-            time.sleep(backoff * 2**attempt)
+            wait = getattr(exc, "wait", None)
+            time.sleep(backoff * 2**attempt if wait is None else wait)
         except exceptions.RequestException as exc:  # an answer no retry changes
             reason = _REFUSED.get(type(exc).__name__, type(exc).__name__)
             raise PrepareError(
@@ -122,8 +130,8 @@ _REFUSED = {
 
 
 def _check_status(url, response):
-    if response.status_code >= 500:
-        raise _RetryableStatus(response.status_code, response.reason)
+    if response.status_code >= 500 or response.status_code == 429:  # 429: too many requests
+        raise _RetryableStatus(response)
     if not 200 <= response.status_code < 300:
         raise PrepareError(
             f"downloading {url} failed with HTTP status {response.status_code} "
@@ -142,6 +150,11 @@ def _last_failure(url, exc, response, retries):
         return (
             f"{url} was cut short {retries + 1} times, the last time after "
             f"{response.raw.tell():,}{of_total} bytes; nothing was saved, run again"
+        )
+    if isinstance(exc, _RetryableStatus) and exc.status == 429:
+        return (
+            f"cannot download {url}: the server limits requests and refused {retries + 1} "
+            f"attempts ({exc}); run again later"
         )
     # urllib3's own text would fill the line: its exception's name says enough
     reason = str(exc) if isinstance(exc, _RetryableStatus) else type(exc).__name__

@@ -151,6 +151,44 @@ def test_download_503_forever_fails_after_retries_plus_one_attempts(server, dest
     assert names_in(dest_dir) == []
 
 
+def busy(status, times, body=None):
+    """Answer the first `times` requests with `status` and a Retry-After of 0 s, then `body`."""
+
+    def route(handler, attempt):
+        if attempt > times:
+            send(handler, 200, body)
+        else:
+            send(handler, status, b"<html>slow down</html>", headers=[("Retry-After", "0")])
+
+    return route
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_download_busy_server_is_retried_after_its_retry_after(server, dest_dir, status):
+    """A 429 or 503 is retried after the seconds its Retry-After asks for, not the backoff's."""
+    body = b"served once the server had time\n"
+    server.routes["/busy.txt"] = busy(status, 1, body)
+    url = f"{server.base}/busy.txt"
+    # a backoff of 10 minutes: the test ends in time only if Retry-After's 0 s is the wait
+    dest = download(url, sha256_of(body), dest_dir / "busy.txt", retries=3, backoff=600)
+    assert dest.read_bytes() == body
+    assert server.hits["/busy.txt"] == 2
+    assert names_in(dest_dir) == ["busy.txt"]
+
+
+def test_download_429_forever_says_the_server_limits_requests(server, dest_dir):
+    """A server that answers 429 to every retry gets one line: it limits requests, run later."""
+    server.routes["/busy.txt"] = busy(429, times=10)
+    url = f"{server.base}/busy.txt"
+    with pytest.raises(PrepareError) as excinfo:
+        download(url, sha256_of(b"x"), dest_dir / "busy.txt", retries=1, backoff=0.01)
+    message = str(excinfo.value)
+    assert url in message and "limits requests" in message and "run again later" in message
+    assert "\n" not in message
+    assert server.hits["/busy.txt"] == 2
+    assert names_in(dest_dir) == []
+
+
 def test_download_error_page_with_status_200_is_refused(server, dest_dir):
     page = b"<html><body>Rate limit exceeded</body></html>"
     server.routes["/input.txt"] = serve(page)
