@@ -214,15 +214,21 @@ def mirror_file(remote, url):
 
 def save_verified(blocks, expected_sha256, dest, source, total_bytes):
     """Write byte blocks to `dest` via a temp name, if their sha256 matches; `total_bytes` is the
-    size the source announced (None if unknown): fewer bytes is an error."""
+    size the source announced (None if unknown): fewer bytes is an error. A bar of the bytes
+    written shows after a second (a quick copy prints none), named as the source names the file."""
+    from tqdm import tqdm
+
     digest = hashlib.sha256()
     received = 0
+    name = str(source).rsplit("/", 1)[-1]
+    bar = tqdm(total=total_bytes, unit="B", unit_scale=True, desc=name, delay=1, leave=False)
     with atomic_path(dest) as tmp:  # the final name appears only if every check below passes
-        with open(tmp, "wb") as f:
+        with open(tmp, "wb") as f, bar:
             for block in blocks:
                 f.write(block)
                 digest.update(block)
                 received += len(block)
+                bar.update(len(block))
         if total_bytes is not None and received != total_bytes:
             raise PrepareError(
                 f"{source} was cut short: received {received:,} of {total_bytes:,} bytes; "

@@ -393,6 +393,24 @@ def test_fetch_from_http_mirror(server, dest_dir, monkeypatch, suffix):
     assert names_in(dest_dir) == ["file.txt"]
 
 
+def test_fetch_shows_a_bar_of_the_bytes_it_writes(server, dest_dir, monkeypatch):
+    """A download's bar counts its bytes against the announced size; the file gets them as sent."""
+    import tqdm
+
+    bars = []
+
+    class RecordedBar(tqdm.tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            bars.append(self)
+
+    monkeypatch.setattr(tqdm, "tqdm", RecordedBar)
+    server.routes["/mirror/sub/folder/file.txt"] = serve(BODY)
+    monkeypatch.setenv(MIRROR_ENV, f"{server.base}/mirror")
+    assert fetch(REMOTE, dest_dir / "file.txt").read_bytes() == BODY
+    assert [(bar.desc, bar.total, bar.n) for bar in bars] == [("file.txt", len(BODY), len(BODY))]
+
+
 def test_fetch_from_http_mirror_lacking_the_file(server, dest_dir, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, f"{server.base}/mirror")
     with pytest.raises(PrepareError) as excinfo:
