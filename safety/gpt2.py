@@ -11,6 +11,8 @@ import hashlib
 import os
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 # GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL,
 # sha256.
@@ -53,8 +55,14 @@ def tiktoken_name(url):
 
 def mirrored(url, mirror_path):
     """Where a pinned file is read: $NANOGPT_DATA_MIRROR/mirror_path when it is set, else `url`:
-    NANOGPT_DATA_MIRROR=/m, "gpt2/vocab.bpe" -> "/m/gpt2/vocab.bpe"."""
+    NANOGPT_DATA_MIRROR=/m, "gpt2/vocab.bpe" -> "/m/gpt2/vocab.bpe". A scheme is read in any
+    case (HTTP://h/m -> http://h/m/gpt2/vocab.bpe), and file:///m names the folder /m."""
     mirror = os.environ.get(MIRROR_ENV, "").strip()
+    parts = urlsplit(mirror)  # its scheme in lower case
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        mirror = url2pathname(parts.path)
+    elif parts.scheme in ("http", "https"):
+        mirror = parts.scheme + mirror[len(parts.scheme) :]
     return f"{mirror.rstrip('/')}/{mirror_path}" if mirror else url
 
 

@@ -352,9 +352,14 @@ def make_mirror(root, files):
     return root
 
 
-def test_fetch_from_mirror_folder(tmp_path, dest_dir, monkeypatch):
+@pytest.mark.parametrize(
+    "spelled",
+    [pytest.param(str, id="path"), pytest.param(lambda mirror: mirror.as_uri(), id="file-url")],
+)
+def test_fetch_from_mirror_folder(tmp_path, dest_dir, monkeypatch, spelled):
+    """The mirror folder is read whether named by its path or by a file:// URL of it."""
     mirror = make_mirror(tmp_path / "mirror", {REMOTE.mirror_path: BODY})
-    monkeypatch.setenv(MIRROR_ENV, str(mirror))
+    monkeypatch.setenv(MIRROR_ENV, spelled(mirror))
     dest = fetch(REMOTE, dest_dir / "file.txt")
     assert dest.read_bytes() == BODY
     assert names_in(dest_dir) == ["file.txt"]
@@ -383,10 +388,18 @@ def test_fetch_from_mirror_folder_with_wrong_bytes(tmp_path, dest_dir, monkeypat
     assert names_in(dest_dir) == []
 
 
-@pytest.mark.parametrize("suffix", ["", "/"])
-def test_fetch_from_http_mirror(server, dest_dir, monkeypatch, suffix):
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        pytest.param(lambda base: f"{base}/mirror", id="plain"),
+        pytest.param(lambda base: f"{base}/mirror/", id="trailing-slash"),
+        pytest.param(lambda base: f"{base.upper()}/mirror", id="scheme-in-upper-case"),
+    ],
+)
+def test_fetch_from_http_mirror(server, dest_dir, monkeypatch, spelled):
+    """An http mirror is asked, not the origin, its address spelled in any of these ways."""
     server.routes["/mirror/sub/folder/file.txt"] = serve(BODY)
-    monkeypatch.setenv(MIRROR_ENV, f"{server.base}/mirror{suffix}")
+    monkeypatch.setenv(MIRROR_ENV, spelled(server.base))
     dest = fetch(REMOTE, dest_dir / "file.txt")
     assert dest.read_bytes() == BODY
     assert dict(server.hits) == {"/mirror/sub/folder/file.txt": 1}  # the origin is never asked
