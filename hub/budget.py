@@ -116,6 +116,13 @@ def listing(hub, where, folder):
         return json.loads(path.read_text())
     entries = hub_entries(hub, where, AGAIN)
     files = [{"path": e.path, "size": e.size, "sha256": e.lfs.sha256} for e in entries if e.lfs]
+    for entry in files:  # the sha256 names the file's copy in the cache: "../x" would escape it
+        if not re.fullmatch(r"[0-9a-f]{64}", str(entry["sha256"])):
+            raise PrepareError(
+                f"{hub.repo}@{hub.revision[:12]}/{entry['path']}: the hub gives its sha256 as "
+                f"{str(entry['sha256'])[:80]!r}, not 64 hex digits; check that HF_ENDPOINT "
+                "names the Hugging Face hub, then run again"
+            )
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:
         Path(tmp).write_text(json.dumps(files))

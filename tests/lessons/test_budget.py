@@ -299,6 +299,30 @@ def test_an_unreachable_hub_is_one_line(tmp_path):
     assert_one_line(result, "cannot load", "run again", absent=("--data-files",))
 
 
+class OidOutsideHub(LocalHub):
+    """A hub whose listing gives each parquet file's LFS sha256 as a path out of the cache."""
+
+    def entry(self, sha, path):
+        entry = super().entry(sha, path)
+        if "lfs" in entry:
+            entry["lfs"]["oid"] = "../../../../victim"
+        return entry
+
+
+def test_a_listed_sha256_that_is_not_one_is_refused(repo, tmp_path):
+    """An LFS sha256 of "../../../../victim" in the hub's listing: one error line naming the
+    repo and the file, before any file is opened: the file it points at, outside the cache,
+    keeps its bytes."""
+    name, revision, files = repo
+    victim = tmp_path / "home" / "victim.parquet"  # where the cache's files/ would reach
+    victim.parent.mkdir()
+    victim.write_bytes(b"the user's own file")
+    with OidOutsideHub(name, {revision: files}) as hub:
+        result = prepare(hub, tmp_path / "home", tmp_path / "out", "--max-tokens", 5_000)
+    assert_one_line(result, f"{name}@", "sample/10BT/000_00000.parquet", "64 hex digits")
+    assert victim.read_bytes() == b"the user's own file"
+
+
 @pytest.mark.parametrize(
     ("column", "times", "refusal"),
     [
