@@ -56,19 +56,18 @@ def download_blocks(url, save, retries=3, backoff=1.0):
 
 def download_range(url, start, end, retries=3, backoff=1.0):
     """(the bytes [start, end) of `url`, the file's size): one HTTP Range request, retried as
-    `download_blocks` retries. Fewer bytes only at the file's end; a server that answers a
-    range past the start with the whole file cannot be read a piece at a time: an error.
+    `download_blocks` retries. Fewer bytes only at the file's end; any answer but 206 (the
+    whole file, an error page) is an error, its body left unread.
     "http://h/f" of 10 bytes, 4, 8 -> (its bytes 4 to 7, 10)."""
 
     def answered(response):
+        if response.status_code != 206:
+            raise PrepareError(
+                f"{url} answered a Range request with HTTP status {response.status_code}, not "
+                "206: the server does not answer Range requests, which a prefix of the file "
+                "needs, or sent something else; leave out --max-tokens to download it whole"
+            )
         data = b"".join(response.iter_content(1 << 16))
-        if response.status_code != 206:  # the whole file: usable as its first piece only
-            if start:
-                raise PrepareError(
-                    f"{url} does not answer HTTP Range requests, which a prefix of it needs; "
-                    f"leave out --max-tokens to download it whole"
-                )
-            return data[:end], len(data)
         found = re.fullmatch(r"bytes (\d+)-\d+/(\d+)", response.headers.get("Content-Range", ""))
         if not found or int(found[1]) != start or len(data) > end - start:
             raise PrepareError(f"{url} answered bytes {start:,} to {end:,} with other bytes")

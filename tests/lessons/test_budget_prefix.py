@@ -193,6 +193,41 @@ def test_tinystories_a_damaged_prefix_is_fetched_again_then_refused(
         assert files_in(out) == before
 
 
+class RangeIgnoringMirror(LocalHub):
+    """A mirror answering every request 200 with `body` (None: the whole file, as `python -m
+    http.server` does; else an error page), whatever Range it asks for."""
+
+    body = None
+
+    def route_cdn(self, request):
+        status, headers, body = super().route_cdn(request)
+        headers.pop("Content-Range", None)
+        return 200, headers, body if self.body is None else self.body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(None, id="whole-file"),
+        pytest.param(b"<html><body>Rate limited. Try later.</body></html>", id="error-page"),
+    ],
+)
+def test_tinystories_a_mirror_ignoring_range_is_refused_keeping_nothing(archive, body, tmp_path):
+    """A 200 answer to a Range request: one error line saying the server does not answer Range
+    requests, and nothing of it kept: a rerun against a mirror that does writes what a fresh
+    cache writes."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    RangeIgnoringMirror.body = body
+    with RangeIgnoringMirror("roneneldan/TinyStories", {}, mirror={MIRROR_PATH: archive}) as bad:
+        result = stories(out, home, 100_000, bad.mirror_url)
+    assert_one_line(result, MIRROR_PATH, "does not answer Range requests")
+    with LocalHub("roneneldan/TinyStories", {}, mirror={MIRROR_PATH: archive}) as good:
+        assert_ok(stories(out, home, 100_000, good.mirror_url))
+        reference = tmp_path / "reference"
+        assert_ok(stories(reference, tmp_path / "other-home", 100_000, good.mirror_url))
+    assert files_in(out) == files_in(reference)
+
+
 def test_tinystories_budget_of_a_local_archive_reads_fewer_bytes(archive, tmp_path):
     """--archive with --max-tokens: the local file's first bytes only, nothing fetched, the
     same bytes at --num-proc 1 and 2 (a worker's file read past the budget is not kept)."""
