@@ -19,7 +19,7 @@ from argparse import RawDescriptionHelpFormatter
 from pathlib import Path
 
 import numpy as np
-from archive import archive_file, json_members, json_stories
+from archive import ArchiveError, archive_file, json_members, json_stories
 from stories import SplitFiles, shuffled_stories, story_vocab_size, train_story_bpe
 
 from bpe import EOT
@@ -167,11 +167,15 @@ def marked(members, prefix, marks, record, max_tokens):
     """The members as they come, each one's prefix record (Prefix.record: the bytes read when
     it was read whole, and the next header) put in `marks` under its name; once the train
     files taken hold max_tokens (record["tokens"], `within_budget`'s), the train files read on
-    the way to val are passed over: nobody tokenizes them."""
-    for name, data in members:
-        marks[name] = prefix.record()
-        if name == VAL or record.get("tokens", 0) < max_tokens:
-            yield name, data
+    the way to val are passed over: nobody tokenizes them. An archive that does not decode
+    says which copy to delete: a rerun reads the cache's bytes again, not the mirror's."""
+    try:
+        for name, data in members:
+            marks[name] = prefix.record()
+            if name == VAL or record.get("tokens", 0) < max_tokens:
+                yield name, data
+    except ArchiveError as exc:
+        raise ArchiveError(f"{exc}; {prefix.advice()}") from None
 
 
 def within_budget(results, max_tokens, prefix, marks, record):

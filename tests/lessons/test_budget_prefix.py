@@ -193,6 +193,19 @@ def test_tinystories_a_damaged_prefix_is_fetched_again_then_refused(
         assert files_in(out) == before
 
 
+def test_tinystories_a_kept_prefix_that_does_not_decode_names_the_copy(mirror, tmp_path):
+    """The mirror's first byte damaged: the prefix kept in the cache is not a .tar.gz, and
+    the error line names the cached copy to delete; deleted, the rerun fetches it again."""
+    home, out = tmp_path / "home", tmp_path / "out"
+    mirror.damage(MIRROR_PATH, 0)
+    result = stories(out, home, 100_000, mirror.mirror_url)
+    (copy,) = (home / "cache" / "prefix").glob("*.tar.gz")
+    assert_one_line(result, "not a whole .tar.gz", f"delete {copy} and run again")
+    mirror.damaged.clear()
+    copy.unlink()
+    assert_ok(stories(out, home, 100_000, mirror.mirror_url))
+
+
 class RangeIgnoringMirror(LocalHub):
     """A mirror answering every request 200 with `body` (None: the whole file, as `python -m
     http.server` does; else an error page), whatever Range it asks for."""
