@@ -10,16 +10,19 @@ copy's length and sha256 recorded beside it, before a byte of it is read. A run 
 mid-download goes on from the last piece recorded, and a rerun the cache holds needs no network.
 A rerun hashes the kept prefix again: one that differs from its record is fetched again once,
 then refused in one line. A local file (a mirror folder, --archive) is read as it is: a prefix
-of it is fewer bytes read. Read to its end, the file's sha256 is checked against its pin.
+of it is fewer bytes read. Two runs sharing a cache take a copy in turn: the second waits
+until the first closes it. Read to its end, the file's sha256 is checked against its pin.
 """
 
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 from documents.inputs import hub_failures, hub_files
 from safety import PrepareError
+from safety.commit import FolderBusy, _lock_file
 from safety.downloads import download_range, mirror_file
 from safety.files import atomic_path
 from safety.gpt2 import data_cache, mirrored
@@ -88,6 +91,16 @@ def hub_small_file(hub, path, where):
     return kept.read_bytes()
 
 
+def waited_lock(path):
+    """The descriptor of the lock file `path`, locked, once any other run holding it lets go:
+    two runs sharing a cache must not append pieces to one copy in turn."""
+    while True:
+        try:
+            return _lock_file(path.parent, path)
+        except FolderBusy:
+            time.sleep(0.1)
+
+
 def piece_bytes(size):
     """The bytes of one Range request of a file of `size` bytes (None: not known yet):
     1,608,001,638 -> 16,080,016; 1,000,000 -> 65,536; None -> 65,536."""
@@ -104,8 +117,11 @@ class Prefix:
         self.remote = cache is not None
         self.position, self.fetched, self.digest, self.bar = 0, 0, hashlib.sha256(), None
         self.buffer = b""  # pulled from the copy, not read yet (a line's rest)
+        self.lock = None  # a remote copy's lock file, held until close()
         if self.remote:
             self.path, self.index_path = Path(cache), Path(f"{cache}.json")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.lock = waited_lock(Path(f"{cache}.lock"))
             self.size, self.kept, self.kept_digest = self.checked_copy()
         else:
             self.path = Path(source)
@@ -123,8 +139,6 @@ class Prefix:
         }
         if self.path.is_file() and self.index_path.is_file():
             index = json.loads(self.index_path.read_text())
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as file:
             file.truncate(index["bytes"])  # bytes written after the last record: not vouched for
         for attempt in range(2):
@@ -234,5 +248,7 @@ class Prefix:
 
     def close(self):
         self.file.close()
+        if self.lock is not None:
+            os.close(self.lock)
         if self.bar is not None:
             self.bar.close()

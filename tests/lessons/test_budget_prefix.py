@@ -162,6 +162,27 @@ def test_tinystories_killed_mid_download_the_rerun_goes_on(mirror, tmp_path):
     assert files_in(offline) == files_in(reference)
 
 
+def test_tinystories_two_runs_sharing_a_cache_both_write_the_set(mirror, tmp_path):
+    """A second run started while the first waits for its 3rd piece, both of one cache: each
+    writes what a run alone writes (the second waits for the first's copy, not appending to
+    it)."""
+    home, budget = tmp_path / "home", 250_000
+    mirror.hold_after(2)
+    runs = []
+    for name in ("first", "second"):
+        options = ("--max-tokens", budget, "--num-proc", 1, "--out-dir", tmp_path / name)
+        runs.append(start(TINYSTORIES, *options, env=environment(home, mirror.mirror_url)))
+        assert mirror.held.wait(60), "the client never asked for a 3rd piece"
+    time.sleep(1)  # the second run at its first piece, or waiting for the first
+    mirror.holding = None
+    mirror.release.set()
+    for process in runs:
+        assert_ok(finish(process, 60))
+    reference = tmp_path / "reference"
+    assert_ok(stories(reference, tmp_path / "other-home", budget, mirror.mirror_url))
+    assert files_in(tmp_path / "first") == files_in(tmp_path / "second") == files_in(reference)
+
+
 @pytest.mark.parametrize(
     ("times", "refused"),
     [
