@@ -17,6 +17,7 @@ until the first closes it. Read to its end, the file's sha256 is checked against
 import hashlib
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from safety.commit import FolderBusy, _lock_file
 from safety.downloads import download_range, mirror_file
 from safety.files import atomic_path
 from safety.gpt2 import data_cache, mirrored
+from safety.text import shortened
 
 from .budget import AGAIN, cache_folder, listing
 
@@ -41,6 +43,9 @@ def pinned_prefix(remote, where):
     return Prefix(url, data_cache() / "prefix" / f"{remote.sha256}-{name}", where, remote.sha256)
 
 
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit's sha1, as the hub names one
+
+
 def hub_commit(hub, where):
     """`hub` at the commit its branch (`hub.revision`, e.g. "main", which moves) names now, so
     that its files are read, kept and recorded as that commit's. Offline (HF_HUB_OFFLINE=1): the
@@ -48,14 +53,25 @@ def hub_commit(hub, where):
     from huggingface_hub import HfApi, constants
 
     kept = cache_folder(hub) / "commit"
-    last = kept.read_text() if kept.is_file() else None
-    if constants.HF_HUB_OFFLINE and last:
+    last = kept.read_bytes().strip().decode("latin-1") if kept.is_file() else ""
+    last = last if COMMIT.fullmatch(last) else None  # a damaged file names no commit
+    if constants.HF_HUB_OFFLINE:
+        if last is None:
+            raise PrepareError(
+                f"{where}: HF_HUB_OFFLINE is set, and {kept} names no commit read earlier; "
+                "run once with the hub in reach"
+            )
         return hub._replace(revision=last)
     advice = AGAIN
     if last:  # say how to read it anyway
         advice += f", or set HF_HUB_OFFLINE=1 to read {last[:12]}, the commit read last"
     with hub_failures(where, advice):
         commit = HfApi().dataset_info(hub.repo, revision=hub.revision).sha
+    if not isinstance(commit, str) or not COMMIT.fullmatch(commit):
+        raise PrepareError(
+            f"{where}: the hub gives {hub.revision}'s commit as {shortened(repr(commit))}, not "
+            "40 hex digits; check that HF_ENDPOINT names the Hugging Face hub, then run again"
+        )
     kept.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(kept) as tmp:
         Path(tmp).write_text(commit)

@@ -393,6 +393,84 @@ def test_golf_budget_reads_the_commit_main_names_now(golf_files, tmp_path):
     assert_ok(run(COMMON, "verify", out))
 
 
+@pytest.mark.parametrize(
+    "kept, offline",
+    [
+        pytest.param(b"\xff\xfe", False, id="damaged-online"),
+        pytest.param(GOLF_COMMIT.encode() + b"\n", True, id="with-a-line-end-offline"),
+    ],
+)
+def test_golf_budget_reads_a_kept_commit_as_it_can(golf_hub, tmp_path, kept, offline):
+    """The commit a run keeps for main: a damaged file is asked again of the hub, and one
+    written with a line end is still that commit offline."""
+    home = tmp_path / "home"
+    assert_ok(golf(golf_hub, home, tmp_path / "first", 60_000, "--variant", "byte260"))
+    (path,) = home.rglob("commit")
+    path.write_bytes(kept)
+    env = {"HF_HUB_OFFLINE": "1"} if offline else {}
+    again = run(
+        GOLF,
+        "--max-tokens",
+        60_000,
+        "--out-dir",
+        tmp_path / "again",
+        "--variant",
+        "byte260",
+        env={**golf_hub.environment(home), **environment(home, unused_port_url()), **env},
+    )
+    assert_ok(again)
+    assert json.loads((tmp_path / "again" / "meta.json").read_text())["source"]["revision"] == (
+        GOLF_COMMIT
+    )
+
+
+class HubOfOddCommits(LocalHub):
+    """A hub whose answer for a branch gives no commit, or a path for one."""
+
+    sha = None
+
+    def repo_info(self, sha):
+        status, headers, body = super().repo_info(sha)
+        info = {**json.loads(body), "sha": self.sha}
+        return (
+            status,
+            {**headers, "Content-Length": str(len(json.dumps(info)))},
+            json.dumps(info).encode(),
+        )
+
+
+@pytest.mark.parametrize("sha", [None, "../../x"])
+def test_golf_budget_refuses_a_commit_that_is_not_one(golf_files, tmp_path, sha):
+    """A hub answering main's commit with none or a path: one line, and nothing kept under it
+    (it had been written to the cache and become part of its paths)."""
+    refs = {"main": GOLF_COMMIT}
+    with HubOfOddCommits(
+        GOLF_REPO, {GOLF_COMMIT: golf_files}, refs, lfs_suffixes=(".jsonl",)
+    ) as hub:
+        hub.sha = sha
+        result = golf(hub, tmp_path / "home", tmp_path / "out", 60_000, "--variant", "byte260")
+    assert_one_line(result, "main's commit as", "not 40 hex digits")
+    assert list((tmp_path / "home").rglob("commit")) == []
+
+
+def test_golf_budget_offline_without_a_kept_commit_says_so(golf_hub, tmp_path):
+    """Offline, with no commit of main read before (a cache of an older version): one line
+    saying to run once online, not "run again when it can be reached"."""
+    home = tmp_path / "home"
+    env = {**golf_hub.environment(home), **environment(home, unused_port_url())}
+    result = run(
+        GOLF,
+        "--max-tokens",
+        60_000,
+        "--out-dir",
+        tmp_path / "out",
+        "--variant",
+        "byte260",
+        env={**env, "HF_HUB_OFFLINE": "1"},
+    )
+    assert_one_line(result, "HF_HUB_OFFLINE is set", "names no commit read earlier")
+
+
 def test_golf_budget_trains_sentencepiece_first(golf_hub, golf_files, tmp_path):
     """sp1024 with --tokenizer-train-docs 600: SentencePiece learns from the first 600
     documents, though the budget needs fewer; the folder keeps only those it needs, and a
