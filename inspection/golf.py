@@ -267,10 +267,13 @@ def _audit_manifest(folder, meta, tokenizers):
         }
         for spec, tokens, dataset in zip(specs, tokenizers, datasets)
     ]
-    source = meta.get("source") or {}
-    remote = (
-        (source["repo"], source["file"].rpartition("/")[0]) if "repo" in source else (None, None)
-    )
+    source, shard_size = meta.get("source") or {}, meta["split"].get("shard_size")
+    repo, file = source.get("repo"), source.get("file")
+    if repo is not None and not (isinstance(repo, str) and isinstance(file, str)):
+        return [f"{folder / 'meta.json'}: source.repo and source.file are not both strings"]
+    if shard_size is not None and (type(shard_size) is not int or shard_size < 1):
+        return [f"{folder / 'meta.json'}: split.shard_size is {shortened(repr(shard_size))}"]
+    remote = (repo, file.rpartition("/")[0]) if repo is not None else (None, None)
     sidecar = None
     if golf.SIDECAR in {item["file"] for item in meta["files"]}:
         path = folder / golf.SIDECAR
@@ -280,7 +283,7 @@ def _audit_manifest(folder, meta, tokenizers):
         variants,
         counts["val"]["documents"] + counts["train"]["documents"],
         meta["split"]["val_docs"],
-        meta["split"].get("shard_size"),
+        shard_size,
         sidecar,
         {"remote": remote},
     )

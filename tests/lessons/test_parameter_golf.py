@@ -565,6 +565,16 @@ def tamper_bytes(out):
             ["fineweb_1024_bpe.model is not a SentencePiece model"],
             id="model-damaged",
         ),
+        pytest.param(
+            lambda out: edit_meta(out, lambda meta: meta.update(source={"repo": 1, "file": 2})),
+            ["meta.json: source.repo and source.file are not both strings"],
+            id="source-of-numbers",
+        ),
+        pytest.param(
+            lambda out: edit_meta(out, lambda meta: meta["split"].update(shard_size="big")),
+            ["meta.json: split.shard_size is 'big'"],
+            id="shard-size-not-a-count",
+        ),
     ],
 )
 def test_verify_names_a_sidecar_or_figure_that_disagrees(prepared, tmp_path, change, fragments):
