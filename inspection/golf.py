@@ -300,9 +300,14 @@ def _audit_manifest(folder, meta, tokenizers):
 
 def _differing_field(found, expected, field=""):
     """(field, its value, the one expected) where two JSON values first differ, or None:
-    ({"a": [1, 2]}, {"a": [1, 3]}) -> ("a[1]", 2, 3)."""
-    if isinstance(expected, dict) and isinstance(found, dict) and found.keys() == expected.keys():
-        fields = [(f"{field}.{key}" if field else key, key) for key in expected]
+    ({"a": [1, 2]}, {"a": [1, 3]}) -> ("a[1]", 2, 3); a field on one side only is null on the
+    other: ({"a": 1, "b": 2}, {"a": 1}) -> ("b", 2, None)."""
+    if isinstance(expected, dict) and isinstance(found, dict):
+        keys = {**found, **expected}
+        fields = [(f"{field}.{key}" if field else key, key) for key in keys]
+        for name, key in fields:
+            if (key in found) != (key in expected):
+                return name, found.get(key), expected.get(key)
     elif isinstance(expected, list) and isinstance(found, list) and len(found) == len(expected):
         fields = [(f"{field}[{i}]", i) for i in range(len(expected))]
     elif found == expected and type(found) is type(expected):

@@ -524,6 +524,11 @@ def tamper_bytes(out):
             id="manifest-glob-edited",
         ),
         pytest.param(
+            lambda out: edit_manifest(out, lambda manifest: manifest.update(extra=1)),
+            ["manifest.json: extra is 1, but meta.json and the files it lists give null"],
+            id="manifest-field-added",
+        ),
+        pytest.param(
             lambda out: edit_meta(
                 out, lambda m: m["datasets"][0]["val_bytes"][0].update(split="train")
             ),
