@@ -11,7 +11,6 @@ import hashlib
 import os
 import socket
 from pathlib import Path
-from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 # GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL,
@@ -58,11 +57,11 @@ def mirrored(url, mirror_path):
     NANOGPT_DATA_MIRROR=/m, "gpt2/vocab.bpe" -> "/m/gpt2/vocab.bpe". A scheme is read in any
     case (HTTP://h/m -> http://h/m/gpt2/vocab.bpe), and file:///m names the folder /m."""
     mirror = os.environ.get(MIRROR_ENV, "").strip()
-    parts = urlsplit(mirror)  # its scheme in lower case
-    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
-        mirror = url2pathname(parts.path)
-    elif parts.scheme in ("http", "https"):
-        mirror = parts.scheme + mirror[len(parts.scheme) :]
+    scheme = mirror.partition("://")[0].lower()
+    if scheme == "file" and mirror[7:].startswith(("/", "localhost/")):
+        mirror = url2pathname(mirror[7:].removeprefix("localhost"))
+    elif scheme in ("http", "https"):  # a malformed address is the downloader's to name
+        mirror = scheme + mirror[len(scheme) :]
     return f"{mirror.rstrip('/')}/{mirror_path}" if mirror else url
 
 
