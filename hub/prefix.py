@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -109,11 +110,16 @@ def hub_small_file(hub, path, where):
 
 def waited_lock(path):
     """The descriptor of the lock file `path`, locked, once any other run holding it lets go:
-    two runs sharing a cache must not append pieces to one copy in turn."""
+    two runs sharing a cache must not append pieces to one copy in turn. Waiting is said once."""
+    said = False
     while True:
         try:
             return _lock_file(path.parent, path)
         except FolderBusy:
+            if not said:
+                copy = path.with_suffix("")
+                print(f"waiting for another run reading {copy} to finish it", file=sys.stderr)
+                said = True
             time.sleep(0.1)
 
 

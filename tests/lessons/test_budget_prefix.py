@@ -165,7 +165,7 @@ def test_tinystories_killed_mid_download_the_rerun_goes_on(mirror, tmp_path):
 def test_tinystories_two_runs_sharing_a_cache_both_write_the_set(mirror, tmp_path):
     """A second run started while the first waits for its 3rd piece, both of one cache: each
     writes what a run alone writes (the second waits for the first's copy, not appending to
-    it)."""
+    it, and says that it waits)."""
     home, budget = tmp_path / "home", 250_000
     mirror.hold_after(2)
     runs = []
@@ -176,8 +176,10 @@ def test_tinystories_two_runs_sharing_a_cache_both_write_the_set(mirror, tmp_pat
     time.sleep(1)  # the second run at its first piece, or waiting for the first
     mirror.holding = None
     mirror.release.set()
-    for process in runs:
-        assert_ok(finish(process, 60))
+    first, second = (finish(process, 60) for process in runs)
+    assert_ok(first)
+    assert_ok(second)
+    assert "waiting for another run reading" in second.stderr  # said, not a silent hang
     reference = tmp_path / "reference"
     assert_ok(stories(reference, tmp_path / "other-home", budget, mirror.mirror_url))
     assert files_in(tmp_path / "first") == files_in(tmp_path / "second") == files_in(reference)
