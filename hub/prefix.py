@@ -24,7 +24,7 @@ from pathlib import Path
 
 from documents.inputs import hub_failures, hub_files
 from safety import PrepareError
-from safety.commit import FolderBusy, _lock_file
+from safety.commit import FolderBusy, lock_file
 from safety.downloads import download_range, mirror_file
 from safety.files import atomic_path
 from safety.gpt2 import data_cache, mirrored
@@ -114,7 +114,7 @@ def waited_lock(path):
     said = False
     while True:
         try:
-            return _lock_file(path.parent, path)
+            return lock_file(path.parent, path)
         except FolderBusy:
             if not said:
                 copy = path.with_suffix("")

@@ -16,7 +16,7 @@ order, and what a crash (SIGKILL, power loss) at each step leaves:
    lock rather than `flock`: worker processes forked by datasets do not inherit it, so one
    orphaned by a SIGKILL cannot keep the folder locked. The lock file is removed as the run ends,
    while still locked (or after, on Windows, which removes no file another run has open); a run
-   that locked a file no longer at the path, so removed, locks the one there now (`_lock_file`).
+   that locked a file no longer at the path, so removed, locks the one there now (`lock_file`).
    A run that fails removes the output folder again if it created it and it holds nothing.
    A run whose commit comes later in the same process takes the lock first with `folder_lock`
    (the datatrove engine on this machine); its `output_folder` then goes on under it.
@@ -204,7 +204,7 @@ def lock_holder(folder):
 @contextlib.contextmanager
 def _folder_lock(folder):
     path = folder / LOCK_NAME
-    fd = _lock_file(folder, path)
+    fd = lock_file(folder, path)
     try:
         command = " ".join([Path(sys.executable).name, *sys.argv])
         try:
@@ -229,7 +229,7 @@ def _folder_lock(folder):
                 os.unlink(path)
 
 
-def _lock_file(folder, path):
+def lock_file(folder, path):
     """Open `path` and lock it: its descriptor, or FolderBusy naming the run that holds it.
 
     The file locked must still be the one at `path`: a run that ends removes its lock file while

@@ -1,8 +1,8 @@
 """Leave nothing behind: a failed run leaves the folder as it found it, a clean one no lock file.
 
 The lock file goes while its run still holds it; a run that locked a file no longer at the path
-(removed so just after it opened it) locks the file there now instead (prepare_common's
-`_lock_file`): the stress test below runs two processes through the lock a thousand times each
+(removed so just after it opened it) locks the file there now instead (safety/commit.py's
+`lock_file`): the stress test below runs two processes through the lock a thousand times each
 and checks that no two ever hold it at once. train_tokenizer.py without --out writes into
 data/tokenizers/, which git ignores.
 """
