@@ -260,15 +260,11 @@ def copy_documents(data_files, out):
     of the user's copied if `one_document_a_line`, else one {"text": ...} a line); -> (its
     sidecar's dict or None, the source)."""
     if data_files is None:
-        hub = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}")
-        (path,), _ = hub_files(hub, f"{REPO}@{REVISION}")
-        (meta_path,), _ = hub_files(
-            hub._replace(files=f"{REMOTE_ROOT}/{SIDECAR}"), f"{REPO}@{REVISION}"
-        )
-        name, record = (
-            f"{REPO}@{REVISION}",
-            {"repo": REPO, "revision": REVISION, "file": f"{REMOTE_ROOT}/{DOCS}"},
-        )
+        name = f"{REPO}@{REVISION}"
+        hub = hub_commit(HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}"), name)
+        (path,), _ = hub_files(hub, name)  # both files of one commit, recorded as that commit
+        (meta_path,), _ = hub_files(hub._replace(files=f"{REMOTE_ROOT}/{SIDECAR}"), name)
+        record = {"repo": REPO, "revision": hub.revision, "file": f"{REMOTE_ROOT}/{DOCS}"}
         paths, remote = [Path(path)], (REPO, REMOTE_ROOT)
     else:
         outputs = folder_outputs(schema, out.parent)  # a --data-files glob over the folder

@@ -927,7 +927,8 @@ def test_train_tokenizer_trains_the_same_sentencepiece_model(prepared, tmp_path)
 def test_the_hubs_selection_is_checked_against_its_sidecar(golf_docs, tmp_path, honest):
     """By default the documents come from the hub's datasets/ folder: a docs_selected.jsonl
     whose sha256 is its sidecar's docs_sha256 is read (val = the sidecar's docs_val, the
-    manifest records the sidecar), one that is not is refused in one line, nothing written."""
+    manifest records the sidecar), one that is not is refused in one line, nothing written.
+    meta.json records the commit main named, not the branch, which moves."""
     files = hub_files(golf_docs[:1000])
     if not honest:
         files["datasets/docs_selected.jsonl"] += b'{"text": "one more"}\n'
@@ -949,6 +950,8 @@ def test_the_hubs_selection_is_checked_against_its_sidecar(golf_docs, tmp_path, 
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["num_val_docs"] == 500 and manifest["shuffle_seed"] == 1337
     assert manifest["docs_meta"]["remote_repo_id"] == "willdepueoai/parameter-golf"
+    meta = json.loads((tmp_path / "out" / "meta.json").read_text())
+    assert meta["source"]["revision"] == commit
     assert run_python(COMMON, "verify", tmp_path / "out").returncode == 0
 
 
