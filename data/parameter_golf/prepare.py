@@ -326,7 +326,7 @@ def make_tokenizer(variant, num_docs, train_docs, out):
         }
     vocab_size = int(variant[2:])
     prefix = folder / f"fineweb_{vocab_size}_bpe"
-    print(f"training SentencePiece BPE at {vocab_size:,} ids on {num_docs:,} documents")
+    print(f"training SentencePiece BPE at {vocab_size:,} ids on the first {num_docs:,} documents")
     texts = itertools.islice(documents([out / DOCS]), num_docs)
     golf.train_sentencepiece(texts, vocab_size, prefix, f"--variant {variant}")
     tokens = golf.SentencePieceTokens(prefix.with_suffix(".model"))
