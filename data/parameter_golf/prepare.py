@@ -49,8 +49,8 @@ from safety import (
 )
 from safety.files import read_small_file, sha256_file
 
-# The hub's selection: no commit of it could be read from here, so "main" (--max-tokens reads
-# the commit it names when the run starts, and records it); docs_sha256 in its sidecar pins the
+# The hub's selection: no commit of it could be read from here, so "main" (a run reads the
+# commit it names when the run starts, and records it); docs_sha256 in its sidecar pins the
 # documents' bytes, and a run refuses a docs_selected.jsonl that differs
 REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
 DOCS, SIDECAR = golf.DOCS, golf.SIDECAR
@@ -65,9 +65,7 @@ def main():
     parser = arguments()
     args = parser.parse_args()
     budget_usage(parser, args)
-    with output_folder(
-        args.out_dir, schema
-    ) as out:  # written in `out`, moved into out_dir together
+    with output_folder(args.out_dir, schema) as out:  # written in `out`, moved in together
         # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
         #    as docs_selected.jsonl (the file parameter-golf's script reads them from);
         #    --max-tokens N: its first lines only, the tokenizer made on the way (it counts N)
