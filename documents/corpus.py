@@ -4,36 +4,12 @@ and a corpus read as pretoken counts, in memory that does not grow with the corp
     counts = count_table(["shards/*.parquet"], special_tokens=["<|endoftext|>"]).to_counter()
     # Counter({" the": 5_231_208, ",": 4_517_117, ...})
 
-A corpus is files, each of one kind (by its suffix, KINDS):
-
-- `.jsonl` / `.json`: one document per line, a JSON object whose `text_column` is a string
-  (a `.json` file that starts with `[` is one JSON array of such objects, read whole);
-- `.parquet`: one document per row, the string column `text_column`;
-- `.txt`: UTF-8 text, the whole file one document (the trainer, as in every document, merges
-  nothing across a special token such as <|endoftext|> in it); the trainer reads a file of any
-  other suffix as a `.txt`, the lessons refuse it.
-
-Words (one meaning each; the datatrove engine uses the same):
-
-- a *pretoken* is what the pattern cuts out of a text ("hello", " world");
-- a *piece* is the part of the input one worker counts as one job: bytes [start, end) of a
-  text or JSON lines file (cut only where the pretokens do not change, see below), the row
-  groups [start, end) of a parquet file, or a whole JSON array file (`Piece`, `plan_pieces`);
-  `train.piece_bounds` cuts a text in memory into pieces by the same rule;
-- a *block* is what a worker reads of its piece at a time (BLOCK_BYTES), ending at a cut;
-- a *slice* is not a word of bpe: in the datatrove engine it is one task's share, the pieces
-  that task counts.
-
-Each file is cut into pieces (`plan_pieces`) and worker processes read their own pieces, in
-blocks, and send back their pretoken counts as a PretokenTable (table.py), never text; the main
-process adds the tables up with numpy, into one table that holds each distinct pretoken once,
-in its UTF-8 bytes and 12 more. So memory is that table plus a constant, for 20 MB or 20 GB.
-
-Equal to: `train.count_pretokens` over each document (each whole .txt file) on its own, summed.
-A text is only cut where the pretokens of the parts are provably those of the whole
-(`train.piece_bounds`'s rule): right after a newline with a non-space character on both
-sides, or right before a special token. A part of a file with no such place (a 2 MB line with no
-newline) is read as one block: the only case where a block grows past BLOCK_BYTES.
+A file's kind is its suffix (KINDS): .jsonl/.json one JSON object a line (a .json starting with
+`[` is one array), .parquet one document a row, .txt (and, for the trainer, any other suffix)
+one document. A *piece* is one worker's job (bytes or row groups of a file, `plan_pieces`), a
+*block* what it reads at a time (BLOCK_BYTES). Workers send back PretokenTables, never text.
+The result equals `train.count_pretokens` over each document, summed: a text is only cut right
+after a newline with a non-space character on both sides, or right before a special token.
 """
 
 import glob
@@ -54,32 +30,20 @@ from safety.text import decode, read_text, shown
 
 from .parallel import ordered_map
 
-# between "\r" and "\n" (no cut follows a whitespace character: see Cutter), so blocks are
-# translated one by one
-
-# What a worker reads at a time: its memory holds a few copies of a block (the bytes, the text,
-# numpy's arrays over them). 20 MB of Linux source, counted by two workers in pieces of 2 MB:
-# their tree's peak PSS 91 MB with blocks of 1 MB, 75 MB with 256 KB (the same CPU time).
+# Measured on 20 MB of Linux source, two workers: peak PSS 91 MB with 1 MB blocks, 75 MB with
+# 256 KB; 8 MB pieces took 1.28x the memory of the text, 2 MB pieces 1.15x.
 BLOCK_BYTES = 256 << 10
-# The largest piece; a finished piece moves the progress bar. A worker's count table of a
-# piece is at its largest just before it is sent back: with 8 MB pieces, 314 MB of text took
-# 1.28x the memory of 21 MB (more distinct pretokens per piece), with 2 MB 1.15x. A smaller
-# corpus gets PIECES_PER_WORKER pieces a worker (the same 20 MB: 640 KB pieces, 62 MB).
 PIECE_BYTES = 2 << 20
 PIECES_PER_WORKER = 16
-# Below this many bytes in all, the corpus is counted in this process: starting worker
-# processes costs more than it saves.
+# Below these sizes, starting worker processes costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 20
-PARQUET_BATCH_ROWS = 1024
-# Below this many characters a text in memory is pretokenized in this process: starting worker
-# processes and shipping text to them costs more than it saves.
 PARALLEL_MIN_CHARS = 500_000
+PARQUET_BATCH_ROWS = 1024
 
 
 @dataclass(frozen=True)
 class Piece:
-    """A worker's part of the input: bytes [start, end) of a text or JSON lines file, or
-    row groups [start, end) of a parquet file; `size` is its share of the file's bytes."""
+    """Bytes [start, end) of a text or JSON lines file, or row groups of a parquet file."""
 
     path: str
     kind: str  # "text", "jsonl", "json-array" or "parquet"
@@ -92,16 +56,9 @@ class Piece:
 
 @dataclass(frozen=True)
 class Reading:
-    """How the documents are read and pretokenized: the same for every piece."""
-
     pattern: str
     special_tokens: tuple
     text_column: str = "text"
-
-
-# ---------------------------------------------------------------------------
-# Files and globs
-# ---------------------------------------------------------------------------
 
 
 def expand_inputs(inputs):
@@ -109,7 +66,7 @@ def expand_inputs(inputs):
 
     ["b.txt", "a/*.txt"] -> ["b.txt", "a/1.txt", "a/2.txt"]
     """
-    files = {}  # the first place and spelling of a file named twice (a.txt, ./a.txt, a link)
+    files = {}  # a file named twice (a.txt, ./a.txt, a link) keeps its first place
     for name in inputs:
         name = os.path.expanduser(str(name))
         matches = [name] if os.path.exists(name) else sorted(glob.glob(name, recursive=True))
@@ -128,20 +85,17 @@ def expand_inputs(inputs):
 
 
 def folder_glob(folder):
-    """A glob of the files a folder holds, for a hint: "corpus/" holding a.jsonl, b.jsonl ->
-    "corpus/*.jsonl" (its most common suffix; "*.txt" for a folder of none)."""
+    """ "corpus/" holding a.jsonl, b.jsonl -> "corpus/*.jsonl" (the most common suffix)."""
     suffixes = [Path(name).suffix for name in os.listdir(folder) if Path(name).suffix]
     suffix = max(sorted(set(suffixes)), key=suffixes.count) if suffixes else ".txt"
     return os.path.join(folder.rstrip("/\\") or folder, f"*{suffix}")
 
 
-# Each kind of document file by its suffix (see the module docstring).
 KINDS = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl", ".txt": "text"}
 
 
 def file_kind(path):
-    """ "a.parquet" -> "parquet"; "a.jsonl" -> "jsonl"; "a.json" -> "jsonl" or "json-array";
-    else "text"."""
+    """ "a.parquet" -> "parquet"; "a.json" -> "jsonl" or "json-array"; "a.md" -> "text"."""
     suffix = Path(path).suffix.lower()
     if suffix == ".json":
         with _open(path) as file:
@@ -155,11 +109,6 @@ def _open(path):
         return open(path, "rb")
     except OSError as exc:
         raise PrepareError(f"cannot read {path}: {exc.strerror}") from None
-
-
-# ---------------------------------------------------------------------------
-# Where a text may be cut
-# ---------------------------------------------------------------------------
 
 
 def _char_ending_at(data, end):
@@ -177,11 +126,8 @@ def _char_starting_at(data, start):
 
 
 def straddles_special(text, position, special_tokens):
-    """True if an occurrence of a special token has `position` strictly inside it.
-
-    Works on str with str tokens and on bytes with bytes tokens:
-    "a<|x|>b", 3, ["<|x|>"] -> True (between "<|" and "x"); "a<|x|>b", 1, ["<|x|>"] -> False.
-    """
+    """Whether `position` is strictly inside a special token (str or bytes alike):
+    "a<|x|>b", 3, ["<|x|>"] -> True; "a<|x|>b", 1, ["<|x|>"] -> False."""
     for token in special_tokens:
         start = max(0, position - len(token) + 1)
         if text.find(token, start, position + len(token) - 1) != -1:
@@ -190,13 +136,8 @@ def straddles_special(text, position, special_tokens):
 
 
 def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
-    """Cut points that split `text` into pieces of about `target_chars` each, placed where
-    pretokenizing the pieces separately gives exactly the pretokens of the whole text.
-
-    For the built-in patterns that is right after a newline with a non-space character on both
-    sides ("x\\nY", bpe.patterns.is_line_cut); any pattern may also be cut right before a special
-    token (the text is split there anyway), a custom pattern only there. -> [0, ..., len(text)]
-    """
+    """[0, ..., len(text)]: cuts about `target_chars` apart that leave the pretokens unchanged
+    (after "x\\nY" for a built-in pattern; before a special token for any)."""
     on_lines = check_pattern(pattern) in BUILTIN_PATTERNS
     special = special_token_regex(special_tokens) if special_tokens else None
     bounds = [0]
@@ -236,7 +177,6 @@ def count_pretokens_parallel(
         if progress:
             progress("pretokenize", len(text), len(text))
         return counts
-    # Large texts get a few pieces per worker, to keep them all busy to the end.
     num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
     bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
@@ -252,8 +192,7 @@ def count_pretokens_parallel(
 
 
 def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
-    """{pretoken: count} of texts in memory, each cut into pieces for `num_workers` processes
-    (count_pretokens_parallel): equal to bpe.train.count_pretokens of each text, summed."""
+    """bpe.train.count_pretokens of each text, summed, in `num_workers` processes."""
     counts = Counter()
     for text in texts:
         counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers))
@@ -261,10 +200,7 @@ def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
 
 
 class Cutter:
-    """Finds the places where a UTF-8 text may be cut (see the module docstring).
-
-    Cutter(GPT2_PATTERN, []).last_cut(b"ab\\ncd\\nef", 8) -> 6   (after the second newline)
-    """
+    """Where UTF-8 bytes may be cut: Cutter("gpt2", []).last_cut(b"ab\\ncd\\nef", 8) -> 6."""
 
     def __init__(self, pattern, special_tokens):
         self.on_lines = pattern in BUILTIN_PATTERNS
@@ -300,8 +236,7 @@ class Cutter:
 
     def first_cut(self, data, position, whole=False):
         """The first cut at or after `position` in data[:len(data) - margin], or -1; `whole`:
-        data ends where the text may be cut (a block of _blocks, a file's end): up to its end
-        (its end itself is none: a cut is between two characters)."""
+        data ends at a cut (a block, a file's end), so search up to its last character."""
         limit = len(data) - (1 if whole else self.margin)
         best = -1
         if self.on_lines:
@@ -321,16 +256,8 @@ class Cutter:
         return best
 
 
-# ---------------------------------------------------------------------------
-# Planning: files -> pieces
-# ---------------------------------------------------------------------------
-
-
 def plan_pieces(paths, reading, piece_bytes=None):
-    """The pieces of every file, in file order; a missing column or an unreadable file raises.
-
-    Text and JSON lines files are cut into pieces of about piece_bytes (default PIECE_BYTES).
-    """
+    """The pieces of every file, in file order, of about piece_bytes (default PIECE_BYTES)."""
     piece_bytes = piece_bytes or PIECE_BYTES
     pieces = []
     for path in paths:
@@ -345,7 +272,6 @@ def plan_pieces(paths, reading, piece_bytes=None):
 
 
 def _byte_pieces(path, kind, reading, piece_bytes):
-    """Byte ranges of about piece_bytes, cut where `Cutter` allows (JSON lines: at line starts)."""
     size = os.path.getsize(path)
     cutter = Cutter(reading.pattern, reading.special_tokens)
     if kind == "text" and not cutter.on_lines and not cutter.specials:
@@ -363,7 +289,7 @@ def _byte_pieces(path, kind, reading, piece_bytes):
 
 
 def _next_cut(file, position, cutter):
-    """The first cut at or after byte `position` of a text file, or its size (none)."""
+    """The first cut at or after byte `position` of a text file, or its size."""
     back = min(position, 8)  # the character before a newline is looked at too
     file.seek(position - back)
     data = b""
@@ -377,15 +303,13 @@ def _next_cut(file, position, cutter):
             return position - back + (len(data) if cut == -1 else cut)
 
 
-# What an error on a missing text column says to do: the trainer's option, or (a lesson's reader,
-# which takes none) that only that column is read
+# What a missing text column's error says to do: the trainer's, a lesson's
 TEXT_COLUMN_OPTION = "name yours with --text-column"
 ONLY_TEXT_COLUMN = "this command reads that one only"
 
 
 def check_text_column(where, names, text_column="text", hint=""):
-    """Refuse a table (a parquet file, a dataset) without its text column, in one wording for
-    every reader: "a.parquet has no 'text' column; its columns are: id, body"."""
+    """ "a.parquet has no 'text' column; its columns are: id, body", if it has none."""
     if text_column not in names:
         raise PrepareError(
             f"{where} has no {shown(text_column)} column; its columns are: {', '.join(names)}{hint}"
@@ -393,7 +317,6 @@ def check_text_column(where, names, text_column="text", hint=""):
 
 
 def _parquet_pieces(path, text_column, fix=TEXT_COLUMN_OPTION):
-    """One piece per row group (a parquet file's unit of reading), sized by its rows."""
     metadata = _parquet_file(path).metadata
     check_text_column(path, metadata.schema.to_arrow_schema().names, text_column, f"; {fix}")
     size = os.path.getsize(path)
@@ -418,12 +341,8 @@ def _parquet_file(path):
 
 
 def cap_pieces(pieces, reading, max_chars):
-    """The pieces cut to the first max_chars characters, in file order, in whole documents.
-
-    A document (a row; in a text file, the text up to a place where it may be cut) that
-    would take the total past max_chars is left out, with everything after it. This reads
-    up to max_chars characters once more, before the counting.
-    """
+    """The pieces cut to the first whole documents (a row, or a text up to a cut) within
+    max_chars characters, in file order."""
     capped, budget = [], max_chars
     for piece in pieces:
         used, stop = _chars_within(piece, reading, budget)
@@ -448,15 +367,13 @@ def _rows_in(piece):
 
 
 def leaves_out(inputs, reading, max_chars):
-    """Whether capping the files at max_chars leaves out a document: one with more characters
-    than the budget has left (so it has text). ["d.jsonl"] of "some words", 3 -> True."""
+    """Whether max_chars leaves a document out: ["d.jsonl"] of "some words", 3 -> True."""
     pieces = plan_pieces(expand_inputs(inputs), reading)
     return cap_pieces(pieces, reading, max_chars) != pieces
 
 
 def no_text_message(inputs, max_chars=None):
-    """The error for files that leave no text to train on: max_chars, the cap that left out
-    every document with text (leaves_out), if it is what emptied them; None if they are empty."""
+    """The error for files with no text to train on; max_chars: the cap that emptied them."""
     names = " ".join(map(str, inputs))
     if max_chars is None:
         return f"{names}: no text to train on (no character outside the special tokens)"
@@ -467,8 +384,7 @@ def no_text_message(inputs, max_chars=None):
 
 
 def _chars_within(piece, reading, budget):
-    """-> (characters of the piece's documents that fit in budget, None if all fit, else
-    where to stop: a byte offset, or for rows the index of the first row left out)."""
+    """(characters of the documents within budget, None or where to stop: a byte, a row)."""
     used = 0
     for stop, chars in _documents_with_sizes(piece, reading):
         if used + chars > budget:
@@ -478,7 +394,6 @@ def _chars_within(piece, reading, budget):
 
 
 def _documents_with_sizes(piece, reading):
-    """(where the document starts, its characters) for each document of the piece in order."""
     if piece.kind != "text":
         for start, text in _rows(piece, reading.text_column):
             yield start, len(text)
@@ -495,10 +410,8 @@ def _documents_with_sizes(piece, reading):
 
 
 def documents(paths, text_column="text", fix=TEXT_COLUMN_OPTION):
-    """Each document's text, in file order, as the trainer reads it: a .txt file whole, a row of
-    a .parquet, .jsonl or .json file each (one without a string text raises, naming it and
-    saying `fix`): ["a.txt", "b.jsonl"] -> "all of a.txt", "b.jsonl's first row's text", ...
-    (nanochat's tok_train.py reads documents so, to crop each at --doc-cap)."""
+    """Each document's text, in file order: ["a.txt", "b.jsonl"] -> "all of a.txt", "b.jsonl's
+    first row's text", ...; a row without a string text raises, saying `fix`."""
     for path in paths:
         kind = file_kind(path)
         if kind == "text":
@@ -514,11 +427,6 @@ def documents(paths, text_column="text", fix=TEXT_COLUMN_OPTION):
             yield from (text for _, text in _rows(piece, text_column, fix))
 
 
-# ---------------------------------------------------------------------------
-# Reading one piece: its documents, counted
-# ---------------------------------------------------------------------------
-
-
 def count_piece(piece, reading):
     """{pretoken: count} of one piece's documents."""
     counter = FragmentCounter(reading.pattern, reading.special_tokens)
@@ -528,7 +436,7 @@ def count_piece(piece, reading):
 
 
 def piece_texts(piece, reading):
-    """The text of one piece, as counting reads it: a text piece in blocks, else its rows."""
+    """The text of one piece: a text piece in blocks, else its rows."""
     if piece.kind == "text":
         for offset, data in _blocks(piece, Cutter(reading.pattern, reading.special_tokens)):
             yield decode(data, piece.path, offset)
@@ -538,8 +446,7 @@ def piece_texts(piece, reading):
 
 
 def _blocks(piece, cutter):
-    """(byte offset, bytes) of a text piece, in blocks of about BLOCK_BYTES, each ending where
-    the text may be cut."""
+    """(byte offset, bytes) of a text piece, in blocks of about BLOCK_BYTES ending at cuts."""
     with _open(piece.path) as file:
         file.seek(piece.start)
         data = b""
@@ -560,9 +467,7 @@ def _blocks(piece, cutter):
 
 
 def _rows(piece, text_column, fix=TEXT_COLUMN_OPTION):
-    """(where each row starts: its index, or its line's byte offset; its text) of a parquet,
-    JSON array or JSON lines piece. The trainer's rule on top of the shared reader below: a row
-    without a string text is an error naming it."""
+    """(row index or line offset, text) of each row; a row without a string text raises."""
     path = piece.path
     if piece.kind == "parquet":
         end = piece.first_row + _rows_in(piece) if piece.stop_row == -1 else piece.stop_row
@@ -582,7 +487,6 @@ def _rows(piece, text_column, fix=TEXT_COLUMN_OPTION):
 
 
 def _text_of(row, path, where, text_column, fix=TEXT_COLUMN_OPTION):
-    """row[text_column], a string without a lone surrogate; else an error naming the row."""
     if not isinstance(row, dict) or text_column not in row:
         raise PrepareError(f"{path} {where}: no {shown(text_column)} field; {fix}")
     text = _string(row[text_column], path, where, text_column)
@@ -615,17 +519,11 @@ def json_array_rows(path):
     return rows
 
 
-# ---------------------------------------------------------------------------
-# JSON lines and parquet rows as `datasets` reads them: the trainer's reader and the datatrove
-# engine's (engine/readers.py), which takes a missing or non-string text as None
-# ---------------------------------------------------------------------------
-
 JSON_WHITESPACE = b" \t\r\n"
 
 
 def line_start(file, position):
-    """Where the first line that starts at or after byte `position` of a binary file starts (its
-    size if none does): b"ab\\ncd" at 1 -> 3, at 3 -> 3, at 0 -> 0."""
+    """Where the first line at or after byte `position` starts: b"ab\\ncd" at 1 -> 3, at 3 -> 3."""
     if position == 0:
         return 0
     file.seek(position - 1)
@@ -634,10 +532,8 @@ def line_start(file, position):
 
 
 def json_lines(file, start, end):
-    """(byte offset, line) of each line of a binary JSON Lines file that starts at a byte in
-    [start, end), blank lines left out and a byte order mark opening the file too, as `datasets`
-    reads them: b'{"text": "a"}\\n\\n{"text": "b"}\\n', 0, 30 -> (0, b'{"text": "a"}\\n'),
-    (15, b'{"text": "b"}\\n'). start must be where a line starts (`line_start`)."""
+    """(byte offset, line) of each non-blank line starting in [start, end), no opening BOM:
+    b'{"text": "a"}\\n\\n{"text": "b"}\\n', 0, 30 -> (0, b'{"text": "a"}\\n'), (15, ...)."""
     file.seek(start)
     offset = start
     while offset < end:
@@ -659,17 +555,13 @@ def _object_of_unique_keys(pairs):
     return row
 
 
-# One decoder for every line (a new one per line took a sixth of the engine's reading time)
+# One decoder for every line (one per line took a sixth of the engine's reading time)
 JSON_DECODER = json.JSONDecoder(object_pairs_hook=_object_of_unique_keys)
 
 
 def json_line_text(line, path, offset, text_column="text"):
-    """The text_column of one JSON Lines object (the line at byte `offset` of `path`), None if
-    it is missing or not a string: b'{"text": "a"}' -> "a"; b'{"text": 5}', b'{}', b'null' -> None.
-
-    What `datasets` refuses is a PrepareError naming the line: not JSON or not UTF-8, not an
-    object, a key twice, nesting too deep, a lone surrogate in the text.
-    """
+    """The text_column of one JSON line, None if missing or not a string: b'{"text": "a"}' ->
+    "a"; b'{"text": 5}', b'null' -> None. What `datasets` refuses raises, naming the line."""
     if line.lstrip(JSON_WHITESPACE).startswith(b"["):  # one line of an array, or its first
         problem = "a JSON array, not an object (JSON Lines hold one object a line)"
         raise _bad_line(path, offset, problem)
@@ -699,9 +591,6 @@ def _bad_line(path, offset, problem):
 
 
 def _lone_surrogate(text):
-    """What is wrong with a text that holds a lone surrogate (no character, not UTF-8), or
-    None: "a\\ud800" -> "the text holds a lone surrogate (\\ud800 at character 1), which is no
-    character"; "é" -> None."""
     if text.isascii():
         return None
     try:
@@ -715,7 +604,6 @@ def _lone_surrogate(text):
 
 
 def _line_at(path, offset):
-    """ "line 2" for the line that starts at byte `offset` of the file (on the error path only)."""
     newlines = 0
     with _open(path) as file:
         for block in iter(lambda: file.read(min(1 << 20, offset - file.tell())), b""):
@@ -724,9 +612,8 @@ def _line_at(path, offset):
 
 
 def parquet_texts(path, text_column, start, end):
-    """(row, value of text_column) for rows [start, end) of a parquet file, PARQUET_BATCH_ROWS
-    at a time, from the row groups that hold them: ("a.parquet", "text", 2, 4) -> (2, "c"),
-    (3, None)."""
+    """(row, value of text_column) for rows [start, end): ("a.parquet", "text", 2, 4) ->
+    (2, "c"), (3, None)."""
     parquet = _parquet_file(path)
     groups, row = [], None  # the row groups to read; the first one's first row
     first = 0
@@ -747,17 +634,11 @@ def parquet_texts(path, text_column, start, end):
         row += batch.num_rows
 
 
-# ---------------------------------------------------------------------------
-# The whole corpus
-# ---------------------------------------------------------------------------
-
-
 def _count_job(piece, reading):
     return PretokenTable.from_counts(count_piece(piece, reading))
 
 
-# The pieces' tables are added to the corpus's when they hold this many pretokens, or as many
-# as it does (so each pretoken is added up a few times, not once per piece).
+# Pending tables are added up once they hold this many pretokens, or as many as the total
 PENDING_PRETOKENS = 1 << 20
 
 
@@ -770,13 +651,8 @@ def count_table(
     num_workers=None,
     progress=None,
 ):
-    """The pretoken counts of every document of the files (globs allowed), as a PretokenTable
-    (see the module docstring): each worker's table of a piece is sent back, and added up with
-    the others' a batch at a time (PretokenTable.total), never into one dict.
-
-    max_chars: only the first documents, in file order, up to that many characters (cap_pieces).
-    `progress("read", bytes done, bytes in all)` is called as pieces finish.
-    """
+    """The pretoken counts of every document of the files (globs allowed), as a PretokenTable;
+    max_chars: the first documents only (cap_pieces); progress("read", done, total) in bytes."""
     num_workers = check_workers(num_workers) or os.cpu_count() or 1
     reading = Reading(
         check_pattern(pattern), tuple(check_special_tokens(special_tokens)), text_column
@@ -812,14 +688,8 @@ def train_bpe_from_files(
     num_workers=None,
     progress=None,
 ):
-    """bpe's trainer on files and globs: .txt, .jsonl/.json or .parquet (a row is a document).
-
-    ["a.txt", "shards/*.parquet"], 4096 -> the same as bpe.train_bpe_from_iterator on their
-    documents (a .txt file's whole text is one item). The files are read by worker processes
-    in pieces and blocks (count_table), so memory is the pretoken count table plus a constant,
-    not the corpus. `progress` sees "read" (bytes) then "merge"; text_column and max_chars (the
-    first documents up to that many characters): see count_table.
-    """
+    """bpe's trainer on files and globs: ["a.txt", "shards/*.parquet"], 4096 -> the same as
+    bpe.train_bpe_from_iterator on their documents (count_table's)."""
     check_training_args(vocab_size, special_tokens, pattern)
     table = count_table(
         inputs, pattern, special_tokens, text_column, max_chars, num_workers, progress
