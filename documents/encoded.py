@@ -1,19 +1,12 @@
-"""Every document's ids, a batch of rows at a time in a pool of processes started once: what
-datasets' map did for prepare_common's `tokenize_dataset`, without its cost beyond the encoder
-(a Python list per row turned into Arrow, a pool per call, the function pickled to each worker).
+"""Every document's ids, a batch of rows at a time in a pool of processes started once: datasets'
+map without its costs (a Python list per row, a pool per call, the function pickled).
 
     tokenized = encoded_documents(documents, tokenize, dtype, num_proc, desc, key)
     # a datasets.Dataset {"ids": [[50256, 17250], ...], "len": [2, ...], "figures": [[1, ...]]}
 
-tokenize(texts, indices) -> {"ids": [array, ...], "len": [int, ...], "figures": rows} is
-prepare_common's `tokenize_documents` with its options (figures: each document's byte figures,
-a row of formats/val_bytes.py's batch_figures). The workers are forked after the encoder was
-built (formats/encoders.py: they use the parent's), read their rows of the documents themselves
-(the documents are memory-mapped Arrow: no text goes through a pipe) and send back one flat
-array of ids a batch. The results come in the documents' order (documents/parallel.py), so the
-file is the same at any number of processes. Documents read from files (datasets' cache) get
-their ids in an Arrow file beside them, named by `key` and read again by the next run with the
-same key; documents held in memory (a budget's) get them in memory.
+The workers read their rows from the memory-mapped documents themselves and send back one flat
+array of ids a batch, in order. The ids of documents in datasets' cache go to an Arrow file
+beside them, named by `key`, which the next run with that key reads instead.
 """
 
 from pathlib import Path
@@ -26,9 +19,8 @@ ROWS_PER_BATCH = 1_000  # a worker's task: ~1M tokens of FineWeb-Edu
 
 
 def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
-    """The ids, length and figures of every document of `documents` (a datasets.Dataset with
-    `text`), as tokenize gives them, in a datasets.Dataset of columns "ids" (lists of `dtype`),
-    "len" and "figures" (a list of int64 a document, as tokenize gives them)."""
+    """The ids, length and figures tokenize(texts, indices) gives of every document, as a
+    datasets.Dataset of columns "ids" (lists of `dtype`), "len" and "figures"."""
     import datasets
     import pyarrow as pa
 
@@ -61,17 +53,14 @@ def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
 
 
 def cache_path(documents, key):
-    """Where the ids of documents read from files go: beside their first cache file, named by
-    `key`; None for documents in memory."""
+    """Where the ids of documents in datasets' cache go; None for documents in memory."""
     if not documents.cache_files:
         return None
     return Path(documents.cache_files[0]["filename"]).parent / f"tokenized-{key}.arrow"
 
 
 def record_batches(documents, tokenize, schema, num_proc, desc):
-    """The documents' ids and lengths as Arrow record batches of ROWS_PER_BATCH rows (fewer when
-    there are fewer documents than that a process: each process gets some), in order:
-    ids [50256, 17250, 50256, 64] with lengths [2, 2] -> ids [[50256, 17250], [50256, 64]]."""
+    """The documents' ids, lengths and figures as Arrow record batches, in order."""
     import pyarrow as pa
     from tqdm import tqdm
 
@@ -94,8 +83,7 @@ def record_batches(documents, tokenize, schema, num_proc, desc):
 
 
 def encoded_rows(start, stop, rows, tokenize):
-    """Rows start..stop-1 of the documents encoded: (their ids as one flat array, the lengths,
-    their figures, a row each)."""
+    """Rows start..stop-1 encoded: (their ids as one flat array, the lengths, their figures)."""
     texts = rows[start:stop]["text"].to_pylist()
     encoded = tokenize(texts, range(start, stop))
     lengths, figures = np.asarray(encoded["len"], np.int64), encoded["figures"]

@@ -1,12 +1,5 @@
-"""A lesson's inputs checked before `datasets` reads them: hub files and local files.
-
-`load_documents` loads a pinned dataset of the hub, a HubDataset (`hub_files`: each file
-checked against the hash the hub publishes) or the user's --data-files (`expand_data_files`:
-files of one known kind, not all empty). What can go wrong is refused in one line naming the
-input: a revision that is gone, a corrupt parquet file, a missing `text` column (`check_texts`),
-JSON nested deeply enough to crash pyarrow (`inputs_sha256`), files of mixed kinds, only empty
-files.
-"""
+"""A lesson's inputs, hub files or --data-files, checked before `datasets` reads them: what can
+go wrong is refused in one line naming the input (`load_documents`)."""
 
 import contextlib
 import errno
@@ -33,13 +26,11 @@ from .corpus import (
     json_lines,
 )
 
-# Which datasets builder reads each kind of file (corpus.KINDS) as the trainer reads it.
 BUILDERS = {
     "parquet": ("parquet", {}),
     "jsonl": ("json", {}),
     "text": ("text", {"sample_by": "document"}),  # a .txt file is one document
 }
-# What --data-files takes, said once for every lesson's --help (a .txt is one document: KINDS)
 DATA_FILES_HELP = "local .parquet, .jsonl/.json ('text' field) or .txt (one document each) files"
 LOCAL_FILES = "to use local files instead, pass --data-files 'DIR/*.parquet'"  # a hub failure's
 
@@ -50,13 +41,8 @@ def builder(path):
 
 
 def hub_files(hub, where):
-    """(local paths, content hashes) of `hub`'s files (its `files` glob at its revision), in order.
-
-    Each is downloaded into the hub's cache (huggingface_hub's) and checked against the sha256
-    the hub publishes for it (an LFS file's oid, which is also its ETag; a small file's git blob
-    id): a cached copy that fails the check is fetched again, and one that fails again is one
-    line naming the file. A hub that cannot be reached, a revision that is gone: one line too.
-    """
+    """(local paths, content hashes) of `hub`'s files at its revision, each checked against
+    the hash the hub publishes (`checked_download`)."""
     with hub_failures(where):
         entries = hub_entries(hub, where)
         return [list(column) for column in zip(*(checked_download(hub, e) for e in entries))]
@@ -84,8 +70,7 @@ def hub_entries(hub, where, advice=LOCAL_FILES):
 
 @contextlib.contextmanager
 def hub_failures(where, advice=LOCAL_FILES):
-    """Any failure of the block but a PrepareError: one line saying the hub could not be read,
-    and what to do (`advice`)."""
+    """Any failure of the block but a PrepareError: one line saying so, and `advice`."""
     try:
         yield
     except PrepareError:
@@ -106,8 +91,7 @@ def hub_failures(where, advice=LOCAL_FILES):
 
 
 def checked_download(hub, entry):
-    """(path, content hash) of one file of the hub, its bytes checked against what the hub
-    publishes: an LFS file's sha256, a file kept in git its blob id (one read of the file)."""
+    """(path, content hash) of one hub file, checked: an LFS file's sha256, else its blob id."""
     from huggingface_hub import hf_hub_download
 
     expected, kind = (entry.lfs.sha256, "sha256") if entry.lfs else (entry.blob_id, "git blob id")
@@ -125,7 +109,6 @@ def checked_download(hub, entry):
 
 
 def _git_blob_id(path):
-    """The git object id of a file (what the hub publishes for a file kept in git, not LFS)."""
     digest = hashlib.sha1(b"blob %d\0" % os.path.getsize(path))
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -137,9 +120,8 @@ MAX_JSON_DEPTH = 500  # deeper nesting is refused before pyarrow (which crashes 
 
 
 def inputs_sha256(files):
-    """One sha256 of the files' contents, in one read of each; on the way, a text file
-    (.json/.jsonl/.txt) that is not UTF-8 is refused naming the file and the byte, and a JSON
-    file nested more than MAX_JSON_DEPTH deep naming the file and the line."""
+    """One sha256 of the files' contents; on the way, a text file that is not UTF-8 or JSON
+    nested more than MAX_JSON_DEPTH deep is refused, naming the place."""
     digest = hashlib.sha256()
     for path in files:
         kind = KINDS[Path(path).suffix.lower()]
@@ -159,7 +141,6 @@ def inputs_sha256(files):
 
 
 def _blocks_ending_at_newlines(file):
-    """The file in blocks of about 16 MB, each but the last ending at a newline."""
     rest = b""
     for block in iter(lambda: file.read(1 << 24), b""):
         block = rest + block
@@ -172,8 +153,7 @@ def _blocks_ending_at_newlines(file):
 
 
 def _check_json_depth(block, depth, path, first_line):
-    """The nesting depth after `block` (JSON text cut at newlines, which no JSON string holds),
-    counting brackets outside strings; deeper than MAX_JSON_DEPTH is a PrepareError."""
+    """The nesting depth after `block` (cut at newlines, which no JSON string holds)."""
     data = np.frombuffer(block, dtype=np.uint8)
     index = np.arange(len(data))
     backslash = data == ord("\\")
@@ -199,13 +179,8 @@ def _check_json_depth(block, depth, path, first_line):
 
 
 def expand_data_files(patterns, outputs=frozenset()):
-    """Each PATH|GLOB -> its files, sorted; in the order given: ["b.txt", "a/*.txt"] -> b.txt,
-    a/1.txt, a/2.txt.
-
-    Sorting makes the row order, and so the split and the .bin files, independent of the file
-    system's listing order. The files must be of one known kind and not all empty, and none of
-    `outputs` (the output folder's own files, safety.commit.folder_outputs: a glob over it).
-    """
+    """Each PATH|GLOB -> its files, sorted: ["b.txt", "a/*.txt"] -> b.txt, a/1.txt, a/2.txt; of
+    one known kind, not all empty, none of `outputs` (the output folder's own files)."""
     try:
         files = expand_inputs(patterns)
     except PrepareError as exc:
@@ -235,9 +210,7 @@ def expand_data_files(patterns, outputs=frozenset()):
 
 
 def _holds_nothing(path):
-    """True for an empty file, a JSON file of blank lines or of an empty array ("[ ]"), or a
-    parquet file of 0 rows: datasets, which takes the columns from the first file, fails on one
-    listed first with an obscure error, and reads no document from it anywhere."""
+    """True for a file of no document (datasets fails obscurely on one listed first)."""
     if Path(path).stat().st_size == 0:
         return True
     if KINDS[Path(path).suffix.lower()] == "jsonl":
@@ -259,7 +232,6 @@ def _holds_nothing(path):
 
 
 def check_texts(dataset, source):
-    """Refuse a dataset without a `text` column of strings, naming what is wrong and where."""
     check_text_column(source, dataset.column_names)
     if len(dataset) == 0:
         raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
@@ -283,19 +255,13 @@ def check_texts(dataset, source):
         )
 
 
-# A document lesson pins its dataset, a HubDataset: its repository and revision, its config (the
-# card's name for it), the files it holds (a glob of parquet files, read with datasets' own parquet
-# builder: no loading script runs) and the split they are.
+# A lesson's pinned dataset; `files` is a glob of parquet files (no loading script runs)
 HubDataset = namedtuple("HubDataset", "repo revision config files split", defaults=("train",))
 
 
 def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
-    """The documents as a datasets.Dataset with a `text` column of strings, in a stable order.
-
-    data_files None -> `hub`'s files at its revision, downloaded and each checked against the
-    sha256 the hub publishes (`hub_files`); else the files the patterns name (see
-    `expand_data_files`, none of `outputs`). Every failure is a PrepareError saying what to do.
-    """
+    """The documents (`hub`'s files, or else `data_files`') as a datasets.Dataset with a `text`
+    column of strings, in a stable order; every failure is a PrepareError saying what to do."""
     import datasets
 
     if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
@@ -342,10 +308,8 @@ def load_documents(hub, data_files, num_proc, cache_dir, outputs=frozenset()):
 
 
 def check_parquet_texts(files):
-    """Refuse a parquet file without a 'text' column of strings, naming it (datasets failed with
-    its own traceback on one listed after a good one). Returns whether datasets' parquet reader
-    can take that column alone (its `columns`): the others then need not agree between files, and
-    its cache holds the texts only."""
+    """Refuse a parquet file without a 'text' column of strings; whether datasets can read that
+    column alone (then the others need not agree between files)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from datasets.packaged_modules.parquet.parquet import ParquetConfig
@@ -364,9 +328,8 @@ def check_parquet_texts(files):
 
 
 def check_later_json_texts(files, source):
-    """Refuse JSON Lines files after the first with a 'text' missing or not a string, counted as
-    the datatrove engine counts them: datasets casts each file to the first's columns (which
-    check_texts checks), and made a number its digits, a file of mixed types JSON ('"ok"')."""
+    """Refuse JSON files after the first with a missing or non-string 'text' (datasets casts
+    them to the first's types, which check_texts checks: a number would become its digits)."""
     import pyarrow as pa
     import pyarrow.json as pj
 
@@ -394,8 +357,6 @@ def check_later_json_texts(files, source):
 
 
 def _json_texts(path):
-    """Each document's text of a JSON file as the datatrove engine reads it, None where it is
-    missing or not a string."""
     if file_kind(path) == "json-array":
         for row in json_array_rows(path):
             text = row.get("text") if isinstance(row, dict) else None
@@ -407,8 +368,7 @@ def _json_texts(path):
 
 
 def name_other_fields(files):
-    """Once datasets failed on these JSON files: raise the first file whose fields are not the
-    first file's (datasets reads files of the same fields only); if all agree, return."""
+    """Once datasets failed: name the first file whose fields differ from the first's."""
     fields = [set(json_columns([path])) for path in files]
     other = next((i for i, names in enumerate(fields) if names != fields[0]), None)
     if other is not None:
@@ -420,8 +380,7 @@ def name_other_fields(files):
 
 
 def json_columns(files):
-    """The fields of the JSON files' objects, first seen first, as `datasets` lists their
-    columns: {"b": 1, "a": 2} then {"c": 3} -> ["b", "a", "c"]."""
+    """The fields of the JSON files' objects: {"b": 1, "a": 2} then {"c": 3} -> ["b", "a", "c"]."""
     columns = {}
     for path in files:
         if file_kind(path) == "json-array":
@@ -435,9 +394,7 @@ def json_columns(files):
 
 
 def name_bad_json_line(files):
-    """Once datasets failed on these JSON files: raise the line of our reader that names the
-    first line (or the array) it refuses, "a.jsonl line 2: not valid JSON (...)"; if ours finds
-    none, return."""
+    """Once datasets failed: raise our reader's error on the first bad line, if it finds one."""
     for path in files:
         if file_kind(path) == "json-array":
             json_array_rows(path)
@@ -457,8 +414,7 @@ def source_name(data_files, hub):
 
 
 def source_record(data_files, num_documents, hub, budget=None):
-    """meta.json's "source": the hub repo, revision and config, or the --data-files as given;
-    with --max-tokens, its "budget" (hub.budget: the files and row groups read)."""
+    """meta.json's "source": the hub's repo, revision, config (and budget), or the --data-files."""
     if data_files:
         return {"files": data_files, "documents": num_documents}
     record = dict(repo=hub.repo, revision=hub.revision, config=hub.config, documents=num_documents)

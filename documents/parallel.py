@@ -3,17 +3,9 @@
     for result in ordered_map(process, members(), processes=4, shared=(encoding,)):
         ...  # process(*item, encoding) for each item of members(), in the stream's order
 
-multiprocessing's Pool.imap reads its whole input as fast as it can, so over a stream of big
-items (the JSON files of an archive) memory would grow with the stream. ordered_map reads an
-item only when at most `processes` are in flight: memory holds about 2 * processes + 1 items
-(those being worked on, one queued, and their results), whatever the stream's length. The results
-come in the stream's order, whatever order the workers finish in, so the output is the same at
-any number of processes. With processes=1 the items are processed here, one by one, no pool.
-
-`shared` goes to every worker once (not with every item): a tokenizer, say. The workers ignore
-Ctrl-C (the parent stops them) and exit if the parent dies; they are killed at once when the
-parent is interrupted; when an item fails, whose exception is raised here, or a consumer stops
-early, the items in flight (at most processes + 1) finish first, and nothing more is read.
+Unlike Pool.imap, which reads its whole input at once, an item is read only when at most
+`processes` are in flight. `shared` goes to every worker once. The workers ignore Ctrl-C and
+exit if the parent dies.
 """
 
 import contextlib
@@ -59,9 +51,8 @@ def ordered_map(function, items, processes, shared=()):
 
 
 def _let_finish(pool, pending):
-    """The items in flight finish and the workers end: Pool.terminate could kill a worker half-way
-    through sending its result, which holds the results' lock for good, and then wait for that
-    lock forever. Ctrl-C: killed now."""
+    """The items in flight finish and the workers end (Pool.terminate could kill one half-way
+    through sending a result, and then wait forever for the lock it holds)."""
     try:
         for result in pending:
             result.wait()
@@ -82,14 +73,8 @@ def _keep(shared):
 
 
 def start_pool(processes, setup=None, setup_args=()):
-    """A pool whose workers leave Ctrl-C to this process and exit if it goes; each runs
-    setup(*setup_args) first, if given.
-
-    Ctrl-C reaches every process of the terminal's group: a worker that raised
-    KeyboardInterrupt while sending its count table would leave the pool waiting forever for the
-    rest of it. SIGINT is blocked while the workers are forked (they start with it blocked, then
-    ignore it), so none can be caught in between.
-    """
+    """A pool whose workers run setup(*setup_args), leave Ctrl-C to this process (a worker
+    interrupted while sending would hang the pool) and exit if it goes."""
     block = hasattr(signal, "pthread_sigmask")
     if block:
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -118,15 +103,13 @@ def exit_when_orphaned(parent):
 
 
 def _exit_when_orphaned(parent, every=0.2):
-    """A worker whose parent has gone (killed, or ended without a word) exits."""
     while os.getppid() == parent:
         time.sleep(every)
     os._exit(1)
 
 
 def end_workers(pool):
-    """Kill the pool's workers without waiting on the pool: Pool.terminate would wait forever
-    for a result a killed worker was half-way through sending."""
+    """Kill the pool's workers without waiting on the pool (see _let_finish)."""
     for worker in list(getattr(pool, "_pool", ())):
         with contextlib.suppress(Exception):
             worker.kill()
