@@ -3,40 +3,28 @@
     python train_tokenizer.py --input input.txt --vocab-size 4096 --out tok.json \\
         --special-tokens "<|endoftext|>" --eval val.txt
 
-It learns vocab_size - 256 - (number of special tokens) merges (bpe/simple.py explains
-the rule), prints the first and last merges in GPT-2's printable alphabet (Ġ is a space,
-Ċ a newline) and how many bytes one token covers on average, and writes the tokenizer
-file that `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read.
-
-Several --input files and globs are trained on as one corpus: .txt files (one document each,
-as to the lessons' --data-files), .jsonl/.json and .parquet files (each row's --text-column is
-a document). No pretoken spans two documents, two files or a special token. --workers
-processes read their own pieces of the files and send back pretoken counts, never text,
-so memory stays the size of the count table however large the corpus; --max-chars N trains
-on the first documents only, up to N characters.
+It learns vocab_size - 256 - (number of special tokens) merges, prints the first and last
+merges in GPT-2's printable alphabet (Ġ is a space, Ċ a newline) and the bytes per token, and
+writes the file `bpe.Tokenizer.load(PATH)` and the prepare.py scripts read. The inputs are one
+corpus of documents (a .txt file, or a row of .jsonl/.json/.parquet files), read by --workers
+processes in memory the size of the count table; --max-chars N: the first N characters only.
 
     python train_tokenizer.py --input "shards/*.parquet" --max-chars 2_000_000_000 \
         --vocab-size 32000 --special-tokens "<|endoftext|>" --out tok.json
 
-With --format nanochat it writes nanochat's tokenizer directory instead, what its
-scripts/tok_train.py writes with rustbpe: tokenizer.pkl (nanochat's pattern, its nine special
-tokens after the merges) and token_bytes.pt (its numpy copy without torch), trained on each
-document's first --doc-cap characters, --max-chars in all (nanochat's 10,000 and 2B).
+With --format nanochat it writes what nanochat's scripts/tok_train.py writes (tokenizer.pkl,
+token_bytes.pt), trained on each document's first --doc-cap characters.
 
     python train_tokenizer.py --format nanochat --vocab-size 32768 --out base/tokenizer \
         --input "base/shards/*.parquet"
 
-With --kind sentencepiece it trains parameter-golf's SentencePiece BPE instead (the sentencepiece
-package, with the options of its data/download_hf_docs_and_tokenize.py; formats/golf.py): --out
-PREFIX writes PREFIX.model and PREFIX.vocab, what data/parameter_golf/prepare.py trains. Its
-sentences are each line of a .txt file (as spm_train reads one), each row of the others.
+With --kind sentencepiece it trains parameter-golf's SentencePiece BPE (formats/golf.py) into
+PREFIX.model and PREFIX.vocab, on each line of a .txt file and each row of the others.
 
     python train_tokenizer.py --kind sentencepiece --vocab-size 1024 --out fineweb_1024_bpe \
         --input docs_selected.jsonl
 
-With --engine datatrove the counting runs as N datatrove tasks, on this machine, a Slurm or a
-Ray cluster, and one more task learns the merges: the same tokenizer file, and a rerun skips
-the count tasks already done (engine/training.py).
+With --engine datatrove the counting runs as resumable datatrove tasks, here, on Slurm or Ray.
 
     python train_tokenizer.py --input "shards/*.parquet" --vocab-size 32000 --out tok.json \
         --special-tokens "<|endoftext|>" --engine datatrove --executor slurm --tasks 256 \
@@ -95,13 +83,11 @@ from safety.text import shortened
 
 SHOW_MERGES = 10  # how many of the first and of the last merges to print
 SHOW_BYTES = 40  # a longer token is shown by its start and its length
-# Where the tokenizer goes without --out (git ignores it).
 TOKENIZERS = Path(__file__).resolve().parent / "data" / "tokenizers"
 
 
 class UsageError(PrepareError):
-    """A bad option value, or options that do not go together: `main` reports it as argparse
-    reports a usage error, one line and exit code 2 (a bad file stays a PrepareError, code 1)."""
+    """A bad option value, or options that do not go together: exit code 2, as argparse's."""
 
 
 def make_parser():
@@ -215,8 +201,7 @@ def parse_sizes(text):
 
 
 def check_args(args):
-    """Every mistake we can see before training, as a PrepareError (nothing written yet): a bad
-    option value is a UsageError."""
+    """Every mistake we can see before training, as a PrepareError (or UsageError)."""
     if args.out == "":  # else training runs and nothing is written
         raise UsageError("--out is empty; give the path to write")
     if args.eval:
@@ -254,7 +239,6 @@ def check_args(args):
 
 
 def check_nanochat_args(args):
-    """--format nanochat: nanochat's pattern and special tokens, --out a folder, one machine."""
     if args.format != "nanochat":
         raise UsageError("--doc-cap is for --format nanochat")
     if args.doc_cap is not None and args.doc_cap < 1:
@@ -287,18 +271,8 @@ def check_nanochat_args(args):
 
 
 def check_sentencepiece_args(args):
-    """--kind sentencepiece: parameter-golf's options, its own special ids, --out a prefix."""
-    options = (
-        "special_tokens",
-        "sweep",
-        "trace",
-        "plot",
-        "eval",
-        "pattern",
-        "max_chars",
-        "workers",
-    )
-    given = [o for o in options if getattr(args, o)]
+    options = ["special_tokens", "sweep", "trace", "plot", "eval", "pattern", "max_chars"]
+    given = [o for o in [*options, "workers"] if getattr(args, o)]
     if given or args.engine != "bpe":
         what = f"--{given[0].replace('_', '-')}" if given else "--engine datatrove"
         raise UsageError(f"{what} does not go with --kind sentencepiece")
@@ -310,8 +284,6 @@ def check_sentencepiece_args(args):
 
 
 def check_eval(path):
-    """--eval must be a text file, not empty: a folder, or a path that is not there, is named as
-    such."""
     if path.is_dir():
         raise PrepareError(f"--eval {path} is a folder; give a text file")
     if not path.exists():
@@ -323,13 +295,8 @@ def check_eval(path):
 
 
 def default_out(inputs, vocab_size):
-    """Where the tokenizer goes without --out: data/tokenizers/NAME-VOCAB_SIZE.json in this
-    repository, a folder git ignores, NAME the first input file's:
-
-    data/shakespeare_char/input.txt, 4096 -> data/tokenizers/shakespeare_char-4096.json (a
-    dataset's text is named input.txt, as in nanoGPT: its folder names it); notes/corpus.txt,
-    512 -> data/tokenizers/corpus-512.json.
-    """
+    """Where the tokenizer goes without --out (a folder git ignores): notes/corpus.txt, 512 ->
+    data/tokenizers/corpus-512.json; data/shakespeare_char/input.txt names it by its folder."""
     try:
         first = Path(expand_inputs(inputs)[0])
     except (PrepareError, IndexError):  # said when the files are read, a line later
@@ -339,7 +306,6 @@ def default_out(inputs, vocab_size):
 
 
 def make_default_folder(out):
-    """data/tokenizers/ (of `default_out`), made as the tokenizer is about to be written there."""
     if Path(out).parent == TOKENIZERS:
         try:
             TOKENIZERS.mkdir(parents=True, exist_ok=True)
@@ -350,7 +316,6 @@ def make_default_folder(out):
 
 
 def check_tokenizer_args(args):
-    """The vocab sizes, special tokens and pattern, as bpe and tiktoken will take them."""
     sizes, option = (args.sweep, "--sweep") if args.sweep else ([args.vocab_size], "--vocab-size")
     try:
         check_training_args(sizes[0], args.special_tokens, args.pattern)
@@ -362,7 +327,6 @@ def check_tokenizer_args(args):
 
 
 def check_out(out):
-    """--out must be a file path in a folder that exists (or the default one, made when written)."""
     if out.parent != TOKENIZERS or out.parent.exists():  # the default folder is made when written
         check_writable_folder(out, out.parent)
     if out.is_dir():
@@ -377,7 +341,6 @@ def check_out(out):
 
 
 def check_writable_folder(out, folder):
-    """--out's `folder` exists and takes new files: checked now, not after the training."""
     if not folder.is_dir():
         raise PrepareError(f"--out {out}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -387,8 +350,6 @@ def check_writable_folder(out, folder):
 
 
 def check_out_is_no_input(out, args):
-    """--out must not be one of the files read (--input, --eval): it would be overwritten.
-    Checked by identity (os.path.samefile), so a link or another spelling of the path counts."""
     if not out.exists():
         return
     inputs = expand_inputs(args.input)
@@ -402,9 +363,7 @@ def check_out_is_no_input(out, args):
 
 
 def check_plot(path, sweep):
-    """--plot needs --sweep, a folder to write into, matplotlib (the optional extra `plot`) and
-    a suffix it writes, all checked before the training -> the picture's path, as `packing`'s
-    (picture_path: "sweep" -> sweep.png)."""
+    """--plot's checks before the training -> the picture's path ("sweep" -> sweep.png)."""
     if not sweep:
         raise UsageError("--plot draws a --sweep: give --sweep SIZES too")
     path = picture_path(path)
@@ -439,8 +398,7 @@ class ProgressBars:
 
 
 def train(args):
-    """Count the pretokens of the input files, then learn the merges; warnings become
-    printed lines. -> (the counts as a bpe.table.PretokenTable, vocab, merges)"""
+    """-> (the pretoken counts as a PretokenTable, vocab, merges); warnings printed."""
     bars = ProgressBars()
     try:
         counts = count_table(
@@ -467,7 +425,6 @@ def train(args):
 
 
 def emptied_by_max_chars(args):
-    """--max-chars if it is what left no text (it left a document out), else None."""
     if args.max_chars is None:
         return None
     reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
@@ -497,22 +454,14 @@ def show_merges(merges):
 
 
 def compression(encoding, text):
-    """Bytes per token: "hello world" in 2 tokens -> 5.5.
-
-    `encoding` is the tokenizer's tiktoken export: same ids as Tokenizer.encode, at
-    tiktoken's speed, which matters on a training corpus of many megabytes.
-    """
+    """Bytes per token, by the tokenizer's tiktoken export: "hello world" in 2 tokens -> 5.5."""
     ids = encoding.encode(text, allowed_special="all")
     return len(text.encode("utf-8")) / max(len(ids), 1)
 
 
 def compression_of_counts(encoding, counts):
-    """Bytes per token of a text given as its pretoken counts (a bpe.table.PretokenTable;
-    special tokens left out): {"hello": 1, " world": 1} in 2 tokens -> 5.5.
-
-    Each distinct pretoken is encoded once: the same total as encoding the text (the pattern
-    cuts a pretoken into itself), without the text, which was never in memory.
-    """
+    """Bytes per token of a text given as its pretoken counts: {"hello": 1, " world": 1} in 2
+    tokens -> 5.5 (each distinct pretoken encoded once)."""
     tokens = sum(n * len(encoding.encode_ordinary(p)) for p, n in counts.items())
     return int(np.dot(counts.lengths.astype(np.int64), counts.counts)) / max(tokens, 1)
 
@@ -537,9 +486,7 @@ def main(argv=None):
 
 @contextlib.contextmanager
 def says_if_written(out):
-    """Ctrl-C or SIGTERM in the block says whether `out` was written (run_main's own line speaks
-    of output folders, which this script has none of). The file is renamed into place whole, by
-    this process or by datatrove's learn task: a new file there is the whole new tokenizer."""
+    """Ctrl-C or SIGTERM in the block says whether `out` was written (renamed into place whole)."""
     before = file_state(out) if out else None
     try:
         yield
@@ -552,7 +499,6 @@ def says_if_written(out):
 
 
 def file_state(path):
-    """What changes when a file is replaced by a rename: (device, inode, mtime); None if absent."""
     try:
         status = os.stat(path)
     except OSError:
@@ -561,7 +507,6 @@ def file_state(path):
 
 
 def train_here(args):
-    """--engine bpe: count with --workers processes here, learn, report, write --out."""
     eval_text = read_text(args.eval) if args.eval else None
 
     start = time.perf_counter()
@@ -592,7 +537,6 @@ def train_here(args):
 
 
 def train_nanochat(args):
-    """--format nanochat: nanochat's tok_train.py, our trainer in place of rustbpe."""
     from formats import nanochat
 
     eval_text = read_text(args.eval) if args.eval else None
@@ -619,8 +563,6 @@ def train_nanochat(args):
 
 
 def train_sentencepiece(args):
-    """--kind sentencepiece: parameter-golf's SentencePiece BPE on the inputs' sentences (a .txt's
-    lines, the others' documents), into --out."""
     from formats import golf
 
     prefix = Path(args.out)
@@ -637,9 +579,8 @@ def train_sentencepiece(args):
 
 
 def sentencepiece_texts(paths, text_column):
-    """What --kind sentencepiece trains on: each line of a .txt file, as spm_train reads a file
-    (a whole file over SentencePiece's limit of 4,192 bytes would be one text it skips), and
-    each document of the others whole, as parameter-golf trains on its documents."""
+    """Each line of a .txt file, as spm_train reads one (a whole file would be over its limit of
+    4,192 bytes, and skipped), and each document of the others."""
     for path in paths:
         if file_kind(path) == "text":
             yield from read_text(path, newlines=False).split("\n")  # as spm_train splits
@@ -648,7 +589,6 @@ def sentencepiece_texts(paths, text_column):
 
 
 def train_with_tasks(args):
-    """--engine datatrove: count in datatrove tasks, learn in one more, write --out."""
     from engine.training import train_with_datatrove
 
     make_default_folder(args.out)
@@ -682,13 +622,12 @@ def train_with_tasks(args):
 
 
 def small_corpus(args):
-    """For --trace: the training text's pretokens in order, if it is a few hundred bytes of text."""
+    """For --trace: the training text's pretokens in order, if it is a few hundred bytes."""
     paths = expand_inputs(args.input)
     if any(file_kind(path) != "text" for path in paths):
         return None
     if sum(Path(path).stat().st_size for path in paths) > TRACE_CORPUS_BYTES:
         return None
-    # The documents training counted: those within --max-chars, read as count_table reads them
     reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
     pieces = plan_pieces(paths, reading)
     if args.max_chars is not None:
@@ -698,7 +637,6 @@ def small_corpus(args):
 
 
 def show_sweep(args, vocab, merges, counts, eval_text):
-    """Compression for each --sweep size, from the merges of the one training just done."""
     names = ["training text"] + ([Path(args.eval).name] if eval_text is not None else [])
     rows = []
     for size, encoding in prefix_encodings(
