@@ -5,10 +5,8 @@ ids; 2. nanoGPT's .bin files and where their documents start; 3. llm.c's shards;
 commit; 5. meta.json and meta.pkl; 6. documents: a pinned hub dataset, nanoGPT's split; 7. the
 commands over a prepared folder.
 
-What keeps the lessons safe without being the lesson is the `safety` package, which they import
-from directly: one-line errors (PrepareError, run_main), the argument parser, checked downloads
-(RemoteFile, fetch), strict readers (read_text) and the folder commit (output_folder). What
-inspects a prepared folder is the `inspection` package, run from here:
+What keeps the lessons safe without being the lesson is the `safety` package (one-line errors,
+checked downloads, strict readers, the folder commit). The `inspection` package runs from here:
 
     python prepare_common.py verify data/shakespeare_char
     python prepare_common.py show data/shakespeare_char --split val --block-size 8
@@ -52,40 +50,27 @@ from safety.text import without_lone_surrogates
 
 
 def bpe_encoding(tokenizer_path=None, need_eot=False):
-    """The tiktoken Encoding a BPE pipeline encodes with, and its meta.json "tokenizer" record.
-
-    None -> GPT-2: (Encoding "gpt2", {"kind": "tiktoken", "name": "gpt2", "vocab_size": 50257,
-    "eot_id": 50256, ...}); a path -> a file of train_tokenizer.py ({"kind": "bpe", ...}), loaded
-    with `bpe.Tokenizer.load`; need_eot: one without <|endoftext|> is an error.
-    """
+    """The tiktoken Encoding a BPE pipeline encodes with, and its meta.json "tokenizer" record:
+    None -> GPT-2 ({"kind": "tiktoken", "name": "gpt2", "vocab_size": 50257, "eot_id": 50256,
+    ...}); a path -> a file of train_tokenizer.py ({"kind": "bpe", ...}). need_eot: one without
+    <|endoftext|> is an error."""
     from formats.tokenizers import encoding_sha256, gpt2_encoding, trained_tokenizer
 
     if tokenizer_path is not None:
         encoding, record = trained_tokenizer(tokenizer_path, need_eot)
     else:
         encoding = gpt2_encoding()
-        n_vocab, eot, sha256 = encoding.n_vocab, encoding.eot_token, encoding_sha256(encoding)
-        record = {
-            "kind": "tiktoken",
-            "name": "gpt2",
-            "vocab_size": n_vocab,
-            "eot_id": eot,
-            "sha256": sha256,
-        }
+        record = dict(kind="tiktoken", name="gpt2", vocab_size=encoding.n_vocab)
+        record.update(eot_id=encoding.eot_token, sha256=encoding_sha256(encoding))
     encoding.encode_ordinary("")  # the fast encoder (formats/encoders.py) built before any step
     return encoding, record
 
 
 def encode_document(text, encoding, eot_id, dtype, eot_first=False):
     """One document's ids and the end-of-text id, as a `dtype` array: "Hi" -> [17250, 50256]
-    (nanoGPT's rule); eot_first -> [50256, 17250] (llm.c's: the token delimits documents).
-
-    np.array(encoding.encode_ordinary(text) + [eot_id], dtype) (nanoGPT's `process`) without a
-    Python int per token: encode_to_numpy with no special token allowed or refused is
-    encode_ordinary (a literal "<|endoftext|>" stays text); a lone surrogate, which its Rust
-    side refuses, goes through encode_ordinary, which repairs it. The cast is unchecked:
-    `tokenize_documents` checks the tokenizer's largest id once.
-    """
+    (nanoGPT's rule); eot_first -> [50256, 17250] (llm.c's). nanoGPT's
+    np.array(encoding.encode_ordinary(text) + [eot_id], dtype) without a Python int per token
+    (the cast is unchecked: `tokenize_documents` checks the largest id once)."""
     try:
         encoded = encoding.encode_to_numpy(text, disallowed_special=())
     except UnicodeEncodeError:  # lone surrogates: encode_ordinary repairs them as tiktoken does
@@ -108,11 +93,8 @@ NANOGPT_READS = (  # dtype_for_vocab's warning for .bin files
 
 
 def dtype_for_vocab(vocab_size, readers=NANOGPT_READS):
-    """The smallest dtype a trainer reads for ids 0..vocab_size-1: uint16 up to 65,536 ids.
-
-    65 -> uint16; 50,257 -> uint16; 65,536 -> uint16; 65,537 -> uint32 (with a warning that
-    `readers`, what reads the files, is for nanoGPT's .bin files or llm.c's shards).
-    """
+    """The smallest dtype a trainer reads for ids 0..vocab_size-1: 65,536 -> uint16; 65,537 ->
+    uint32, with a warning naming `readers` (nanoGPT's .bin files or llm.c's shards)."""
     if vocab_size <= 2**16:
         return np.dtype(np.uint16)
     if vocab_size > 2**32:
@@ -140,16 +122,13 @@ def write_bin(path, batches, dtype, vocab_size):
 
 def write_memmap(path, batches, num_tokens, dtype, desc):
     """nanoGPT's loop: a split of `num_tokens` ids, known in advance, into one file of that size,
-    each batch through a memory map of its own range (memory stays flat: one batch is mapped).
-    The file's blocks are reserved first: a write through a map to a full disk kills the process
-    (SIGBUS), so a disk too small fails before the first token, as an error naming the file.
-    The ids were checked against the dtype when they were made (`tokenize_documents`)."""
+    each batch through a memory map of its own range (memory stays flat: one batch is mapped)."""
     from tqdm import tqdm
 
     path, dtype = Path(path), np.dtype(dtype)
     with atomic_path(path) as tmp:
-        with open(tmp, "r+b") as f:  # the file, full size, its blocks on the disk before any map
-            reserve(f, num_tokens * dtype.itemsize)  # a full disk: an error here, never SIGBUS
+        with open(tmp, "r+b") as f:  # a full disk: an error here, not SIGBUS through a map
+            reserve(f, num_tokens * dtype.itemsize)
         idx = 0
         bar = tqdm(total=num_tokens, unit="tok", unit_scale=True, desc=desc)
         for arr_batch in batches:
@@ -167,8 +146,7 @@ def write_memmap(path, batches, num_tokens, dtype, desc):
 
 def write_document_starts(path, lengths):
     """A split's document index beside its .bin file: where each document starts, as uint64 token
-    offsets (np.save), the first 0: lengths [3, 2, 4] -> [0, 3, 5]. nanoGPT's get_batch never
-    reads it; `document_batch` and `python prepare_common.py packing` do."""
+    offsets (np.save): lengths [3, 2, 4] -> [0, 3, 5] (read by `prepare_common.py packing`)."""
     starts = np.zeros(len(lengths), np.uint64)
     np.cumsum(lengths[:-1], out=starts[1:])
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
@@ -191,9 +169,8 @@ LLMC_READS = (  # dtype_for_vocab's warning for shards
 
 
 def fill_shards(batches, shard_size, dtype):
-    """Cut a stream of id arrays into shards, each full one and then the rest: [[1, 2, 3], [4, 5]]
-    (any batching of it), shard_size 2 -> [1, 2], [3, 4], [5]. One buffer, reused: use each shard
-    before asking for the next."""
+    """Cut a stream of id arrays into shards: [[1, 2, 3], [4, 5]], shard_size 2 -> [1, 2], [3, 4],
+    [5]. One buffer, reused: use each shard before asking for the next."""
     buffer = np.empty(shard_size, dtype)
     count = 0
     for ids in batches:
@@ -219,8 +196,7 @@ def llmc_names(prefix, split=None, first_index=0):
 
 def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_format, say=True):
     """Write the stream `batches` as shards in `out`, named by `names` (see llmc_names); return
-    meta.json's record of each: [{"file", "split", "tokens", "sha256"}, ...]. say: print a line
-    for each (a task writing some in parallel with others leaves that to its commit)."""
+    meta.json's record of each: [{"file", "split", "tokens", "sha256"}, ...]. say: print each."""
     shards = []
     for tokens, (split, stem) in zip(fill_shards(batches, shard_size, dtype), names):
         path = Path(out) / f"{stem}{SHARD_FORMATS[shard_format]}"
@@ -271,12 +247,8 @@ def write_meta(
 
     tokenizer: {"kind": "char"|"tiktoken"|"bpe", "name", "vocab_size", "eot_id", "sha256", ...};
     split_tokens: {"train": 1003854, "val": 111540}, or shards (write_shards' list) and their
-    shard_format; meta.pkl, if written already, is recorded by its sha256, else as null.
-    texts: {"train": text, "val": text}, each split one text, for each split's byte figures and
-    val's bytes sidecar, recounted from them and the ids written (formats/val_bytes.py,
-    write_val_bytes); or `counted`, those figures counted as each document was encoded (its
-    counted_figures, shard_figures; the datatrove engine's tasks); eot_first: each document's
-    end-of-text is before it (llm.c's rule).
+    shard_format. texts: {"train": text, "val": text}, for the byte figures (write_val_bytes);
+    or `counted`, those figures counted as each document was encoded (write_counted).
     """
     out = Path(out)
     pkl = out / META_PKL
@@ -312,8 +284,8 @@ def write_record(out, meta):
 
 
 def text_source(input_path, out_dir, characters, url=None):
-    """meta.json's "source" for one text file: its path (relative when it sits in `out_dir`, so
-    the folder can move), sha256, size, and origin (`url`, None for a local --input)."""
+    """meta.json's "source" for one text file: its path (relative when it sits in `out_dir`),
+    sha256, size, and origin (`url`, None for a local --input)."""
     input_path = Path(input_path).resolve()
     inside = input_path.parent == Path(out_dir).resolve()
     if inside and written_by_a_run(input_path.name):  # its sha256 would not verify
@@ -336,10 +308,8 @@ def write_pickle(path, obj):
 
 
 def write_bpe_meta_pkl(out, tokenizer, encoding):
-    """nanoGPT's meta.pkl for a BPE pipeline; return whether one was written. A trained tokenizer
-    -> {"vocab_size", "tokenizer", "stoi", "itos"}: train.py sizes the model from vocab_size, and
-    sample.py can run (`nanogpt_sample_maps`). GPT-2 -> none: nanoGPT keeps its GPT-2 defaults.
-    """
+    """nanoGPT's meta.pkl for a trained tokenizer, {"vocab_size", "tokenizer", "stoi", "itos"}
+    (GPT-2 needs none: nanoGPT's defaults); return whether one was written."""
     if tokenizer["kind"] != "bpe":
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
@@ -362,18 +332,15 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
 
 
 def id_batches(tokenized, documents_per_batch=10_000):
-    """A tokenized dataset's ids in order, a batch of documents at a time as one flat array: those
-    of np.concatenate(tokenized["ids"]), read through Arrow with no Python object per document."""
+    """A tokenized dataset's ids in order, a batch of documents at a time as one flat array."""
     for batch in tokenized.with_format("arrow").iter(batch_size=documents_per_batch):
         yield batch["ids"].combine_chunks().flatten().to_numpy()
 
 
 def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, desc, eot_first=False):
     """nanoGPT's `documents.map(process, ...)`: every document's ids, length and byte figures
-    (tokenize_documents), in `num_proc` processes (documents/encoded.py), as a datasets.Dataset.
-    The ids are stored as `dtype` (uint16: 4x less disk than datasets' int64), beside the
-    documents, under a key of what decides them (the input, the tokenizer's sha256 and end-of-text
-    id and where it goes, the dtype): datasets' own key would pickle the whole vocabulary."""
+    (tokenize_documents), in `num_proc` processes, as a datasets.Dataset. The ids are stored as
+    `dtype`, under a key of what decides them (datasets' own would pickle the vocabulary)."""
     from datasets.fingerprint import Hasher
 
     key = [documents._fingerprint, tokenizer["sha256"], tokenizer["eot_id"], eot_first, dtype.name]
@@ -391,11 +358,8 @@ def tokenize_dataset(documents, encoding, tokenizer, dtype, where, num_proc, des
 
 
 def split_sizes(num_documents, val_fraction):
-    """(train, val) document counts of datasets' train_test_split(test_size=val_fraction).
-
-    10,000 documents, 0.0005 -> (9995, 5): val gets ceil(fraction * n), train the rest.
-    A fraction outside (0, 1), or one that leaves a side empty, is an error.
-    """
+    """(train, val) document counts of datasets' train_test_split(test_size=val_fraction):
+    10,000 documents, 0.0005 -> (9995, 5); a side left empty is an error."""
     num_val = math.ceil(val_fraction * num_documents)
     num_train = num_documents - num_val
     if not 0 < val_fraction < 1 or num_train <= 0:
@@ -415,12 +379,8 @@ SPLIT_RULE = (
 
 
 def random_split(num_documents, val_fraction, seed):
-    """nanoGPT's split of documents 0..n-1: (train, val) document numbers, in the order written.
-
-    10 documents, 0.2, seed 2357 -> (array([0, 9, 5, 6, 2, 7, 4, 1]), array([8, 3])): datasets'
-    train_test_split(test_size=val_fraction, seed=seed, shuffle=True), val the first
-    ceil(val_fraction * n) of np.random.default_rng(seed).permutation(n), train the rest.
-    """
+    """nanoGPT's split of documents 0..n-1 (SPLIT_RULE): (train, val) document numbers, in the
+    order written: 10 documents, 0.2, seed 2357 -> ([0, 9, 5, 6, 2, 7, 4, 1], [8, 3])."""
     _, num_val = split_sizes(num_documents, val_fraction)
     permutation = np.random.default_rng(seed).permutation(num_documents)
     return permutation[num_val:], permutation[:num_val]
@@ -429,10 +389,8 @@ def random_split(num_documents, val_fraction, seed):
 def split_record(
     val_fraction, seed, documents, numpy_version=np.__version__, dedup=None, rule=None
 ):
-    """meta.json's "split" for `random_split`: the rule and its inputs. documents: {"train": 9995,
-    "val": 5}; the permutation is numpy's generator stream, so numpy's version is recorded too.
-    dedup: `deduplicate`'s record of the documents dropped before the split (--dedup); rule:
-    another split's (a lesson's --max-tokens)."""
+    """meta.json's "split" for `random_split`: the rule and its inputs (numpy's version: the
+    permutation is its generator's). dedup: the record of documents dropped before the split."""
     record = {
         "rule": rule or SPLIT_RULE,
         "val_fraction": val_fraction,
@@ -448,14 +406,8 @@ def tokenize_documents(
 ):
     """nanoGPT's `process` for a batch of documents (a datasets map with indices): each one's ids
     and their lengths: ["Hi", "a"] -> {"ids": [[17250, 50256], [64, 50256]], "len": [2, 2]}.
-
-    Each document is encode_ordinary(text) + [eot_id] (`encode_document`: the same ids as one
-    numpy array; eot_first: llm.c's rule, the end-of-text id first). Refused, naming the document
-    (`where` and its number, or where(i)): a trained tokenizer's pattern that leaves text out.
-    figures: also "figures", each document's byte figures (a row of formats/val_bytes.py's
-    batch_figures), counted here, where its text and its ids are at hand; "compiled": compared
-    in formats/compiled.py's loop where numba is installed.
-    """
+    A pattern that leaves text out is refused, naming the document (`where`). figures: also each
+    document's byte figures (formats/val_bytes.py), "compiled": with numba."""
     from formats.tokenizers import check_documents_covered, check_dtype_holds
 
     eot_id = tokenizer["eot_id"]
