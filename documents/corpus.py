@@ -128,11 +128,10 @@ def _char_starting_at(data, start):
 def straddles_special(text, position, special_tokens):
     """Whether `position` is strictly inside a special token (str or bytes alike):
     "a<|x|>b", 3, ["<|x|>"] -> True; "a<|x|>b", 1, ["<|x|>"] -> False."""
-    for token in special_tokens:
-        start = max(0, position - len(token) + 1)
-        if text.find(token, start, position + len(token) - 1) != -1:
-            return True
-    return False
+    return any(
+        text.find(token, max(0, position - len(token) + 1), position + len(token) - 1) != -1
+        for token in special_tokens
+    )
 
 
 def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
@@ -172,13 +171,10 @@ def count_pretokens_parallel(
 ):
     """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
     num_workers = check_workers(num_workers) or os.cpu_count() or 1
-    if num_workers < 2 or len(text) < PARALLEL_MIN_CHARS:
-        counts = count_pretokens(text, pattern, special_tokens)
-        if progress:
-            progress("pretokenize", len(text), len(text))
-        return counts
-    num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
-    bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
+    bounds = [0, len(text)]
+    if num_workers >= 2 and len(text) >= PARALLEL_MIN_CHARS:
+        num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
+        bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
     done = 0
@@ -345,8 +341,12 @@ def cap_pieces(pieces, reading, max_chars):
     max_chars characters, in file order."""
     capped, budget = [], max_chars
     for piece in pieces:
-        used, stop = _chars_within(piece, reading, budget)
-        budget -= used
+        stop = None
+        for start, chars in _documents_with_sizes(piece, reading):
+            if chars > budget:
+                stop = start
+                break
+            budget -= chars
         if stop is None:
             capped.append(piece)
             continue
@@ -381,16 +381,6 @@ def no_text_message(inputs, max_chars=None):
         f"{names}: no text to train on within --max-chars {max_chars:,}: the first document "
         f"with text is longer, and a document is taken whole or not at all; raise --max-chars"
     )
-
-
-def _chars_within(piece, reading, budget):
-    """(characters of the documents within budget, None or where to stop: a byte, a row)."""
-    used = 0
-    for stop, chars in _documents_with_sizes(piece, reading):
-        if used + chars > budget:
-            return used, stop
-        used += chars
-    return used, None
 
 
 def _documents_with_sizes(piece, reading):

@@ -396,12 +396,8 @@ def json_columns(files):
 def name_bad_json_line(files):
     """Once datasets failed: raise our reader's error on the first bad line, if it finds one."""
     for path in files:
-        if file_kind(path) == "json-array":
-            json_array_rows(path)
-            continue
-        with open(path, "rb") as f:
-            for offset, line in json_lines(f, 0, os.path.getsize(path)):
-                json_line_text(line, path, offset)
+        for _ in _json_texts(path):
+            pass
 
 
 def source_name(data_files, hub):
