@@ -211,16 +211,14 @@ def write_shards(out, batches, names, shard_size, dtype, vocab_size, shard_forma
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. the folder commit: a prepared folder changes as one transaction, like a git commit
+# 4. the folder commit (safety/commit.py): a prepared folder changes as one transaction
 #
 #     with output_folder(out_dir) as out:    # out_dir locked; `out`: an empty staging folder
 #         write_bin(out / "train.bin", ...)  # every output is written into `out`,
 #         write_meta(out, ...)               # meta.json, the commit record, last
-#     # the block ended without an error: out_dir holds the new, complete set
 #
 # An error or an interrupt in the block leaves the old set as it was; a crash leaves the old
-# set, the new one, or a folder without meta.json that `verify` calls incomplete. The folder
-# owns exactly what its meta.json lists (safety/commit.py: the steps, and the lock).
+# set, the new one, or a folder without meta.json that `verify` calls incomplete.
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,10 +323,7 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. documents: a pinned dataset of the hub, nanoGPT's random split, and each document's ids
-#
-# A document lesson pins its dataset (documents/inputs.py's HubDataset) and loads it with
-# `load_documents` there; here, what it does with the documents.
+# 6. documents (loaded by documents/inputs.py's `load_documents`): nanoGPT's split, their ids
 
 
 def id_batches(tokenized, documents_per_batch=10_000):

@@ -593,23 +593,15 @@ def train_with_tasks(args):
 
     make_default_folder(args.out)
     out = Path(args.out).resolve()
+    options = ["pattern", "text_column", "max_chars", "tasks", "workers", "executor", "verbose"]
+    options += ["slurm_partition", "slurm_time", "slurm_cpus_per_task", "slurm_mem_per_cpu_gb"]
     folder = train_with_datatrove(
         args.input,
         args.vocab_size,
         args.special_tokens,
         out=out,
         work_dir=args.work_dir or out.parent / ".datatrove-work",
-        pattern=args.pattern,
-        text_column=args.text_column,
-        max_chars=args.max_chars,
-        tasks=args.tasks,
-        workers=args.workers,
-        executor=args.executor,
-        slurm_partition=args.slurm_partition,
-        slurm_time=args.slurm_time,
-        slurm_cpus_per_task=args.slurm_cpus_per_task,
-        slurm_mem_per_cpu_gb=args.slurm_mem_per_cpu_gb,
-        verbose=args.verbose,
+        **{option: getattr(args, option) for option in options},
     )
     if args.executor == "slurm":
         print(
