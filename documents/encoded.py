@@ -26,16 +26,13 @@ def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
 
     from safety.files import atomic_path
 
-    path = cache_path(documents, key)
+    path = None  # documents in memory (a budget's): their ids in memory too
+    if documents.cache_files:  # beside datasets' cache of the documents
+        path = Path(documents.cache_files[0]["filename"]).parent / f"tokenized-{key}.arrow"
     if path is not None and path.is_file():  # made by an earlier run from the same inputs
         return datasets.Dataset.from_file(str(path))
-    schema = pa.schema(
-        {
-            "ids": pa.list_(pa.from_numpy_dtype(dtype)),
-            "len": pa.int64(),
-            "figures": pa.list_(pa.int64()),
-        }
-    )
+    ids = pa.list_(pa.from_numpy_dtype(dtype))
+    schema = pa.schema({"ids": ids, "len": pa.int64(), "figures": pa.list_(pa.int64())})
     batches = record_batches(documents, tokenize, schema, num_proc, desc)
     if path is None:
         return datasets.Dataset(
@@ -50,13 +47,6 @@ def encoded_documents(documents, tokenize, dtype, num_proc, desc, key):
         for batch in batches:
             writer.write_batch(batch)
     return datasets.Dataset.from_file(str(path))
-
-
-def cache_path(documents, key):
-    """Where the ids of documents in datasets' cache go; None for documents in memory."""
-    if not documents.cache_files:
-        return None
-    return Path(documents.cache_files[0]["filename"]).parent / f"tokenized-{key}.arrow"
 
 
 def record_batches(documents, tokenize, schema, num_proc, desc):

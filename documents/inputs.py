@@ -235,23 +235,24 @@ def check_texts(dataset, source):
     check_text_column(source, dataset.column_names)
     if len(dataset) == 0:
         raise PrepareError(f"{source} holds no documents; there is nothing to prepare")
-    feature = dataset.features["text"]
-    if getattr(feature, "dtype", None) in ("string", "large_string"):
+    if getattr(dataset.features["text"], "dtype", None) in ("string", "large_string"):
         # only missing values can be wrong, and Arrow counts those without reading the texts
         column = dataset.with_format("arrow")["text"]
-        bad = column.null_count
-        first = int(np.argmax(column.is_null().to_numpy(zero_copy_only=False))) if bad else None
+        if column.null_count:
+            _refuse_missing_texts(source, column.is_null().to_numpy(zero_copy_only=False))
     else:
-        bad, first = 0, None
-        for start in range(0, len(dataset), 10_000):
-            for offset, text in enumerate(dataset[start : start + 10_000]["text"]):
-                if not isinstance(text, str):
-                    bad += 1
-                    first = start + offset if first is None else first
-    if bad:
+        batches = (dataset[s : s + 10_000]["text"] for s in range(0, len(dataset), 10_000))
+        missing = (not isinstance(text, str) for batch in batches for text in batch)
+        _refuse_missing_texts(source, np.fromiter(missing, bool, len(dataset)))
+
+
+def _refuse_missing_texts(source, missing):
+    """Refuse documents whose 'text' is missing or not a string (`missing`: a flag each)."""
+    if missing.any():
         raise PrepareError(
-            f"{source}: {bad:,} of {len(dataset):,} documents have a missing or non-string "
-            f"'text' (the first at row {first:,}); fix or drop those rows"
+            f"{source}: {int(missing.sum()):,} of {len(missing):,} documents have a missing or "
+            f"non-string 'text' (the first at row {int(np.argmax(missing)):,}); fix or drop "
+            "those rows"
         )
 
 
@@ -346,14 +347,8 @@ def check_later_json_texts(files, source):
             except pa.ArrowInvalid:  # a text of another type, or a line datasets will refuse
                 clean = False
         if not clean:  # each document read again, in Python, to count them
-            missing = [text is None for each in files for text in _json_texts(each)]
-            if any(missing):
-                raise PrepareError(
-                    f"{source}: {sum(missing):,} of {len(missing):,} documents have a missing or "
-                    f"non-string 'text' (the first at row {missing.index(True):,}); fix or drop "
-                    "those rows"
-                )
-            return
+            missing = (text is None for each in files for text in _json_texts(each))
+            return _refuse_missing_texts(source, np.fromiter(missing, bool))
 
 
 def _json_texts(path):

@@ -97,15 +97,15 @@ def _worker_start(parent, setup, setup_args):
         setup(*setup_args)
 
 
-def exit_when_orphaned(parent):
+def exit_when_orphaned(parent, every=0.2):
     """In a worker: a thread ends this process once `parent`, its parent, has gone."""
-    threading.Thread(target=_exit_when_orphaned, args=(parent,), daemon=True).start()
 
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
 
-def _exit_when_orphaned(parent, every=0.2):
-    while os.getppid() == parent:
-        time.sleep(every)
-    os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def end_workers(pool):
