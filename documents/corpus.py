@@ -143,15 +143,12 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     position = target_chars
     while position < len(text):
         cut = None
-        if on_lines:
-            newline = text.find("\n", position)
-            while newline != -1 and cut is None:
-                if is_line_cut(text, newline + 1) and not straddles_special(
-                    text, newline + 1, special_tokens
-                ):
-                    cut = newline + 1
-                else:
-                    newline = text.find("\n", newline + 1)
+        newline = text.find("\n", position) if on_lines else -1
+        while newline != -1 and cut is None:
+            at = newline + 1
+            if is_line_cut(text, at) and not straddles_special(text, at, special_tokens):
+                cut = at
+            newline = text.find("\n", at)
         if special is not None:
             match = special.search(text, position)
             while match and straddles_special(text, match.start(), special_tokens):
@@ -166,9 +163,7 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     return bounds
 
 
-def count_pretokens_parallel(
-    text, pattern="gpt2", special_tokens=(), num_workers=None, progress=None
-):
+def count_pretokens_parallel(text, pattern="gpt2", special_tokens=(), num_workers=None):
     """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
     num_workers = check_workers(num_workers) or os.cpu_count() or 1
     bounds = [0, len(text)]
@@ -177,13 +172,8 @@ def count_pretokens_parallel(
         bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
     jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
     counts = Counter()
-    done = 0
-    results = ordered_map(count_pretokens, jobs, min(num_workers, len(jobs)))
-    for job, piece_counts in zip(jobs, results):
+    for piece_counts in ordered_map(count_pretokens, jobs, min(num_workers, len(jobs))):
         counts.update(piece_counts)
-        done += len(job[0])
-        if progress:
-            progress("pretokenize", done, len(text))
     return counts
 
 
