@@ -312,12 +312,7 @@ def write_bpe_meta_pkl(out, tokenizer, encoding):
         return False
     stoi, itos = nanogpt_sample_maps(encoding)
     tokenizer = folder_tokenizer(tokenizer, out)  # as meta.json records it
-    meta = {
-        "vocab_size": tokenizer["vocab_size"],
-        "tokenizer": tokenizer,
-        "stoi": stoi,
-        "itos": itos,
-    }
+    meta = dict(vocab_size=tokenizer["vocab_size"], tokenizer=tokenizer, stoi=stoi, itos=itos)
     write_pickle(Path(out) / META_PKL, meta)
     return True
 

@@ -401,17 +401,12 @@ def train(args):
     """-> (the pretoken counts as a PretokenTable, vocab, merges); warnings printed."""
     bars = ProgressBars()
     try:
-        counts = count_table(
-            args.input,
-            args.pattern,
-            args.special_tokens,
-            args.text_column,
-            args.max_chars,
-            args.workers,
-            progress=bars,
-        )
-        if not counts:
-            raise PrepareError(no_text_message(args.input, emptied_by_max_chars(args)))
+        inputs = (args.input, args.pattern, args.special_tokens, args.text_column, args.max_chars)
+        counts = count_table(*inputs, args.workers, progress=bars)
+        if not counts:  # --max-chars named if it is what left no text
+            cap = args.max_chars
+            emptied = cap is not None and leaves_out(args.input, reading_of(args), cap)
+            raise PrepareError(no_text_message(args.input, cap if emptied else None))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             vocab, merges = train_bpe_from_counts(
@@ -424,11 +419,8 @@ def train(args):
     return counts, vocab, merges
 
 
-def emptied_by_max_chars(args):
-    if args.max_chars is None:
-        return None
-    reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
-    return args.max_chars if leaves_out(args.input, reading, args.max_chars) else None
+def reading_of(args):
+    return Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
 
 
 def render_short(token):
@@ -620,7 +612,7 @@ def small_corpus(args):
         return None
     if sum(Path(path).stat().st_size for path in paths) > TRACE_CORPUS_BYTES:
         return None
-    reading = Reading(check_pattern(args.pattern), tuple(args.special_tokens), args.text_column)
+    reading = reading_of(args)
     pieces = plan_pieces(paths, reading)
     if args.max_chars is not None:
         pieces = cap_pieces(pieces, reading, args.max_chars)
