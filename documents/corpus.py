@@ -584,10 +584,9 @@ def _lone_surrogate(text):
 
 
 def _line_at(path, offset):
-    newlines = 0
     with _open(path) as file:
-        for block in iter(lambda: file.read(min(1 << 20, offset - file.tell())), b""):
-            newlines += block.count(b"\n")
+        blocks = iter(lambda: file.read(min(1 << 20, offset - file.tell())), b"")
+        newlines = sum(block.count(b"\n") for block in blocks)
     return f"line {newlines + 1:,}"
 
 
