@@ -398,12 +398,8 @@ def documents(paths, text_column="text", fix=TEXT_COLUMN_OPTION):
             yield read_text(path)
             continue
         size = os.path.getsize(path)
-        pieces = (
-            _parquet_pieces(path, text_column, fix)
-            if kind == "parquet"
-            else [Piece(path, kind, 0, size, size)]
-        )
-        for piece in pieces:
+        whole = [Piece(path, kind, 0, size, size)]
+        for piece in _parquet_pieces(path, text_column, fix) if kind == "parquet" else whole:
             yield from (text for _, text in _rows(piece, text_column, fix))
 
 
