@@ -1,18 +1,9 @@
 """A prepared folder's schema, written once: every file name it holds, the fields of its record
 (meta.json) and their forms, and which of its names a trainer reads.
 
-    train.bin, val.bin                  nanoGPT's ids, and their document starts (index_name)
-    meta.pkl, meta.json, TOKEN_BYTES    nanoGPT's pickle, the record, each id's byte length
-    VAL_BYTES, <name>_bytes_000000.bin  val's bytes sidecar, beside val.bin or each val shard
-    <name>_train_000001.bin ...         llm.c's shards (format "llmc"), or .npy (format "npy")
-    NANOCHAT_DATA_DIR/shard_00000.parquet, NANOCHAT_TOKENIZER, NANOCHAT_TOKEN_BYTES
-                                        nanochat's folder (format "nanochat")
-
 A folder owns exactly what its meta.json lists: a commit replaces or removes only those files,
 and `verify` flags any other file a trainer would read. A record is input like any other (it can
 be downloaded, shared, edited), so a name it lists counts only in the form its field allows.
-The writer (prepare_common.py), the commit (safety/commit.py, given this module), `verify` and
-every command read the names from here.
 """
 
 import fnmatch
@@ -34,13 +25,8 @@ TOKEN_BYTES = "token_bytes.npy"  # every id's UTF-8 byte length, 0 for a special
 VAL_BYTES = "val_bytes.bin"  # each val token's share of the text's UTF-8 bytes (formats/val_bytes)
 VAL_BYTES_NAME = re.compile(rf"{re.escape(VAL_BYTES)}|\w[\w.-]*_bytes(_\d{{6}})?\.(bin|npy)")
 FIGURES = (  # a split's byte figures (meta.json's "bytes"): inspection/bpb.py says each
-    "documents",
-    "text_bytes",
-    "tokenizer_bytes",
-    "decoded_bytes",
-    "changed_documents",
-    "lost_bytes",
-    "gained_bytes",
+    *("documents", "text_bytes", "tokenizer_bytes", "decoded_bytes"),
+    *("changed_documents", "lost_bytes", "gained_bytes"),
 )
 NANOCHAT = "nanochat"  # the format of nanochat's folder, the one with subfolders:
 NANOCHAT_DATA_DIR = "base_data_climbmix"  # nanochat/dataset.py's DATA_DIR
@@ -79,10 +65,9 @@ def sidecars(meta):
 
 
 def val_bytes_name(ids_file):
-    """The val bytes sidecar beside a val ids file, named so that no trainer's glob reads it as
-    ids (build-nanogpt reads every name holding "val"): "val.bin" -> VAL_BYTES;
-    "edu_fineweb_val_000000.npy" -> "edu_fineweb_bytes_000000.npy"; "TinyStories_val.bin" ->
-    "TinyStories_bytes.bin"."""
+    """The val bytes sidecar beside a val ids file, named so that no trainer's glob reads it as ids
+    (build-nanogpt reads every name holding "val"): "val.bin" -> VAL_BYTES;
+    "edu_fineweb_val_000000.npy" -> "edu_fineweb_bytes_000000.npy"."""
     if ids_file == bin_name("val"):
         return VAL_BYTES
     stem, found, rest = ids_file.rpartition("_val")
@@ -115,26 +100,16 @@ def _is_sha256(value):
     return isinstance(value, str) and len(value) == 64 and set(value) <= set("0123456789abcdef")
 
 
-def _is_object(value):
-    return isinstance(value, dict)
-
-
 def is_plain_name(value):
     """A file name inside the folder: "train.bin" yes; "", ".", "..", "a/b", "/etc" no."""
-    return (
-        isinstance(value, str)
-        and value not in ("", ".", "..")
-        and "/" not in value
-        and "\\" not in value
-        and "\0" not in value
-    )
+    return isinstance(value, str) and value not in ("", ".", "..") and not set("/\\\0") & set(value)
 
 
 FILE = ("file", is_plain_name, "a file name in the folder")
 SHA256 = ("sha256", _is_sha256, "a sha256 (64 hex digits)")
 TOP_FIELDS = (
-    ("tokenizer", _is_object, "a JSON object"),
-    ("splits", _is_object, "a JSON object"),
+    ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
+    ("splits", lambda v: isinstance(v, dict), "a JSON object"),
     ("dtype", lambda v: isinstance(v, str), "a JSON string"),
 )
 TOKENIZER_FIELDS = (
@@ -160,6 +135,7 @@ NANOCHAT_SHARD_FIELDS = (
     *TEXT_FIELDS,
     SHA256,
 )
+META_PKL_FIELDS = (("file", lambda v: v == META_PKL, json.dumps(META_PKL)), SHA256)
 TOKEN_BYTES_FIELDS = (("file", lambda v: v == TOKEN_BYTES, json.dumps(TOKEN_BYTES)), SHA256)
 LISTED_FILE_FIELDS = (
     ("file", lambda v: isinstance(v, str) and NANOCHAT_NAME.fullmatch(v), "a tokenizer file"),
@@ -173,8 +149,7 @@ def wrong(where, value, expected):
 
 
 def fields_problem(record, where, fields):
-    """The first of `fields` (key, check, expected) missing from `record` or failing its check;
-    a `record` that is not a JSON object fails first."""
+    """The first of `fields` (key, check, expected) missing from `record` or failing its check."""
     if not isinstance(record, dict):
         return wrong(where, record, "a JSON object")
     for key, check, expected in fields:
@@ -199,14 +174,9 @@ def shape_problem(meta):
     problem = problem or fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
     if problem := problem or _special_ids_problem(meta["tokenizer"]):
         return problem
-    if meta.get("meta_pkl") is not None and not (
-        isinstance(meta["meta_pkl"], dict)
-        and meta["meta_pkl"].get("file") == META_PKL
-        and _is_sha256(meta["meta_pkl"].get("sha256"))
-    ):
-        return wrong(
-            "meta_pkl", meta["meta_pkl"], f'null or {{"file": "{META_PKL}", "sha256": ...}}'
-        )
+    pkl = meta.get("meta_pkl")
+    if pkl is not None and fields_problem(pkl, "meta_pkl", META_PKL_FIELDS):
+        return wrong("meta_pkl", pkl, f'null or {{"file": "{META_PKL}", "sha256": ...}}')
     if problem := _token_bytes_problem(meta) or _val_bytes_problem(meta):
         return problem
     if "shards" in meta:
@@ -232,9 +202,8 @@ def shape_problem(meta):
 
 
 def _source_problem(meta):
-    """meta.json's source, if any: a record whose sha256, unless null, is one, and is not null
-    beside a path (verify checks that file against it; a budgeted run reads no whole file, so
-    records both null)."""
+    """meta.json's source, if any: its sha256 null or one, and not null beside a path (verify
+    checks that file against it; a budgeted run reads no whole file, so records both null)."""
     source = meta.get("source")
     if source is None:
         return None
@@ -247,8 +216,7 @@ def _source_problem(meta):
 
 
 def _special_ids_problem(tokenizer, required=()):
-    """A tokenizer record's SPECIAL_IDS (its vocab_size checked first): each an id below its
-    vocab_size, as the ids of the files are, or absent or null (none) unless `required`."""
+    """A tokenizer record's SPECIAL_IDS: each an id below vocab_size, or null unless required."""
     for key in SPECIAL_IDS:
         value = tokenizer.get(key)
         if (value is not None or key in required) and not (
@@ -261,8 +229,7 @@ def _special_ids_problem(tokenizer, required=()):
 
 
 def _sidecar_tokens_problem(meta):
-    """Each val bytes sidecar's tokens against its ids file's, the split's or the shard's record
-    (checked first): a sidecar holds one share a token."""
+    """Each val bytes sidecar's tokens against its ids file's record: one share a token."""
     files = (meta.get("val_bytes") or {}).get("files", [])
     records = meta.get("shards") or [meta["splits"][name] for name in SPLIT_NAMES]
     counts = {record["file"]: record["tokens"] for record in records}
@@ -288,7 +255,7 @@ def _token_bytes_problem(meta):
 
 def _val_bytes_problem(meta):
     """meta.json's bytes and val_bytes: absent (a folder written before them), else each split's
-    figures and the sidecars' record ({"dtype": "uint16", "eot", "files": [...]})."""
+    figures and the sidecars' record."""
     figures, record = meta.get("bytes"), meta.get("val_bytes")
     if figures is not None and not (
         isinstance(figures, dict)
@@ -304,26 +271,26 @@ def _val_bytes_problem(meta):
         return wrong("val_bytes", record, 'a record of "dtype": "uint16", "eot" and "files"')
     if record.get("eot") not in ("first", "last", None):
         return wrong("val_bytes.eot", record.get("eot"), '"first", "last" or null')
-    files = record.get("files")
-    if not isinstance(files, list) or not files:
-        return wrong("val_bytes.files", files, "a list of the sidecars")
     fields = (FILE, ("ids", is_plain_name, "a val ids file's name"), SHARD_FIELDS[2], SHA256)
-    for i, item in enumerate(files):
-        if problem := fields_problem(item, f"val_bytes.files[{i}]", fields):
+    return _list_problem(record.get("files"), "val_bytes.files", fields, "a list of the sidecars")
+
+
+def _list_problem(items, where, fields, expected):
+    """fields_problem of each record of `items`, a list that is not empty."""
+    if not isinstance(items, list) or not items:
+        return wrong(where, items, expected)
+    for i, item in enumerate(items):
+        if problem := fields_problem(item, f"{where}[{i}]", fields):
             return problem
     return None
 
 
 def _shards_problem(meta):
-    """shape_problem's checks of a folder of shards: its format, and each shard's record."""
     if meta.get("format") not in SHARD_FORMATS:
         return wrong("format", meta.get("format"), '"llmc" or "npy"')
     shards = meta["shards"]
-    if not isinstance(shards, list) or not shards:
-        return wrong("shards", shards, "a list of the shards")
-    for i, shard in enumerate(shards):
-        if problem := fields_problem(shard, f"shards[{i}]", SHARD_FIELDS):
-            return problem
+    if problem := _list_problem(shards, "shards", SHARD_FIELDS, "a list of the shards"):
+        return problem
     if shards[0]["split"] != "val":
         return wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
     if all(shard["split"] != "train" for shard in shards):
@@ -332,7 +299,6 @@ def _shards_problem(meta):
 
 
 def _nanochat_problem(meta):
-    """shape_problem's checks of a nanochat folder: its shards, splits, tokenizer and its files."""
     shards = meta.get("shards")
     if not isinstance(shards, list) or not shards:
         return "shards is missing or empty: a nanochat folder lists its parquet shards"
@@ -358,11 +324,9 @@ def _nanochat_problem(meta):
         if problem := problem or _special_ids_problem(tokenizer, required=("bos_id",)):
             return problem
         files = meta.get("tokenizer_files")
-        if not isinstance(files, list) or not files:
-            return wrong("tokenizer_files", files, "a list of the tokenizer directory's files")
-        for i, item in enumerate(files):
-            if problem := fields_problem(item, f"tokenizer_files[{i}]", LISTED_FILE_FIELDS):
-                return problem
+        expected = "a list of the tokenizer directory's files"
+        if problem := _list_problem(files, "tokenizer_files", LISTED_FILE_FIELDS, expected):
+            return problem
         if NANOCHAT_TOKENIZER not in [item["file"] for item in files]:
             return f"tokenizer_files does not list {NANOCHAT_TOKENIZER}, whose sha256 it records"
         if meta.get("token_bytes") is None:
@@ -375,9 +339,6 @@ def _nanochat_problem(meta):
 
 
 def _golf_problem(meta):
-    """shape_problem's checks of a parameter-golf folder: its files, its split's val_docs, and
-    each dataset's record (its tokenizer and files, shards, val bytes sidecars, each split's byte
-    figures)."""
     files = meta.get("files")
     if not _records(files, ("file", "sha256")) or not set(GOLF_FILES) <= {f["file"] for f in files}:
         return f"files is not a list of records of file and sha256 naming {', '.join(GOLF_FILES)}"
@@ -432,9 +393,8 @@ def _records(value, fields):
 
 
 def totals_problem(meta):
-    """A folder of shards' splits against its shards (a record shape_problem passed): each
-    split's count of shards and its tokens (nanochat's documents, characters and bytes), their
-    sums, as a phrase, or None."""
+    """A folder of shards' splits against the sums of its shards (a record shape_problem passed):
+    each split's shards and tokens (nanochat's documents, characters and bytes)."""
     if "shards" not in meta:
         return None
     keys = TEXT_KEYS if meta.get("format") == NANOCHAT else ("tokens",)
@@ -463,14 +423,10 @@ def totals_problem(meta):
 
 
 def listed_files(meta, where=RECORD_NAME):
-    """The file names a meta.json lists as the folder's own (itself included): what a commit may
-    replace or remove, and all `verify` accepts that a trainer would read. Every name the record
-    gives is checked first (`name_problem`): one outside the folder, or not of the form its field
-    allows ("prepare.py" as a shard), is a PrepareError naming the field and `where` the record
-    is, so that nothing is read, replaced or removed through it.
+    """The file names a meta.json lists as the folder's own (itself included), each checked first
+    (`name_problem`, else a PrepareError naming `where`): what a commit may replace or remove.
 
-    {"splits": {"train": {"file": "train.bin", ...}, ...}, "meta_pkl": null, ...}
-    -> {"meta.json", "train.bin", "val.bin"}
+    {"splits": {"train": {"file": "train.bin", ...}, ...}} -> {"meta.json", "train.bin", "val.bin"}
     """
     problem = name_problem(meta)
     if problem is not None:
@@ -487,12 +443,10 @@ def refused_record(where, problem):
 
 
 def record_names(meta):
-    """Every name field of a meta.json, whatever its value: (field, value, owned, form), `owned`
-    whether the folder owns the file, `form` the one name the field allows (None: any plain name
-    of the form `name_problem` checks).
+    """Every name field of a meta.json: (field, value, owned, form), `form` the one name the field
+    allows (None: any of the form `name_problem` checks).
 
-    {"splits": {"train": {"file": "train.bin"}}, "tokenizer": {"path": "/t/tok.json"}}
-    -> [("splits.train.file", "train.bin", True, "train.bin"), ("tokenizer.path", ..., False, None)]
+    {"splits": {"train": {"file": "train.bin"}}} -> [("splits.train.file", "train.bin", True, ...)]
     """
     if not isinstance(meta, dict):
         return []
@@ -504,10 +458,8 @@ def record_names(meta):
         if isinstance(index, dict) and "file" in index:
             field = f"{_key('splits', split)}.index.file"
             found.append((field, index["file"], True, index_name(split)))
-    shards = meta.get("shards") if isinstance(meta.get("shards"), list) else []
-    for i, shard in enumerate(shards):
-        if isinstance(shard, dict) and "file" in shard:
-            found.append((f"shards[{i}].file", shard["file"], True, None))
+    shards = _dicts(meta.get("shards"))
+    found += [(f"shards[{i}].file", s["file"], True, None) for i, s in shards if "file" in s]
     if isinstance(meta.get("meta_pkl"), dict):
         found.append(("meta_pkl.file", meta["meta_pkl"].get("file"), True, META_PKL))
     path = _field(meta.get("tokenizer"), "path")  # a file the run trained, or the user's
@@ -521,49 +473,31 @@ def record_names(meta):
     if _field(meta.get("token_bytes"), "file") is not None:
         found.append(("token_bytes.file", meta["token_bytes"]["file"], True, TOKEN_BYTES))
     if isinstance(meta.get("val_bytes"), dict):
-        for i, item in _items(meta["val_bytes"], "files"):
+        for i, item in _dicts(meta["val_bytes"].get("files")):
             found.append((f"val_bytes.files[{i}].file", item.get("file"), True, None))
-    if meta.get("format") == GOLF_FORMAT:
-        found += _golf_names(meta)
-    files = meta.get("tokenizer_files") if isinstance(meta.get("tokenizer_files"), list) else []
-    for i, item in enumerate(files):  # a nanochat folder's tokenizer directory
-        if isinstance(item, dict) and "file" in item:
-            found.append((f"tokenizer_files[{i}].file", item["file"], True, None))
-    return found
-
-
-def _golf_names(meta):
-    """The names of a parameter-golf folder's record: its files, and each dataset's tokenizer
-    files, shards and val bytes sidecars, (field, name, True, None) each."""
-    found = [
-        (f"files[{i}].file", item.get("file"), True, None) for i, item in _items(meta, "files")
+    if meta.get("format") == GOLF_FORMAT:  # its files, and each dataset's
+        lists = [("files", meta.get("files"))]
+        for i, d in _dicts(meta.get("datasets")):
+            lists += [(f"datasets[{i}].{key}", d.get(key)) for key in ("shards", "val_bytes")]
+            lists.append((f"datasets[{i}].tokenizer.files", _field(d.get("tokenizer"), "files")))
+        for field, items in lists:
+            found += [(f"{field}[{j}].file", it.get("file"), True, None) for j, it in _dicts(items)]
+    files = _dicts(meta.get("tokenizer_files"))  # a nanochat folder's tokenizer directory
+    return found + [
+        (f"tokenizer_files[{i}].file", f["file"], True, None) for i, f in files if "file" in f
     ]
-    for i, dataset in _items(meta, "datasets"):
-        for key in ("shards", "val_bytes"):
-            found += [
-                (f"datasets[{i}].{key}[{j}].file", item.get("file"), True, None)
-                for j, item in _items(dataset, key)
-            ]
-        found += [
-            (f"datasets[{i}].tokenizer.files[{j}].file", item.get("file"), True, None)
-            for j, item in _items(dataset.get("tokenizer"), "files")
-        ]
-    return found
 
 
-def _items(record, key):
-    """(index, item) of the dicts in record[key], a list (anything else holds none)."""
-    items = record.get(key) if isinstance(record, dict) else None
+def _dicts(items):
+    """(index, item) of the dicts in `items`, a list (anything else holds none)."""
     items = items if isinstance(items, list) else []
     return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)]
 
 
 def name_problem(meta):
-    """The first name field of a meta.json that is not of its form, as a phrase, or None.
+    """The first name field of a meta.json that is not of its form, as a phrase, or None: the
+    tokenizer's and the source's may be an absolute path (a file outside, read, never owned).
 
-    A split's file is "<split>.bin", its index index_name(split); a shard's a name with its
-    format's suffix, not hidden; meta_pkl's "meta.pkl"; the tokenizer's and the source's a plain
-    name (in the folder) or an absolute path (a file outside, read, never owned).
     {"splits": {"../victim": {"file": "../victim.bin"}}} ->
     'splits["../victim"].file is "../victim.bin", expected a file name inside the folder'
     """
@@ -607,9 +541,8 @@ def name_problem(meta):
 
 
 def is_output_name(name):
-    """Whether a meta.json could list `name` as the folder's own (record_names' forms): a split,
-    an index, a shard, a sidecar or a tokenizer (.bin, .npy, .json), meta.pkl, or a name of
-    nanochat's or parameter-golf's folder. "train.bin" -> True; "notes.txt", ".x.bin" -> False."""
+    """Whether a meta.json could list `name` as the folder's own (record_names' forms):
+    "train.bin" -> True; "notes.txt", ".x.bin" -> False."""
     if isinstance(name, str) and (NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)):
         return True
     suffixes = (*SHARD_FORMATS.values(), ".json")
@@ -618,9 +551,8 @@ def is_output_name(name):
 
 
 def journal_problem(journal):
-    """The first name of a commit's journal ({"owned": [names]}) that no meta.json could list as
-    the folder's own (`is_output_name`), as a phrase, or None: the journal vouches for no more
-    than a record would. {"owned": ["notes.txt"]} -> 'owned[0] is "notes.txt", expected ...'."""
+    """The first name of a commit's journal that no meta.json could list as the folder's own: the
+    journal vouches for no more than a record would. {"owned": ["notes.txt"]} -> 'owned[0] ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
         if not is_output_name(name):
@@ -640,18 +572,13 @@ def _key(field, key):
 
 
 def _shown(value):
-    """A value as the line shows it: JSON, cut short (a 10 MB name makes no 10 MB line)."""
     return shortened(json.dumps(value))
 
 
 def trainer_reads(name, shard_format=None):
-    """Whether a trainer pointed at the folder would read a file of this name: nanoGPT's
-    train.bin, val.bin and meta.pkl, and the document starts the BOS-aligned train.py of
-    docs/bos_batches.md reads (DOCUMENT_INDEXES); llm.c's and modded-nanogpt's
-    `*_train_*.bin` and `*_val_*.bin` globs; build-nanogpt's any name holding "train" or "val"
-    (its listdir filter), in a folder of .npy shards; nanochat's every .parquet of its data folder
-    and its tokenizer directory; the bits-per-byte files docs/bits_per_byte.md has train.py read,
-    TOKEN_BYTES and the val bytes sidecars. "corpus_train_000002 (1).bin" -> True."""
+    """Whether a trainer pointed at the folder would read a file of this name (nanoGPT's, the
+    BOS-aligned train.py's, llm.c's, modded-nanogpt's, build-nanogpt's, nanochat's, the
+    bits-per-byte files): "corpus_train_000002 (1).bin" -> True."""
     if name in (*map(bin_name, SPLIT_NAMES), META_PKL, *DOCUMENT_INDEXES):
         return True
     if shard_format == NANOCHAT:  # dataset.py lists every *.parquet; the bpb reads token_bytes.pt
@@ -668,7 +595,5 @@ def trainer_reads(name, shard_format=None):
 
 
 def written_by_a_run(name):
-    """Whether a text lesson's run writes a file of this name in its folder, replacing the one
-    there: meta.json, the sidecars, and what nanoGPT reads. "meta.pkl" -> True; "input.txt" ->
-    False."""
+    """Whether a text lesson's run writes (replaces) a file of this name: "meta.pkl" -> True."""
     return name in (RECORD_NAME, TOKEN_BYTES, VAL_BYTES) or trainer_reads(name)
