@@ -1,16 +1,13 @@
-"""parameter-golf's tokenizers (openai/parameter-golf: data/download_hf_docs_and_tokenize.py,
-train_gpt.py): SentencePiece BPE trained with its options exactly, the pure-byte byte260, our
-byte-level BPE beside them; for each, how it counts bytes and each token's share of a text; and
-the manifest.json its script writes.
+"""parameter-golf's tokenizers (SentencePiece BPE with its options, the pure-byte byte260, our
+byte-level BPE), how each counts bytes and each token's share of a text, and its manifest.json.
 
     tokenizer = SentencePieceTokens("tokenizers/fineweb_1024_bpe.model")
     ids, shares = tokenizer.encode_batch(["Hello  world"])[0]  # shares.sum() == 12, the UTF-8 bytes
     tokenizer.own_bytes(ids)  # 11: what train_gpt.py's eval_val divides by ("Hello world")
 
-A token's share (the val bytes sidecar) is how far it moves the end of the text covered so far:
-bytes that normalisation drops (a second space, a newline) go to the token that follows them,
-those dropped at a document's end to its last token, so the shares of a document sum to its UTF-8
-length exactly. The BOS before a document gets 0, or the whole document if it has no token.
+A token's share is how far it moves the end of the text covered so far: bytes normalisation drops
+go to the token after them (at a document's end, to its last), so a document's shares sum to its
+UTF-8 length.
 """
 
 import json
@@ -50,9 +47,8 @@ SIDECAR = "docs_selected.source_manifest.json"  # the hub's: num_docs, docs_val,
 
 
 def sidecar_record(data, path):
-    """docs_selected.source_manifest.json's bytes as a dict whose docs_val (a positive count),
-    num_docs (a count) and docs_sha256 (a string), where given, are of their kind; else one line
-    naming `path`: b'{"docs_val": 50000}' -> {"docs_val": 50000}."""
+    """docs_selected.source_manifest.json's bytes as a dict, its fields of their kind, else one
+    line naming `path`: b'{"docs_val": 50000}' -> {"docs_val": 50000}."""
     record = load_json(data, path)
     if not isinstance(record, dict):
         raise PrepareError(f"{path} is not a JSON object; fix or remove it")
@@ -70,15 +66,6 @@ def sidecar_record(data, path):
     return record
 
 
-def training_text(texts):
-    """What SentencePiece trains on (_iter_sentencepiece_text): each text with NUL as a space,
-    stripped, the empty ones left out: [" a\\x00b ", "  "] -> "a b"."""
-    for text in texts:
-        text = text.replace("\x00", " ").strip()
-        if text:
-            yield text
-
-
 def unwritten(prefix, why):
     """The error of PREFIX.model and PREFIX.vocab not written whole, naming the folder meant."""
     folder = Path(prefix).parent  # a hidden one: a temporary folder in the one meant
@@ -91,10 +78,8 @@ def unwritten(prefix, why):
 
 
 def train_sentencepiece(texts, vocab_size, prefix, source):
-    """Train parameter-golf's SentencePiece model on `texts`: writes PREFIX.model, PREFIX.vocab.
-    A text its trainer refuses (no line of text, every text over its length limit, a vocab_size
-    too small for the text's characters) is a PrepareError naming `source`, where the texts came
-    from."""
+    """Train parameter-golf's SentencePiece model on `texts` into PREFIX.model and PREFIX.vocab;
+    what its trainer refuses is a PrepareError naming `source`."""
     spm = sentencepiece_module()
     raised = []  # what reading the texts raised: the trainer hands it on as a RuntimeError
     given = too_long = 0  # the texts, and those over MAX_SENTENCE_BYTES, which it skips
@@ -102,7 +87,10 @@ def train_sentencepiece(texts, vocab_size, prefix, source):
     def sentences():
         nonlocal given, too_long
         try:
-            for text in training_text(texts):
+            for text in texts:  # as its _iter_sentencepiece_text: NUL as a space, stripped
+                text = text.replace("\x00", " ").strip()
+                if not text:
+                    continue
                 given += 1
                 too_long += len(text.encode()) > MAX_SENTENCE_BYTES
                 yield text
@@ -184,8 +172,7 @@ class SentencePieceTokens:
         self.base, self.leading_space, self.boundary = sentencepiece_luts(sp)
 
     def encode_batch(self, texts):
-        """[(ids, shares)] of each text: ids as tokenizer.encode gives them, shares from the
-        byte offsets SentencePiece reports in the text as given."""
+        """[(ids, shares)] of each text, shares from SentencePiece's byte offsets in the text."""
         protos = self.processor.encode(texts, return_type="proto", num_threads=2)
         pairs = []
         for text, proto in zip(texts, protos):
@@ -207,9 +194,8 @@ class SentencePieceTokens:
 
 
 def sentencepiece_luts(sp):
-    """train_gpt.py's build_sentencepiece_luts in numpy: (bytes of each id's piece without its
-    leading "▁", 1 for a byte-fallback id; whether it has the "▁"; whether it is a boundary:
-    control, unknown or unused)."""
+    """train_gpt.py's build_sentencepiece_luts: (each id's bytes without its leading "▁", whether
+    it has one, whether it is a boundary)."""
     size = sp.vocab_size()
     base = np.zeros(size, dtype=np.int64)
     leading_space = np.zeros(size, dtype=bool)
@@ -218,14 +204,9 @@ def sentencepiece_luts(sp):
         if sp.is_control(token_id) or sp.is_unknown(token_id) or sp.is_unused(token_id):
             continue
         boundary[token_id] = False
-        if sp.is_byte(token_id):
-            base[token_id] = 1
-            continue
-        piece = sp.id_to_piece(token_id)
-        if piece.startswith("▁"):
-            leading_space[token_id] = True
-            piece = piece[1:]
-        base[token_id] = len(piece.encode("utf-8"))
+        piece = sp.id_to_piece(token_id)  # a byte-fallback id's, "<0x41>", counts 1
+        leading_space[token_id] = piece.startswith("▁")
+        base[token_id] = 1 if sp.is_byte(token_id) else len(piece.removeprefix("▁").encode())
     return base, leading_space, boundary
 
 
@@ -236,13 +217,10 @@ class ByteTokens:
     vocab_size, bos_id, eos_id = 260, BYTE260["bos_id"], BYTE260["eos_id"]
 
     def encode_batch(self, texts):
-        pairs = []
-        for text in texts:
-            data = np.frombuffer(text.encode("utf-8", errors="replace"), dtype=np.uint8)
-            pairs.append(
-                (data.astype(np.int64) + BYTE260["byte_offset"], np.ones(len(data), np.int64))
-            )
-        return pairs
+        data = [np.frombuffer(t.encode("utf-8", errors="replace"), np.uint8) for t in texts]
+        return [
+            (d.astype(np.int64) + BYTE260["byte_offset"], np.ones(len(d), np.int64)) for d in data
+        ]
 
     def decode(self, ids):
         data = np.asarray(ids, dtype=np.int64)
@@ -265,11 +243,8 @@ class BpeTokens:
         self.vocab_size, self.bos_id, self.eos_id = encoding.n_vocab, eot_id, eot_id
 
     def encode_batch(self, texts):
-        pairs = []
-        for ids in self.encoding.encode_ordinary_batch(texts, num_threads=2):
-            ids = np.array(ids, dtype=np.int64)
-            pairs.append((ids, self.lengths[ids]))
-        return pairs
+        batch = self.encoding.encode_ordinary_batch(texts, num_threads=2)
+        return [(ids, self.lengths[ids]) for ids in (np.array(i, dtype=np.int64) for i in batch)]
 
     def decode(self, ids):
         return self.encoding.decode([int(i) for i in ids])
@@ -279,8 +254,8 @@ class BpeTokens:
 
 
 def manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
-    """manifest.json as download_hf_docs_and_tokenize.py's main() writes it, of the lesson's
-    variants ({"spec", "tokens", "files", "dataset": meta.json's record}) and its source."""
+    """manifest.json as download_hf_docs_and_tokenize.py writes it, of the lesson's variants
+    ({"spec", "tokens", "files", "dataset": meta.json's record}) and its source."""
     repo, root = source["remote"]
     docs_meta = {
         "remote_repo_id": repo,
