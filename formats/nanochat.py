@@ -1,14 +1,6 @@
-"""nanochat's files, as its dataset.py, dataloader.py, tokenizer.py and tok_train.py read them.
-
-    $NANOCHAT_BASE_DIR/<its data folder>/shard_00000.parquet ...  one column `text`, a document
-        a row, row groups of 1,024; in sorted order the last file is val, the others train
-    $NANOCHAT_BASE_DIR/tokenizer/tokenizer.pkl    a pickled tiktoken.Encoding: nanochat's pattern,
-        the merges' ranks, then its nine special tokens
-    $NANOCHAT_BASE_DIR/tokenizer/token_bytes.pt   torch int32: each id's UTF-8 byte length, 0 for
-        the special tokens (what evaluate_bpb divides by)
-
-data/nanochat/prepare.py and `train_tokenizer.py --format nanochat` write them; the inspection
-commands read them back (inspection/nanochat.py).
+"""nanochat's files, as its dataset.py, dataloader.py, tokenizer.py and tok_train.py read them:
+parquet shards of a `text` column (the last is val), and its tokenizer directory (tokenizer.pkl,
+a pickled tiktoken.Encoding; token_bytes.pt, each id's UTF-8 byte length, 0 for a special token).
 """
 
 import functools
@@ -38,17 +30,9 @@ PARQUET_OPTIONS = dict(  # the reference's pq.write_table arguments
 )
 SHARD_CHARS = 250_000_000  # the reference's chars_per_shard
 BOS = "<|bos|>"
-SPECIAL_TOKENS = (  # nanochat/tokenizer.py's, numbered in this order right after the merges
-    BOS,
-    "<|user_start|>",
-    "<|user_end|>",
-    "<|assistant_start|>",
-    "<|assistant_end|>",
-    "<|python_start|>",
-    "<|python_end|>",
-    "<|output_start|>",
-    "<|output_end|>",
-)
+# nanochat/tokenizer.py's, numbered in this order right after the merges: BOS, <|user_start|>, ...
+ROLES = ("user", "assistant", "python", "output")
+SPECIAL_TOKENS = (BOS, *(f"<|{role}_{end}|>" for role in ROLES for end in ("start", "end")))
 DOC_CAP = 10_000  # scripts/tok_train.py: each document's first 10,000 characters...
 MAX_CHARS = 2_000_000_000  # ...up to 2B characters in all
 ENCODING_NAME = "rustbpe"  # the name tok_train gives its Encoding: the same merges, the same pickle
@@ -92,8 +76,7 @@ def write_text_shard(path, texts):
 
 
 def shard_texts(path):
-    """A shard's documents, a row group at a time, as nanochat's parquets_iter_batched reads
-    them."""
+    """A shard's documents, a row group at a time, as nanochat's parquets_iter_batched reads."""
     import pyarrow.parquet as pq
 
     parquet = pq.ParquetFile(path)
@@ -102,8 +85,7 @@ def shard_texts(path):
 
 
 def split_batches(folder, shards, split):
-    """A split's documents in nanochat's order, a row group at a time: those of its shards
-    (meta.json's "shards" records) in order."""
+    """A split's documents in nanochat's order, a row group at a time, of meta.json's shards."""
     for shard in shards:
         if shard["split"] == split:
             yield from shard_texts(Path(folder) / shard["file"])
@@ -137,12 +119,8 @@ def check_vocab_size(vocab_size):
 
 
 def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS, progress=None):
-    """tok_train.py with our trainer: vocab_size - 9 ids learned on the capped documents, each
-    pretokenized alone with nanochat's pattern, then the nine special tokens -> a bpe.Tokenizer.
-
-    Equal to bpe.train_bpe_from_iterator(documents, vocab_size - 9, pattern=NANOCHAT_PATTERN),
-    counted by one FragmentCounter, a document at a time (20x faster than a count per document).
-    progress(stage, done, total): as bpe's trainers call it ("pretokenize" in characters).
+    """tok_train.py with our trainer: vocab_size - 9 ids learned on the capped documents, then the
+    nine special tokens -> a bpe.Tokenizer. progress(stage, done, total): as bpe's trainers call it.
     """
     num_learned = check_vocab_size(vocab_size) - len(SPECIAL_TOKENS)
     counter, done = FragmentCounter(NANOCHAT_PATTERN), 0
@@ -172,9 +150,8 @@ def nanochat_encoding(tokenizer):
 
 @functools.lru_cache(maxsize=4)
 def token_byte_lengths(encoding):
-    """tok_train.py's token_bytes, for any tiktoken Encoding: id -> the number of bytes of text
-    its token stands for, as int32 (0 for a gap in the ids, and for a special token: the
-    end-of-text id stands for no text of the document). GPT-2's [15496] ("Hello") -> 5."""
+    """tok_train.py's token_bytes, for any tiktoken Encoding: each id's bytes of text as int32 (0
+    for a gap in the ids and a special token). GPT-2's [15496] ("Hello") -> 5."""
     pieces = token_pieces(encoding)
     lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
     lengths[list(encoding._special_tokens.values())] = 0
@@ -183,9 +160,8 @@ def token_byte_lengths(encoding):
 
 @functools.lru_cache(maxsize=4)
 def token_pieces(encoding):
-    """Each id's bytes (b"" for a gap in the ids) as an array that numpy indexes with a
-    document's ids: b"".join(pieces[ids]) is encoding.decode_bytes(ids), at twice its speed.
-    GPT-2's pieces[[15496, 995]] -> [b"Hello", b" world"]."""
+    """Each id's bytes (b"" for a gap): b"".join(pieces[ids]) is encoding.decode_bytes(ids), twice
+    as fast. GPT-2's pieces[[15496, 995]] -> [b"Hello", b" world"]."""
     pieces = np.full(encoding.n_vocab, b"", dtype=object)
     for token, token_id in encoding._mergeable_ranks.items():  # decode_single_token_bytes',
         pieces[token_id] = token  # without a call a token: 30 times faster
@@ -195,8 +171,8 @@ def token_pieces(encoding):
 
 
 def write_tokenizer_dir(folder, encoding):
-    """nanochat's tokenizer directory in `folder`: tokenizer.pkl, and token_bytes.pt where torch
-    is importable, else its .npy copy (see torch_note). -> the names written."""
+    """nanochat's tokenizer directory in `folder`: tokenizer.pkl, and token_bytes.pt (its .npy
+    copy without torch, see torch_note) -> the names written."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     pkl, pt = Path(NANOCHAT_TOKENIZER).name, Path(NANOCHAT_TOKEN_BYTES).name
@@ -218,16 +194,15 @@ ENCODING_STATE = {"name": str, "pat_str": str, "mergeable_ranks": dict, "special
 
 
 class _EncodingState:
-    """What a tokenizer.pkl's tiktoken.Encoding unpickles into here: its state, kept as data.
-    tiktoken's own __setstate__ would look a registered name up (a download, a cache written)."""
+    """A tokenizer.pkl's tiktoken.Encoding, its state kept as data: tiktoken's own __setstate__
+    would look a registered name up (a download)."""
 
     def __setstate__(self, state):
         self.state = state
 
 
 class _EncodingUnpickler(pickle.Unpickler):
-    """Reads a tokenizer.pkl as data: tiktoken.Encoding becomes an _EncodingState, and every
-    other global is refused, so that nothing it names is run."""
+    """Reads a tokenizer.pkl as data: every global but tiktoken.Encoding is refused."""
 
     def find_class(self, module, name):
         if (module, name) == ("tiktoken.core", "Encoding"):
@@ -236,8 +211,7 @@ class _EncodingUnpickler(pickle.Unpickler):
 
 
 def load_encoding(path):
-    """The tiktoken.Encoding of a tokenizer.pkl (at most SMALL_FILE_LIMIT bytes), built from its
-    name, pattern, ranks and special tokens read as data; a PrepareError naming the file."""
+    """The tiktoken.Encoding of a tokenizer.pkl, read as data; else a PrepareError naming it."""
     import tiktoken
 
     data = read_small_file(path)
@@ -265,8 +239,7 @@ def load_encoding(path):
 
 
 def special_tokens_problem(encoding):
-    """What is wrong with the encoding's special tokens for nanochat, or None: the nine, numbered
-    in nanochat's order right after the merges."""
+    """What is wrong with the encoding's special tokens for nanochat (its nine after the merges)."""
     first = len(encoding._mergeable_ranks)
     expected = {token: first + i for i, token in enumerate(SPECIAL_TOKENS)}
     if encoding._special_tokens != expected:
