@@ -1,10 +1,5 @@
-"""The tokenizer a prepared folder records: how it is loaded, known by, and checked.
-
-- `gpt2_encoding`: tiktoken's "gpt2", its two files fetched and checked first (fast_encoding's)
-- `encoding_sha256`: the fingerprint of a tiktoken Encoding's definition (meta.json records it)
-- `load_trained`: a train_tokenizer.py file as (bpe.Tokenizer, tiktoken Encoding), or one line
-- `check_covered`: a trained tokenizer's own pattern may leave characters out; refuse such ids
-"""
+"""The tokenizer a prepared folder records: how it is loaded, known by (`encoding_sha256`), and
+checked (`check_covered`: a trained tokenizer's own pattern may leave characters out)."""
 
 import hashlib
 import os
@@ -26,10 +21,8 @@ GPT2_VOCAB_BPE = RemoteFile(*GPT2_FILES["vocab.bpe"], MIRROR_PATHS["vocab.bpe"])
 
 
 def gpt2_encoding():
-    """`tiktoken.get_encoding("gpt2")`, with its two files fetched by `fetch` first: tiktoken
-    looks in $TIKTOKEN_CACHE_DIR for a file named sha1(url) of each; we put checked copies there
-    (so a mirror works offline, and a failed download is our one line, not tiktoken's traceback).
-    """
+    """`tiktoken.get_encoding("gpt2")`, its two files fetched and checked first into the
+    $TIKTOKEN_CACHE_DIR it reads (a mirror works offline; a failed download is one line)."""
     import tiktoken
 
     folder = cache_folder(*tiktoken_cache())  # $TIKTOKEN_CACHE_DIR, or ours
@@ -61,16 +54,8 @@ def check_dtype_holds(encoding, eot_id, dtype):
 
 
 def check_covered(text, ids, encoding, tokenizer, where):
-    """Refuse ids that leave characters of `text` out: a trained tokenizer's own pattern may.
-
-    With the pattern r"\\w+", "a b, c!" encodes to the ids of "a", "b", "c": the spaces and the
-    punctuation are in no pretoken, so they would be lost without a word. The check costs one
-    numpy lookup: the ids' byte lengths must add up to the text's (a special token, such as the
-    end-of-text id closing a document, counts 0); only when they do not is the first character
-    left out looked for (`bpe.patterns.first_uncovered`), for the error, which names `where`
-    (the text's file), the position, and the tokenizer file. GPT-2's and GPT-4's patterns match
-    every character, so their encodings are not checked (`may_lose_text`).
-    """
+    """Refuse ids that leave characters of `text` out, as r"\\w+" drops the spaces of "a b, c!":
+    the ids' byte lengths must add up to the text's; the error names `where` and the position."""
     if not may_lose_text(encoding, tokenizer):
         return
     if token_bytes(ids, encoding) == len(text.encode("utf-8")):
@@ -89,11 +74,8 @@ def check_covered(text, ids, encoding, tokenizer, where):
 
 
 def check_documents_covered(texts, ids, encoding, tokenizer, where):
-    """`check_covered` for a batch of documents, at the cost of one check for the batch.
-
-    ids[i] are the ids of texts[i] (its end-of-text id included); where(i) names document i,
-    for the error. Only when the batch's byte lengths differ are the documents checked one by one.
-    """
+    """`check_covered` for a batch of documents (ids[i] of texts[i], where(i) naming it), at the
+    cost of one check for the batch."""
     if not may_lose_text(encoding, tokenizer) or not texts:
         return
     if token_bytes(np.concatenate(ids), encoding) == sum(len(t.encode("utf-8")) for t in texts):
@@ -103,8 +85,7 @@ def check_documents_covered(texts, ids, encoding, tokenizer, where):
 
 
 def may_lose_text(encoding, tokenizer):
-    """Whether the encoding's pattern may leave characters out: only a trained tokenizer's own
-    pattern may; GPT-2's and GPT-4's match every character."""
+    """Whether the encoding's pattern may leave characters out: a trained tokenizer's own may."""
     if tokenizer["kind"] != "bpe":
         return False
     from bpe.patterns import BUILTIN_PATTERNS
@@ -118,20 +99,16 @@ def token_bytes(ids, encoding):
 
 
 def record_byte_lengths(tokenizer, folder=None):
-    """Each id's UTF-8 byte length as int32, 0 for a special token (nanochat's token_bytes), of
-    the tokenizer a meta.json records (`record_encoding`): a character tokenizer's characters
-    ("aé" -> [1, 2]), GPT-2's, a trained tokenizer's file, nanochat's tokenizer.pkl."""
+    """Each id's UTF-8 byte length as int32, 0 for a special token, of the tokenizer a meta.json
+    records: a character tokenizer's "aé" -> [1, 2]."""
     if tokenizer["kind"] == "char":
         return np.array([len(c.encode("utf-8")) for c in tokenizer["chars"]], dtype=np.int32)
     return token_byte_lengths(record_encoding(tokenizer, folder))
 
 
 def record_encoding(tokenizer, folder=None):
-    """The tiktoken Encoding of a meta.json "tokenizer" record, the one loader of it: GPT-2's
-    (fetched and checked), or the file its "path" names (relative to `folder`; an absolute one as
-    it is, while the folder is written), checked against its sha256 first: a trained tokenizer's
-    JSON, or nanochat's tokenizer.pkl (read as data). A character tokenizer has none (None).
-    Missing, changed, not a tokenizer: a PrepareError naming the file."""
+    """The tiktoken Encoding of a meta.json "tokenizer" record (None for a character tokenizer):
+    GPT-2's, or the file its "path" names (relative to `folder`) checked against its sha256."""
     kind = tokenizer["kind"]
     if kind == "char":
         return None
@@ -160,11 +137,8 @@ def text_bytes(ids, lengths, chunk=2**24):
 
 
 def load_trained(path, option="--tokenizer"):
-    """(bpe.Tokenizer, its tiktoken Encoding, fast_encoding's) of a file of train_tokenizer.py.
-
-    A missing file, a folder, a file that is not a tokenizer, a pattern tiktoken cannot run:
-    each a PrepareError naming the file ("--tokenizer tok.json does not exist; ...").
-    """
+    """(bpe.Tokenizer, its tiktoken Encoding, fast_encoding's) of a file of train_tokenizer.py, or
+    a PrepareError naming it ("--tokenizer tok.json does not exist; ...")."""
     from bpe import Tokenizer
 
     path = Path(path)
@@ -191,10 +165,8 @@ def load_trained(path, option="--tokenizer"):
 
 
 def trained_tokenizer(tokenizer_path, need_eot=False):
-    """(its tiktoken Encoding, meta.json's "tokenizer" record) of a train_tokenizer.py file.
-
-    need_eot: a tokenizer without <|endoftext|> is an error (the documents end with it).
-    """
+    """(its tiktoken Encoding, meta.json's "tokenizer" record) of a train_tokenizer.py file;
+    need_eot: a tokenizer without <|endoftext|> is an error."""
     from bpe import EOT
 
     path = Path(tokenizer_path)
@@ -216,8 +188,7 @@ def trained_tokenizer(tokenizer_path, need_eot=False):
 
 
 def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=None):
-    """TOKEN_BYTES (each id's UTF-8 byte length, 0 for a special token: what bits per byte
-    divides by) and meta.json's record of it, with the bytes of text each split's ids stand for:
+    """TOKEN_BYTES and meta.json's record of it, with the bytes of text each split's ids stand for:
     {"file": TOKEN_BYTES, "sha256": ..., "bytes": {"train": 1003854, "val": 111540}}."""
     out, lengths = Path(out), record_byte_lengths(tokenizer)
     with atomic_path(out / TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
@@ -236,13 +207,8 @@ def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=N
 
 
 def nanogpt_sample_maps(encoding):
-    """stoi/itos for nanoGPT's sample.py, which encodes [stoi[c] for c in s] and decodes
-    ''.join(itos[i] for i in ids): a character-level view of a BPE vocabulary.
-
-    itos: every id -> its bytes as text (a token holding part of a multi-byte character shows
-    as U+FFFD: sample.py can only join strings); stoi: each character that is a token by
-    itself -> that id, so a prompt like "\n" or "ROMEO:" encodes one character per token.
-    """
+    """stoi/itos for nanoGPT's sample.py: itos every id's bytes as text (U+FFFD for part of a
+    character), stoi each character that is a token by itself -> that id."""
     itos = {}
     for token_id in range(encoding.n_vocab):
         try:
