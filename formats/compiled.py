@@ -1,11 +1,6 @@
 """The figures' comparison (val_bytes.RecordTokens.decodes_to) compiled with numba where it is
-installed (safety/compiled.py); without it, val_bytes.py runs the numpy code this kernel equals
-(tests/parts/test_val_bytes.py runs both on the same documents and compares every value).
-
-    same, own = decodes_to(ids, counts, text_words, text_sizes, *token_words, lengths)
-
-numpy compares every token's first 8 bytes in one pass and each later word in another, a dozen
-arrays of the batch's tokens in all; the loop here reads each token once: 1 ns a byte against 5.
+installed; without it, val_bytes.py runs the numpy code this kernel equals. The loop here reads
+each token once, where numpy makes a dozen arrays of the batch's tokens: 1 ns a byte against 5.
 """
 
 import numpy as np
@@ -25,10 +20,8 @@ def first_bytes(word, count):
 
 @compiled
 def decodes_to(ids, counts, text_words, text_sizes, sizes, firsts, words, starts, lengths):
-    """(RecordTokens.decodes_to(ids, counts, encoded), document_sums(lengths[ids], counts)):
-    whether each document's ids' bytes are its text's, and its bytes by the tokenizer's count.
-    text_words: the batch's text as a word of 8 bytes at each byte (val_bytes.text_words);
-    sizes, firsts, words, starts: val_bytes.token_words (firsts is words' first of each id)."""
+    """(whether each document's ids' bytes are its text's, its bytes by the tokenizer's count):
+    text_words as val_bytes.text_words, sizes, firsts, words, starts as val_bytes.token_words."""
     same = np.zeros(len(counts), np.bool_)
     own = np.zeros(len(counts), np.int64)
     token, place = 0, 0  # the document's first token in ids, its first byte in the text

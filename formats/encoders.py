@@ -1,16 +1,5 @@
-"""The fast encoder: tiktoken's ids, from fastokens where it is installed.
-
-- `fast_encoding`: the Encoding every pipeline encodes with: a tiktoken Encoding as it is, or
-  wrapped in a `FastEncoding` when fastokens is installed and NANOGPT_FAST_ENCODER is not "0"
-- `FastEncoding`: a tiktoken Encoding whose ordinary encoding runs in fastokens (12x to 30x less
-  CPU on GPT-2), tiktoken itself for any text fastokens refuses and for everything else
-- `hf_tokenizer_json`: a tiktoken Encoding as a Hugging Face byte-level BPE tokenizer.json
-  (`cached_tokenizer_json`: made once, then read from the cache)
-- `recovered_merges`: the merges a tiktoken Encoding's ranks stand for (GPT-2's: its vocab.bpe)
-
-tiktoken stays the reference: tests/parts/test_fast_encoder.py proves the ids equal on random
-Unicode and on the real corpora, for GPT-2 and for trained tokenizers.
-"""
+"""The fast encoder: tiktoken's ids, from fastokens where it is installed (12x to 30x less CPU on
+GPT-2). tiktoken stays the reference: tests/parts/test_fast_encoder.py proves the ids equal."""
 
 import contextlib
 import os
@@ -21,9 +10,7 @@ from bpe.io import render_token
 
 FAST_ENV = "NANOGPT_FAST_ENCODER"  # "0": encode with tiktoken alone
 # The one code point where fastokens' regex engine (for any pattern but GPT-2's) and tiktoken's
-# disagree: U+180E, a space before Unicode 6.3 and a format character since, is \s to the first
-# only. A text holding it goes to tiktoken (tests/parts/test_fast_encoder.py tries every code
-# point).
+# disagree: U+180E, \s to the first only. A text holding it goes to tiktoken.
 SPLIT_DIFFERS = "\u180e"
 # The pipelines run one process per core; fastokens' own BPE threads would only contend with them.
 os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
@@ -31,10 +18,8 @@ _BUILT = {}  # "pid:id" -> a fastokens Tokenizer built in process pid (and its f
 
 
 def fast_encoding(encoding):
-    """`encoding` (a tiktoken Encoding) as the pipelines encode with it: a `FastEncoding` of it
-    when fastokens is installed, $NANOGPT_FAST_ENCODER is not "0" and the pattern is GPT-2's,
-    GPT-4's or nanochat's (the ones tests/parts/test_fast_encoder.py proves), else `encoding`
-    itself."""
+    """A tiktoken Encoding as the pipelines encode with it: a `FastEncoding` of it when fastokens
+    is installed, $NANOGPT_FAST_ENCODER is not "0" and the pattern is a built-in one."""
     from bpe.patterns import BUILTIN_PATTERNS
 
     # another pattern may leave text out, which tiktoken drops and fastokens' Split keeps
@@ -48,10 +33,8 @@ def fast_encoding(encoding):
 
 
 class FastEncoding:
-    """A tiktoken Encoding whose encode_ordinary, encode_ordinary_batch and encode_to_numpy (with
-    no special token recognised) run in fastokens, built from `hf_tokenizer_json` when first used:
-    the same ids, per document. A text fastokens refuses (a lone surrogate) goes to tiktoken, as
-    does every other attribute (n_vocab, decode, _pat_str, ...): `reference` is the Encoding."""
+    """A tiktoken Encoding whose ordinary encoding runs in fastokens; a text fastokens refuses, and
+    every other attribute, goes to tiktoken's `reference`."""
 
     def __init__(self, reference, tokenizer_json=None, built=None):
         self.reference = reference
@@ -124,10 +107,8 @@ def uses_byte_level_regex(encoding):
 
 
 def cached_tokenizer_json(encoding):
-    """`hf_tokenizer_json(encoding)`, made once and kept in $NANOGPT_DATA_CACHE/fastokens (1.7 s
-    for GPT-2's, 10 ms to read again), named by a hash of what it is made from: the pattern, the
-    ranks, the code making it and fastokens' version. A cache that cannot be read or written is
-    left alone: the JSON is made here again."""
+    """`hf_tokenizer_json(encoding)`, kept in $NANOGPT_DATA_CACHE/fastokens under a hash of what it
+    is made from (1.7 s for GPT-2's, 10 ms to read again); a cache it cannot use is left alone."""
     import hashlib
     import marshal
     import pickle
@@ -153,11 +134,8 @@ def cached_tokenizer_json(encoding):
 
 
 def hf_tokenizer_json(encoding):
-    """A tiktoken Encoding as a Hugging Face tokenizer.json: byte-level BPE, its ranks as the
-    vocabulary, `recovered_merges` as the merges, its pattern as the pre-tokenizer (GPT-2's own
-    is ByteLevel's built-in regex, which fastokens scans without a regex engine), no special
-    token (they are encoded as text, as encode_ordinary does). ignore_merges: a pretoken that is
-    a token is that token, as in tiktoken."""
+    """A tiktoken Encoding as a Hugging Face byte-level BPE tokenizer.json, with no special token
+    (encode_ordinary encodes them as text); GPT-2's pattern is ByteLevel's built-in regex."""
     import json
 
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False}
@@ -195,11 +173,8 @@ def hf_tokenizer_json(encoding):
 
 
 def recovered_merges(encoding):
-    """The merge (a, b) of each token of two or more bytes, in rank order: the two parts that
-    tiktoken's own BPE, with only the ranks below the token's, leaves of its bytes.
-
-    GPT-2's -> [(b" ", b"t"), (b" ", b"a"), (b"h", b"e"), ...]: its vocab.bpe, line for line.
-    """
+    """The merge (a, b) of each token of two or more bytes, in rank order: what tiktoken's BPE with
+    the ranks below the token's leaves of it. GPT-2's -> [(b" ", b"t"), ...]: its vocab.bpe."""
     ranks = encoding._mergeable_ranks
     merges = []
     for token, rank in sorted(ranks.items(), key=lambda item: item[1]):
