@@ -162,8 +162,12 @@ def fields_problem(record, where, fields):
 
 def shape_problem(meta):
     """The first field of meta.json that is missing or has the wrong type, as a phrase, or None."""
-    if problem := _source_problem(meta):
-        return problem
+    source = meta.get("source")  # verify checks the file against its sha256; a budgeted run
+    sha256 = _field(source, "sha256")  # reads no whole file, so records both null
+    if source is not None and not isinstance(source, dict):
+        return wrong("source", source, "a JSON object")
+    if (sha256 is not None or _field(source, "path") is not None) and not _is_sha256(sha256):
+        return wrong("source.sha256", sha256, "the source's sha256 (64 hex digits)")
     if meta.get("format") == NANOCHAT:
         return _nanochat_problem(meta)
     if meta.get("format") == GOLF_FORMAT:
@@ -179,8 +183,19 @@ def shape_problem(meta):
         return wrong("meta_pkl", pkl, f'null or {{"file": "{META_PKL}", "sha256": ...}}')
     if problem := _token_bytes_problem(meta) or _val_bytes_problem(meta):
         return problem
-    if "shards" in meta:
-        return _shards_problem(meta) or _sidecar_tokens_problem(meta)
+    if "shards" in meta:  # llm.c's or .npy shards
+        shards = meta["shards"]
+        if meta.get("format") not in SHARD_FORMATS:
+            return wrong("format", meta.get("format"), '"llmc" or "npy"')
+        if problem := _list_problem(shards, "shards", SHARD_FIELDS, "a list of the shards"):
+            return problem
+        if shards[0]["split"] != "val":
+            return wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
+        if all(shard["split"] != "train" for shard in shards):
+            return (
+                "shards has no train shard: llm.c and modded-nanogpt would have nothing to train on"
+            )
+        return _sidecar_tokens_problem(meta)
     missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
     if missing:
         return (
@@ -199,20 +214,6 @@ def shape_problem(meta):
         ):
             return problem
     return _sidecar_tokens_problem(meta)
-
-
-def _source_problem(meta):
-    """meta.json's source, if any: its sha256 null or one, and not null beside a path (verify
-    checks that file against it; a budgeted run reads no whole file, so records both null)."""
-    source = meta.get("source")
-    if source is None:
-        return None
-    if not isinstance(source, dict):
-        return wrong("source", source, "a JSON object")
-    sha256 = source.get("sha256")
-    if (sha256 is not None or source.get("path") is not None) and not _is_sha256(sha256):
-        return wrong("source.sha256", sha256, "the source's sha256 (64 hex digits)")
-    return None
 
 
 def _special_ids_problem(tokenizer, required=()):
@@ -282,19 +283,6 @@ def _list_problem(items, where, fields, expected):
     for i, item in enumerate(items):
         if problem := fields_problem(item, f"{where}[{i}]", fields):
             return problem
-    return None
-
-
-def _shards_problem(meta):
-    if meta.get("format") not in SHARD_FORMATS:
-        return wrong("format", meta.get("format"), '"llmc" or "npy"')
-    shards = meta["shards"]
-    if problem := _list_problem(shards, "shards", SHARD_FIELDS, "a list of the shards"):
-        return problem
-    if shards[0]["split"] != "val":
-        return wrong("shards[0].split", shards[0]["split"], '"val" (shard 0 is val)')
-    if all(shard["split"] != "train" for shard in shards):
-        return "shards has no train shard: llm.c and modded-nanogpt would have nothing to train on"
     return None
 
 
@@ -494,6 +482,21 @@ def _dicts(items):
     return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)]
 
 
+FOLDER_NAMES = {  # format -> the fields that name its own folder's files, their form, said
+    GOLF_FORMAT: (
+        ("files", "datasets"),
+        GOLF_NAME,
+        "a name of parameter-golf's folder (manifest.json, "
+        "datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)",
+    ),
+    NANOCHAT: (
+        ("shards", "tokenizer_files", "tokenizer.path"),
+        NANOCHAT_NAME,
+        f"a name of nanochat's folder ({nanochat_shard_name(0)}, {NANOCHAT_TOKENIZER}, ...)",
+    ),
+}
+
+
 def name_problem(meta):
     """The first name field of a meta.json that is not of its form, as a phrase, or None: the
     tokenizer's and the source's may be an absolute path (a file outside, read, never owned).
@@ -501,31 +504,19 @@ def name_problem(meta):
     {"splits": {"../victim": {"file": "../victim.bin"}}} ->
     'splits["../victim"].file is "../victim.bin", expected a file name inside the folder'
     """
-    suffix = SHARD_FORMATS.get(meta.get("format")) if isinstance(meta, dict) else None
-    nanochat = isinstance(meta, dict) and meta.get("format") == NANOCHAT
-    golf = isinstance(meta, dict) and meta.get("format") == GOLF_FORMAT
+    shard_format = meta.get("format") if isinstance(meta, dict) else None
+    suffix = SHARD_FORMATS.get(shard_format)
+    fields, pattern, names = FOLDER_NAMES.get(shard_format, ((), None, None))
     for field, value, _, form in record_names(meta):
-        if golf and field.startswith(("files", "datasets")):
-            if not (isinstance(value, str) and GOLF_NAME.fullmatch(value)):
-                expected = (
-                    "a name of parameter-golf's folder (manifest.json, "
-                    "datasets/fineweb10B_sp1024/fineweb_val_000000.bin, ...)"
-                )
-                return f"{field} is {_shown(value)}, expected {expected}"
-            continue
-        if nanochat and field.startswith(("shards", "tokenizer_files", "tokenizer.path")):
-            if not (isinstance(value, str) and NANOCHAT_NAME.fullmatch(value)):
-                expected = (
-                    f"a name of nanochat's folder ({nanochat_shard_name(0)}, "
-                    f"{NANOCHAT_TOKENIZER}, ...)"
-                )
-                return f"{field} is {_shown(value)}, expected {expected}"
+        if field.startswith(fields):  # a name of the format's own folder, with its subfolders
+            if not (isinstance(value, str) and pattern.fullmatch(value)):
+                return wrong(field, value, names)
             continue
         if not is_plain_name(value):
             absolute = isinstance(value, str) and "\0" not in value and Path(value).is_absolute()
             if field in ("tokenizer.path", "source.path") and absolute:
                 continue  # an input outside the folder: read by verify, never owned
-            return f"{field} is {_shown(value)}, expected a file name inside the folder"
+            return wrong(field, value, "a file name inside the folder")
         expected = None
         if form is not None and value != form:
             expected = json.dumps(form)
@@ -536,18 +527,8 @@ def name_problem(meta):
         elif field.startswith("shards") and (value.startswith(".") or not value.endswith(suffix)):
             expected = f"a name ending in {suffix} (its format {meta['format']}), not hidden"
         if expected is not None:
-            return f"{field} is {_shown(value)}, expected {expected}"
+            return wrong(field, value, expected)
     return None
-
-
-def is_output_name(name):
-    """Whether a meta.json could list `name` as the folder's own (record_names' forms):
-    "train.bin" -> True; "notes.txt", ".x.bin" -> False."""
-    if isinstance(name, str) and (NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)):
-        return True
-    suffixes = (*SHARD_FORMATS.values(), ".json")
-    plain = is_plain_name(name) and not name.startswith(".")
-    return plain and (name == META_PKL or name.endswith(suffixes))
 
 
 def journal_problem(journal):
@@ -555,9 +536,12 @@ def journal_problem(journal):
     journal vouches for no more than a record would. {"owned": ["notes.txt"]} -> 'owned[0] ...'."""
     names = journal.get("owned") if isinstance(journal, dict) else None
     for i, name in enumerate(names if isinstance(names, list) else []):
-        if not is_output_name(name):
+        if isinstance(name, str) and (NANOCHAT_NAME.fullmatch(name) or GOLF_NAME.fullmatch(name)):
+            continue  # a name of nanochat's or parameter-golf's folder; else record_names' forms:
+        plain = is_plain_name(name) and not name.startswith(".")
+        if not (plain and (name == META_PKL or name.endswith((*SHARD_FORMATS.values(), ".json")))):
             expected = "the name of an output inside the folder (train.bin, meta.json, ...)"
-            return f"owned[{i}] is {_shown(name)}, expected {expected}"
+            return wrong(f"owned[{i}]", name, expected)
     return None
 
 
@@ -569,10 +553,6 @@ def _key(field, key):
     """A field's name as the line shows it: splits.train, or splits["../victim"] for an odd key."""
     plain = isinstance(key, str) and key.isidentifier()
     return f"{field}.{key}" if plain else f"{field}[{json.dumps(key)}]"
-
-
-def _shown(value):
-    return shortened(json.dumps(value))
 
 
 def trainer_reads(name, shard_format=None):
