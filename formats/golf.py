@@ -169,7 +169,18 @@ class SentencePieceTokens:
             ) from None
         sp = self.processor
         self.vocab_size, self.bos_id, self.eos_id = sp.vocab_size(), sp.bos_id(), sp.eos_id()
-        self.base, self.leading_space, self.boundary = sentencepiece_luts(sp)
+        # train_gpt.py's build_sentencepiece_luts: each id's bytes without its leading "▁",
+        # whether it has one, whether it is a boundary (control, unknown or unused)
+        size = sp.vocab_size()
+        base, space, boundary = np.zeros(size, np.int64), np.zeros(size, bool), np.ones(size, bool)
+        for token_id in range(size):
+            if sp.is_control(token_id) or sp.is_unknown(token_id) or sp.is_unused(token_id):
+                continue
+            boundary[token_id] = False
+            piece = sp.id_to_piece(token_id)  # a byte-fallback id's, "<0x41>", counts 1
+            space[token_id] = piece.startswith("▁")
+            base[token_id] = 1 if sp.is_byte(token_id) else len(piece.removeprefix("▁").encode())
+        self.base, self.leading_space, self.boundary = base, space, boundary
 
     def encode_batch(self, texts):
         """[(ids, shares)] of each text, shares from SentencePiece's byte offsets in the text."""
@@ -191,23 +202,6 @@ class SentencePieceTokens:
         previous = np.concatenate([[self.bos_id], ids[:-1]]).astype(np.int64)
         spaces = self.leading_space[ids] & ~self.boundary[previous]
         return int(self.base[ids].sum() + spaces.sum())
-
-
-def sentencepiece_luts(sp):
-    """train_gpt.py's build_sentencepiece_luts: (each id's bytes without its leading "▁", whether
-    it has one, whether it is a boundary)."""
-    size = sp.vocab_size()
-    base = np.zeros(size, dtype=np.int64)
-    leading_space = np.zeros(size, dtype=bool)
-    boundary = np.ones(size, dtype=bool)
-    for token_id in range(size):
-        if sp.is_control(token_id) or sp.is_unknown(token_id) or sp.is_unused(token_id):
-            continue
-        boundary[token_id] = False
-        piece = sp.id_to_piece(token_id)  # a byte-fallback id's, "<0x41>", counts 1
-        leading_space[token_id] = piece.startswith("▁")
-        base[token_id] = 1 if sp.is_byte(token_id) else len(piece.removeprefix("▁").encode())
-    return base, leading_space, boundary
 
 
 class ByteTokens:
@@ -293,7 +287,13 @@ def manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
         manifest["tokenizers"].append(
             {"name": spec["name"], "kind": tokens.kind, **common, "source_spec": spec, **paths}
         )
-        counts = dataset_stats(variant["dataset"], val_docs, num_docs)
+        shards, splits = variant["dataset"]["shards"], ("val", "train")  # export_shards' stats:
+        files = {s: sum(x["split"] == s for x in shards) for s in splits}
+        count = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in splits}
+        stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
+        stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
+        stats.update(tokens_total=sum(count.values()), tokens_val=count["val"])
+        stats.update(tokens_train=count["train"])
         folder = f"datasets/{name}"
         manifest["datasets"].append(
             {
@@ -304,20 +304,7 @@ def manifest(variants, num_docs, val_docs, shard_size, sidecar, source):
                 "train_glob": f"{folder}/fineweb_train_*.bin",
                 "val_glob": f"{folder}/fineweb_val_*.bin",
                 **common,
-                "stats": counts,
+                "stats": stats,
             }
         )
     return manifest
-
-
-def dataset_stats(dataset, val_docs, num_docs):
-    """export_shards' stats: documents, files and tokens, in all and per split."""
-    shards = dataset["shards"]
-    files = {s: sum(x["split"] == s for x in shards) for s in ("val", "train")}
-    tokens = {s: sum(x["tokens"] for x in shards if x["split"] == s) for s in ("val", "train")}
-    stats = {"docs_total": num_docs, "docs_val": val_docs, "docs_train": num_docs - val_docs}
-    stats.update(files_total=len(shards), files_val=files["val"], files_train=files["train"])
-    stats.update(
-        tokens_total=sum(tokens.values()), tokens_val=tokens["val"], tokens_train=tokens["train"]
-    )
-    return stats
