@@ -91,18 +91,6 @@ def split_batches(folder, shards, split):
             yield from shard_texts(Path(folder) / shard["file"])
 
 
-def capped_documents(documents, doc_cap=DOC_CAP, max_chars=MAX_CHARS):
-    """tok_train.py's text_iterator: each document cut to doc_cap characters, until more than
-    max_chars were given (the document that passes it included): ["abc", "de"], 2, 1 -> ["ab"]."""
-    total = 0
-    for text in documents:
-        text = text[:doc_cap]
-        total += len(text)
-        yield text
-        if total > max_chars:
-            return
-
-
 def check_vocab_size(vocab_size):
     """A vocabulary with room for the 256 bytes, a merge and the nine specials, its ids 32-bit
     (bpe's bound): 266 -> 266; 265, 2**31 + 9 -> a PrepareError."""
@@ -124,11 +112,14 @@ def train_tokenizer(documents, vocab_size, doc_cap=DOC_CAP, max_chars=MAX_CHARS,
     """
     num_learned = check_vocab_size(vocab_size) - len(SPECIAL_TOKENS)
     counter, done = FragmentCounter(NANOCHAT_PATTERN), 0
-    for text in capped_documents(documents, doc_cap, max_chars):
+    for text in documents:  # tok_train.py's text_iterator: each cut, until past max_chars
+        text = text[:doc_cap]
         counter.add(text)
         done += len(text)
         if progress:
             progress("pretokenize", done, None)
+        if done > max_chars:
+            break
     with warnings.catch_warnings():  # the trainer's short fall counts without the specials
         warnings.simplefilter("ignore")
         counts = counter.pretoken_counts()
