@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from formats.encoders import fast_encoding
-from formats.nanochat import load_encoding, token_byte_lengths
+from formats.nanochat import load_encoding, token_byte_lengths, token_pieces
 from formats.schema import TOKEN_BYTES, bin_name
 from formats.shards import read_shard, write_npy
 from safety.downloads import RemoteFile, fetch
@@ -209,13 +209,10 @@ def write_token_bytes(out, tokenizer, dtype, splits, shards=None, shard_format=N
 def nanogpt_sample_maps(encoding):
     """stoi/itos for nanoGPT's sample.py: itos every id's bytes as text (U+FFFD for part of a
     character), stoi each character that is a token by itself -> that id."""
-    itos = {}
-    for token_id in range(encoding.n_vocab):
-        try:
-            token = encoding.decode_single_token_bytes(token_id)
-        except KeyError:  # a gap in a tiktoken vocabulary
-            continue
-        itos[token_id] = token.decode("utf-8", errors="replace")
+    pieces = enumerate(token_pieces(encoding))  # b"" for a gap in the ids
+    itos = {
+        token_id: token.decode("utf-8", errors="replace") for token_id, token in pieces if token
+    }
     stoi = {
         text: token_id
         for token_id, text in sorted(itos.items(), reverse=True)
