@@ -2,11 +2,19 @@
 GPT-2). tiktoken stays the reference: tests/parts/test_fast_encoder.py proves the ids equal."""
 
 import contextlib
+import hashlib
+import json
+import marshal
 import os
+import pickle
+from importlib.metadata import version
 
 import numpy as np
 
 from bpe.io import render_token
+from bpe.patterns import BUILTIN_PATTERNS, PATTERNS
+from safety.files import atomic_path
+from safety.gpt2 import data_cache
 
 FAST_ENV = "NANOGPT_FAST_ENCODER"  # "0": encode with tiktoken alone
 # The one code point where fastokens' regex engine (for any pattern but GPT-2's) and tiktoken's
@@ -20,8 +28,6 @@ _BUILT = {}  # "pid:id" -> a fastokens Tokenizer built in process pid (and its f
 def fast_encoding(encoding):
     """A tiktoken Encoding as the pipelines encode with it: a `FastEncoding` of it when fastokens
     is installed, $NANOGPT_FAST_ENCODER is not "0" and the pattern is a built-in one."""
-    from bpe.patterns import BUILTIN_PATTERNS
-
     # another pattern may leave text out, which tiktoken drops and fastokens' Split keeps
     if os.environ.get(FAST_ENV, "1").strip() == "0" or encoding._pat_str not in BUILTIN_PATTERNS:
         return encoding
@@ -41,7 +47,7 @@ class FastEncoding:
         self._json = tokenizer_json  # hf_tokenizer_json(reference), made once
         self._fast = _BUILT.get(built)  # forked from the process that built it: that one
         self._built = built if self._fast else None  # its key in _BUILT, once built
-        self._splits_by_regex = not uses_byte_level_regex(reference)
+        self._splits_by_regex = reference._pat_str != PATTERNS["gpt2"]  # not ByteLevel's regex
         if tokenizer_json is not None:  # unpickled in a worker process, which will encode
             self._ids("")
 
@@ -99,24 +105,9 @@ class FastEncoding:
         return [self.encode_ordinary(text) for text in texts]
 
 
-def uses_byte_level_regex(encoding):
-    """Whether the encoding's pattern is GPT-2's, which ByteLevel's built-in regex runs."""
-    from bpe.patterns import PATTERNS
-
-    return encoding._pat_str == PATTERNS["gpt2"]
-
-
 def cached_tokenizer_json(encoding):
     """`hf_tokenizer_json(encoding)`, kept in $NANOGPT_DATA_CACHE/fastokens under a hash of what it
     is made from (1.7 s for GPT-2's, 10 ms to read again); a cache it cannot use is left alone."""
-    import hashlib
-    import marshal
-    import pickle
-    from importlib.metadata import version
-
-    from safety.files import atomic_path
-    from safety.gpt2 import data_cache
-
     makers = [
         marshal.dumps(f.__code__) for f in (hf_tokenizer_json, recovered_merges, render_token)
     ]
@@ -136,10 +127,8 @@ def cached_tokenizer_json(encoding):
 def hf_tokenizer_json(encoding):
     """A tiktoken Encoding as a Hugging Face byte-level BPE tokenizer.json, with no special token
     (encode_ordinary encodes them as text); GPT-2's pattern is ByteLevel's built-in regex."""
-    import json
-
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False}
-    if uses_byte_level_regex(encoding):
+    if encoding._pat_str == PATTERNS["gpt2"]:
         pre_tokenizer = {**byte_level, "use_regex": True}
     else:
         split = {"type": "Split", "pattern": {"Regex": encoding._pat_str}, "behavior": "Isolated"}
