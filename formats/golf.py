@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from formats.nanochat import token_byte_lengths
 from formats.schema import GOLF_DOCS
 from formats.val_bytes import covered_shares
 from safety import PrepareError
@@ -231,8 +232,6 @@ class BpeTokens:
     kind = "bpe"
 
     def __init__(self, encoding, eot_id):
-        from formats.tokenizers import token_byte_lengths
-
         self.encoding, self.lengths = encoding, token_byte_lengths(encoding)
         self.vocab_size, self.bos_id, self.eos_id = encoding.n_vocab, eot_id, eot_id
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bpe import EOT, Tokenizer
+from bpe.patterns import BUILTIN_PATTERNS, first_uncovered
 from formats.encoders import fast_encoding
 from formats.nanochat import load_encoding, token_byte_lengths, token_pieces
 from formats.schema import TOKEN_BYTES, bin_name
@@ -60,8 +62,6 @@ def check_covered(text, ids, encoding, tokenizer, where):
         return
     if token_bytes(ids, encoding) == len(text.encode("utf-8")):
         return
-    from bpe.patterns import first_uncovered
-
     position = first_uncovered(encoding._pat_str, text)
     character = (
         "a character" if position is None else f"character {position:,} ({text[position]!r})"
@@ -86,11 +86,7 @@ def check_documents_covered(texts, ids, encoding, tokenizer, where):
 
 def may_lose_text(encoding, tokenizer):
     """Whether the encoding's pattern may leave characters out: a trained tokenizer's own may."""
-    if tokenizer["kind"] != "bpe":
-        return False
-    from bpe.patterns import BUILTIN_PATTERNS
-
-    return encoding._pat_str not in BUILTIN_PATTERNS
+    return tokenizer["kind"] == "bpe" and encoding._pat_str not in BUILTIN_PATTERNS
 
 
 def token_bytes(ids, encoding):
@@ -139,8 +135,6 @@ def text_bytes(ids, lengths, chunk=2**24):
 def load_trained(path, option="--tokenizer"):
     """(bpe.Tokenizer, its tiktoken Encoding, fast_encoding's) of a file of train_tokenizer.py, or
     a PrepareError naming it ("--tokenizer tok.json does not exist; ...")."""
-    from bpe import Tokenizer
-
     path = Path(path)
     if path.is_dir():
         raise PrepareError(f"{option} {path} is a folder; give the tokenizer file inside it")
@@ -167,8 +161,6 @@ def load_trained(path, option="--tokenizer"):
 def trained_tokenizer(tokenizer_path, need_eot=False):
     """(its tiktoken Encoding, meta.json's "tokenizer" record) of a train_tokenizer.py file;
     need_eot: a tokenizer without <|endoftext|> is an error."""
-    from bpe import EOT
-
     path = Path(tokenizer_path)
     bpe_tokenizer, encoding = load_trained(path)
     if need_eot and EOT not in bpe_tokenizer.special_tokens:
