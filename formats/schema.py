@@ -111,6 +111,7 @@ TOP_FIELDS = (
     ("tokenizer", lambda v: isinstance(v, dict), "a JSON object"),
     ("splits", lambda v: isinstance(v, dict), "a JSON object"),
     ("dtype", lambda v: isinstance(v, str), "a JSON string"),
+    ("dtype", lambda v: v in BIN_DTYPES, " or ".join(BIN_DTYPES)),
 )
 TOKENIZER_FIELDS = (
     ("kind", lambda v: v in ("char", "tiktoken", "bpe"), '"char", "tiktoken" or "bpe"'),
@@ -173,8 +174,6 @@ def shape_problem(meta):
     if meta.get("format") == GOLF_FORMAT:
         return _golf_problem(meta)
     problem = fields_problem(meta, "", TOP_FIELDS)
-    if problem is None and meta["dtype"] not in BIN_DTYPES:
-        problem = wrong("dtype", meta["dtype"], " or ".join(BIN_DTYPES))
     problem = problem or fields_problem(meta["tokenizer"], "tokenizer", TOKENIZER_FIELDS)
     if problem := problem or _special_ids_problem(meta["tokenizer"]):
         return problem
