@@ -47,6 +47,7 @@ GOLF_NAME = re.compile(
     r"|datasets/fineweb10B_\w+/fineweb_(train|val|val_bytes)_\d{6}\.bin"
 )
 GOLF_KINDS = ("sentencepiece_bpe", "byte", "bpe")
+FILE_KEYS = ("file", "sha256")  # of each file parameter-golf's record lists
 
 
 def bin_name(split):
@@ -259,10 +260,7 @@ def _val_bytes_problem(meta):
     figures, record = meta.get("bytes"), meta.get("val_bytes")
     if figures is not None and not (
         isinstance(figures, dict)
-        and all(
-            isinstance(f, dict) and all(_is_count(f.get(k)) for k in FIGURES)
-            for f in figures.values()
-        )
+        and all(_is_count(_field(f, k)) for f in figures.values() for k in FIGURES)
     ):
         return wrong("bytes", figures, f"each split's counts of {', '.join(FIGURES)}")
     if record is None:
@@ -327,7 +325,7 @@ def _nanochat_problem(meta):
 
 def _golf_problem(meta):
     files = meta.get("files")
-    if not _records(files, ("file", "sha256")) or not set(GOLF_FILES) <= {f["file"] for f in files}:
+    if not _records(files, FILE_KEYS) or not set(GOLF_FILES) <= {f["file"] for f in files}:
         return f"files is not a list of records of file and sha256 naming {', '.join(GOLF_FILES)}"
     split = meta.get("split")
     if not isinstance(split, dict) or not _is_count(split.get("val_docs")):
@@ -339,14 +337,11 @@ def _golf_problem(meta):
         keys = ("name", "tokenizer", "shards", "val_bytes", "bytes")
         if not isinstance(dataset, dict) or any(key not in dataset for key in keys):
             return f"datasets[{i}] is not a record of {', '.join(keys)}"
-        tokenizer = dataset["tokenizer"]
-        if not (
-            isinstance(tokenizer, dict)
-            and tokenizer.get("kind") in GOLF_KINDS
-            and _records(tokenizer.get("files"), ("file", "sha256"))
-            and tokenizer["files"]
+        tokenizer, kinds = dataset["tokenizer"], " or ".join(GOLF_KINDS)
+        tok_files = _field(tokenizer, "files")
+        if _field(tokenizer, "kind") not in GOLF_KINDS or not (
+            _records(tok_files, FILE_KEYS) and tok_files
         ):
-            kinds = " or ".join(GOLF_KINDS)
             return f"datasets[{i}].tokenizer is not a record of kind {kinds} and files"
         for key in ("shards", "val_bytes"):
             fields = ("file", "split", "tokens", "sha256")
