@@ -196,8 +196,7 @@ def shape_problem(meta):
                 "shards has no train shard: llm.c and modded-nanogpt would have nothing to train on"
             )
         return _sidecar_tokens_problem(meta)
-    missing = [name for name in SPLIT_NAMES if name not in meta["splits"]]
-    if missing:
+    if missing := [name for name in SPLIT_NAMES if name not in meta["splits"]]:
         return (
             f"splits has no {' and no '.join(missing)}: a prepared folder needs both train and val"
         )
@@ -356,8 +355,8 @@ def _golf_problem(meta):
                 if key == "val_bytes" and record["split"] != "val":  # a sidecar is val's
                     return wrong(f"{where}.split", record["split"], '"val"')
         listed = {shard["split"] for shard in dataset["shards"]}
-        empty = [name for name in SPLIT_NAMES if name not in listed]
-        if empty:  # nothing to train on, or no val loss: train_gpt.py reads both splits
+        # nothing to train on, or no val loss: train_gpt.py reads both splits
+        if empty := [name for name in SPLIT_NAMES if name not in listed]:
             return (
                 f"datasets[{i}].shards has no {' and no '.join(empty)} shard: parameter-golf's "
                 f"train_gpt.py reads both splits"
@@ -434,12 +433,11 @@ def record_names(meta):
         return []
     found, splits = [], meta.get("splits")
     for split, record in splits.items() if isinstance(splits, dict) else ():
-        index = _field(record, "index")
+        key, index = _key("splits", split), _field(record, "index")
         if isinstance(record, dict) and "file" in record:
-            found.append((f"{_key('splits', split)}.file", record["file"], True, bin_name(split)))
+            found.append((f"{key}.file", record["file"], True, bin_name(split)))
         if isinstance(index, dict) and "file" in index:
-            field = f"{_key('splits', split)}.index.file"
-            found.append((field, index["file"], True, index_name(split)))
+            found.append((f"{key}.index.file", index["file"], True, index_name(split)))
     shards = _dicts(meta.get("shards"))
     found += [(f"shards[{i}].file", s["file"], True, None) for i, s in shards if "file" in s]
     if isinstance(meta.get("meta_pkl"), dict):
