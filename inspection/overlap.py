@@ -2,21 +2,12 @@
 
     python prepare_common.py overlap data/openwebtext [--json] [--ngram 13] [--against quiz.jsonl]
 
-The figures are dedup/overlap.py's; this module finds the files and the document rule. A folder
-with meta.json says it all: the tokenizer's end-of-text id, and whether it comes after each
-document (nanoGPT's .bin files) or before (llm.c's shards, FineWeb's, TinyStories'): the document
-index (beside each split) decides where there is one, else the ends of the splits' streams. A
-nanochat folder's documents are its parquet rows, encoded with its tokenizer.pkl; a dataset of a
-parameter-golf folder, its shards as the folder's meta.json lists them. Any other folder is read
-with the flags: --boundary-id ID (default for llm.c's shards: the token its fineweb.py puts
-before each document, GPT-2's 50256 or llama-3's 128000), --boundary first|last (default first),
---dtype for raw files, --train and --val globs (default *train* and *val*). Each file is an llm.c
-shard (its header's magic says so), a .npy array, or raw ids.
-
-val's hashes are held (dedup/overlap.py says how many bytes); train is read in blocks of
+The figures are dedup/overlap.py's; this module finds the files and where documents end: from
+meta.json, a parameter-golf dataset's record, or the flags. train is read in blocks of
 BLOCK_TOKENS and forgotten, so memory stays flat however large train is.
 """
 
+import itertools
 import json
 from pathlib import Path
 
@@ -41,10 +32,8 @@ UNKNOWN_CHARACTER = -1  # --against's id for a character a vocabulary lacks: no 
 
 
 def token_file(path, dtype=None):
-    """Where a file's token ids are: (path, byte offset, dtype, count), for an llm.c shard (its
-    header checked, its dtype by its magic), a .npy array, or raw `dtype` ids (None: only the
-    first two are understood). Read with np.fromfile (`read_tokens`): no memory map, whose
-    pages would stay resident while the map lives."""
+    """(path, byte offset, dtype, count) of an llm.c shard, a .npy array, or raw `dtype` ids.
+    read_tokens reads them with np.fromfile: a memory map's pages would stay resident."""
     path = Path(path)
     if path.suffix == ".npy":
         tokens = read_shard(path, "npy", open_npy(path).dtype)  # its header checked first
@@ -71,8 +60,7 @@ def llmc_magic(path):
 
 
 def read_tokens(where, start=0, count=None):
-    """`count` ids (None: all) of a token_file from id `start`:
-    [(f, 1024, uint16, 10), 2, 3] -> 3 ids."""
+    """`count` ids (None: all) of a token_file from id `start`."""
     path, offset, dtype, total = where
     count = total - start if count is None else min(count, total - start)
     return np.fromfile(path, dtype=dtype, count=count, offset=offset + start * dtype.itemsize)
@@ -81,9 +69,8 @@ def read_tokens(where, start=0, count=None):
 def folder_layout(
     folder, train_glob=None, val_glob=None, boundary_id=None, boundary=None, dtype=None
 ):
-    """What `overlap` reads: {"train": [paths], "val": [paths], "boundary_id", "boundary",
-    "dtype", "tokenizer" (meta.json's record, or None)}, from meta.json and the flags (which win);
-    a nanochat folder: {"nanochat": its meta.json, "tokenizer": None}."""
+    """What `overlap` reads: {"train", "val" (paths), "boundary_id", "boundary", "dtype",
+    "tokenizer"}, from meta.json and the flags (which win); nanochat's: {"nanochat": meta}."""
     folder = Path(folder)
     meta = checked_meta(folder) if (folder / "meta.json").exists() or not folder.is_dir() else None
     if meta is not None and meta.get("format") == "nanochat":
@@ -92,7 +79,11 @@ def folder_layout(
     if meta:
         layout = meta_layout(folder, meta)
     elif golf:
-        layout = golf_layout(*golf)
+        root, record = golf  # each document led by the tokenizer's BOS
+        layout = {"golf": golf, "tokenizer": None, "dtype": None, "boundary": "first"}
+        layout["boundary_id"] = record["tokenizer"]["bos_id"]
+        for split in ("train", "val"):
+            layout[split] = [root / s["file"] for s in record["shards"] if s["split"] == split]
     else:
         layout = {"tokenizer": None, "dtype": None}
     for split, glob in (("train", train_glob), ("val", val_glob)):
@@ -114,7 +105,7 @@ def folder_layout(
         where = (
             f"{folder / 'meta.json'}'s tokenizer has no end-of-text token"
             if meta
-            else (f"{folder} has no meta.json and its files no llm.c header")
+            else f"{folder} has no meta.json and its files no llm.c header"
         )
         raise PrepareError(
             f"{where}, so nothing says where one document ends and the next begins: pass "
@@ -122,18 +113,6 @@ def folder_layout(
             f"each document, or after)"
         )
     return layout
-
-
-def boundary_problem(layout):
-    """Why the layout's boundary id cannot occur in its ids (too large for their dtype), or None."""
-    where = token_file(layout["val"][0], layout["dtype"])
-    largest = np.iinfo(where[2]).max
-    if not 0 <= layout["boundary_id"] <= largest:
-        return (
-            f"--boundary-id {layout['boundary_id']:,} cannot occur in {where[0]}'s "
-            f"{where[2].name} ids (0 to {largest:,}): every split would be one document"
-        )
-    return None
 
 
 def meta_layout(folder, meta):
@@ -163,21 +142,9 @@ def meta_layout(folder, meta):
     return layout
 
 
-def golf_layout(root, record):
-    """The shards of a parameter-golf dataset its root's meta.json lists (not the val bytes
-    sidecars beside them), each document led by the tokenizer's BOS."""
-    layout = {"golf": (root, record), "tokenizer": None, "dtype": None, "boundary": "first"}
-    layout["boundary_id"] = record["tokenizer"]["bos_id"]
-    for split in ("train", "val"):
-        layout[split] = [root / s["file"] for s in record["shards"] if s["split"] == split]
-    return layout
-
-
 def boundary_from_ends(layout, eot_id):
-    """ "first" or "last": where the end-of-text token sits, from the ends of the two splits'
-    streams. Documents each followed by it (nanoGPT's) make a stream that ends with it; each led
-    by it (llm.c's, FineWeb's, whose shard 0, val, begins the whole corpus), one that begins
-    with it. Each split's stream votes with its two ends; a tie is nanoGPT's "last"."""
+    """ "first" or "last": whether each split's stream begins with the end-of-text id (llm.c's)
+    or ends with it (nanoGPT's); each stream votes with its two ends, a tie is "last"."""
     votes = 0
     for split in ("train", "val"):
         head = read_tokens(token_file(layout[split][0], layout["dtype"]), 0, 1)
@@ -188,16 +155,8 @@ def boundary_from_ends(layout, eot_id):
     return "first" if votes > 0 else "last"
 
 
-def blocks(paths, dtype, block_tokens=BLOCK_TOKENS):
-    """The ids of the files in order, block_tokens at a time."""
-    for path in paths:
-        where = token_file(path, dtype)
-        for start in range(0, where[3], block_tokens):
-            yield read_tokens(where, start, block_tokens)
-
-
 def whole(chunks):
-    """One (tokens, offsets) of all the documents of a stream of chunks (val: held whole)."""
+    """The (tokens, offsets) chunks of a stream joined into one (val: held whole)."""
     tokens, offsets = [], [np.zeros(1, np.int64)]
     end = 0
     for chunk_tokens, chunk_offsets in chunks:
@@ -208,8 +167,7 @@ def whole(chunks):
 
 
 def against_items(path, encode):
-    """A benchmark file's items as (tokens, offsets): each non-empty line of a .txt file, or the
-    "text" field of each line of a .jsonl file, encoded with the folder's tokenizer."""
+    """A .txt file's non-empty lines, or a .jsonl file's "text" fields, as (tokens, offsets)."""
     path = Path(path)
     try:  # read_text refuses a FIFO (read forever) and a device (/dev/zero: never ends)
         lines = read_text(path).splitlines()
@@ -262,17 +220,8 @@ def encoder_for(layout, folder):
     if tokenizer.get("kind") == "bpe":
         from formats.tokenizers import trained_tokenizer
 
-        path = Path(tokenizer["path"])
-        return trained_tokenizer(path if path.is_absolute() else Path(folder) / path)[
-            0
-        ].encode_ordinary
-    return character_encoder(tokenizer.get("chars", []))
-
-
-def character_encoder(chars):
-    """text -> ids of a character vocabulary; a character it lacks -> UNKNOWN_CHARACTER, which
-    no train id equals, so no shared run spans it: "ab?a", chars "ab" -> [0, 1, -1, 0]."""
-    stoi = {c: i for i, c in enumerate(chars)}
+        return trained_tokenizer(Path(folder) / tokenizer["path"])[0].encode_ordinary
+    stoi = {c: i for i, c in enumerate(tokenizer.get("chars", []))}
     return lambda text: [stoi.get(c, UNKNOWN_CHARACTER) for c in text]
 
 
@@ -282,47 +231,25 @@ def split_chunks(layout, folder, split):
     if "nanochat" in layout:
         from .nanochat import load, split_documents
 
-        encoding, texts = (
-            load(folder, layout["nanochat"]),
-            split_documents(folder, layout["nanochat"], split),
-        )
-        batch = []
-        for text in texts:
-            batch.append(text)
-            if len(batch) == TEXTS_PER_CHUNK:
-                yield documents_of(encoding.encode_ordinary_batch(batch))
-                batch = []
-        if batch:
+        encoding = load(folder, layout["nanochat"])
+        texts = split_documents(folder, layout["nanochat"], split)
+        while batch := list(itertools.islice(texts, TEXTS_PER_CHUNK)):
             yield documents_of(encoding.encode_ordinary_batch(batch))
         return
-    rule = (layout["boundary_id"], layout["boundary"])
-    yield from stream_documents(blocks(layout[split], layout["dtype"]), *rule)
-
-
-def folder_overlap(folder, layout, ngram=13, against=()):
-    """overlap_report of `folder` read as `layout` (folder_layout's)."""
-    val = whole(split_chunks(layout, folder, "val"))
-    encode = encoder_for(layout, folder) if against else None
-    items = {str(path): against_items(path, encode) for path in against}
-    return overlap_report(val, split_chunks(layout, folder, "train"), ngram=ngram, against=items)
+    files = (token_file(path, layout["dtype"]) for path in layout[split])
+    blocks = (read_tokens(f, i, BLOCK_TOKENS) for f in files for i in range(0, f[3], BLOCK_TOKENS))
+    yield from stream_documents(blocks, layout["boundary_id"], layout["boundary"])
 
 
 def say_overlap(folder):
-    """Print what a document lesson prints at its end: overlap's two cheap figures (a hash per
-    document, dedup/overlap.py's exact_report) on the folder it wrote, how many val documents
-    have an exact copy in train and how much of train repeats, and the command that tells more."""
+    """Print overlap's two cheap figures (exact copies of val in train, train's repeats), which a
+    document lesson prints at its end, and the command that tells more."""
     from tqdm import tqdm
 
     layout = folder_layout(folder)
-    val = split_chunks(layout, folder, "val")
-    train = tqdm(
-        split_chunks(layout, folder, "train"),
-        desc="hashing the documents",
-        unit=" blocks",
-        delay=1,
-        leave=False,
-    )
-    report = exact_report(val, train)
+    train = split_chunks(layout, folder, "train")
+    train = tqdm(train, desc="hashing the documents", unit=" blocks", delay=1, leave=False)
+    report = exact_report(split_chunks(layout, folder, "val"), train)
     docs, exact = report["documents"], report["val_documents_in_train"]
     repeats = report["train_repeated_documents"]
     print(
@@ -371,14 +298,6 @@ def overlap_lines(report):
     return lines
 
 
-def rule_line(folder, layout):
-    """What overlap says first: how it cut the documents."""
-    if "nanochat" in layout:
-        return f"{folder}: documents are its parquet rows, encoded with its tokenizer.pkl"
-    where = "before" if layout["boundary"] == "first" else "after"
-    return f"{folder}: documents cut at token {layout['boundary_id']} (one {where} each document)"
-
-
 def add_parser(commands):
     """The `overlap` command's options, on prepare_common's subcommands."""
     from safety import non_negative_int, positive_int
@@ -386,20 +305,10 @@ def add_parser(commands):
     parser = commands.add_parser("overlap", help="what val shares with train, what train repeats")
     parser.add_argument("folder", help="a prepared folder, or one of llm.c's or nanochat's shards")
     parser.add_argument("--json", action="store_true", help="the figures as one JSON object")
-    parser.add_argument(
-        "--ngram",
-        type=positive_int,
-        default=13,
-        metavar="N",
-        help="the shared run's length in tokens (default: 13, GPT-3's)",
-    )
-    parser.add_argument(
-        "--against",
-        nargs="+",
-        default=[],
-        metavar="FILE",
-        help="benchmark items: .txt (one a line) or .jsonl (a 'text' field)",
-    )
+    ngram_help = "the shared run's length in tokens (default: 13, GPT-3's)"
+    parser.add_argument("--ngram", type=positive_int, default=13, metavar="N", help=ngram_help)
+    against_help = "benchmark items: .txt (one a line) or .jsonl (a 'text' field)"
+    parser.add_argument("--against", nargs="+", default=[], metavar="FILE", help=against_help)
     parser.add_argument(
         "--boundary-id",
         type=non_negative_int,
@@ -407,11 +316,8 @@ def add_parser(commands):
         help="the token between documents (default: meta.json's end-of-text id; llm.c's shards: "
         "the one its fineweb.py puts first)",
     )
-    parser.add_argument(
-        "--boundary",
-        choices=["first", "last"],
-        help="it comes before each document (llm.c, parameter-golf) or after (nanoGPT)",
-    )
+    where_help = "it comes before each document (llm.c, parameter-golf) or after (nanoGPT)"
+    parser.add_argument("--boundary", choices=["first", "last"], help=where_help)
     parser.add_argument("--dtype", choices=["uint16", "uint32"], help="the ids' type in raw files")
     parser.add_argument("--train", metavar="GLOB", help="the train files (default: *train*)")
     parser.add_argument("--val", metavar="GLOB", help="the val files (default: *val*)")
@@ -422,14 +328,24 @@ def add_parser(commands):
 def run(args):
     """Run the parsed `overlap` command: its layout first (a --boundary-id its ids cannot hold
     is a usage error, before any work), then the figures, plain lines or one JSON object."""
+    folder = args.folder
     flags = {"train_glob": args.train, "val_glob": args.val, "boundary_id": args.boundary_id}
-    layout = folder_layout(args.folder, boundary=args.boundary, dtype=args.dtype, **flags)
-    problem = None if "nanochat" in layout else boundary_problem(layout)
-    if problem:
-        args.usage_error(problem)
-    report = folder_overlap(args.folder, layout, args.ngram, args.against)
+    layout = folder_layout(folder, boundary=args.boundary, dtype=args.dtype, **flags)
+    if "nanochat" not in layout:
+        path, _, dtype, _ = token_file(layout["val"][0], layout["dtype"])
+        if not 0 <= layout["boundary_id"] <= (largest := np.iinfo(dtype).max):
+            args.usage_error(
+                f"--boundary-id {layout['boundary_id']:,} cannot occur in {path}'s "
+                f"{dtype.name} ids (0 to {largest:,}): every split would be one document"
+            )
+    val = whole(split_chunks(layout, folder, "val"))
+    encode = encoder_for(layout, folder) if args.against else None
+    items = {str(path): against_items(path, encode) for path in args.against}
+    report = overlap_report(val, split_chunks(layout, folder, "train"), args.ngram, against=items)
     if args.json:
         print(json.dumps(report))
         return
-    print(rule_line(args.folder, layout))
-    print(*overlap_lines(report), sep="\n")
+    where = "before" if layout.get("boundary") == "first" else "after"
+    rule = f"cut at token {layout.get('boundary_id')} (one {where} each document)"
+    rule = "are its parquet rows, encoded with its tokenizer.pkl" if "nanochat" in layout else rule
+    print(f"{folder}: documents {rule}", *overlap_lines(report), sep="\n")
