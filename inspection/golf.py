@@ -1,13 +1,6 @@
 """verify and bpb for a parameter-golf folder (data/parameter_golf/prepare.py): its documents,
-tokenizers/, datasets/fineweb10B_{suffix}/ of llm.c shards, manifest.json.
-
-verify recomputes, from the documents and the ids a trainer reads: every file's sha256; each
-shard's header, tokens and largest id; each dataset's tokenizer rebuilt from its files; each
-split's byte figures (inspection/bpb.py); each val bytes sidecar's header, its length against
-its val shard and, per document, the sum of its shares against the text's UTF-8 bytes; the val
-shards' ids and the sidecars' shares against the val documents encoded again; manifest.json
-against the one prepare.py writes from all that.
-"""
+tokenizers/, datasets/fineweb10B_{suffix}/ of llm.c shards and manifest.json, each recomputed
+from the documents and the ids a trainer reads."""
 
 import itertools
 import json
@@ -50,14 +43,8 @@ def audit(folder, meta, quiet=False):
             problems.append(str(exc))
             continue
         tokenizers.append(tokens)
-        shards = audit_shards(
-            folder,
-            {"format": "llmc", "shards": dataset["shards"]},
-            np.dtype(np.uint16),
-            tokens.vocab_size,
-            quiet=True,
-        )
-        if shards:
+        listed = {"format": "llmc", "shards": dataset["shards"]}
+        if shards := audit_shards(folder, listed, np.dtype(np.uint16), tokens.vocab_size, True):
             problems += shards
             continue
         val_docs = meta["split"]["val_docs"]
@@ -72,8 +59,7 @@ def audit(folder, meta, quiet=False):
 
 
 def not_one_dataset(folder, meta):
-    """The PrepareError for a command that reads one stream of ids, given a parameter-golf
-    folder: its datasets' shards are read by overlap, one dataset at a time."""
+    """The PrepareError for a command reading one stream of ids, given a parameter-golf folder."""
     names = ", ".join(dataset["name"] for dataset in meta["datasets"])
     return PrepareError(
         f"{folder} is a parameter-golf folder of datasets ({names}); bpb and verify read it "
@@ -87,9 +73,7 @@ def rebuilt_tokenizer(folder, record, where):
     for item in record["files"]:
         path = folder / item["file"]
         if not path.is_file() or sha256_file(path) != item.get("sha256"):
-            raise PrepareError(
-                f"{path} is missing or does not match the sha256 recorded in meta.json"
-            )
+            raise PrepareError(f"{path} is missing or {SHA256_DIFFERS}")
     path = folder / record["files"][0]["file"]
     if record["kind"] == "byte":
         if path.read_bytes() != golf.byte260_json():
@@ -115,12 +99,14 @@ def rebuilt_tokenizer(folder, record, where):
 
 
 def split_ids(folder, dataset, split, key="shards"):
-    """The split's shards (or val bytes sidecars) of a dataset, read as a trainer reads them,
-    each memory-mapped as it is reached: a map holds its file open, and a dataset's shards may
-    outnumber the files a process may open. In the trainer's order: train_gpt.py reads
-    sorted(glob(...)), whatever order meta.json lists them in."""
-    records = sorted((s for s in dataset[key] if s["split"] == split), key=lambda s: s["file"])
+    """The split's shards (or val bytes sidecars) of a dataset in train_gpt.py's sorted order,
+    each mapped only when reached: the shards may outnumber the files a process may open."""
+    records = _sorted_records(dataset, split, key)
     return (read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records)
+
+
+def _sorted_records(dataset, split, key="shards"):
+    return sorted((s for s in dataset[key] if s["split"] == split), key=lambda s: s["file"])
 
 
 def joined_ids(folder, dataset, split, key="shards"):
@@ -129,8 +115,7 @@ def joined_ids(folder, dataset, split, key="shards"):
 
 
 def _audit_figures(folder, dataset, tokens, where, val_docs):
-    """Each split's byte figures recounted from the documents and the shards' ids, which must
-    hold the same documents: val the first val_docs, train the rest."""
+    """Each split's byte figures recounted from the documents (val the first val_docs) and ids."""
     texts = iter(documents([folder / golf.DOCS]))
     problems = []
     for split in ("val", "train"):
@@ -164,8 +149,7 @@ def _audit_figures(folder, dataset, tokens, where, val_docs):
 
 
 def _audit_sidecars(folder, dataset, tokens):
-    """Each val bytes sidecar: its header and sha256, its length against its val shard, and per
-    document the sum of the shares against the text's UTF-8 bytes."""
+    """Each val bytes sidecar's header, sha256, length, and per document its shares' sum."""
     sidecars, problems = dataset["val_bytes"], []
     if not sidecars:
         return []
@@ -178,7 +162,7 @@ def _audit_sidecars(folder, dataset, tokens):
             problems.append(str(exc))
             continue
         if sha256_file(path) != sidecar["sha256"]:
-            problems.append(f"{path} does not match the sha256 recorded in meta.json")
+            problems.append(f"{path} {SHA256_DIFFERS}")
         if len(shares) != val["tokens"]:
             problems.append(
                 f"{path} holds {len(shares):,} shares, its val shard {folder / val['file']} "
@@ -199,21 +183,18 @@ def _audit_sidecars(folder, dataset, tokens):
     for index, (total, text) in enumerate(zip(sums, documents([folder / golf.DOCS]))):
         if int(total) != len(text.encode()):
             return [
-                (
-                    f"{folder / sidecars[0]['file']}: the shares of val document {index:,} sum to "
-                    f"{int(total):,}, its text has {len(text.encode()):,} UTF-8 bytes"
-                )
+                f"{folder / sidecars[0]['file']}: the shares of val document {index:,} sum to "
+                f"{int(total):,}, its text has {len(text.encode()):,} UTF-8 bytes"
             ]
     return []
 
 
 def _audit_encoded_val(folder, dataset, tokens, val_docs):
-    """The val shards' ids, and their sidecars' shares, against the val documents encoded again
-    (_encoded_val): the first position that differs, named in its file."""
+    """The first position where val's ids or shares differ from the val documents encoded again."""
     source = f"{folder / golf.DOCS}'s val documents encoded by {dataset['tokenizer']['name']}"
     for key, expected in _encoded_val(folder, dataset, tokens, val_docs).items():
         what = "id" if key == "shards" else "share"
-        records = sorted((s for s in dataset[key] if s["split"] == "val"), key=lambda s: s["file"])
+        records = _sorted_records(dataset, "val", key)
         found = joined_ids(folder, dataset, "val", key)
         if len(found) != len(expected):
             return [
@@ -230,9 +211,8 @@ def _audit_encoded_val(folder, dataset, tokens, val_docs):
 
 
 def _encoded_val(folder, dataset, tokens, val_docs):
-    """{"shards": val's ids, "val_bytes": their shares (if the dataset has sidecars)} of the val
-    documents encoded as prepare.py encodes them: each its BOS then its ids, the BOS's share 0
-    (its whole text, for a document of no token); uint16, as the shards hold them."""
+    """{"shards": ids, "val_bytes": shares (with sidecars)} of the val documents as prepare.py
+    encodes them: BOS then the ids, the BOS's share 0 (a document of no token: its whole text)."""
     texts = itertools.islice(documents([folder / golf.DOCS]), val_docs)
     expected = {key: [] for key in ("shards", "val_bytes") if dataset[key]}
     while batch := list(itertools.islice(texts, BATCH)):
@@ -245,10 +225,8 @@ def _encoded_val(folder, dataset, tokens, val_docs):
 
 
 def _audit_manifest(folder, meta, tokenizers):
-    """manifest.json against the one prepare.py writes (golf.manifest) from what verify checked:
-    each dataset's shards, figures and tokenizer, meta.json's split and source, the hub's
-    sidecar, and tokenizer_config.export.json's specs, each that of its dataset. The first field
-    that differs, named: parameter-golf's scripts read its counts, ids, globs and paths."""
+    """manifest.json against the one prepare.py writes (golf.manifest) from what verify checked,
+    the first field that differs named: parameter-golf's scripts read its counts, ids and paths."""
     export, datasets = folder / GOLF_EXPORT, meta["datasets"]
     specs = load_json(read_small_file(export), export)
     specs = specs.get("tokenizers") if isinstance(specs, dict) else None
@@ -334,8 +312,6 @@ def _unlisted(folder, meta):
         return []
     shown = ", ".join(found[:3]) + (f" and {len(found) - 3:,} more" if len(found) > 3 else "")
     return [
-        (
-            f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read "
-            "them: move them away, or run prepare.py again"
-        )
+        f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read "
+        "them: move them away, or run prepare.py again"
     ]

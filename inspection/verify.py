@@ -1,9 +1,5 @@
 """The auditor: `verify` checks a prepared folder against its meta.json, recomputing, not trusting.
-
-What a folder holds is what its meta.json lists: each split's file (or each shard) by size,
-sha256 and largest id; the source by sha256 when it sits in the folder; the tokenizer rebuilt
-from its recorded definition; meta.pkl read as plain data, never run. Every problem is one line.
-"""
+meta.pkl is read as plain data, never run. Every problem is one line."""
 
 import hashlib
 import os
@@ -41,15 +37,10 @@ VERIFY_SHOWS_CHARS = 200  # how much of val `verify` decodes and prints
 
 
 def verify(folder, quiet=False):
-    """Audit a prepared folder against its meta.json; return the problems, one line each.
+    """Audit a prepared folder against its meta.json; return the problems, one line each ([]: none).
 
-    [] means the folder is complete and consistent. Recomputed, not trusted: each split's size,
-    sha256 and largest id; the source's sha256 when the source is in the folder; the tokenizer's
-    sha256 from its recorded definition (the characters, GPT-2's files, the trained tokenizer's
-    file). Prints each split and the start of val; a leftover of an interrupted run is a warning
-    on stderr (the data may still be whole; the next run removes it). `quiet`: print nothing
-    (for `show`, which makes the same checks first).
-    """
+    Prints each split and the start of val, and warns on stderr of an interrupted run's
+    leftovers (the next run removes them); `quiet`: print nothing (show checks first)."""
     try:
         with reading(folder):  # an exception no check foresaw still names the folder (run_main)
             return _audit(Path(folder), quiet)
@@ -73,7 +64,11 @@ def _audit(folder, quiet=False):
             f"({', '.join(leftovers)}); the next run into this folder removes them",
             file=sys.stderr,
         )
-    problems += _audit_source(folder, meta.get("source") or {})
+    source = meta.get("source") or {}  # one elsewhere (a hub, --data-files) has no path
+    if source.get("path") is not None:
+        path = folder / source["path"]
+        if path.is_file() and sha256_file(path) != source["sha256"]:
+            problems.append(f"{path} does not match the source sha256 recorded in meta.json")
     problems += _unlisted_files(folder, meta, leftovers)
     if meta.get("format") == NANOCHAT:  # parquet shards of text: inspection/nanochat.py
         return nanochat.audit(folder, meta, quiet, problems)
@@ -116,9 +111,7 @@ def _audit_split(folder, name, split, dtype, vocab_size, quiet=False):
 
 def _audit_index(folder, split, dtype, tokenizer):
     """A split's document index (schema.index_name), if meta.json lists one: its sha256, and
-    the starts it holds: uint64, 0 first, strictly increasing, below the split's token count, and
-    on the boundary rule: every document ends with the end-of-text id (nanoGPT's) or every one
-    begins with it (llm.c's), and every boundary of that rule is a start."""
+    its starts (_starts_problem)."""
     record = split.get("index")
     if record is None:
         return []
@@ -137,7 +130,9 @@ def _audit_index(folder, split, dtype, tokenizer):
 
 
 def _starts_problem(starts, documents, data, eot_id):
-    """What is wrong with a document index of `data`, as a phrase, or None."""
+    """What is wrong with a document index of `data`, as a phrase, or None: its starts must be
+    uint64, 0 first, strictly increasing, below len(data), and every document must end with the
+    end-of-text id (nanoGPT's) or begin with it (llm.c's), each such boundary a start."""
     if starts.dtype != np.uint64 or starts.ndim != 1 or len(starts) != documents:
         return (
             f"holds {starts.dtype} of shape {starts.shape}, not the {documents:,} uint64 "
@@ -172,10 +167,9 @@ def _starts_problem(starts, documents, data, eot_id):
 
 
 def _first_missing_start(starts, data, eot_id, after):
-    """The first document boundary of `data` (each end-of-text id's position plus `after`, short
-    of the end) that the sorted `starts` leave out, or None. A start left out joins two documents
-    into one that still keeps the rule, so the boundaries are counted too: a chunk of ids at a
-    time, memory flat and time linear on any split."""
+    """The first boundary of `data` (each end-of-text id's position plus `after`) that `starts`
+    leave out, or None: a start left out joins two documents into one that still keeps the rule.
+    A chunk of ids at a time: memory flat, time linear."""
     for i in range(0, len(data), CHUNK):
         found = np.flatnonzero(data[i : i + CHUNK] == eot_id) + (i + after)
         found = found[found < len(data)]
@@ -187,10 +181,8 @@ def _first_missing_start(starts, data, eot_id, after):
 
 
 def _unlisted_files(folder, meta, leftovers):
-    """Files a trainer pointed at the folder would read (schema.trainer_reads: nanoGPT's names,
-    the shard globs of llm.c, modded-nanogpt and build-nanogpt, nanochat's data and tokenizer
-    folders) that meta.json does not list. meta.pkl is _audit_meta_pkl's; a leftover of an
-    interrupted run is warned about instead."""
+    """Files a trainer pointed at the folder would read (schema.trainer_reads) that meta.json
+    does not list; meta.pkl is _audit_meta_pkl's, and a leftover is warned about instead."""
     listed = listed_files(meta) | {META_PKL} | set(leftovers)
     nanochat_format = meta.get("format") == NANOCHAT
     names = [entry.name for entry in os.scandir(folder)]
@@ -223,8 +215,7 @@ def _unlisted_files(folder, meta, leftovers):
 
 def _audit_meta_pkl(folder, meta, check_content=True):
     """meta.pkl as nanoGPT would read it: recorded (its sha256) or recorded as absent, and plain
-    data that says what meta.json says (vocab_size; stoi/itos, those of the characters or
-    rebuilt from the trained tokenizer: what sample.py encodes prompts and decodes samples with)."""
+    data saying meta.json's vocab_size and stoi/itos (what sample.py encodes and decodes with)."""
     path, record, tokenizer = folder / META_PKL, meta.get("meta_pkl", ...), meta["tokenizer"]
     exists = os.path.lexists(path)
     if record is None or (record is ... and not exists and tokenizer["kind"] != "char"):
@@ -257,19 +248,8 @@ def _audit_meta_pkl(folder, meta, check_content=True):
     return []
 
 
-def _audit_source(folder, source):
-    path = source.get("path")
-    if path is None:  # a source elsewhere (a hub, --data-files); with a path, a sha256: schema's
-        return []
-    path = folder / path
-    if path.is_file() and sha256_file(path) != source["sha256"]:
-        return [f"{path} does not match the source sha256 recorded in meta.json"]
-    return []
-
-
 def _audit_tokenizer(folder, tokenizer):
-    """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, its sha256
-    checked."""
+    """(ids -> text, problems): the tokenizer rebuilt from its recorded definition, checked."""
     where = f"{folder / 'meta.json'}: tokenizer"
     kind, vocab_size = tokenizer["kind"], tokenizer["vocab_size"]
     if kind == "char":
@@ -298,8 +278,7 @@ def _audit_tokenizer(folder, tokenizer):
 
 
 def verified_meta(folder):
-    """meta.json of a folder `verify` finds no problem in (nanoGPT's reads depend on what it
-    checks), else a PrepareError of the first one."""
+    """meta.json of a folder `verify` finds no problem in, else a PrepareError of the first."""
     if problems := verify(folder, quiet=True):
         raise PrepareError(problems[0])
     return checked_meta(folder)
