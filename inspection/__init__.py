@@ -1,20 +1,10 @@
 """The commands over a prepared folder, for any trainer's files:
 
-    python prepare_common.py verify FOLDER    # every file meta.json lists, recomputed against it
-    python prepare_common.py show FOLDER      # one block as nanoGPT's get_batch reads it
-    python prepare_common.py packing FOLDER --block-size T  # what get_batch draws, BOS alignment
-    python prepare_common.py overlap FOLDER   # what val shares with train, what train repeats
-    python prepare_common.py bpb FOLDER       # lossless or not, and what bits per byte divides by
-
-- verify.py: the auditor, recomputing, not trusting, a folder's meta.json
-- show.py: one block, x and y side by side, each document start marked
-- packing.py: document lengths against the block size; nanochat's best-fit packing simulated
-- overlap.py: val's exact and near copies in train, shared 13-grams, train's repeats (dedup/)
-- token_bytes.py: each id's byte length and each split's bytes of text, for bits per byte
-- bpb.py: each split's bytes as the text, the tokenizer and decode(encode(doc)) count them
-- golf.py: verify on a parameter-golf folder (its datasets, tokenizers and val bytes sidecars)
-- folder.py: the folder's record checked (meta.json, against formats/schema.py), a split's ids
-- nanochat.py: the three commands on a nanochat folder (parquet shards of text)
+python prepare_common.py verify FOLDER    # every file meta.json lists, recomputed against it
+python prepare_common.py show FOLDER      # one block as nanoGPT's get_batch reads it
+python prepare_common.py packing FOLDER --block-size T  # what get_batch draws, BOS alignment
+python prepare_common.py overlap FOLDER   # what val shares with train, what train repeats
+python prepare_common.py bpb FOLDER       # lossless or not, and what bits per byte divides by
 """
 
 import json
@@ -43,9 +33,8 @@ def main(argv=None):
     look.add_argument("--block-size", type=positive_int, default=8, metavar="N", help="default: 8")
     where = look.add_mutually_exclusive_group()
     where.add_argument("--offset", type=non_negative_int, default=0, metavar="I", help="default: 0")
-    where.add_argument(
-        "--seed", type=random_seed, help="draw the offset at random, as get_batch does"
-    )
+    seed_help = "draw the offset at random, as get_batch does"
+    where.add_argument("--seed", type=random_seed, help=seed_help)
     pack = commands.add_parser("packing", help="what get_batch draws, and what BOS alignment keeps")
     pack.add_argument("folder", help="a folder a document lesson prepared, e.g. data/openwebtext")
     pack.add_argument(
@@ -57,11 +46,8 @@ def main(argv=None):
     )
     pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
-    pack.add_argument(
-        "--plot",
-        metavar="FILE.png",
-        help="draw the document lengths, T marked, into this file (not a folder)",
-    )
+    plot_help = "draw the document lengths, T marked, into this file (not a folder)"
+    pack.add_argument("--plot", metavar="FILE.png", help=plot_help)
     overlap.add_parser(commands)
     bits = commands.add_parser(
         "bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by"
@@ -94,7 +80,7 @@ def main(argv=None):
 
 
 def bpb_audit(folder, meta):
-    """The audit of each dataset of a verified folder (inspection/bpb.py), a few lines each."""
+    """Print the audit of each dataset of a verified folder (inspection/bpb.py)."""
     if meta.get("format") != GOLF_FORMAT:
         if meta.get("format") == NANOCHAT and meta.get("tokenizer") is None:
             raise PrepareError(

@@ -1,6 +1,5 @@
-"""A prepared folder read as its trainer reads it: its record (meta.json), checked for its
-schema (formats/schema.py), and a split's ids. verify audits the rest; show, packing and overlap
-read through here."""
+"""A prepared folder read as its trainer reads it: meta.json checked (formats/schema.py), a
+split's ids."""
 
 import os
 from pathlib import Path
@@ -23,12 +22,8 @@ SHA256_DIFFERS = "does not match the sha256 recorded in meta.json"
 
 
 def checked_meta(folder, leftovers=()):
-    """meta.json of `folder` if it is well-formed, else a PrepareError of its first problem.
-
-    Without meta.json, a folder holding .bin files or `leftovers` (temporary names) is one that
-    a run was interrupted in while it replaced the files (see safety/commit.py), unless it is a
-    dataset of a parameter-golf folder, whose meta.json describes it (golf_dataset_line).
-    """
+    """meta.json of `folder` if it is well-formed, else a PrepareError of its first problem;
+    without one, a folder holding .bin files or `leftovers` is one a run was interrupted in."""
     folder = Path(folder)
     if not folder.is_dir():
         what = "a file" if folder.exists() else "missing"
@@ -37,8 +32,12 @@ def checked_meta(folder, leftovers=()):
         )
     path = folder / RECORD_NAME
     if not os.path.lexists(path):
-        if line := golf_dataset_line(folder):
-            raise PrepareError(line)
+        if found := golf_dataset(folder):  # its meta.json is its parameter-golf folder's
+            raise PrepareError(
+                f"{folder} is the dataset {found[1]['name']} of the parameter-golf folder "
+                f"{found[0]}, whose meta.json describes it: verify and bpb read {found[0]}; "
+                f"overlap reads this dataset: python prepare_common.py overlap {folder}"
+            )
         if (
             leftovers
             or os.path.lexists(folder / JOURNAL_NAME)
@@ -75,23 +74,9 @@ def golf_dataset(folder):
     return None if record is None else (root, record)
 
 
-def golf_dataset_line(folder):
-    """The line pointing a command given a parameter-golf folder's dataset (golf_dataset) at the
-    folders it reads; None for any other folder."""
-    found = golf_dataset(folder)
-    if found is None:
-        return None
-    root, record = found
-    return (
-        f"{folder} is the dataset {record['name']} of the parameter-golf folder {root}, whose "
-        f"meta.json describes it: verify and bpb read {root}; overlap reads this dataset: "
-        f"python prepare_common.py overlap {folder}"
-    )
-
-
 def open_split(folder, split, meta=None):
-    """(meta, the split's ids memory-mapped with the dtype meta.json names), as get_batch maps
-    them: a .bin file, or a folder of shards' first of the split (or the one named)."""
+    """(meta, the split's ids memory-mapped as get_batch maps them): a .bin file, or a shard
+    folder's first of the split (or the one named)."""
     folder = Path(folder)
     meta = meta or checked_meta(folder)
     if "shards" in meta:
@@ -117,8 +102,7 @@ def ids_problems(path, ids, sha256, vocab_size):
 
 
 def audit_shards(folder, meta, dtype, vocab_size, quiet=False):
-    """Each shard meta.json lists: its header (or .npy header) as the readers check it, its
-    token count, sha256 and largest id; and no shard in the folder that the list leaves out."""
+    """Each shard meta.json lists: its header as readers check it, tokens, sha256, largest id."""
     problems = []
     for shard in meta["shards"]:
         path = folder / shard["file"]

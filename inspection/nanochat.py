@@ -1,12 +1,5 @@
 """verify, show and packing for a nanochat folder (data/nanochat/prepare.py): parquet shards of
-text, which nanochat tokenizes as it reads them, and its tokenizer directory.
-
-verify recomputes what nanochat's readers depend on: every shard's sha256, its one `text` column,
-zstd, row groups of 1,024 documents (the last of a shard may hold fewer), its documents,
-characters and bytes (the splits' totals are their sums: formats/schema.py); tokenizer.pkl a
-tiktoken.Encoding with nanochat's nine special tokens right after the merges; each token_bytes
-file each id's byte length, and each split's bytes its documents'.
-"""
+text, which nanochat tokenizes as it reads them, and its tokenizer directory."""
 
 from pathlib import Path
 
@@ -27,8 +20,8 @@ SHOWS_CHARS = 200  # how much of val `verify` prints
 
 
 def audit(folder, meta, quiet=False, problems=()):
-    """verify's problems with a nanochat folder, one line each, after `problems` (the source's
-    and the unlisted files', which verify found); prints each split, then val's start."""
+    """verify's problems with a nanochat folder, one line each, after those verify found;
+    prints each split, then val's start."""
     problems = list(problems)
     for shard in meta["shards"]:
         problems += _audit_shard(folder, shard)
@@ -47,7 +40,8 @@ def audit(folder, meta, quiet=False, problems=()):
 
 
 def _audit_shard(folder, shard):
-    """One shard as nanochat reads it, against its record."""
+    """One shard as nanochat reads it (one `text` column, zstd, row groups of 1,024), against
+    its record."""
     import pyarrow.parquet as pq
 
     path = Path(folder) / shard["file"]
@@ -61,14 +55,13 @@ def _audit_shard(folder, shard):
         return [f"{path} is not a parquet file pyarrow can read ({type(exc).__name__})"]
     if parquet.schema_arrow.names != ["text"]:
         return [f"{path} has the columns {parquet.schema_arrow.names}, not nanochat's one 'text'"]
-    groups = [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
-    size = nanochat.ROW_GROUP_SIZE
-    if any(rows != size for rows in groups[:-1]) or groups[-1] > size:
+    groups = [parquet.metadata.row_group(g) for g in range(parquet.num_row_groups)]
+    rows, size = [g.num_rows for g in groups], nanochat.ROW_GROUP_SIZE
+    if any(n != size for n in rows[:-1]) or rows[-1] > size:
         return [
-            f"{path} has row groups of {groups} documents, not 1,024 each (the last of a shard "
+            f"{path} has row groups of {rows} documents, not 1,024 each (the last of a shard "
             f"may hold fewer)"
         ]
-    groups = [parquet.metadata.row_group(g) for g in range(parquet.num_row_groups)]
     if any(g.column(0).compression != "ZSTD" for g in groups):
         return [f"{path} is not compressed with zstd"]
     texts = [text for batch in nanochat.shard_texts(path) for text in batch]
@@ -83,9 +76,7 @@ def _audit_shard(folder, shard):
 
 
 def _audit_tokenizer(folder, meta):
-    """tokenizer.pkl, each token_bytes file (the tokenizer folder's .pt or .npy, TOKEN_BYTES)
-    by sha256, dtype and shape against the lengths recomputed from the encoding, and each split's
-    bytes against its documents'."""
+    """tokenizer.pkl, and each token_bytes file against the lengths the encoding gives."""
     folder, tokenizer = Path(folder), meta["tokenizer"]
     for item in meta["tokenizer_files"]:
         path = folder / item["file"]
@@ -109,10 +100,8 @@ def _audit_tokenizer(folder, meta):
     if sha256_file(path) != record["sha256"]:
         return [f"{path} does not match the sha256 recorded in {RECORD_NAME}"]
     expected = nanochat.token_byte_lengths(encoding)
-    token_files = [
-        item["file"] for item in meta["tokenizer_files"] if "token_bytes" in item["file"]
-    ]
-    for token_bytes in [path, *(folder / name for name in token_files)]:
+    names = [item["file"] for item in meta["tokenizer_files"] if "token_bytes" in item["file"]]
+    for token_bytes in [path, *(folder / name for name in names)]:
         lengths = _token_bytes(token_bytes)
         if lengths is not None and not (
             lengths.dtype == expected.dtype and np.array_equal(lengths, expected)
@@ -179,8 +168,7 @@ def split_documents(folder, meta, split):
 
 
 def show_lines(folder, meta, split, block_size, index):
-    """Document `index` of the split: its first block_size tokens, <|bos|> first, each id and
-    text."""
+    """Document `index` of the split: its first block_size tokens, <|bos|> first, id and text."""
     from bpe.show import token_text
 
     encoding, documents = load(folder, meta), split_documents(folder, meta, split)
@@ -204,8 +192,7 @@ def show_lines(folder, meta, split, block_size, index):
 
 
 def packing_report(folder, meta, split, block_size):
-    """nanochat's figures for the split at T = block_size, as a dict: its documents' lengths
-    with their <|bos|>, the bytes of text, what its BOS best-fit rows keep, and T."""
+    """nanochat's figures for the split at T = block_size, as a dict (its lengths with <|bos|>)."""
     encoding = load(folder, meta)
     documents = list(split_documents(folder, meta, split))
     lengths = np.array([len(ids) + 1 for ids in encoding.encode_ordinary_batch(documents)])

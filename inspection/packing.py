@@ -1,9 +1,5 @@
-"""How nanoGPT's random windows fall on a split's documents, and what document-aligned rows keep.
-
-A split is nanoGPT's: one stream of `num_tokens` ids in which every document ends with the EOT
-id, and `starts` (uint64, first 0) the offset of each document's first token, so document i is
-data[starts[i]:starts[i + 1]]. Only the offsets are read, never the tokens: every figure but the
-best-fit one is a few numpy passes over the documents, whatever the number of tokens.
+"""How nanoGPT's random windows fall on a split's documents, and what document-aligned rows keep,
+from the document starts alone (never the tokens).
 
     (10 tokens, starts [0, 4, 5], block_size 3) -> documents of 4, 1 and 5 tokens; of the 7
     windows get_batch draws, 4 start mid-document and 4 read on into the next document
@@ -50,8 +46,7 @@ def document_lengths(num_tokens, starts):
 
 
 def check_windows(num_tokens, block_size):
-    """The number of windows get_batch draws from (torch.randint(len(data) - block_size)):
-    10, 3 -> 7."""
+    """The number of windows get_batch draws from (len(data) - block_size): 10, 3 -> 7."""
     if block_size < 1:
         raise PackingError(f"block_size must be at least 1, got {block_size}")
     if num_tokens <= block_size:
@@ -63,17 +58,14 @@ def check_windows(num_tokens, block_size):
 
 
 def nearest_rank(lengths, percentiles=PERCENTILES):
-    """Nearest-rank percentiles, the p-th being the ceil(p/100 * n)-th smallest:
-    [3, 1, 4], (50,) -> [3]."""
+    """Nearest-rank percentiles, the ceil(p/100 * n)-th smallest: [3, 1, 4], (50,) -> [3]."""
     ranks = [-(-p * len(lengths) // 100) - 1 for p in percentiles]  # ceil in integers, 0-based
     return np.partition(lengths, ranks)[ranks].tolist()  # O(n): no full sort
 
 
 def crossing_windows(starts, lengths, block_size, windows):
-    """How many windows data[i : i + T + 1], i < windows, hold a document start after i.
-
-    In document k, window i holds the next start p = starts[k + 1] when p <= i + T, so the windows
-    that cross are i in [max(starts[k], p - T), p); the last document has no next start.
+    """How many windows data[i : i + T + 1], i < windows, hold a document start after i: in
+    document k those with i in [max(starts[k], p - T), p), p = starts[k + 1].
     ([0, 4, 5], [4, 1, 5], T 3, 7 windows) -> 4: i = 1 .. 4 (at 4 or 5); not 0, 5 or 6
     """
     ends = starts[:-1] + lengths[:-1]
@@ -85,8 +77,7 @@ def packing_report(num_tokens, starts, block_size):
     """The packing figures for one split and block_size T, as a dict (see packing_lines).
 
     (10, [0, 4, 5], 3) -> documents 3, tokens 10, p50 4, windows_starting_mid_document 4/7,
-    windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10; not best_fit_tokens_kept
-    (8/10), the one figure of a Python loop per document, which `packing` adds
+    windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10
     """
     windows = check_windows(num_tokens, block_size)
     lengths = document_lengths(num_tokens, starts)
@@ -105,15 +96,10 @@ def packing_report(num_tokens, starts, block_size):
 
 
 def best_fit_tokens_kept(lengths, block_size, buffer_size=BEST_FIT_BUFFER, refill=BEST_FIT_REFILL):
-    """The fraction of the tokens nanochat's BOS best-fit packing keeps, in one pass over the split.
+    """The fraction of the tokens nanochat's BOS best-fit packing keeps.
 
-    nanochat fills rows of T + 1 tokens: into the space left it puts the longest buffered document
-    that fits whole; when none fits, the shortest one, cropped to the space (the rest of it is
-    lost). The buffer holds the next documents in order, topped up `refill` at a time whenever it
-    holds fewer than buffer_size. Only lengths matter, so the buffer is a sorted list of them.
-    When the split runs out, the last row stays part-filled (the next epoch would fill it):
-    kept = the tokens not cropped / all tokens. One Python step per document, unlike the other
-    figures.
+    Each row of T + 1 takes the longest buffered document that fits, else the shortest cropped
+    (the rest lost); the last row stays part-filled (the next epoch fills it).
     [4, 1, 5], T 3 -> rows [4], [1 + 3 of the 5]: 2 of 10 cropped, 0.8
     """
     capacity = block_size + 1
@@ -136,11 +122,8 @@ def best_fit_tokens_kept(lengths, block_size, buffer_size=BEST_FIT_BUFFER, refil
 
 
 def packing_lines(report, block_size, best_fit):
-    """packing_report's figures, and best_fit_tokens_kept's, as plain lines read against
-    block_size T.
-
-    {"documents": 3, "tokens": 10, ...}, 3
-    -> ["3 documents, 10 tokens; a document's length ...", ...]
+    """packing_report's figures, and best_fit_tokens_kept's, as plain lines:
+    {"documents": 3, "tokens": 10, ...}, 3 -> ["3 documents, 10 tokens; a document's length ..."]
     """
     lengths = report["document_tokens"]
     window = block_size + 1
@@ -161,7 +144,7 @@ def packing_lines(report, block_size, best_fit):
 
 
 def _longer_share(lengths, window):
-    """What the percentiles tell of the documents longer than a window: "more than half", ..."""
+    """How many of the documents are longer than a window: "more than half", ..."""
     if lengths["p50"] > window:
         return "more than half"
     if lengths["p90"] > window:
@@ -172,9 +155,8 @@ def _longer_share(lengths, window):
 
 
 def picture_kind(path):
-    """The image format a --plot file's suffix names, one matplotlib writes: "a.PNG" -> "png";
-    a suffix it writes not (".txt", none), or no matplotlib, is a PrepareError saying what to do.
-    Said to savefig, as the picture is drawn under a temporary name (.tmp) and then renamed."""
+    """The image format a --plot file's suffix names, one matplotlib writes: "a.PNG" -> "png".
+    savefig is told it: the picture is drawn under a temporary name (.tmp), then renamed."""
     try:
         from matplotlib.figure import Figure  # no pyplot: no window, no global state
     except ImportError:
@@ -192,10 +174,8 @@ def picture_kind(path):
 
 
 def plot_lengths(lengths, block_size, path):
-    """Draw the histogram of the documents' lengths (log scale) with T marked, into an image file.
-
-    ([4, 1, 5], 3, "lengths.png") -> lengths.png: three bars, a line at 3
-    """
+    """Draw the histogram of the documents' lengths (log scale) with T marked, into an image file:
+    ([4, 1, 5], 3, "lengths.png") -> lengths.png: three bars, a line at 3"""
     kind = picture_kind(path)
     from matplotlib.figure import Figure
 
@@ -215,9 +195,8 @@ def plot_lengths(lengths, block_size, path):
 
 
 def packing(folder, meta, split, block_size, as_json=False, plot=None):
-    """Print what nanoGPT's get_batch draws from `split` at `block_size` of a verified folder
-    (`meta` its record), from its document index: a few plain lines, or one JSON object; plot:
-    the lengths' histogram."""
+    """Print what nanoGPT's get_batch draws from `split` of a verified folder (`meta` its record),
+    from its document index: a few plain lines, or one JSON object; plot: the lengths' histogram."""
     open_split(folder, split, meta)  # the split's file is there, not empty
     record = meta.get("splits", {}).get(split, {})
     if "shards" in meta:
@@ -236,8 +215,7 @@ def packing(folder, meta, split, block_size, as_json=False, plot=None):
     report = packing_report(record["tokens"], starts, block_size)
     lengths = document_lengths(record["tokens"], starts)
     if plot is not None:
-        plot = picture_path(plot)
-        plot_lengths(lengths, block_size, plot)
+        plot_lengths(lengths, block_size, plot := picture_path(plot))
     best_fit = best_fit_tokens_kept(lengths, block_size)
     if as_json:  # every figure of the lines, named as in a nanochat folder's object
         figures = {"block_size": block_size, "best_fit_tokens_kept": best_fit}
@@ -251,9 +229,8 @@ def packing(folder, meta, split, block_size, as_json=False, plot=None):
 
 
 def picture_path(plot):
-    """--plot's file: a folder is refused (the picture is a file: the command does not choose a
-    name in it), and so is a device or FIFO; a name without a suffix gets matplotlib's ".png",
-    which the "wrote" line shows. "lengths" -> lengths.png; "data/openwebtext" -> an error."""
+    """--plot's file, not a folder, device or FIFO; without a suffix, matplotlib's ".png":
+    "lengths" -> lengths.png; "data/openwebtext" -> an error."""
     path = Path(plot)
     if path.is_dir() or str(plot).endswith(("/", os.sep)):
         raise PrepareError(

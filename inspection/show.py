@@ -20,14 +20,6 @@ def random_offset(num_tokens, block_size, seed):
     return int(np.random.default_rng(seed).integers(max(num_tokens - block_size, 1)))
 
 
-def token_bytes_for(tokenizer, folder):
-    """id -> the bytes of that one token, for the tokenizer meta.json records."""
-    if tokenizer["kind"] == "char":
-        chars = tokenizer["chars"]
-        return lambda token_id: chars[token_id].encode("utf-8")
-    return record_encoding(tokenizer, folder).decode_single_token_bytes
-
-
 def block_lines(folder, split="train", block_size=8, offset=0):
     """One block as printed lines: x and y side by side, each token with its id and text.
 
@@ -58,8 +50,11 @@ def block_lines(folder, split="train", block_size=8, offset=0):
         raise PrepareError(f"{folder}: token id {largest:,} is not in the vocabulary; run verify")
     from bpe.show import token_text
 
-    token_bytes = token_bytes_for(meta["tokenizer"], folder)
-    digits = len(str(largest))
+    tokenizer, digits = meta["tokenizer"], len(str(largest))
+    if tokenizer["kind"] == "char":
+        token_bytes = [c.encode("utf-8") for c in tokenizer["chars"]].__getitem__
+    else:
+        token_bytes = record_encoding(tokenizer, folder).decode_single_token_bytes
 
     def cell(token_id):
         return f"{token_id:>{digits}} '{token_text(token_bytes(token_id))}'"
@@ -87,21 +82,17 @@ def block_lines(folder, split="train", block_size=8, offset=0):
     return lines
 
 
-MARK = "  <- a document starts"  # without colour (NO_COLOR, or not a terminal)
-
-
 def _marked(line, starts_here):
-    """The row of a document's first token: in bold cyan on a terminal, else with MARK."""
+    """The row of a document's first token: in bold cyan on a terminal, else with a mark."""
     if not starts_here:
         return line
     if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
         return f"\033[1;36m{line}\033[0m"
-    return line + MARK
+    return line + "  <- a document starts"
 
 
 def document_starts(meta, folder, split, low, high):
-    """The document starts of `split` in low..high-1, from its index (schema.index_name) if
-    meta.json lists one: [] for a folder without (a character lesson's, a shard folder)."""
+    """The document starts of `split` in low..high-1, from its index, or [] without one."""
     record = meta["splits"].get(split) if "shards" not in meta else None
     if not isinstance(record, dict) or "index" not in record:
         return []
@@ -111,8 +102,7 @@ def document_starts(meta, folder, split, low, high):
 
 
 def show(folder, meta, split="train", block_size=8, offset=0, seed=None):
-    """Print one block of a verified `folder`'s `split` (`meta` its record), at `offset`, or at
-    get_batch's random offset for `seed`."""
+    """Print one block of a verified folder's split at `offset`, or get_batch's for `seed`."""
     if seed is not None:
         _, data = open_split(folder, split, meta)
         offset = random_offset(len(data), block_size, seed)

@@ -1,8 +1,5 @@
-"""The token_bytes file (formats.schema.TOKEN_BYTES), what bits per byte divides by: each id's
-UTF-8 byte length, 0 for a special token (nanochat's token_bytes), and the bytes of text each
-split's ids stand for (meta.json's "token_bytes"). verify recomputes both; show and packing print
-bytes per token from them.
-"""
+"""The token_bytes file (each id's UTF-8 byte length, 0 for a special token) and the bytes of
+text each split's ids stand for, what bits per byte divides by."""
 
 from pathlib import Path
 
@@ -16,9 +13,8 @@ from safety.files import sha256_file
 
 
 def audit_token_bytes(folder, meta):
-    """TOKEN_BYTES by sha256, dtype and shape against the lengths of the tokenizer rebuilt,
-    and each split's bytes recomputed from its ids; a folder written before it was recorded has
-    none, which is no problem."""
+    """TOKEN_BYTES against the tokenizer's lengths, and each split's bytes recomputed from its ids
+    (a folder written before it was recorded has none)."""
     record = meta.get("token_bytes")  # a nanoGPT folder's (nanochat's: inspection/nanochat.py)
     if record is None:
         return []
@@ -59,8 +55,7 @@ def split_bytes(folder, meta, lengths):
 
 
 def bytes_per_token(meta, split):
-    """A split's bytes of text and bytes per token, {"bytes": 111540, "bytes_per_token": 1.0},
-    or {} for a folder written before token_bytes, which has none."""
+    """{"bytes": 111540, "bytes_per_token": 1.0} of a split, or {} for a folder without them."""
     record = meta.get("token_bytes")
     if not isinstance(record, dict) or split not in record.get("bytes", {}):
         return {}
@@ -69,8 +64,7 @@ def bytes_per_token(meta, split):
 
 
 def bytes_per_token_lines(meta, split):
-    """[the line of a split's bytes per token], "val: 111,540 bytes of text in 111,540 tokens:
-    1.00 bytes per token", or [] for a folder written before token_bytes, which has none."""
+    """["val: 111,540 bytes of text in 111,540 tokens: 1.00 bytes per token"], or []."""
     figures = bytes_per_token(meta, split)
     if not figures:
         return []
