@@ -37,21 +37,15 @@ def main(argv=None):
     where.add_argument("--seed", type=random_seed, help=seed_help)
     pack = commands.add_parser("packing", help="what get_batch draws, and what BOS alignment keeps")
     pack.add_argument("folder", help="a folder a document lesson prepared, e.g. data/openwebtext")
-    pack.add_argument(
-        "--block-size",
-        type=positive_int,
-        required=True,
-        metavar="T",
-        help="the model's context length in tokens (nanoGPT's block_size, nanochat's max_seq_len)",
-    )
+    t_help = "the model's context length in tokens (nanoGPT's block_size, nanochat's max_seq_len)"
+    pack.add_argument("--block-size", type=positive_int, required=True, metavar="T", help=t_help)
     pack.add_argument("--split", choices=["train", "val"], default="train", help="default: train")
     pack.add_argument("--json", action="store_true", help="the figures as one JSON object")
     plot_help = "draw the document lengths, T marked, into this file (not a folder)"
     pack.add_argument("--plot", metavar="FILE.png", help=plot_help)
     overlap.add_parser(commands)
-    bits = commands.add_parser(
-        "bpb", help="is the tokenizer lossless on val, and which bytes bits per byte divides by"
-    )
+    bits_help = "is the tokenizer lossless on val, and which bytes bits per byte divides by"
+    bits = commands.add_parser("bpb", help=bits_help)
     bits.add_argument("folder", help="a prepared folder (its meta.json records the byte figures)")
     args = parser.parse_args(argv)
     if args.command == "overlap":  # a prepared folder's files checked first, as show's are
@@ -60,10 +54,8 @@ def main(argv=None):
             verified_meta(found[0] if found else args.folder)
         return overlap.run(args)
     if args.command == "verify":
-        problems = verify(args.folder)
-        for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
-        if problems:
+        if problems := verify(args.folder):
+            print(*(f"error: {problem}" for problem in problems), sep="\n", file=sys.stderr)
             sys.exit(1)
         print(f"{args.folder}: OK")
         return None

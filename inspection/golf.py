@@ -101,12 +101,8 @@ def rebuilt_tokenizer(folder, record, where):
 def split_ids(folder, dataset, split, key="shards"):
     """The split's shards (or val bytes sidecars) of a dataset in train_gpt.py's sorted order,
     each mapped only when reached: the shards may outnumber the files a process may open."""
-    records = _sorted_records(dataset, split, key)
+    records = sorted((s for s in dataset[key] if s["split"] == split), key=lambda s: s["file"])
     return (read_shard(folder / s["file"], "llmc", np.dtype(np.uint16)) for s in records)
-
-
-def _sorted_records(dataset, split, key="shards"):
-    return sorted((s for s in dataset[key] if s["split"] == split), key=lambda s: s["file"])
 
 
 def joined_ids(folder, dataset, split, key="shards"):
@@ -194,7 +190,7 @@ def _audit_encoded_val(folder, dataset, tokens, val_docs):
     source = f"{folder / golf.DOCS}'s val documents encoded by {dataset['tokenizer']['name']}"
     for key, expected in _encoded_val(folder, dataset, tokens, val_docs).items():
         what = "id" if key == "shards" else "share"
-        records = _sorted_records(dataset, "val", key)
+        records = sorted((s for s in dataset[key] if s["split"] == "val"), key=lambda s: s["file"])
         found = joined_ids(folder, dataset, "val", key)
         if len(found) != len(expected):
             return [

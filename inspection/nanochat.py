@@ -13,7 +13,7 @@ from formats.val_bytes import RecordTokens, text_figures
 from safety.errors import PrepareError
 from safety.files import read_small_file, sha256_file
 
-from .packing import best_fit_tokens_kept, nearest_rank
+from .packing import best_fit_tokens_kept, length_figures
 from .val_bytes import figure_problems
 
 SHOWS_CHARS = 200  # how much of val `verify` prints
@@ -203,11 +203,10 @@ def packing_report(folder, meta, split, block_size):
             f"{split} of {folder} holds {len(lengths):,} documents and no token of text: there "
             f"is nothing to pack; prepare it from documents that hold text"
         )
-    p50, p90, p99 = nearest_rank(lengths)
     return {
         "documents": len(lengths),
         "tokens": tokens,
-        "document_tokens": {"p50": p50, "p90": p90, "p99": p99, "max": int(lengths.max())},
+        "document_tokens": length_figures(lengths),
         "bytes": size,
         "bytes_per_token": size / text_tokens,
         "best_fit_tokens_kept": best_fit_tokens_kept(lengths, block_size),

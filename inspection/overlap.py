@@ -35,12 +35,10 @@ def token_file(path, dtype=None):
     """(path, byte offset, dtype, count) of an llm.c shard, a .npy array, or raw `dtype` ids.
     read_tokens reads them with np.fromfile: a memory map's pages would stay resident."""
     path = Path(path)
-    if path.suffix == ".npy":
-        tokens = read_shard(path, "npy", open_npy(path).dtype)  # its header checked first
-        return path, tokens.offset, tokens.dtype, len(tokens)
-    magic = llmc_magic(path)
-    if magic is not None:
-        tokens = read_shard(path, "llmc", DTYPE_OF_MAGIC[magic])
+    magic = None if path.suffix == ".npy" else llmc_magic(path)
+    if path.suffix == ".npy" or magic is not None:  # the header checked first
+        kind = ("npy", open_npy(path).dtype) if magic is None else ("llmc", DTYPE_OF_MAGIC[magic])
+        tokens = read_shard(path, *kind)
         return path, tokens.offset, tokens.dtype, len(tokens)
     if dtype is None:
         raise PrepareError(
@@ -102,11 +100,8 @@ def folder_layout(
     layout["boundary_id"] = layout.get("boundary_id") if boundary_id is None else boundary_id
     layout["boundary"] = boundary or layout.get("boundary", "first")
     if layout["boundary_id"] is None:
-        where = (
-            f"{folder / 'meta.json'}'s tokenizer has no end-of-text token"
-            if meta
-            else f"{folder} has no meta.json and its files no llm.c header"
-        )
+        where = f"{folder / 'meta.json'}'s tokenizer has no end-of-text token"
+        where = where if meta else f"{folder} has no meta.json and its files no llm.c header"
         raise PrepareError(
             f"{where}, so nothing says where one document ends and the next begins: pass "
             f"--boundary-id ID of the token between them (and --boundary first|last: before "

@@ -21,7 +21,6 @@ from safety.files import atomic_path
 from .folder import open_split
 from .token_bytes import bytes_per_token, bytes_per_token_lines
 
-PERCENTILES = (50, 90, 99)
 # nanochat's BOS best-fit (nanochat/dataloader.py): it chooses among a buffer of at least
 # buffer_size=1000 documents, topped up tokenizer_batch_size=128 documents at a time
 BEST_FIT_BUFFER = 1000
@@ -45,22 +44,12 @@ def document_lengths(num_tokens, starts):
     return lengths
 
 
-def check_windows(num_tokens, block_size):
-    """The number of windows get_batch draws from (len(data) - block_size): 10, 3 -> 7."""
-    if block_size < 1:
-        raise PackingError(f"block_size must be at least 1, got {block_size}")
-    if num_tokens <= block_size:
-        raise PackingError(
-            f"the split holds {num_tokens:,} tokens: a window of block_size {block_size:,} and "
-            f"its target need at least {block_size + 1:,}"
-        )
-    return num_tokens - block_size
-
-
-def nearest_rank(lengths, percentiles=PERCENTILES):
-    """Nearest-rank percentiles, the ceil(p/100 * n)-th smallest: [3, 1, 4], (50,) -> [3]."""
-    ranks = [-(-p * len(lengths) // 100) - 1 for p in percentiles]  # ceil in integers, 0-based
-    return np.partition(lengths, ranks)[ranks].tolist()  # O(n): no full sort
+def length_figures(lengths):
+    """Nearest-rank percentiles (the ceil(p/100 * n)-th smallest) and the largest:
+    [3, 1, 4] -> {"p50": 3, "p90": 4, "p99": 4, "max": 4}."""
+    ranks = [-(-p * len(lengths) // 100) - 1 for p in (50, 90, 99)]  # ceil in integers, 0-based
+    p50, p90, p99 = np.partition(lengths, ranks)[ranks].tolist()  # O(n): no full sort
+    return {"p50": p50, "p90": p90, "p99": p99, "max": int(lengths.max())}
 
 
 def crossing_windows(starts, lengths, block_size, windows):
@@ -79,16 +68,22 @@ def packing_report(num_tokens, starts, block_size):
     (10, [0, 4, 5], 3) -> documents 3, tokens 10, p50 4, windows_starting_mid_document 4/7,
     windows_crossing_a_document_start 4/7, bos_aligned_tokens_kept 9/10
     """
-    windows = check_windows(num_tokens, block_size)
+    if block_size < 1:
+        raise PackingError(f"block_size must be at least 1, got {block_size}")
+    if num_tokens <= block_size:
+        raise PackingError(
+            f"the split holds {num_tokens:,} tokens: a window of block_size {block_size:,} and "
+            f"its target need at least {block_size + 1:,}"
+        )
+    windows = num_tokens - block_size  # get_batch's torch.randint(len(data) - block_size)
     lengths = document_lengths(num_tokens, starts)
     offsets = np.asarray(starts).astype(np.int64)  # uint64 - int would be float64
-    p50, p90, p99 = nearest_rank(lengths)
     window_starts = int(np.searchsorted(offsets, windows))  # the document starts below `windows`
     crossing = crossing_windows(offsets, lengths, block_size, windows)
     return {
         "documents": len(lengths),
         "tokens": int(num_tokens),
-        "document_tokens": {"p50": p50, "p90": p90, "p99": p99, "max": int(lengths.max())},
+        "document_tokens": length_figures(lengths),
         "windows_starting_mid_document": (windows - window_starts) / windows,
         "windows_crossing_a_document_start": crossing / windows,
         "bos_aligned_tokens_kept": int(np.minimum(lengths, block_size + 1).sum()) / num_tokens,

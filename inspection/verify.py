@@ -53,8 +53,7 @@ def verify(folder, quiet=False):
 
 
 def _audit(folder, quiet=False):
-    holder = lock_holder(folder)
-    if holder is not None:
+    if (holder := lock_holder(folder)) is not None:
         return [f"{folder} is being written by a run right now ({holder}); verify it after"]
     leftovers = leftover_temporaries(folder)
     meta, problems = checked_meta(folder, leftovers), []
