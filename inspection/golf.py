@@ -233,12 +233,8 @@ def _audit_manifest(folder, meta, tokenizers):
     if named != [(d["tokenizer"]["name"], d["name"]) for d in datasets]:
         return [f"{export}: tokenizers is not the spec of each dataset meta.json lists, in order"]
     variants = [
-        {
-            "spec": spec,
-            "tokens": tokens,
-            "files": [item["file"] for item in dataset["tokenizer"]["files"]],
-            "dataset": dataset,
-        }
+        {"spec": spec, "tokens": tokens, "dataset": dataset}
+        | {"files": [item["file"] for item in dataset["tokenizer"]["files"]]}
         for spec, tokens, dataset in zip(specs, tokenizers, datasets)
     ]
     source, shard_size = meta.get("source") or {}, meta["split"].get("shard_size")
@@ -253,14 +249,9 @@ def _audit_manifest(folder, meta, tokenizers):
         path = folder / golf.SIDECAR
         sidecar = golf.sidecar_record(read_small_file(path), path)
     counts = datasets[0]["bytes"]  # each split's documents, recounted by now
-    expected = golf.manifest(
-        variants,
-        counts["val"]["documents"] + counts["train"]["documents"],
-        meta["split"]["val_docs"],
-        shard_size,
-        sidecar,
-        {"remote": remote},
-    )
+    num_docs = counts["val"]["documents"] + counts["train"]["documents"]
+    val_docs = meta["split"]["val_docs"]
+    expected = golf.manifest(variants, num_docs, val_docs, shard_size, sidecar, {"remote": remote})
     path = folder / GOLF_MANIFEST
     difference = _differing_field(load_json(read_small_file(path), path), expected)
     if difference is None:

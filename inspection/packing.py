@@ -52,16 +52,6 @@ def length_figures(lengths):
     return {"p50": p50, "p90": p90, "p99": p99, "max": int(lengths.max())}
 
 
-def crossing_windows(starts, lengths, block_size, windows):
-    """How many windows data[i : i + T + 1], i < windows, hold a document start after i: in
-    document k those with i in [max(starts[k], p - T), p), p = starts[k + 1].
-    ([0, 4, 5], [4, 1, 5], T 3, 7 windows) -> 4: i = 1 .. 4 (at 4 or 5); not 0, 5 or 6
-    """
-    ends = starts[:-1] + lengths[:-1]
-    first = np.maximum(starts[:-1], ends - block_size)
-    return int(np.clip(np.minimum(ends, windows) - first, 0, None).sum())
-
-
 def packing_report(num_tokens, starts, block_size):
     """The packing figures for one split and block_size T, as a dict (see packing_lines).
 
@@ -79,7 +69,10 @@ def packing_report(num_tokens, starts, block_size):
     lengths = document_lengths(num_tokens, starts)
     offsets = np.asarray(starts).astype(np.int64)  # uint64 - int would be float64
     window_starts = int(np.searchsorted(offsets, windows))  # the document starts below `windows`
-    crossing = crossing_windows(offsets, lengths, block_size, windows)
+    # window i crosses into document k + 1 (at p) if max(starts[k], p - T) <= i < min(p, windows)
+    ends = offsets[:-1] + lengths[:-1]
+    first = np.maximum(offsets[:-1], ends - block_size)
+    crossing = int(np.clip(np.minimum(ends, windows) - first, 0, None).sum())
     return {
         "documents": len(lengths),
         "tokens": int(num_tokens),
@@ -120,14 +113,15 @@ def packing_lines(report, block_size, best_fit):
     """packing_report's figures, and best_fit_tokens_kept's, as plain lines:
     {"documents": 3, "tokens": 10, ...}, 3 -> ["3 documents, 10 tokens; a document's length ..."]
     """
-    lengths = report["document_tokens"]
-    window = block_size + 1
+    lengths, window = report["document_tokens"], block_size + 1
+    shares = {"p50": "more than half", "p90": "10% to 50%", "p99": "1% to 10%", "max": "under 1%"}
+    longer = next((share for key, share in shares.items() if lengths[key] > window), "none")
     return [
         f"{report['documents']:,} documents, {report['tokens']:,} tokens; a document's length in "
         f"tokens (its EOT included): p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, "
         f"p99 {lengths['p99']:,}, max {lengths['max']:,}",
         f"block_size {block_size:,}: a window reads {window:,} tokens (x and its target y); "
-        f"{_longer_share(lengths, window)} of the documents are longer",
+        f"{longer} of the documents are longer",
         f"nanoGPT's get_batch: {report['windows_starting_mid_document']:.1%} of its windows start "
         f"mid-document, and {report['windows_crossing_a_document_start']:.1%} read on from one "
         f"document into the next (past its EOT)",
@@ -136,17 +130,6 @@ def packing_lines(report, block_size, best_fit):
         f"best-fit packing (full rows of whole documents, the longest that fits first, one "
         f"cropped to fill the row) keeps {best_fit:.1%}",
     ]
-
-
-def _longer_share(lengths, window):
-    """How many of the documents are longer than a window: "more than half", ..."""
-    if lengths["p50"] > window:
-        return "more than half"
-    if lengths["p90"] > window:
-        return "10% to 50%"
-    if lengths["p99"] > window:
-        return "1% to 10%"
-    return "under 1%" if lengths["max"] > window else "none"
 
 
 def picture_kind(path):

@@ -69,36 +69,23 @@ def block_lines(folder, split="train", block_size=8, offset=0):
         f"y = data[{offset + 1}:{end + 1}] = {y}",
         f"{'t':>5}  {'x[t]':<{width}}  y[t]",
     ]
-    starts = set(document_starts(meta, folder, split, offset, end))
-    lines += [
-        _marked(f"{t:>5}  {a:<{width}}  {b}", offset + t in starts)
-        for t, (a, b) in enumerate(cells)
-    ]
+    record = meta["splits"].get(split) if "shards" not in meta else None
+    starts = set()  # of documents in the block, from the split's index if it has one
+    if isinstance(record, dict) and "index" in record:
+        index = open_npy(Path(folder) / record["index"]["file"])
+        starts = {int(i) for i in index[slice(*np.searchsorted(index, [offset, end]))]}
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for t, (a, b) in enumerate(cells):
+        row = f"{t:>5}  {a:<{width}}  {b}"
+        if offset + t in starts:  # bold cyan on a terminal
+            row = f"\033[1;36m{row}\033[0m" if colour else row + "  <- a document starts"
+        lines.append(row)
     if starts:
         lines.append(
             "a document starts at the marked x[t]: the EOT before it ends the one before, and "
             "the model reads across it"
         )
     return lines
-
-
-def _marked(line, starts_here):
-    """The row of a document's first token: in bold cyan on a terminal, else with a mark."""
-    if not starts_here:
-        return line
-    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
-        return f"\033[1;36m{line}\033[0m"
-    return line + "  <- a document starts"
-
-
-def document_starts(meta, folder, split, low, high):
-    """The document starts of `split` in low..high-1, from its index, or [] without one."""
-    record = meta["splits"].get(split) if "shards" not in meta else None
-    if not isinstance(record, dict) or "index" not in record:
-        return []
-    starts = open_npy(Path(folder) / record["index"]["file"])
-    first, last = np.searchsorted(starts, [low, high])
-    return [int(i) for i in starts[first:last]]
 
 
 def show(folder, meta, split="train", block_size=8, offset=0, seed=None):

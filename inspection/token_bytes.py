@@ -31,27 +31,20 @@ def audit_token_bytes(folder, meta):
             f"{path} holds {lengths.dtype} of shape {lengths.shape}: not each id's UTF-8 byte "
             f"length as {expected.shape[0]:,} int32 (0 for a special token)"
         ]
-    found = split_bytes(folder, meta, expected)
+    dtype, found = np.dtype(meta["dtype"]), {}
+    for name, split in meta["splits"].items():
+        if "shards" in meta:  # a shard at a time: shards may outnumber the files one may open
+            shards = [s for s in meta["shards"] if s["split"] == name]
+            arrays = (read_shard(Path(folder) / s["file"], meta["format"], dtype) for s in shards)
+        else:
+            arrays = [read_ids(Path(folder) / split["file"], dtype)]
+        found[name] = sum(text_bytes(ids, expected) for ids in arrays)
     if found != record["bytes"]:
         return [
             f"{Path(folder) / RECORD_NAME}: token_bytes.bytes is {record['bytes']}, the ids "
             f"stand for {found}"
         ]
     return []
-
-
-def split_bytes(folder, meta, lengths):
-    """The bytes of text each split's ids stand for: {"train": 1003854, "val": 111540}."""
-    dtype, totals = np.dtype(meta["dtype"]), {}
-    for name, split in meta["splits"].items():
-        if "shards" in meta:
-            shards = [s for s in meta["shards"] if s["split"] == name]
-            # a shard at a time: a map holds its file open, and shards may outnumber open files
-            arrays = (read_shard(Path(folder) / s["file"], meta["format"], dtype) for s in shards)
-        else:
-            arrays = [read_ids(Path(folder) / split["file"], dtype)]
-        totals[name] = sum(text_bytes(ids, lengths) for ids in arrays)
-    return totals
 
 
 def bytes_per_token(meta, split):
@@ -65,11 +58,8 @@ def bytes_per_token(meta, split):
 
 def bytes_per_token_lines(meta, split):
     """["val: 111,540 bytes of text in 111,540 tokens: 1.00 bytes per token"], or []."""
-    figures = bytes_per_token(meta, split)
-    if not figures:
+    if not (figures := bytes_per_token(meta, split)):
         return []
     size, tokens = figures["bytes"], meta["splits"][split]["tokens"]
-    return [
-        f"{split}: {size:,} bytes of text in {tokens:,} tokens: "
-        f"{figures['bytes_per_token']:.2f} bytes per token"
-    ]
+    per = figures["bytes_per_token"]
+    return [f"{split}: {size:,} bytes of text in {tokens:,} tokens: {per:.2f} bytes per token"]
