@@ -1,6 +1,7 @@
 """verify, show and packing for a nanochat folder (data/nanochat/prepare.py): parquet shards of
 text, which nanochat tokenizes as it reads them, and its tokenizer directory."""
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +30,9 @@ def audit(folder, meta, quiet=False, problems=()):
         problems += _audit_tokenizer(folder, meta)
     if problems or quiet:
         return problems
-    for split, totals in meta["splits"].items():
-        print(
-            f"{split}: {totals['documents']:,} documents, {totals['characters']:,} characters "
-            f"in {totals['shards']} shard(s)"
-        )
+    for split, n in meta["splits"].items():
+        shards = f"in {n['shards']} shard(s)"
+        print(f"{split}: {n['documents']:,} documents, {n['characters']:,} characters {shards}")
     first = next(nanochat.shard_texts(Path(folder) / meta["shards"][-1]["file"]))[0]
     print("start of val:", repr(first[:SHOWS_CHARS]))
     return problems
@@ -65,13 +64,10 @@ def _audit_shard(folder, shard):
     if any(g.column(0).compression != "ZSTD" for g in groups):
         return [f"{path} is not compressed with zstd"]
     texts = [text for batch in nanochat.shard_texts(path) for text in batch]
-    found = {
-        "documents": len(texts),
-        "characters": sum(map(len, texts)),
-        "bytes": sum(len(t.encode()) for t in texts),
-    }
-    wrong = [f"{key} {found[key]:,} ({RECORD_NAME}: {shard[key]:,})" for key in found]
-    wrong = [line for key, line in zip(found, wrong) if found[key] != shard[key]]
+    found = {"documents": len(texts), "characters": sum(map(len, texts))}
+    found["bytes"] = sum(len(t.encode()) for t in texts)
+    wrong = [key for key in found if found[key] != shard[key]]
+    wrong = [f"{key} {found[key]:,} ({RECORD_NAME}: {shard[key]:,})" for key in wrong]
     return [f"{path} holds {', '.join(wrong)}"] if wrong else []
 
 
@@ -132,8 +128,6 @@ def _token_bytes(path):
     if path.suffix == ".npy":
         return np.asarray(open_npy(path))
     try:
-        import io
-
         import torch
     except ImportError:
         return None

@@ -73,8 +73,7 @@ def _audit(folder, quiet=False):
         return nanochat.audit(folder, meta, quiet, problems)
     if meta.get("format") == GOLF_FORMAT:  # parameter-golf's datasets: inspection/golf.py
         return problems + golf.audit(folder, meta, quiet)
-    dtype = np.dtype(meta["dtype"])
-    vocab_size = meta["tokenizer"]["vocab_size"]
+    dtype, vocab_size = np.dtype(meta["dtype"]), meta["tokenizer"]["vocab_size"]
     if "shards" in meta:
         problems += audit_shards(folder, meta, dtype, vocab_size, quiet)
     for name in SPLIT_NAMES if "shards" not in meta else ():
