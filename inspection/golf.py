@@ -171,11 +171,8 @@ def _audit_sidecars(folder, dataset, tokens):
         )
     if problems:
         return problems
-    sums = document_share_sums(
-        joined_ids(folder, dataset, "val"),
-        joined_ids(folder, dataset, "val", "val_bytes"),
-        tokens.bos_id,
-    )
+    val = joined_ids(folder, dataset, "val"), joined_ids(folder, dataset, "val", "val_bytes")
+    sums = document_share_sums(*val, tokens.bos_id)
     for index, (total, text) in enumerate(zip(sums, documents([folder / golf.DOCS]))):
         if int(total) != len(text.encode()):
             return [
@@ -187,9 +184,19 @@ def _audit_sidecars(folder, dataset, tokens):
 
 def _audit_encoded_val(folder, dataset, tokens, val_docs):
     """The first position where val's ids or shares differ from the val documents encoded again."""
+    # val encoded as prepare.py encodes it: BOS then the ids, the BOS's share 0 (a document of
+    # no token: its whole text), and the shares only if the dataset has sidecars
+    texts = itertools.islice(documents([folder / golf.DOCS]), val_docs)
+    encoded = {key: [] for key in ("shards", "val_bytes") if dataset[key]}
+    while batch := list(itertools.islice(texts, BATCH)):
+        for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
+            encoded["shards"].append(np.concatenate([[tokens.bos_id], ids]).astype(np.uint16))
+            if "val_bytes" in encoded:
+                shares = np.concatenate([[0 if len(ids) else len(text.encode())], shares])
+                encoded["val_bytes"].append(checked_shares(shares, folder / golf.DOCS))
     source = f"{folder / golf.DOCS}'s val documents encoded by {dataset['tokenizer']['name']}"
-    for key, expected in _encoded_val(folder, dataset, tokens, val_docs).items():
-        what = "id" if key == "shards" else "share"
+    for key, arrays in encoded.items():
+        expected, what = np.concatenate(arrays), "id" if key == "shards" else "share"
         records = sorted((s for s in dataset[key] if s["split"] == "val"), key=lambda s: s["file"])
         found = joined_ids(folder, dataset, "val", key)
         if len(found) != len(expected):
@@ -204,20 +211,6 @@ def _audit_encoded_val(folder, dataset, tokens, val_docs):
             if line := first_difference(path, found[part], expected[part], source, what):
                 return [line]
     return []
-
-
-def _encoded_val(folder, dataset, tokens, val_docs):
-    """{"shards": ids, "val_bytes": shares (with sidecars)} of the val documents as prepare.py
-    encodes them: BOS then the ids, the BOS's share 0 (a document of no token: its whole text)."""
-    texts = itertools.islice(documents([folder / golf.DOCS]), val_docs)
-    expected = {key: [] for key in ("shards", "val_bytes") if dataset[key]}
-    while batch := list(itertools.islice(texts, BATCH)):
-        for text, (ids, shares) in zip(batch, tokens.encode_batch(batch)):
-            expected["shards"].append(np.concatenate([[tokens.bos_id], ids]).astype(np.uint16))
-            if "val_bytes" in expected:
-                shares = np.concatenate([[0 if len(ids) else len(text.encode())], shares])
-                expected["val_bytes"].append(checked_shares(shares, folder / golf.DOCS))
-    return {key: np.concatenate(arrays) for key, arrays in expected.items()}
 
 
 def _audit_manifest(folder, meta, tokenizers):

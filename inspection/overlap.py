@@ -133,21 +133,15 @@ def meta_layout(folder, meta):
         del data  # the map is let go: its pages are not overlap's memory
         layout["boundary"] = "last" if last else "first"
     elif eot_id is not None and layout["train"] and layout["val"]:
-        layout["boundary"] = boundary_from_ends(layout, eot_id)
+        votes = 0  # a stream beginning with the EOT (llm.c's) says "first", ending with it "last"
+        for split in ("train", "val"):
+            head = read_tokens(token_file(layout[split][0], layout["dtype"]), 0, 1)
+            tail_file = token_file(layout[split][-1], layout["dtype"])
+            tail = read_tokens(tail_file, max(tail_file[3] - 1, 0))
+            votes += int(len(head) > 0 and head[0] == eot_id)
+            votes -= int(len(tail) > 0 and tail[-1] == eot_id)
+        layout["boundary"] = "first" if votes > 0 else "last"  # a tie: nanoGPT's
     return layout
-
-
-def boundary_from_ends(layout, eot_id):
-    """ "first" or "last": whether each split's stream begins with the end-of-text id (llm.c's)
-    or ends with it (nanoGPT's); each stream votes with its two ends, a tie is "last"."""
-    votes = 0
-    for split in ("train", "val"):
-        head = read_tokens(token_file(layout[split][0], layout["dtype"]), 0, 1)
-        tail_file = token_file(layout[split][-1], layout["dtype"])
-        tail = read_tokens(tail_file, max(tail_file[3] - 1, 0))
-        votes += int(len(head) > 0 and head[0] == eot_id)
-        votes -= int(len(tail) > 0 and tail[-1] == eot_id)
-    return "first" if votes > 0 else "last"
 
 
 def whole(chunks):
