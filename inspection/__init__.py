@@ -7,7 +7,6 @@ python prepare_common.py overlap FOLDER   # what val shares with train, what tra
 python prepare_common.py bpb FOLDER       # lossless or not, and what bits per byte divides by
 """
 
-import json
 import sys
 from pathlib import Path
 
@@ -110,8 +109,4 @@ def _nanochat_command(args, meta):
         return
     if args.plot:
         raise PrepareError("--plot is for nanoGPT's folders, not nanochat's")
-    report = nanochat.packing_report(args.folder, meta, args.split, args.block_size)
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(*nanochat.packing_lines(args.folder, report, args.split, args.block_size), sep="\n")
+    nanochat.packing(args.folder, meta, args.split, args.block_size, args.json)

@@ -2,6 +2,7 @@
 text, which nanochat tokenizes as it reads them, and its tokenizer directory."""
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -185,8 +186,9 @@ def show_lines(folder, meta, split, block_size, index):
     return lines
 
 
-def packing_report(folder, meta, split, block_size):
-    """nanochat's figures for the split at T = block_size, as a dict (its lengths with <|bos|>)."""
+def packing(folder, meta, split, block_size, as_json=False):
+    """Print nanochat's figures for the split at T = block_size (its lengths with <|bos|>): plain
+    lines, or one JSON object."""
     encoding = load(folder, meta)
     documents = list(split_documents(folder, meta, split))
     lengths = np.array([len(ids) + 1 for ids in encoding.encode_ordinary_batch(documents)])
@@ -197,26 +199,26 @@ def packing_report(folder, meta, split, block_size):
             f"{split} of {folder} holds {len(lengths):,} documents and no token of text: there "
             f"is nothing to pack; prepare it from documents that hold text"
         )
-    return {
+    figures = length_figures(lengths)
+    report = {
         "documents": len(lengths),
         "tokens": tokens,
-        "document_tokens": length_figures(lengths),
+        "document_tokens": figures,
         "bytes": size,
         "bytes_per_token": size / text_tokens,
         "best_fit_tokens_kept": best_fit_tokens_kept(lengths, block_size),
         "block_size": block_size,
     }
-
-
-def packing_lines(folder, report, split, block_size):
-    """packing_report's figures as plain lines."""
-    lengths = report["document_tokens"]
-    return [
-        f"{split} of {folder}: {report['documents']:,} documents, {report['tokens']:,} tokens "
-        f"with their <|bos|>; a document's length in tokens: p50 {lengths['p50']:,}, "
-        f"p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, max {lengths['max']:,}",
-        f"{report['bytes']:,} bytes of text: {report['bytes_per_token']:.2f} bytes per token "
+    if as_json:
+        print(json.dumps(report))
+        return
+    print(
+        f"{split} of {folder}: {len(lengths):,} documents, {tokens:,} tokens with their <|bos|>; "
+        f"a document's length in tokens: p50 {figures['p50']:,}, p90 {figures['p90']:,}, "
+        f"p99 {figures['p99']:,}, max {figures['max']:,}",
+        f"{size:,} bytes of text: {report['bytes_per_token']:.2f} bytes per token "
         f"(<|bos|> excluded)",
         f"nanochat's BOS best-fit rows of {block_size + 1:,} tokens (max_seq_len "
         f"{block_size:,} and its target) keep {report['best_fit_tokens_kept']:.1%} of the tokens",
-    ]
+        sep="\n",
+    )
