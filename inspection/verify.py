@@ -201,9 +201,8 @@ def _unlisted_files(folder, meta, leftovers):
     )
     if not unlisted:
         return []
-    shown = ", ".join(unlisted[:5]) + (
-        f" and {len(unlisted) - 5:,} more" if len(unlisted) > 5 else ""
-    )
+    more = f" and {len(unlisted) - 5:,} more" if len(unlisted) > 5 else ""
+    shown = ", ".join(unlisted[:5]) + more
     reader = "nanochat" if nanochat_format else "a trainer"
     return [
         f"{folder} holds files that meta.json does not list but {reader} would read ({shown}); "
