@@ -16,7 +16,7 @@ from safety import ArgumentParser, PrepareError, non_negative_int, positive_int,
 from . import bpb, golf, nanochat, overlap
 from .folder import golf_dataset
 from .packing import packing
-from .show import random_offset, show
+from .show import show
 from .val_bytes import sidecar_line
 from .verify import verified_meta, verify
 
@@ -63,8 +63,12 @@ def main(argv=None):
         return bpb_audit(args.folder, meta)
     if meta.get("format") == GOLF_FORMAT:  # datasets of shards: overlap reads one of them
         raise golf.not_one_dataset(args.folder, meta)
-    if meta.get("format") == NANOCHAT:  # parquet shards of text: inspection/nanochat.py
-        return _nanochat_command(args, meta)
+    if meta.get("format") == NANOCHAT and args.command == "show":  # a document's first tokens
+        return nanochat.show(args.folder, meta, args.split, args.block_size, args.offset, args.seed)
+    if meta.get("format") == NANOCHAT:
+        if args.plot:
+            raise PrepareError("--plot is for nanoGPT's folders, not nanochat's")
+        return nanochat.packing(args.folder, meta, args.split, args.block_size, args.json)
     if args.command == "packing":
         return packing(args.folder, meta, args.split, args.block_size, args.json, args.plot)
     return show(args.folder, meta, args.split, args.block_size, args.offset, args.seed)
@@ -95,18 +99,3 @@ def bpb_audit(folder, meta):
         return
     for dataset in meta["datasets"]:
         print("\n".join(bpb.audit_lines(dataset["name"], dataset["bytes"])))
-
-
-def _nanochat_command(args, meta):
-    """show or packing on a nanochat folder: one document's first tokens, or its figures."""
-    if args.command == "show":
-        offset = args.offset
-        if args.seed is not None:
-            documents = meta["splits"].get(args.split, {"documents": 1})["documents"]
-            offset = random_offset(documents, 0, args.seed)
-        lines = nanochat.show_lines(args.folder, meta, args.split, args.block_size, offset)
-        print(*lines, sep="\n")
-        return
-    if args.plot:
-        raise PrepareError("--plot is for nanoGPT's folders, not nanochat's")
-    nanochat.packing(args.folder, meta, args.split, args.block_size, args.json)

@@ -16,6 +16,7 @@ from safety.errors import PrepareError
 from safety.files import read_small_file, sha256_file
 
 from .packing import best_fit_tokens_kept, length_figures
+from .show import random_offset
 from .val_bytes import figure_problems
 
 SHOWS_CHARS = 200  # how much of val `verify` prints
@@ -162,10 +163,13 @@ def split_documents(folder, meta, split):
         yield from batch
 
 
-def show_lines(folder, meta, split, block_size, index):
-    """Document `index` of the split: its first block_size tokens, <|bos|> first, id and text."""
+def show(folder, meta, split, block_size, index, seed=None):
+    """Print document `index` of the split (or a random one for `seed`): its first block_size
+    tokens, <|bos|> first."""
     from bpe.show import token_text
 
+    if seed is not None:
+        index = random_offset(meta["splits"].get(split, {"documents": 1})["documents"], 0, seed)
     encoding, documents = load(folder, meta), split_documents(folder, meta, split)
     text = next((t for i, t in enumerate(documents) if i == index), None)
     if text is None:
@@ -176,14 +180,14 @@ def show_lines(folder, meta, split, block_size, index):
     # the document as nanochat's dataloader makes it: <|bos|>, then encode_ordinary(text)
     ids = [encoding._special_tokens[nanochat.BOS], *encoding.encode_ordinary(text)]
     size = len(text.encode())
-    lines = [
+    print(
         f"{split} document {index:,}: {len(ids):,} tokens (<|bos|> first), {size:,} bytes of "
         f"text: {size / max(len(ids) - 1, 1):.2f} bytes per token",
         f"{'t':>5}  id     token",
-    ]
-    shown = [encoding.decode_single_token_bytes(i) for i in ids[: block_size + 1]]
-    lines += [f"{t:>5}  {i:<6} '{token_text(b)}'" for t, (i, b) in enumerate(zip(ids, shown))]
-    return lines
+        sep="\n",
+    )
+    for t, i in enumerate(ids[: block_size + 1]):
+        print(f"{t:>5}  {i:<6} '{token_text(encoding.decode_single_token_bytes(i))}'")
 
 
 def packing(folder, meta, split, block_size, as_json=False):
