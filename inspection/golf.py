@@ -32,7 +32,16 @@ def audit(folder, meta, quiet=False):
         path = folder / item["file"]
         if not path.is_file() or sha256_file(path) != item["sha256"]:
             problems.append(f"{path} is missing or {SHA256_DIFFERS}")
-    problems += _unlisted(folder, meta)
+    # shards in datasets/*/ that train_gpt.py's globs read but meta.json does not list
+    listed = {s["file"] for d in meta["datasets"] for k in ("shards", "val_bytes") for s in d[k]}
+    found = (p.relative_to(folder).as_posix() for p in folder.glob("datasets/*/fineweb_*.bin"))
+    found = sorted(name for name in found if name not in listed)
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3:,} more" if len(found) > 3 else "")
+        problems.append(
+            f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read "
+            "them: move them away, or run prepare.py again"
+        )
     if problems:
         return problems
     for i, dataset in enumerate(meta["datasets"]):
@@ -276,22 +285,3 @@ def _differing_field(found, expected, field=""):
         if difference := _differing_field(found[key], expected[key], name):
             return difference
     return None
-
-
-def _unlisted(folder, meta):
-    """Shards in datasets/*/ that train_gpt.py's globs read but meta.json does not list."""
-    listed = {
-        s["file"] for d in meta["datasets"] for key in ("shards", "val_bytes") for s in d[key]
-    }
-    found = sorted(
-        path.relative_to(folder).as_posix()
-        for path in folder.glob("datasets/*/fineweb_*.bin")
-        if path.relative_to(folder).as_posix() not in listed
-    )
-    if not found:
-        return []
-    shown = ", ".join(found[:3]) + (f" and {len(found) - 3:,} more" if len(found) > 3 else "")
-    return [
-        f"{folder} holds shards meta.json does not list ({shown}); train_gpt.py would read "
-        "them: move them away, or run prepare.py again"
-    ]
