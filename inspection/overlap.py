@@ -144,17 +144,6 @@ def meta_layout(folder, meta):
     return layout
 
 
-def whole(chunks):
-    """The (tokens, offsets) chunks of a stream joined into one (val: held whole)."""
-    tokens, offsets = [], [np.zeros(1, np.int64)]
-    end = 0
-    for chunk_tokens, chunk_offsets in chunks:
-        tokens.append(chunk_tokens)
-        offsets.append(chunk_offsets[1:] + end)
-        end += len(chunk_tokens)
-    return np.concatenate(tokens or [np.zeros(0, np.int64)]), np.concatenate(offsets)
-
-
 def against_items(path, encode):
     """A .txt file's non-empty lines, or a .jsonl file's "text" fields, as (tokens, offsets)."""
     path = Path(path)
@@ -327,7 +316,12 @@ def run(args):
                 f"--boundary-id {layout['boundary_id']:,} cannot occur in {path}'s "
                 f"{dtype.name} ids (0 to {largest:,}): every split would be one document"
             )
-    val = whole(split_chunks(layout, folder, "val"))
+    val_tokens, val_offsets, end = [], [np.zeros(1, np.int64)], 0
+    for tokens, offsets in split_chunks(layout, folder, "val"):  # val's chunks joined: held whole
+        val_tokens.append(tokens)
+        val_offsets.append(offsets[1:] + end)
+        end += len(tokens)
+    val = np.concatenate(val_tokens or [np.zeros(0, np.int64)]), np.concatenate(val_offsets)
     encode = encoder_for(layout, folder) if args.against else None
     items = {str(path): against_items(path, encode) for path in args.against}
     report = overlap_report(val, split_chunks(layout, folder, "train"), args.ngram, against=items)
