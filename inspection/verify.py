@@ -192,13 +192,8 @@ def _unlisted_files(folder, meta, leftovers):
             ]
         if (folder / sub).is_dir():
             names += [f"{sub}/{entry.name}" for entry in os.scandir(folder / sub)]
-    unlisted = sorted(
-        name
-        for name in names
-        if name not in listed
-        and trainer_reads(name, meta.get("format"))
-        and not name.endswith(".tmp")
-    )
+    unlisted = [name for name in names if name not in listed and not name.endswith(".tmp")]
+    unlisted = sorted(name for name in unlisted if trainer_reads(name, meta.get("format")))
     if not unlisted:
         return []
     more = f" and {len(unlisted) - 5:,} more" if len(unlisted) > 5 else ""
