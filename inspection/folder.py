@@ -38,11 +38,8 @@ def checked_meta(folder, leftovers=()):
                 f"{found[0]}, whose meta.json describes it: verify and bpb read {found[0]}; "
                 f"overlap reads this dataset: python prepare_common.py overlap {folder}"
             )
-        if (
-            leftovers
-            or os.path.lexists(folder / JOURNAL_NAME)
-            or any(trainer_reads(p.name) for p in folder.iterdir())
-        ):
+        interrupted = leftovers or os.path.lexists(folder / JOURNAL_NAME)
+        if interrupted or any(trainer_reads(p.name) for p in folder.iterdir()):
             left = f", leaving {', '.join(leftovers)}" if leftovers else ""
             raise PrepareError(
                 f"{path} does not exist: the folder is incomplete (a run was interrupted while "

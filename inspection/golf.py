@@ -121,18 +121,15 @@ def joined_ids(folder, dataset, split, key="shards"):
 
 def _audit_figures(folder, dataset, tokens, where, val_docs):
     """Each split's byte figures recounted from the documents (val the first val_docs) and ids."""
-    texts = iter(documents([folder / golf.DOCS]))
-    problems = []
+    docs, problems = folder / golf.DOCS, []
+    texts = iter(documents([docs]))
     for split in ("val", "train"):
         figures = dict.fromkeys(FIGURES, 0)
         recorded = dataset["bytes"][split] if isinstance(dataset["bytes"][split], dict) else {}
         try:
             for ids in document_ids(split_ids(folder, dataset, split), tokens.bos_id):
-                text = next(texts, None)
-                if text is None:
-                    return [
-                        f"{where}'s {split} shards hold more documents than {folder / golf.DOCS}"
-                    ]
+                if (text := next(texts, None)) is None:
+                    return [f"{where}'s {split} shards hold more documents than {docs}"]
                 add_figures(figures, text, ids, tokens)
         except PrepareError as exc:  # the first shard, in train_gpt.py's sorted order, not a BOS
             first = min(s["file"] for s in dataset["shards"] if s["split"] == split)
@@ -149,7 +146,7 @@ def _audit_figures(folder, dataset, tokens, where, val_docs):
                     f"recomputed from the documents and the ids: {figures[name]:,}"
                 )
     if next(texts, None) is not None:
-        problems.append(f"{folder / golf.DOCS} holds more documents than {where}'s shards")
+        problems.append(f"{docs} holds more documents than {where}'s shards")
     return problems
 
 
