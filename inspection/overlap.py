@@ -17,6 +17,7 @@ from dedup.overlap import documents_of, exact_report, overlap_report, stream_doc
 from formats.schema import GOLF_FORMAT
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
 from formats.tokenizers import gpt2_encoding
+from safety import non_negative_int, positive_int
 from safety.errors import PrepareError
 from safety.text import plural, read_text
 
@@ -278,8 +279,6 @@ def overlap_lines(report):
 
 def add_parser(commands):
     """The `overlap` command's options, on prepare_common's subcommands."""
-    from safety import non_negative_int, positive_int
-
     parser = commands.add_parser("overlap", help="what val shares with train, what train repeats")
     parser.add_argument("folder", help="a prepared folder, or one of llm.c's or nanochat's shards")
     parser.add_argument("--json", action="store_true", help="the figures as one JSON object")
