@@ -52,8 +52,8 @@ def audit(folder, meta, quiet=False):
             problems.append(str(exc))
             continue
         tokenizers.append(tokens)
-        listed = {"format": "llmc", "shards": dataset["shards"]}
-        if shards := audit_shards(folder, listed, np.dtype(np.uint16), tokens.vocab_size, True):
+        shard_meta = {"format": "llmc", "shards": dataset["shards"]}
+        if shards := audit_shards(folder, shard_meta, np.dtype(np.uint16), tokens.vocab_size, True):
             problems += shards
             continue
         val_docs = meta["split"]["val_docs"]
@@ -231,10 +231,10 @@ def _audit_manifest(folder, meta, tokenizers):
     ]
     if named != [(d["tokenizer"]["name"], d["name"]) for d in datasets]:
         return [f"{export}: tokenizers is not the spec of each dataset meta.json lists, in order"]
+    files = [[item["file"] for item in dataset["tokenizer"]["files"]] for dataset in datasets]
     variants = [
-        {"spec": spec, "tokens": tokens, "dataset": dataset}
-        | {"files": [item["file"] for item in dataset["tokenizer"]["files"]]}
-        for spec, tokens, dataset in zip(specs, tokenizers, datasets)
+        {"spec": spec, "tokens": tokens, "files": names, "dataset": dataset}
+        for spec, tokens, names, dataset in zip(specs, tokenizers, files, datasets)
     ]
     source, shard_size = meta.get("source") or {}, meta["split"].get("shard_size")
     repo, file = source.get("repo"), source.get("file")
