@@ -1,6 +1,5 @@
-"""The command line of every command: the argument parser (one-line usage errors, "did you
-mean", nanoGPT's underscore spellings), `run_main` (a failure is one `error:` line, never a
-traceback, with the project's signals), and the checked numbers of the options."""
+"""Every command's argument parser, `run_main` (a failure is one `error:` line, never a
+traceback), and the checked numbers of the options."""
 
 import argparse
 import difflib
@@ -28,16 +27,11 @@ DEBUG_ENV = "NANOGPT_DEBUG"  # NANOGPT_DEBUG=1: an unexpected exception shows it
 
 
 def run_main(main):
-    """Run `main()`; a PrepareError (a problem the user can fix) becomes one `error: ...` line
-    on stderr and exit code 1.
+    """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
 
-    A stdout closed by its reader (`| head -1`) ends the command quietly, exit code 141.
-    Ctrl-C (exit code 130) and SIGTERM (143, raised as `Terminated` for the whole run) say what
-    they left: the folder commit's message when they stopped a run staging its outputs; the
-    worker processes the run started are ended with it (`end_children`). An OSError no code
-    turned into a clearer message still gets one line (with the file it names), and so does, as
-    a last resort, any other exception (with what was being read, see safety.errors.reading):
-    the traceback only with NANOGPT_DEBUG=1.
+    A closed stdout (`| head -1`) exits 141 quietly; Ctrl-C 130 and SIGTERM 143, saying what
+    they left, the run's workers ended. Any other exception is one line too (its traceback
+    with NANOGPT_DEBUG=1).
     """
     IN_RUN_MAIN.append(os.getpid())
     main_thread = threading.current_thread() is threading.main_thread()
@@ -55,10 +49,16 @@ def run_main(main):
     except PrepareError as exc:
         exit_with(f"error: {exc}", 1)
     except KeyboardInterrupt as exc:
-        exit_with(*interrupted(exc), at_once=True)
+        end_children()
+        what = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        line = f"error: {str(exc) or interrupted_message(what)}"
+        exit_with(line, 143 if what == "terminated" else 130, at_once=True)
     except OSError as exc:
-        if closed_stdout(exc):
-            quiet_exit()
+        if closed_stdout(exc):  # exit 141 (128 + SIGPIPE, as a Unix tool would), no message
+            end_children()
+            # the interpreter's last flush of stdout then finds nothing to complain about
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(141)
         where = f"{exc.filename}: " if exc.filename else ""
         exit_with(f"error: {where}{exc.strerror or exc}", 1)
     except BaseException as exc:  # the last resort: a case no code foresaw, still one line
@@ -67,24 +67,6 @@ def run_main(main):
         if not failed or os.environ.get(DEBUG_ENV) == "1":
             raise
         exit_with(f"error: {unexpected_message(exc)}", 1)
-
-
-def interrupted(exc):
-    """The line and exit code of a run stopped by Ctrl-C or SIGTERM, its workers ended."""
-    what = "terminated" if isinstance(exc, Terminated) else "interrupted"
-    end_children()
-    return f"error: {str(exc) or interrupted_message(what)}", 143 if what == "terminated" else 130
-
-
-def quiet_exit():
-    """stdout was closed by its reader (`| head -1`): exit 141 (128 + SIGPIPE, what a shell
-    shows for a Unix tool that SIGPIPE ended) with no message, the run's workers ended. stdout
-    is pointed at /dev/null first, so that the interpreter's last flush of it finds nothing to
-    complain about."""
-    end_children()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(141)
 
 
 def fraction(text):
@@ -131,7 +113,7 @@ def positive_int(text):
 
 
 def tokens_per_shard(text):
-    """Tokens per shard: 1 to 2**31 - 1 (llm.c's header counts them in an int32)."""
+    """Tokens per shard: 1 to 2**31 - 1 (an llm.c header's int32)."""
     value = positive_int(text)
     if value >= 2**31:
         raise argparse.ArgumentTypeError(f"{text} is not below 2**31 (an llm.c shard's limit)")
@@ -145,8 +127,8 @@ def default_num_proc():
 
 
 def exit_with(line, code, at_once=False):
-    """Print the one error line and exit; `at_once` skips the exit handlers (a pool's, which may
-    wait forever for a worker that was ended while it sent a result)."""
+    """Print the one error line and exit; `at_once` skips the exit handlers (a pool's may wait
+    forever for a worker ended while it sent a result)."""
     print(" ".join(line.split("\n")), file=sys.stderr)
     if at_once:
         sys.stdout.flush()
@@ -156,9 +138,8 @@ def exit_with(line, code, at_once=False):
 
 
 def unexpected_message(exc):
-    """One line for an exception no code turned into a PrepareError: what was being read, what
-    went wrong. RecursionError(...) while reading deep.json -> "deep.json: nested too deeply
-    (RecursionError); ..."."""
+    """One line for any other exception: RecursionError(...) while reading deep.json ->
+    "deep.json: nested too deeply to read (RecursionError); ..."."""
     where = getattr(exc, "nanogpt_reading", None)
     if isinstance(exc, RecursionError):
         what = "nested too deeply to read (RecursionError)"
@@ -168,14 +149,8 @@ def unexpected_message(exc):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse.ArgumentParser as every command of the project parses its options.
-
-    - a usage error is one line, exit code 2: `error: ... (see PROG --help)`
-    - a misspelled option is named with the closest one: "--tokenzier" -> did you mean --tokenizer?
-      (no abbreviations: "--tok" is not taken for --tokenizer, and so is never a surprise)
-    - nanoGPT's underscore spellings answer too: --out_dir is --out-dir, --vocab_size=4096 is
-      --vocab-size=4096 (not shown in --help: one spelling is documented)
-    """
+    """argparse.ArgumentParser with one-line usage errors (exit code 2), "did you mean", no
+    abbreviations, and nanoGPT's underscore spellings (--out_dir is --out-dir)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
@@ -200,12 +175,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def respelled(parser, args):
-    """`args` with each --a_b option (nanoGPT's spelling) as --a-b; an unknown option is an error.
-
-    ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]; ["--sead", "1"] -> error
-    "unrecognized option --sead; did you mean --seed?". Values are left as they are, and so is
-    everything after "--". A parser with subcommands leaves their options to their own parsers.
-    """
+    """`args` with each --a_b option as --a-b (not past "--" or a subcommand); an unknown
+    option is an error: ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]."""
     known = set(parser._option_string_actions)
     commands = [
         action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
@@ -224,8 +195,7 @@ def respelled(parser, args):
     return respelled
 
 
-# What one command calls an option another calls otherwise: the text lessons read one file
-# (--input), the document lessons files (--data-files); train_tokenizer.py writes one file (--out).
+# What one command calls an option another calls otherwise
 SAME_OPTION = {
     "--input": "--data-files",
     "--data-files": "--input",
@@ -236,8 +206,7 @@ SAME_OPTION = {
 
 
 def unknown_option(name, known):
-    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?";
-    "--input" where the command takes --data-files -> "...; did you mean --data-files?" """
+    """ "--tokenzier" -> "unrecognized option --tokenzier; did you mean --tokenizer?" """
     long_options = sorted(option for option in known if option.startswith("--"))
     close = difflib.get_close_matches(name.replace("_", "-"), long_options, n=1, cutoff=0.6)
     same = [SAME_OPTION[name]] if SAME_OPTION.get(name) in known else []

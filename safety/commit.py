@@ -1,46 +1,28 @@
 """The folder commit: a prepared folder changes as one transaction, like a git commit.
 
     with output_folder(out_dir, schema) as staging:  # out_dir locked; `staging` empty
-        write_bin(staging / "train.bin", ...)  # every output is written into `staging`,
-        write_meta(staging, ...)               # meta.json (the folder's commit record) included
+        write_bin(staging / "train.bin", ...)  # every output, meta.json last of all
     # leaving the block without an error committed them: out_dir holds the new, complete set
 
-meta.json is the commit record: a folder with a meta.json is complete and consistent, because
-meta.json is removed before the first data file is replaced and written back last. The exact
-order, and what a crash (SIGKILL, power loss) at each step leaves:
+A folder with a meta.json is complete: it is removed before the first data file is replaced
+and written back last. The steps, and what a crash at each leaves:
 
-1. lock: an advisory lock (`fcntl.lockf`, LOCK_EX | LOCK_NB; msvcrt's on Windows) on
-   `out_dir/.prepare.lock`, then our pid and command are written into it. If another process
-   holds it, `FolderBusy` (a PrepareError) names it at once: a second run into a busy folder
-   stops; it does not wait. The OS drops the lock when its holder dies, however it dies. A POSIX
-   lock rather than `flock`: worker processes forked by datasets do not inherit it, so one
-   orphaned by a SIGKILL cannot keep the folder locked. The lock file is removed as the run ends,
-   while still locked (or after, on Windows, which removes no file another run has open); a run
-   that locked a file no longer at the path, so removed, locks the one there now (`lock_file`).
-   A run that fails removes the output folder again if it created it and it holds nothing.
-   A run whose commit comes later in the same process takes the lock first with `folder_lock`
-   (the datatrove engine on this machine); its `output_folder` then goes on under it.
-2. clean: what killed runs left (`.prepare.<pid>.tmp/` staging folders holding our marker file
-   STAGING_MARKER, and atomic_path's `.<name>.<pid>.nanogpt-<random>.tmp` files) is removed;
-   holding the lock proves their writers are gone. Nothing else is: a file or folder of the
-   user's that merely looks like a temporary name stays.
-3. stage: the block writes into `out_dir/.prepare.<pid>.tmp/`. An error or an interrupt
-   (Ctrl-C, SIGTERM) removes it; a crash leaves it beside the old outputs, which are untouched
-   (`verify` passes and warns about the leftover; the next run removes it).
-4. check: meta.json must be staged; no file to be replaced may be a folder; every staged file
-   is fsynced. Nothing in out_dir has changed yet.
-5. uncommit: the old meta.json is removed and out_dir fsynced. From here to step 7 the folder
-   has no meta.json: `verify` reports it incomplete in one line.
-6. replace: each staged data file is renamed into place (`os.replace`, atomic per file); an
-   output of the old set that this run did not write (one its meta.json or journal lists, e.g. a
-   meta.pkl left by a run with another tokenizer) is removed; out_dir is fsynced.
-7. commit: meta.json is renamed into place and out_dir fsynced: the new set is complete.
-8. the staging folder is removed and the lock released.
+1. lock `out_dir/.prepare.lock` (`fcntl.lockf`, non-blocking; msvcrt's on Windows) and write
+   our pid and command in it; a busy folder is `FolderBusy` at once. The OS drops the lock when
+   its holder dies; forked workers do not inherit a POSIX lock. The lock file is removed while
+   still locked, so a run that locked a removed file locks again (`lock_file`). A failed run
+   removes the folders it created and left empty. `folder_lock` takes the lock early.
+2. clean: killed runs' staging folders (holding STAGING_MARKER) and atomic_path's temporaries
+   are removed; the lock proves their writers gone. Nothing of the user's is taken for one.
+3. stage into `out_dir/.prepare.<pid>.tmp/`: an error or interrupt removes it; a crash leaves
+   it beside the untouched old outputs, for the next run to remove.
+4. check: meta.json is staged, no output's place is a folder; every staged file is fsynced.
+5. uncommit: the old meta.json is removed (a journal lists every name owned meanwhile).
+6. replace each data file (`os.replace`), remove the old set's outputs this run did not write.
+7. commit: meta.json is renamed into place. 8. the staging folder goes, the lock is released.
 
-Ctrl-C and SIGTERM are held back during steps 5-7 (a few renames), so an interrupt lands before
-them (old set kept) or after (new set complete), never between; only a crash can, and then the
-folder has no meta.json. An interrupt raises KeyboardInterrupt (`Terminated` for SIGTERM) whose
-message says truthfully what was left.
+Ctrl-C and SIGTERM are held back during steps 5-7, so an interrupt lands before them (old set
+kept) or after (new set complete); its message says truthfully what was left.
 """
 
 import contextlib
@@ -60,24 +42,18 @@ from .signals import Terminated, closed_stdout, signals_held, sigterm_raises_ter
 
 LOCK_NAME = ".prepare.lock"
 WINDOWS_LOCK_OFFSET = 1 << 30  # the byte msvcrt locks: past the pid record, which stays readable
-# Written before meta.json is removed, removed once it is back: every name the folder owns while
-# it has no meta.json (the old set's and the new), so the run after a crash there knows them.
+# Every name the folder owns while it has no meta.json, for the run after a crash there.
 JOURNAL_NAME = ".prepare.journal"
-RECORD_NAME = "meta.json"  # the commit record; what else a folder holds, its schema says
-# Every temporary name the project writes: ".prepare.<pid>.tmp" (a staging folder) and
-# ".<name>.<pid>.<random>.tmp" (a file being written beside its final name, see atomic_path).
-TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+(\.[^.]+)?\.tmp$")  # group 1: the final name
+RECORD_NAME = "meta.json"
+# ".prepare.<pid>.tmp" (staging) and ".<name>.<pid>.<random>.tmp" (atomic_path); group 1: name
+TEMPORARY_NAME = re.compile(r"^\.(.+)\.\d+(\.[^.]+)?\.tmp$")
 STAGING_NAME = re.compile(r"^\.prepare\.\d+\.tmp$")
 OUR_TEMPORARY_FILE = re.compile(rf"^\.(.+)\.\d+\.{TEMPORARY_TAG}[A-Za-z0-9_]+\.tmp$")
-# Made first in every staging folder: only a folder holding it is a leftover of ours.
-STAGING_MARKER = ".nanogpt-staging"
+STAGING_MARKER = ".nanogpt-staging"  # only a staging folder holding it is a leftover of ours
 
-
-# The folders this process has committed, or begun to: what an interrupt message may say.
-COMMITTED, UNCOMMITTED = [], []
-# The folders whose lock this process holds -> our pid (a POSIX lock is dropped when its process
-# closes any descriptor of the file, so we must never open it a second time; a forked child
-# inherits this dict but not the lock, hence the pid).
+COMMITTED, UNCOMMITTED = [], []  # the folders this process committed, or began to
+# folder -> pid of its lock's holder here: closing a second descriptor would drop a POSIX lock,
+# and a forked child inherits this dict but not the lock
 _HELD = {}
 
 
@@ -96,18 +72,19 @@ class FolderBusy(PrepareError):
 def output_folder(out_dir, schema):
     """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
 
-    `schema` (formats.schema) says which names a record lists and a trainer reads: its
-    `listed_files(record, where)`, `journal_problem(journal)`, `refused_record(where, problem)`
-    and `trainer_reads(name, shard_format)`. See the steps above for the order of operations and
-    what a crash leaves. A process
-    that holds out_dir's lock already (see `folder_lock`) keeps it and does not lock again.
+    `schema` (formats.schema) says which names a record lists and a trainer reads.
     """
     with folder_lock(out_dir) as folder:
         _remove_leftovers(folder)
         _refuse_strangers(schema, folder, os.listdir(folder), READ_BY_A_TRAINER)
         staging = folder / f".prepare.{os.getpid()}.tmp"
         try:
-            _create_staging(staging)  # inside the cleanup: a half-made one is removed too
+            try:  # inside the cleanup: a half-made one is removed too
+                staging.mkdir()
+                marker = staging / STAGING_MARKER
+                os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except OSError as exc:
+                raise _unwritable(folder, exc) from None
             with sigterm_raises_terminated():
                 yield staging
                 _commit(schema, staging, folder)
@@ -134,11 +111,9 @@ def output_folder(out_dir, schema):
 
 @contextlib.contextmanager
 def folder_lock(out_dir):
-    """Hold `out_dir`'s lock (step 1; the folder is created if needed) for the block; yield it.
+    """Hold `out_dir`'s lock (created if needed; re-entrant) for the block; yield the folder.
 
-    Re-entrant: in a process that holds the lock already, the block just runs (a second
-    descriptor of the lock file, once closed, would drop our POSIX lock). A block that fails
-    leaves no folder this call created: once the lock file is gone, the empty ones go again.
+    A block that fails leaves no folder this call created, if it is empty.
     """
     folder = Path(out_dir)
     # the folders about to be created, deepest first: a/b/c with only a -> [a/b/c, a/b]
@@ -154,9 +129,31 @@ def folder_lock(out_dir):
     if _HELD.get(folder.resolve()) == os.getpid():
         yield folder
         return
+    path = folder / LOCK_NAME
     try:
-        with _folder_lock(folder):
-            yield folder
+        fd = lock_file(folder, path)
+        try:
+            command = " ".join([Path(sys.executable).name, *sys.argv])
+            try:
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.write(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"))
+            except OSError as exc:  # a full disk: the empty lock file made for it goes too
+                if os.name != "nt" and _same_file(fd, path):
+                    os.unlink(path)
+                raise PrepareError(_failure_message(exc, folder)) from None
+            _HELD[folder.resolve()] = os.getpid()
+            try:
+                yield folder
+            finally:
+                del _HELD[folder.resolve()]
+                if os.name != "nt" and _same_file(fd, path):
+                    os.unlink(path)  # still locked: a run that opened it meanwhile sees it gone
+        finally:
+            os.close(fd)  # releases the lock
+            if os.name == "nt":  # Windows removes no open file: one another run opened stays
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
     except BaseException:
         for path in created:  # out_dir first, then up
             try:
@@ -167,9 +164,8 @@ def folder_lock(out_dir):
 
 
 def leftover_temporaries(folder):
-    """What killed runs left in `folder` (names, sorted): staging folders .prepare.<pid>.tmp that
-    hold our marker, and files of atomic_path (.<name>.<pid>.nanogpt-<random>.tmp); nothing of
-    the user's is taken for one, however it is named."""
+    """What killed runs left in `folder` (names, sorted): our marked staging folders and
+    atomic_path's files; nothing of the user's, however it is named."""
 
     def ours(entry):
         if entry.is_dir(follow_symlinks=False):
@@ -185,8 +181,7 @@ def leftover_temporaries(folder):
 def lock_holder(folder):
     """Who holds `folder`'s lock, "pid N: command", if another live process does; else None."""
     if _HELD.get(Path(folder).resolve()) == os.getpid() or not Path(folder).is_dir():
-        # ours: opening and closing the lock file again would drop our POSIX lock
-        return None
+        return None  # ours: opening and closing the lock file again would drop it
     try:
         fd = _open_lock(Path(folder) / LOCK_NAME, os.O_RDONLY)
     except FileNotFoundError:
@@ -197,44 +192,11 @@ def lock_holder(folder):
         os.close(fd)  # closing drops our own shared lock, if we got it
 
 
-# ---------------------------------------------------------------------------------------------
-# the steps
-
-
-@contextlib.contextmanager
-def _folder_lock(folder):
-    path = folder / LOCK_NAME
-    fd = lock_file(folder, path)
-    try:
-        command = " ".join([Path(sys.executable).name, *sys.argv])
-        try:
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, f"{os.getpid()} {command}\n".encode(errors="backslashreplace"))
-        except OSError as exc:  # a full disk: the empty lock file made for it goes too
-            if os.name != "nt" and _same_file(fd, path):
-                os.unlink(path)
-            raise PrepareError(_failure_message(exc, folder)) from None
-        _HELD[folder.resolve()] = os.getpid()
-        try:
-            yield
-        finally:
-            del _HELD[folder.resolve()]
-            if os.name != "nt" and _same_file(fd, path):
-                os.unlink(path)  # still locked: a run that opened it meanwhile sees it gone
-    finally:
-        os.close(fd)  # releases the lock
-        if os.name == "nt":  # Windows removes no file that is open: one another run opened stays
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-
-
 def lock_file(folder, path):
     """Open `path` and lock it: its descriptor, or FolderBusy naming the run that holds it.
 
-    The file locked must still be the one at `path`: a run that ends removes its lock file while
-    it holds it, so a run that opened the file just before, and locks it just after, holds a
-    lock nobody else will see; it opens the path again, to lock the file there now.
+    A run that ends removes its lock file while locked: a lock of a file no longer at `path` is
+    one nobody sees, so the path is opened again.
     """
     while True:
         try:
@@ -256,7 +218,6 @@ def lock_file(folder, path):
 
 
 def _same_file(fd, path):
-    """Whether the open file `fd` is the one at `path` (the same device and inode)."""
     try:
         return os.path.samestat(os.fstat(fd), os.lstat(path))
     except FileNotFoundError:
@@ -264,8 +225,7 @@ def _same_file(fd, path):
 
 
 def _open_lock(path, flags):
-    """Open the lock file: never through a symlink (O_NOFOLLOW; an lstat check where there is
-    none), never blocking (a FIFO), and only a regular file; else a PrepareError naming it."""
+    """Open the lock file, only a regular one: never through a symlink, never blocking."""
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISLNK(os.lstat(path).st_mode):
             raise PrepareError(_not_a_lock(path, "a symbolic link"))
@@ -293,12 +253,8 @@ def _not_a_lock(path, what):
 
 
 def _try_lock(fd, exclusive=True):
-    """Lock the open lock file `fd` without waiting: True, or False if another process holds it.
-
-    POSIX: `fcntl.lockf`, which the OS drops when its holder dies. Windows has no fcntl:
-    `msvcrt.locking` of one byte far past the record (the record stays readable), likewise
-    dropped by the OS; a shared lock there is only a test, released at once.
-    """
+    """Lock `fd` without waiting: True, or False if another process holds it (on Windows a
+    shared lock is only a test, released at once)."""
     try:
         import fcntl
     except ImportError:
@@ -344,8 +300,7 @@ def _remove_leftovers(folder):
 
 
 def _remove_staging(staging):
-    """Remove a staging folder, its marker last: a run killed half-way through leaves a folder
-    that is still a leftover of ours, for the next run to remove."""
+    """Remove a staging folder, its marker last: killed half-way, it is still a leftover of ours."""
     marked = False
     for entry in os.scandir(staging):
         if entry.is_dir(follow_symlinks=False):
@@ -359,14 +314,6 @@ def _remove_staging(staging):
     os.rmdir(staging)
 
 
-def _create_staging(staging):
-    try:
-        staging.mkdir()
-        os.close(os.open(staging / STAGING_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    except OSError as exc:
-        raise _unwritable(staging.parent, exc) from None
-
-
 def _unwritable(folder, exc):
     return PrepareError(
         f"cannot write into the output folder {folder}: {exc.strerror}; choose a writable --out-dir"
@@ -374,8 +321,7 @@ def _unwritable(folder, exc):
 
 
 def _staged_names(staging):
-    """The files staged, sorted: names, and "sub/name" for a file in a staged subfolder (a
-    nanochat folder's data and tokenizer folders, parameter-golf's datasets/NAME/)."""
+    """The files staged, sorted, "sub/name" for one in a staged subfolder."""
     names = []
     for entry in os.scandir(staging):
         if TEMPORARY_NAME.match(entry.name) or entry.name == STAGING_MARKER:
@@ -456,16 +402,13 @@ def _commit(schema, staging, folder):
 
 
 def folder_outputs(schema, out_dir):
-    """The files of `out_dir` it owns (owned_files), as absolute paths: what a run replaces, so
-    never its input. A folder not made yet owns none."""
+    """The files `out_dir` owns, as absolute paths: what a run replaces, so never its input."""
     folder = Path(out_dir).resolve()
     return {folder / name for name in owned_files(schema, folder)} if folder.is_dir() else set()
 
 
 def owned_files(schema, folder):
-    """The names `folder` owns: those its meta.json lists (schema.listed_files), and while a
-    commit was cut short (no meta.json), those its journal lists. Nothing a name merely matches;
-    a record listing a name outside the folder, or not of its field's form, is refused."""
+    """The names `folder` owns: those its meta.json or its journal lists, never by pattern."""
     owned = set()
     for name in (RECORD_NAME, JOURNAL_NAME):
         path = folder / name
@@ -488,9 +431,8 @@ READ_BY_A_TRAINER = "a trainer would read it with this run's outputs"
 
 
 def _refuse_strangers(schema, folder, names, fate=None, shard_format=None):
-    """Refuse to go on with a file in the folder that no record of it lists: someone else's file,
-    which this run's output would replace, or which a trainer would read beside them (`fate`
-    READ_BY_A_TRAINER: only those names, schema.trainer_reads, of the shard format)."""
+    """Refuse a file no record of the folder lists that an output would replace, or (`fate`
+    READ_BY_A_TRAINER) that a trainer would read beside them."""
     owned = owned_files(schema, folder)
     for name in sorted(names):
         path = folder / name  # a folder in an output's way is the commit's to name
@@ -506,7 +448,7 @@ def _refuse_strangers(schema, folder, names, fate=None, shard_format=None):
 
 
 def _failure_message(exc, folder):
-    """An OSError while the outputs were staged, as one line: what, where, and that nothing changed.
+    """An OSError while the outputs were staged, as one line.
 
     OSError(ENOSPC, ...) -> "cannot finish the outputs in out: No space left on device; nothing
     was replaced (the previous outputs are whole): free some space and run again"
@@ -540,10 +482,8 @@ def _fsync_path(path):
 
 
 def folder_tokenizer(tokenizer, staging):
-    """meta.json's tokenizer record, its file recorded relative to the folder when it lives there,
-    so that a folder moved with mv or copied with cp -r still verifies. A file the run trained into
-    the staging folder is the set's own ("trained_here": replaced or removed with it); the user's
-    file already in the folder is read where it is and stays theirs, as an input in it does."""
+    """meta.json's tokenizer record, its path relative when the file is in the folder (a moved
+    folder still verifies); one trained into the staging folder is the set's ("trained_here")."""
     path = tokenizer.get("path") if isinstance(tokenizer, dict) else None
     staging = Path(staging).resolve()
     if not isinstance(path, str) or not (staging / STAGING_MARKER).is_file():

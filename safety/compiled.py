@@ -1,7 +1,6 @@
-"""Loops compiled with numba where it is installed (the extras `fast` and `fast-dedup`), for
-the kernels of dedup/compiled.py and formats/compiled.py; without numba each caller runs the
-numpy code its kernel equals. Import this module only where a kernel is first used: numba takes
-a second to import, which a run that needs no kernel skips."""
+"""Loops compiled with numba where it is installed, for dedup's and formats' kernels (without
+numba each caller runs the numpy code its kernel equals). Import it only where a kernel is first
+used: numba takes a second to import."""
 
 try:
     import numba
@@ -10,8 +9,7 @@ except ImportError:
 
 
 def compiled(function):
-    """`function` compiled by numba (cached beside its file, or in the user's cache folder: a
-    later process loads it), or None without numba."""
+    """`function` compiled by numba (cached for a later process), or None without numba."""
     if numba is None:
         return None
     try:

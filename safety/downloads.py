@@ -3,12 +3,9 @@
     CORPUS = RemoteFile(url, sha256, mirror_path="corpus/input.txt")
     fetch(CORPUS, out_dir / "input.txt")  # downloaded once, checked, reused after
 
-The classic failure this prevents is an HTML error page saved as input.txt: whatever server
-answered, the bytes are renamed into place only if their sha256 is the pinned one.
-`download_blocks` (and `download_range`, one HTTP Range request: a piece of a file) retries a
-dropped connection, a 5xx or a 429 (after its Retry-After), never another 4xx; a name that
-does not resolve (no network) fails at once: retrying cannot help. With NANOGPT_DATA_MIRROR
-set (a folder or an http(s) URL), the bytes come from the mirror, laid out as `mirror_path` says.
+An HTML error page is never saved as input.txt: bytes are renamed into place only if their
+sha256 is the pinned one. A dropped connection, a 5xx or a 429 is retried, never another 4xx
+nor a host name that does not resolve.
 """
 
 import hashlib
@@ -37,12 +34,8 @@ class _RetryableStatus(Exception):
 
 
 def download_blocks(url, save, retries=3, backoff=1.0):
-    """`save(blocks, total_bytes)` of `url`'s body; retry connection errors, 5xx and 429.
-
-    Attempt k (from 0) that fails transiently waits `backoff * 2**k` seconds before the next (a
-    Retry-After's seconds instead, at most MAX_RETRY_AFTER); after `retries` retries the last
-    failure is raised as a PrepareError naming the URL.
-    """
+    """`save(blocks, total_bytes)` of `url`'s body; a transient failure of attempt k waits
+    `backoff * 2**k` seconds (or its Retry-After), then the last is a PrepareError naming `url`."""
 
     def answered(response):
         length = response.headers.get("Content-Length")
@@ -55,10 +48,8 @@ def download_blocks(url, save, retries=3, backoff=1.0):
 
 
 def download_range(url, start, end, retries=3, backoff=1.0):
-    """(the bytes [start, end) of `url`, the file's size): one HTTP Range request, retried as
-    `download_blocks` retries. Fewer bytes only at the file's end; any answer but 206 (the
-    whole file, an error page) is an error, its body left unread.
-    "http://h/f" of 10 bytes, 4, 8 -> (its bytes 4 to 7, 10)."""
+    """(the bytes [start, end) of `url`, the file's size) by one Range request, retried; any
+    answer but 206 is an error: "http://h/f" of 10 bytes, 4, 8 -> (its bytes 4 to 7, 10)."""
 
     def answered(response):
         if response.status_code != 206:
@@ -79,28 +70,28 @@ def download_range(url, start, end, retries=3, backoff=1.0):
 _SESSIONS = {}  # pid -> requests.Session: a forked worker opens its own, never its parent's
 
 
-def _session():
-    """This process's requests.Session: a file read a piece at a time keeps one connection."""
-    import requests
-
-    if os.getpid() not in _SESSIONS:
-        _SESSIONS[os.getpid()] = requests.Session()
-    return _SESSIONS[os.getpid()]
-
-
 def _answer(url, answered, headers, retries, backoff):
     """answered(response) of a GET of `url`, its status checked, retried as download_blocks
     says."""
+    import requests
     from requests import exceptions
 
+    if os.getpid() not in _SESSIONS:  # one connection for a file read a piece at a time
+        _SESSIONS[os.getpid()] = requests.Session()
     transient = (exceptions.ConnectionError, exceptions.Timeout, exceptions.ChunkedEncodingError)
     for attempt in range(retries + 1):
         response = None
         try:
-            with _session().get(
+            with _SESSIONS[os.getpid()].get(
                 url, headers=headers, stream=True, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
             ) as response:
-                _check_status(url, response)
+                if response.status_code >= 500 or response.status_code == 429:  # 429: too many
+                    raise _RetryableStatus(response)
+                if not 200 <= response.status_code < 300:
+                    raise PrepareError(
+                        f"downloading {url} failed with HTTP status {response.status_code} "
+                        f"{response.reason}; check the address or your network, then run again"
+                    )
                 return answered(response)
         except (exceptions.InvalidURL, exceptions.MissingSchema) as exc:
             raise PrepareError(
@@ -128,16 +119,6 @@ _REFUSED = {
 }
 
 
-def _check_status(url, response):
-    if response.status_code >= 500 or response.status_code == 429:  # 429: too many requests
-        raise _RetryableStatus(response)
-    if not 200 <= response.status_code < 300:
-        raise PrepareError(
-            f"downloading {url} failed with HTTP status {response.status_code} "
-            f"{response.reason}; check the address or your network, then run again"
-        )
-
-
 def _last_failure(url, exc, response, retries):
     """The one line for a download that failed `retries + 1` times."""
     import requests
@@ -163,15 +144,14 @@ def _last_failure(url, exc, response, retries):
     )
 
 
-# A remote file, pinned: its URL, its sha256, and where its bytes sit in NANOGPT_DATA_MIRROR.
-# local_option: the lesson's option that takes a copy the user already has (such as --archive).
+# A pinned file: where its bytes sit in NANOGPT_DATA_MIRROR, and local_option, the lesson's
+# option taking a copy the user has (such as --archive).
 RemoteFile = namedtuple("RemoteFile", "url sha256 mirror_path local_option", defaults=[None])
 
 
 def fetch(remote, dest):
-    """Put `remote`'s bytes at `dest`, checked against its pinned sha256; return `dest`. A `dest`
-    with the right hash is reused, one with a wrong hash refused, never overwritten. With
-    NANOGPT_DATA_MIRROR set (a folder or an http(s) URL), the bytes come from the mirror."""
+    """Put `remote`'s bytes at `dest`, checked against its pinned sha256 (or from the mirror);
+    return `dest`. A `dest` with the right hash is reused, one with a wrong hash refused."""
     dest = Path(dest)
     if dest.exists():
         if not dest.is_file():
@@ -187,7 +167,6 @@ def fetch(remote, dest):
         raise PrepareError(f"cannot download to {dest}: {dest.parent} is not a folder")
     url = mirrored(remote.url, remote.mirror_path)
     if url.startswith(("http://", "https://")):
-        # retried if the connection drops or the server says 5xx
         return download_blocks(
             url, lambda blocks, total: save_verified(blocks, remote.sha256, dest, url, total)
         )
@@ -198,8 +177,7 @@ def fetch(remote, dest):
 
 
 def mirror_file(remote, url):
-    """`remote`'s copy in a mirror folder (`url`, as `mirrored` names it), or one line saying
-    it is not there."""
+    """`remote`'s copy in a mirror folder (`url`), or one line saying it is not there."""
     source = Path(url)
     if not source.is_file():
         option = remote.local_option
@@ -212,9 +190,8 @@ def mirror_file(remote, url):
 
 
 def save_verified(blocks, expected_sha256, dest, source, total_bytes):
-    """Write byte blocks to `dest` via a temp name, if their sha256 matches; `total_bytes` is the
-    size the source announced (None if unknown): fewer bytes is an error. A bar of the bytes
-    written shows after a second (a quick copy prints none), named as the source names the file."""
+    """Write byte blocks to `dest` via a temp name, if their sha256 matches and they are the
+    `total_bytes` the source announced (None: unknown); a bar shows after a second."""
     from tqdm import tqdm
 
     digest = hashlib.sha256()

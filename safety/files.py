@@ -1,13 +1,4 @@
-"""Files read strictly and within bounds, hashed, and never trusted; files written atomically.
-
-- `read_text`: a whole text as strict UTF-8 (a bad byte: its offset), never a pipe or a device
-- `open_regular`: every file read is opened through it: a regular file of bounded size, never
-  a FIFO to block on or an endless device (/dev/zero)
-- `read_small_file`: the bytes of a small file (meta.json, meta.pkl, a work record), at most
-  SMALL_FILE_LIMIT bytes
-- `read_plain_pickle`: a pickle of plain data, read without running anything it names
-- `atomic_path`, `atomic_write_text`: a file is the old one or the whole new one, never half
-"""
+"""Files read strictly and within bounds, never trusted; files written atomically."""
 
 import contextlib
 import errno
@@ -27,7 +18,7 @@ SMALL_FILE_LIMIT = 1 << 28  # 256 MB: more than any meta.json, meta.pkl or work 
 
 
 def sha256_file(path):
-    """The hex sha256 of a regular file's bytes, read 1 MB at a time (`open_regular`)."""
+    """The hex sha256 of a regular file's bytes."""
     digest = hashlib.sha256()
     with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -36,10 +27,8 @@ def sha256_file(path):
 
 
 def open_regular(path, limit=None):
-    """`path` open for reading (binary), once it is known to be a regular file of at most `limit`
-    bytes: the one check before the project reads a file. A FIFO would block forever and
-    /dev/zero never ends, so the file is opened without waiting and checked on its descriptor;
-    anything else is a PrepareError naming it."""
+    """`path` open for reading (binary) if it is a regular file of at most `limit` bytes: opened
+    without waiting (a FIFO) and checked on its descriptor; else a PrepareError naming it."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -59,8 +48,7 @@ def open_regular(path, limit=None):
 
 
 def read_small_file(path, limit=SMALL_FILE_LIMIT):
-    """The bytes of a small file (meta.json, meta.pkl, tokenizer.pkl, a work record), at most
-    `limit` bytes of a regular file (`open_regular`)."""
+    """The bytes of a small regular file (meta.json, meta.pkl), at most `limit` of them."""
     with open_regular(path, limit) as file:
         try:
             data = file.read(limit + 1)
@@ -72,8 +60,7 @@ def read_small_file(path, limit=SMALL_FILE_LIMIT):
 
 
 def load_json(data, path):
-    """json.loads of a file's bytes; a file that is not JSON, nested too deeply for Python's
-    parser (20,000 levels), or holding a number int() refuses, is a PrepareError naming it."""
+    """json.loads of a file's bytes; any JSON Python refuses is a PrepareError naming it."""
     try:
         return json.loads(data)
     except UnicodeDecodeError as exc:
@@ -95,10 +82,8 @@ def json_kind(value):
 
 
 def reserve(file, size, block=1 << 20):
-    """Give the open `file` its full `size` bytes of disk now, so that no later write through a
-    memory map of it can find the disk full (that is SIGBUS, not an error): posix_fallocate where
-    the platform has it (Linux; glibc writes the blocks itself where the file system cannot),
-    else zeros written through `write`. A disk too small is an OSError(ENOSPC) here, at once."""
+    """Give the open `file` its `size` bytes of disk now: a full disk under a memory map is a
+    SIGBUS later, here an OSError(ENOSPC). posix_fallocate where it works, else zeros."""
     fd = file.fileno()
     if size and hasattr(os, "posix_fallocate"):
         try:
@@ -115,15 +100,12 @@ def reserve(file, size, block=1 << 20):
 
 
 class _PlainDataUnpickler(pickle.Unpickler):
-    """Reads a pickle of plain data only (dicts, lists, strings, numbers): any global (a class, a
-    function such as os.system) is refused, so reading a hostile meta.pkl runs nothing."""
-
-    def find_class(self, module, name):
+    def find_class(self, module, name):  # any global (os.system): a hostile meta.pkl runs nothing
         raise pickle.UnpicklingError(f"it names {module}.{name}, not plain data")
 
 
 def read_plain_pickle(path):
-    """The plain data of a pickle file, read without running anything (`_PlainDataUnpickler`)."""
+    """The plain data (dicts, lists, strings, numbers) of a pickle file, read running nothing."""
     data = read_small_file(path)
     try:
         return _PlainDataUnpickler(io.BytesIO(data)).load()
@@ -132,11 +114,8 @@ def read_plain_pickle(path):
 
 
 def first_non_utf8(value):
-    """The first string in a JSON-like value that UTF-8 cannot encode (a lone surrogate), or None.
-
-    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (Python's name for the file name bytes
-    caf\\xe9.txt)
-    """
+    """The first string in a JSON-like value that UTF-8 cannot encode, or None:
+    {"path": "caf\\udce9.txt"} -> "caf\\udce9.txt" (the file name bytes caf\\xe9.txt)."""
     if isinstance(value, str):
         return None if without_lone_surrogates(value) == value else value
     children = value.values() if isinstance(value, dict) else value
@@ -146,7 +125,7 @@ def first_non_utf8(value):
 
 
 def cache_folder(folder, variable):
-    """`folder`, created if needed; one that cannot be (a file is there) is a one-line error."""
+    """`folder`, created if needed, else a one-line error naming `variable`."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -158,8 +137,7 @@ def cache_folder(folder, variable):
 
 
 def check_utf8_names(record):
-    """Refuse a record (meta.json) holding a string UTF-8 cannot encode: a file name whose bytes
-    are not UTF-8 (Python's surrogate escapes), in one line naming it."""
+    """Refuse a record holding a string UTF-8 cannot encode (a file name's surrogate escapes)."""
     bad = first_non_utf8(record)
     if bad is not None:
         raise PrepareError(
@@ -168,22 +146,15 @@ def check_utf8_names(record):
         )
 
 
-# In the name of every temporary file of atomic_path: only such a file is a leftover of ours.
-TEMPORARY_TAG = "nanogpt-"
+TEMPORARY_TAG = "nanogpt-"  # in every atomic_path temporary: only such a file is a leftover of ours
 
 
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path beside `path`; rename it into place only if the block succeeds.
 
-    A crash, an error or Ctrl-C inside the block leaves the previous `path` (or none), never a
-    half-written file that looks valid; an OSError of the block that names no file (a write's
-    "No space left on device"), or of making the temporary (a folder missing or read-only),
-    names `path`. The temporary name is in the same folder, so the rename is atomic; hidden,
-    pid-tagged and unpredictable, and created exclusively (O_EXCL, no link followed), so it
-    never looks like a finished output, two runs don't collide, a link planted at a guessed name
-    is never written through, and a leftover is provably ours (TEMPORARY_TAG):
-    train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
+    Hidden, pid-tagged, random and made with O_EXCL (no planted link is written through); an
+    OSError naming no file names `path`: train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
     """
     path = Path(path)
     try:
@@ -207,10 +178,8 @@ def atomic_path(path):
 
 @contextlib.contextmanager
 def naming(path):
-    """Name `path` in an OSError of the block that names no file: a write that fails (ENOSPC,
-    EDQUOT, EFBIG, EIO: a plain OSError) names none. OSError(ENOSPC, "No space left on device")
-    -> the same, with filename `path`. A subclass (a closed stdout's BrokenPipeError, a
-    download's ConnectionError) is about something else, and is left as it is."""
+    """Name `path` in a plain OSError of the block that names no file (a subclass, such as
+    BrokenPipeError, is about something else): OSError(ENOSPC, ...) -> filename `path`."""
     try:
         yield
     except OSError as exc:
@@ -223,24 +192,21 @@ NAME_MAX = 255  # bytes in a file name, on every file system the project runs on
 
 
 def _temporary_prefix(name):
-    """atomic_path's prefix for `name`, its end cut so that the whole temporary name (with
-    mkstemp's 8 random characters and ".tmp") fits wherever `name` fits."""
+    """atomic_path's prefix for `name`, cut so that the temporary name fits where `name` fits."""
     tail = f".{os.getpid()}.{TEMPORARY_TAG}"
-    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")
+    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")  # mkstemp's 8 characters
     cut = name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
     return f".{cut}{tail}"
 
 
 def _umask():
-    """The process's umask (os.umask can only be read by setting it, and is put back at once)."""
-    mask = os.umask(0)
+    mask = os.umask(0)  # read only by setting it: put back at once
     os.umask(mask)
     return mask
 
 
 def atomic_write_text(path, text):
-    """Write `text` as UTF-8 (newlines as they are) to `path` through `atomic_path`, making
-    its folder first: a reader never sees a half-written file, a failure leaves no temporary."""
+    """Write `text` as UTF-8 (newlines as they are) to `path` through `atomic_path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:

@@ -1,11 +1,5 @@
-"""GPT-2's two tokenizer files, pinned once for the whole project: URL and sha256; where a
-pinned file is read from (the origin, or a mirror), with the one line of a network that is not
-there; and where tiktoken's copies of them are kept.
-
-Every reader of them (the lessons' tiktoken "gpt2", `verify`) checks the bytes against these;
-`python -m bpe show` reads them through tiktoken's cache: with $TIKTOKEN_CACHE_DIR set to
-`tiktoken_cache()`'s folder, the lessons' checked copies.
-"""
+"""GPT-2's two tokenizer files pinned (URL, sha256), the mirror a pinned file is read from,
+the one line of a network that is not there, and where tiktoken's copies are kept."""
 
 import hashlib
 import os
@@ -13,8 +7,7 @@ import socket
 from pathlib import Path
 from urllib.request import url2pathname
 
-# GPT-2's two files as tiktoken fetches and caches them (tiktoken_ext.openai_public.gpt2): URL,
-# sha256.
+# as tiktoken fetches them (tiktoken_ext.openai_public.gpt2): URL, sha256
 GPT2_FILES = {
     "encoder.json": (
         "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
@@ -33,17 +26,15 @@ CACHE_ENV = "NANOGPT_DATA_CACHE"  # where downloaded files are kept (default ~/.
 
 
 def tiktoken_cache():
-    """Where tiktoken reads GPT-2's files, and the variable that says so: $TIKTOKEN_CACHE_DIR if
-    set, else $NANOGPT_DATA_CACHE/tiktoken (~/.cache/nanogpt-data/tiktoken) -> (folder, variable).
-    The lessons put checked copies there, named as tiktoken names them (`tiktoken_name`)."""
+    """(folder, variable) where tiktoken reads GPT-2's files: $TIKTOKEN_CACHE_DIR if set, else
+    $NANOGPT_DATA_CACHE/tiktoken."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return Path(os.environ["TIKTOKEN_CACHE_DIR"]), "TIKTOKEN_CACHE_DIR"
     return data_cache() / "tiktoken", CACHE_ENV
 
 
 def data_cache():
-    """Where the lessons keep what they fetch or make once: $NANOGPT_DATA_CACHE, else
-    ~/.cache/nanogpt-data."""
+    """Where the lessons keep what they fetch: $NANOGPT_DATA_CACHE, else ~/.cache/nanogpt-data."""
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "nanogpt-data")
 
 
@@ -53,9 +44,8 @@ def tiktoken_name(url):
 
 
 def mirrored(url, mirror_path):
-    """Where a pinned file is read: $NANOGPT_DATA_MIRROR/mirror_path when it is set, else `url`:
-    NANOGPT_DATA_MIRROR=/m, "gpt2/vocab.bpe" -> "/m/gpt2/vocab.bpe". A scheme is read in any
-    case (HTTP://h/m -> http://h/m/gpt2/vocab.bpe), and file:///m names the folder /m."""
+    """$NANOGPT_DATA_MIRROR/mirror_path when it is set, else `url`: NANOGPT_DATA_MIRROR=/m,
+    "gpt2/vocab.bpe" -> "/m/gpt2/vocab.bpe" (HTTP://h/m -> http://h/m/..., file:///m -> /m)."""
     mirror = os.environ.get(MIRROR_ENV, "").strip()
     scheme = mirror.partition("://")[0].lower()
     if scheme == "file" and mirror[7:].startswith(("/", "localhost/")):
@@ -66,7 +56,6 @@ def mirrored(url, mirror_path):
 
 
 def unresolved_message(url):
-    """The one line of a download whose host name does not resolve (`host_unresolved`)."""
     return (
         f"cannot download {url}: its host name does not resolve (no network?); "
         f"set {MIRROR_ENV} to a folder holding a copy (see {OFFLINE_HELP})"

@@ -1,10 +1,6 @@
 """Ctrl-C and SIGTERM as exceptions a run can clean up after, and the moments they must wait.
 
-- SIGTERM raises `Terminated` (a KeyboardInterrupt: the same cleanup as Ctrl-C, exit code 143)
-  while `sigterm_raises_terminated` is in force;
-- `signals_held` holds both back for a few renames (the folder commit) and raises after;
-- a worker forked meanwhile keeps SIGTERM's default action, and leaves Ctrl-C to its parent;
-- `end_children` ends the worker processes a run started, so an interrupt leaves none behind.
+A worker forked meanwhile keeps SIGTERM's default action, and leaves Ctrl-C to its parent.
 """
 
 import contextlib
@@ -19,9 +15,8 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that the same cleanup runs (exit code 143, not 130)."""
 
 
-# Ctrl-C and SIGTERM as they arrive. The exception a handler raises is lost if it lands in a
-# __del__ or a weakref callback (Python prints "Exception ignored" and goes on): run_main then
-# still ends the run as interrupted, after it (see run_main).
+# Ctrl-C and SIGTERM as they arrive: a handler's exception raised in a __del__ is lost, and
+# run_main still ends the run as interrupted.
 SIGNALS_RECEIVED = []
 IN_RUN_MAIN = []  # the pid of a process whose main runs under run_main (its forks inherit it)
 _FORK_HANDLER = []  # whether the fork handler is registered (once, when first needed)
@@ -30,9 +25,7 @@ _FORK_HANDLER = []  # whether the fork handler is registered (once, when first n
 @contextlib.contextmanager
 def signals_held():
     """Hold back Ctrl-C and SIGTERM for the block; one that arrived meanwhile is raised after."""
-    # Python runs a signal's handler in the main thread whichever thread the kernel gave the
-    # signal to (numpy's OpenBLAS threads do not block it), so a signal mask is not enough: the
-    # handlers themselves only note what arrives meanwhile, and it is raised after the block.
+    # handlers, not a signal mask: numpy's OpenBLAS threads do not block a signal
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers; this one's interrupts are not held back
         return
@@ -50,11 +43,7 @@ def signals_held():
 
 @contextlib.contextmanager
 def sigterm_raises_terminated():
-    """SIGTERM raises Terminated in this process (its forked workers keep the default).
-
-    Only the main thread may set a signal handler: in another one (a task run by a thread of
-    some cluster executor) SIGTERM keeps its handler.
-    """
+    """SIGTERM raises Terminated in this process's main thread (forked workers keep the default)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -77,27 +66,17 @@ def raise_interrupt(_signum, _frame):
 
 
 def _sigterm_default_in_forked_child():
-    """A worker forked while SIGTERM raises Terminated (datasets' map workers) dies of SIGTERM,
-    and a worker forked under run_main ignores Ctrl-C (its main process ends it).
-
-    A Python signal handler runs between bytecodes only: a SIGTERM that lands just before the
-    worker blocks in a C call (waiting for the lock of its pool's task queue) is never handled,
-    the worker lives on, and Pool.terminate waits for it forever. The default action ends the
-    worker in the kernel, at once; a SIGTERM sent during the fork was held back
-    (`_block_sigterm_for_fork`) and is delivered only now, under that action.
-    """
+    """A forked worker dies of SIGTERM in the kernel (a Python handler would wait for a C call
+    to return: Pool.terminate could wait forever), and under run_main ignores Ctrl-C."""
     if signal.getsignal(signal.SIGTERM) is _raise_terminated:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if IN_RUN_MAIN and threading.current_thread() is threading.main_thread():
-        # Ctrl-C reaches the whole group: a worker (a pool's, datatrove's) leaves it to the
-        # main process, which ends its workers (end_children) and says one line
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     _unblock_after_fork()
 
 
 def end_children():
-    """End (SIGKILL) the worker processes this process started with multiprocessing (a pool's
-    workers, a Manager): an interrupted run leaves no process behind."""
+    """SIGKILL the worker processes this process started with multiprocessing."""
     for name in ("multiprocessing", "multiprocess"):  # the stdlib's, and datasets'/datatrove's fork
         module = sys.modules.get(name)
         if module is None:
@@ -108,15 +87,12 @@ def end_children():
                     child.kill()
 
 
-# The signal mask each forking thread had before the fork, restored on both sides after it
-_MASK_BEFORE_FORK = {}
+_MASK_BEFORE_FORK = {}  # each forking thread's mask, restored on both sides after the fork
 
 
 def _block_sigterm_for_fork():
-    """Block SIGTERM across a fork while it raises Terminated: CPython drops a signal that reaches
-    the child before its after-fork handler has set its action (Pool.terminate right after a short
-    map sends one then), and Pool.terminate would wait forever for the worker that missed it.
-    In the parent, a SIGTERM that lands during the fork is raised when the run ends (run_main)."""
+    """Block SIGTERM across a fork: CPython drops a signal reaching the child before its action
+    is set, and Pool.terminate would wait forever for the worker that missed it."""
     if signal.getsignal(signal.SIGTERM) is _raise_terminated:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         _MASK_BEFORE_FORK[threading.get_ident()] = mask
@@ -129,8 +105,7 @@ def _unblock_after_fork():
 
 
 def install_fork_handler():
-    """Register the fork handlers, once (not at import): a fork blocks SIGTERM until the child
-    has set its action (`_sigterm_default_in_forked_child`)."""
+    """Register the fork handlers, once (not at import)."""
     if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # Windows forks no worker
         os.register_at_fork(
             before=_block_sigterm_for_fork,
@@ -141,9 +116,7 @@ def install_fork_handler():
 
 
 def closed_stdout(exc):
-    """Whether `exc` is a write to a stdout nobody reads any more (`... | head -1`, head has
-    exited): a BrokenPipeError naming no file, while stdout is a pipe whose reader is gone. Not
-    an error of the run: the command ends quietly, as a Unix tool does (see safety.cli.run_main)."""
+    """Whether `exc` is a write to a stdout pipe nobody reads any more (`... | head -1`)."""
     if not isinstance(exc, BrokenPipeError) or exc.filename is not None:
         return False
     try:

@@ -1,20 +1,12 @@
-"""One output file written from arrays that arrive in any order, each under a key.
-
-A streamed .tar.gz gives its members in the archive's order, but llm.c writes them in the order
-of their sorted names. A Spool takes each member's ids as they come and writes the file in key
-order, with memory holding one array whatever the file's size:
+"""One output file written in key order from arrays that arrive in any order:
 
     spool = Spool(out / "train.bin", np.uint16, header_bytes=1024)
     spool.add(2, ids_of_data02)        # appended to a temporary file beside the output,
     spool.add(1, ids_of_data01)        # its place recorded: (key, offset, count)
     spool.finish(lambda total: header(total))  # -> the output: header, then key 1, key 2, ...
 
-If the arrays came in key order (an archive stored sorted), the temporary file already is the
-output: its header is written into the room left at its start and it is renamed, no copy. If
-not, the output is written from it array by array in key order and the temporary file removed:
-one more pass over the bytes and, for a moment, twice the disk. finish(header, pick) writes
-pick(key, array) of each array instead (a lesson's --dedup drops documents so); read(key) gives
-an array back before that.
+Arrays that came in key order make the temporary file the output (renamed, no copy); else it
+is copied in key order. finish(header, pick) writes pick(key, array) of each array instead.
 """
 
 import contextlib
@@ -59,9 +51,7 @@ class Spool(contextlib.AbstractContextManager):
         return ids
 
     def finish(self, header=None, pick=None):
-        """Write the output: header(total ids) (exactly header_bytes long), then every array
-        in key order, or pick(key, array) of each; return its path. The temporary file is gone
-        after, whatever happens."""
+        """Write header(total ids), then every array (or its pick) in key order; return the path."""
         try:
             with naming(self.path):  # a full disk names the output
                 if pick is None and self.places == sorted(self.places, key=lambda p: p[0]):
@@ -70,7 +60,19 @@ class Spool(contextlib.AbstractContextManager):
                     self.file.close()
                     os.replace(self.spool_path, self.path)
                     return self.path
-                return self._write_in_key_order(header, pick or (lambda _key, ids: ids))
+                self.file.close()
+                with open(self.path, "xb") as out:
+                    out.write(bytes(self.header_bytes))
+                    total = 0
+                    for key, _, _ in sorted(self.places, key=lambda place: place[0]):
+                        ids = self.read(key) if pick is None else pick(key, self.read(key))
+                        ids = np.ascontiguousarray(ids, self.dtype.newbyteorder("<"))
+                        out.write(memoryview(ids).cast("B"))
+                        total += len(ids)
+                    self.total = total
+                    out.seek(0)
+                    out.write(self._header(header, total))
+                return self.path
         finally:
             self.discard()
 
@@ -82,24 +84,8 @@ class Spool(contextlib.AbstractContextManager):
             )
         return head
 
-    def _write_in_key_order(self, header, pick):
-        """`finish` out of the spool: the arrays read back one at a time in key order, each
-        `pick`ed, the header written last."""
-        self.file.close()
-        with open(self.path, "xb") as out:
-            out.write(bytes(self.header_bytes))
-            total = 0
-            for key, _, _ in sorted(self.places, key=lambda place: place[0]):
-                ids = np.ascontiguousarray(pick(key, self.read(key)), self.dtype.newbyteorder("<"))
-                out.write(memoryview(ids).cast("B"))
-                total += len(ids)
-            self.total = total
-            out.seek(0)
-            out.write(self._header(header, total))
-        return self.path
-
     def discard(self):
-        """Close and remove the temporary file (the output, if written, stays)."""
+        """Close and remove the temporary file."""
         self.file.close()
         if self.spool_path.exists():
             self.spool_path.unlink()

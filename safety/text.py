@@ -1,12 +1,4 @@
-"""Text as every reader of the project reads it, and as every error line quotes it.
-
-- `read_text`: a whole file as strict UTF-8 with nanoGPT's newlines; one wording for a bad byte
-- `decode`: the same for bytes read elsewhere (a block of a file, at its offset)
-- `universal_newlines`: nanoGPT's newlines
-- `without_lone_surrogates`: what tiktoken does with text that is not valid Unicode
-- `shortened`, `shown`: a value quoted in an error line, cut to a few hundred characters
-- `plural`: a count as a line says it
-"""
+"""Text as every reader of the project reads it, and as every error line quotes it."""
 
 import contextlib
 import stat
@@ -18,16 +10,12 @@ SHOWN_CHARS = 200  # a value quoted in an error line is cut to this many charact
 
 
 def universal_newlines(text):
-    """nanoGPT's newlines: its open(path, "r").read() reads "\\r\\n" and a lone "\\r" as
-    "\\n" (Python's universal newlines): "a\\r\\nb\\rc" -> "a\\nb\\nc". Every text file is read this
-    way,
-    by the trainer and by the lessons."""
+    """nanoGPT's newlines (its open(path, "r").read()): "a\\r\\nb\\rc" -> "a\\nb\\nc"."""
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def decode(data, path, offset=0, newlines=True):
-    """Bytes of `path` (from byte `offset`) as strict UTF-8 with nanoGPT's newlines (newlines
-    False: as they are); a bad byte is a PrepareError naming the file and its offset:
+    """Bytes of `path` (from byte `offset`) as strict UTF-8 with nanoGPT's newlines (or not):
     b"caf\\xe9" -> "x.txt is not valid UTF-8: byte offset 3 is b'\\xe9'; convert the file to
     UTF-8 first"."""
     try:
@@ -41,8 +29,7 @@ def decode(data, path, offset=0, newlines=True):
 
 
 def read_text(path, newlines=True):
-    """A whole file as `decode` reads it; a missing file, a folder, a pipe or a device (which
-    would block, or be read once) are a PrepareError in one line naming it."""
+    """A whole regular file as `decode` reads it, else a PrepareError in one line naming it."""
     path = Path(path)
     with contextlib.suppress(OSError):  # a missing file is reported below, when it is read
         if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
@@ -62,9 +49,7 @@ def read_text(path, newlines=True):
 
 
 def without_lone_surrogates(text):
-    """What tiktoken's encode_ordinary does with text that is not valid Unicode before it
-    encodes it (UTF-8 has no bytes for a lone surrogate; a JSON "\\ud800" makes one):
-    "a\\ud800" -> "a\\ufffd"; a valid text is returned as it is."""
+    """What tiktoken's encode_ordinary does with a lone surrogate: "a\\ud800" -> "a\\ufffd"."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -73,9 +58,8 @@ def without_lone_surrogates(text):
 
 
 def shortened(text, limit=SHOWN_CHARS, length=None, unit="characters"):
-    """`text` cut to `limit` characters, with its length (or `length` `unit`s): a 10 MB token
-    must not make a 20 MB error line. "abc" -> "abc"; "x" * 10**7 -> "xx...x... (10,000,000
-    characters)", the first 200."""
+    """`text` cut to `limit` characters, with its length (or `length` `unit`s): "abc" -> "abc";
+    "x" * 10**7 -> "xx...x... (10,000,000 characters)", the first 200."""
     text = str(text)
     if len(text) <= limit:
         return text
@@ -83,10 +67,8 @@ def shortened(text, limit=SHOWN_CHARS, length=None, unit="characters"):
 
 
 def shown(value, limit=SHOWN_CHARS):
-    """repr(value) for an error message, `shortened`, with the value's own length.
-
-    "abc" -> "'abc'";  "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the repr's first 200.
-    """
+    """repr(value) `shortened`, with the value's own length: "abc" -> "'abc'";
+    "x" * 10**7 -> "'xx...x... (10,000,000 characters)", the repr's first 200."""
     text = repr(value)
     if isinstance(value, (str, bytes)):
         unit = "bytes" if isinstance(value, bytes) else "characters"
