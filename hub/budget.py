@@ -1,16 +1,11 @@
 """--max-tokens N: a pinned hub dataset read a row group at a time, until N tokens are in hand.
 
-A parquet file's footer says where each row group's bytes are, and the hub answers HTTP range
-requests (huggingface_hub's HfFileSystem), so a budget fetches only the footers, the
-`token_count` columns its plan reads, and the row groups it uses:
-
     documents, record = budgeted_documents(hub, 200_000_000, document_tokens(encoding), "FineWeb")
 
-Each piece fetched is written at its offset into a sparse copy of the file in the cache and
-listed there with its sha256 once it decoded: a run killed mid-download goes on from the next
-piece, and a rerun the cache holds needs no network. A piece that does not decode (nor pass its
-pages' CRCs, where the file has them) is fetched again once, then refused in one line; so is a
-file read whole whose bytes differ from the LFS sha256 the hub publishes for it.
+Only the footers, the `token_count` columns the plan reads and the row groups used are fetched
+(HTTP range requests), each written into a sparse copy in the cache and listed with its sha256
+once it decoded. A piece that does not decode is fetched again once, then refused; so is a file
+read whole whose bytes differ from the hub's LFS sha256.
 """
 
 import hashlib
@@ -25,7 +20,7 @@ import numpy as np
 
 from documents.inputs import hub_entries, hub_failures
 from safety import PrepareError
-from safety.files import atomic_path
+from safety.files import atomic_write_text
 
 SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9}
 AGAIN = "run again when it can be reached: what was fetched is kept"
@@ -33,9 +28,8 @@ MAGIC = b"PAR1"  # a parquet file ends with its footer's length (4 bytes, little
 
 
 def token_budget(text):
-    """--max-tokens: a positive whole number of tokens, with an optional K, M or B suffix, in
-    exact decimal: "200M" -> 200_000_000; "1.5B" -> 1_500_000_000; "12" -> 12; "0", "2X", "1.5"
-    and "1.0000000001K" (not a whole number of tokens) -> an error."""
+    """--max-tokens: a positive whole number of tokens, with an optional K, M or B suffix:
+    "200M" -> 200_000_000; "1.5B" -> 1_500_000_000; "0", "2X", "1.5", "1.0000000001K" -> error."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMB]?)\s*", text, re.IGNORECASE)
     value = Fraction(match[1]) * SUFFIXES[match[2].upper()] if match else 0
     if value < 1 or value.denominator != 1:
@@ -54,12 +48,9 @@ def document_tokens(encoding):
 
 
 def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_documents=0):
-    """A datasets.Dataset (a `text` column) of the first documents of `hub`'s files (its `files`
-    glob at its pinned revision), in order, whose tokens (count(texts): each one's, its end of
-    text included; see `document_tokens`) reach first_tokens + max_tokens, and meta.json's
-    "budget" record: the files and row groups read, each with its sha256. What the lesson cuts
-    for val before train: first_tokens, or first_documents (whose tokens count for no budget).
-    A lesson with another tokenizer passes its own count."""
+    """(a datasets.Dataset of the first documents of `hub`'s files whose count(texts) reach
+    first_tokens + max_tokens, meta.json's "budget" record). The first_documents (val's) count
+    no tokens."""
     import datasets
     from tqdm import tqdm
 
@@ -101,7 +92,7 @@ def count_documents(hub, where):
 
 
 def cache_folder(hub):
-    """Where the pieces of `hub`'s files are kept: under huggingface_hub's HF_HOME."""
+    """Where the pieces of `hub`'s files are kept, under HF_HOME."""
     from huggingface_hub import constants
 
     name = f"{hub.repo.replace('/', '--')}@{hub.revision}"
@@ -109,8 +100,7 @@ def cache_folder(hub):
 
 
 def listing(hub, where, folder):
-    """[{"path", "size", "sha256"}] of the hub's parquet files, in order, kept in the cache (a
-    pinned revision's files never change): a rerun asks the hub nothing."""
+    """[{"path", "size", "sha256"}] of the hub's files, in order, kept in the cache."""
     path = folder / "listing.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -123,15 +113,12 @@ def listing(hub, where, folder):
                 f"{str(entry['sha256'])[:80]!r}, not 64 hex digits; check that HF_ENDPOINT "
                 "names the Hugging Face hub, then run again"
             )
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        Path(tmp).write_text(json.dumps(files))
+    atomic_write_text(path, json.dumps(files))
     return files
 
 
 def plan(files, needed, where):
-    """The line shown before the download: the bytes the budget needs by the files' token_count
-    column (GPT-2's count; an estimate for another tokenizer), and the whole download's."""
+    """The line before the download: the bytes the budget needs by the token_count column."""
     whole = sum(file.entry["size"] for file in files)
     estimated, size, groups, count = 0, 0, 0, 0
     for file in files:
@@ -151,8 +138,8 @@ def plan(files, needed, where):
 
 
 class PartialFile:
-    """A hub file's sparse copy in the cache: the pieces fetched, each at its offset, and an
-    index of them ({"START-END": sha256}, and where the footer starts)."""
+    """A hub file's sparse copy in the cache, and an index of its pieces ({"START-END": sha256},
+    and where the footer starts)."""
 
     def __init__(self, folder, entry, hub):
         self.entry, self.hub, self.remote, self.fetched, self.bar = entry, hub, None, 0, None
@@ -168,9 +155,8 @@ class PartialFile:
             self.index = {"pieces": {}, "footer": None}
 
     def documents(self, wanted, count, free=0):
-        """(texts, tokens, meta.json's record of the file) of its first documents whose tokens
-        (but the first `free` documents') reach `wanted`, or all of them, then checked whole
-        against the hub's LFS sha256."""
+        """(texts, tokens, meta.json's record) of the first documents whose tokens (but the
+        first `free` documents') reach `wanted`; all of them are checked against the LFS sha256."""
         metadata, texts, tokens, groups = self.footer(), [], 0, []
         for number, (start, end) in enumerate(self.row_groups(metadata)):
             group = self.piece(start, end, lambda n=number: self.texts(metadata, n))
@@ -179,16 +165,11 @@ class PartialFile:
             counts = np.cumsum(lengths, dtype=np.int64)
             take = min(int(np.searchsorted(counts, wanted - tokens)) + 1, len(group))
             texts += group[:take]
-            tokens += int(counts[take - 1]) if take else 0
-            self.bar.update(int(counts[take - 1]) if take else 0)
-            groups.append(
-                {
-                    "row_group": number,
-                    "bytes": [start, end],
-                    "documents": take,
-                    "sha256": self.index["pieces"][f"{start}-{end}"],
-                }
-            )
+            added = int(counts[take - 1]) if take else 0
+            tokens += added
+            self.bar.update(added)
+            sha256 = self.index["pieces"][f"{start}-{end}"]
+            groups.append(dict(row_group=number, bytes=[start, end], documents=take, sha256=sha256))
             if tokens >= wanted:
                 break
         whole = (
@@ -204,21 +185,14 @@ class PartialFile:
                     f"publishes, {self.entry['sha256']} (damaged on the way?); run again"
                 )
             return self.documents(wanted, count, free)
-        footer = self.index["footer"]
-        record = {
-            "path": self.entry["path"],
-            "size": self.entry["size"],
-            "sha256": self.entry["sha256"],
-            "whole": whole,
-        }
-        record["footer"] = {
-            "bytes": [footer, self.entry["size"]],
-            "sha256": self.index["pieces"][f"{footer}-{self.entry['size']}"],
-        }
+        footer, size = self.index["footer"], self.entry["size"]
+        record = {key: self.entry[key] for key in ("path", "size", "sha256")}
+        sha256 = self.index["pieces"][f"{footer}-{size}"]
+        record.update(whole=whole, footer={"bytes": [footer, size], "sha256": sha256})
         return texts, tokens, {**record, "row_groups": groups}
 
     def footer(self):
-        """The file's parquet metadata, from its footer (two range requests the first time)."""
+        """The file's parquet metadata, from its footer."""
         import pyarrow.parquet as pq
 
         size, start = self.entry["size"], self.index["footer"]
@@ -233,7 +207,7 @@ class PartialFile:
         return metadata
 
     def row_groups(self, metadata):
-        """[(start, end)] of each row group's bytes: they tile the file up to its footer."""
+        """[(start, end)] of each row group's bytes, up to the footer."""
         starts = [0]  # the first holds the file's leading PAR1
         for number in range(1, metadata.num_row_groups):
             group = metadata.row_group(number)
@@ -241,7 +215,7 @@ class PartialFile:
         return list(zip(starts, starts[1:] + [self.index["footer"]]))
 
     def token_counts(self, metadata, number):
-        """The sum of row group `number`'s token_count column, plus an end-of-text a document."""
+        """Row group `number`'s token_count sum, plus an end-of-text a document."""
         column = metadata.schema.names.index("token_count")
         chunk = metadata.row_group(number).column(column)
         start = chunk_start(chunk)
@@ -250,15 +224,15 @@ class PartialFile:
         return sum(values) + len(values)
 
     def texts(self, metadata, number, column="text"):
-        """The values of one column of one row group, as pyarrow decodes them from the copy."""
+        """The values of one column of one row group of the copy."""
         import pyarrow.parquet as pq
 
         parquet = pq.ParquetFile(self.path, metadata=metadata, page_checksum_verification=True)
         return parquet.read_row_group(number, columns=[column]).column(0).to_pylist()
 
     def piece(self, start, end, decode):
-        """decode() of the bytes [start, end): from the copy when its index lists them unchanged,
-        else fetched; bytes that do not decode are fetched once more, then refused."""
+        """decode() of the bytes [start, end), fetched unless the copy holds them; bytes that do
+        not decode are fetched once more, then refused."""
         problem = None
         for attempt in range(2):
             if attempt or not self.holds(start, end):
@@ -316,10 +290,9 @@ class PartialFile:
             os.fsync(file.fileno())
 
     def save(self):
-        with atomic_path(self.index_path) as tmp:
-            Path(tmp).write_text(json.dumps(self.index))
+        atomic_write_text(self.index_path, json.dumps(self.index))
 
 
 def chunk_start(chunk):
-    """Where a column chunk's bytes start: its dictionary page, if any, else its first data page."""
+    """Where a column chunk's bytes start: its dictionary page, else its first data page."""
     return chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset

@@ -4,14 +4,10 @@
     data = prefix.read(1 << 16)  # the file's next bytes: from the cache, else fetched
     prefix.record()  # {"file", "size", "bytes", "sha256"}: the bytes read so far
 
-A remote file (http or https) is fetched by HTTP Range requests of a piece at a time (1% of the
-file, 64 KiB to 16 MiB): each piece is appended to the copy of the prefix in the cache, and the
-copy's length and sha256 recorded beside it, before a byte of it is read. A run killed
-mid-download goes on from the last piece recorded, and a rerun the cache holds needs no network.
-A rerun hashes the kept prefix again: one that differs from its record is fetched again once,
-then refused in one line. A local file (a mirror folder, --archive) is read as it is: a prefix
-of it is fewer bytes read. Two runs sharing a cache take a copy in turn: the second waits
-until the first closes it. Read to its end, the file's sha256 is checked against its pin.
+A remote file is fetched by Range requests a piece at a time, each appended to the cached copy
+and its length and sha256 recorded before a byte of it is read; a rerun hashes the copy again
+(one that differs is fetched again once, then refused). Two runs take a copy in turn. Read to
+its end, the file's sha256 is checked against its pin.
 """
 
 import hashlib
@@ -26,7 +22,7 @@ from documents.inputs import hub_failures, hub_files
 from safety import PrepareError
 from safety.commit import FolderBusy, lock_file
 from safety.downloads import download_range, mirror_file
-from safety.files import atomic_path
+from safety.files import atomic_path, atomic_write_text
 from safety.gpt2 import data_cache, mirrored
 from safety.text import shortened
 
@@ -36,8 +32,7 @@ MIN_PIECE, MAX_PIECE = 1 << 16, 1 << 24  # bytes a request: 64 KiB to 16 MiB, 1%
 
 
 def pinned_prefix(remote, where):
-    """The Prefix of a RemoteFile (safety.downloads): its mirror's copy when NANOGPT_DATA_MIRROR
-    names a folder, else its URL (or the mirror's), kept under $NANOGPT_DATA_CACHE/prefix."""
+    """The Prefix of a RemoteFile: a mirror folder's copy, else its URL (or the mirror's)."""
     url, name = mirrored(remote.url, remote.mirror_path), Path(remote.mirror_path).name
     if not url.startswith(("http://", "https://")):
         return Prefix(mirror_file(remote, url), None, where, remote.sha256)
@@ -48,9 +43,8 @@ COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit's sha1, as the hub names on
 
 
 def hub_commit(hub, where):
-    """`hub` at the commit its branch (`hub.revision`, e.g. "main", which moves) names now, so
-    that its files are read, kept and recorded as that commit's. Offline (HF_HUB_OFFLINE=1): the
-    commit the cache read last."""
+    """`hub` at the commit its branch (`hub.revision`, which moves) names now; offline
+    (HF_HUB_OFFLINE=1), the commit the cache read last."""
     from huggingface_hub import HfApi, constants
 
     kept = cache_folder(hub) / "commit"
@@ -73,16 +67,12 @@ def hub_commit(hub, where):
             f"{where}: the hub gives {hub.revision}'s commit as {shortened(repr(commit))}, not "
             "40 hex digits; check that HF_ENDPOINT names the Hugging Face hub, then run again"
         )
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(kept) as tmp:
-        Path(tmp).write_text(commit)
+    atomic_write_text(kept, commit)
     return hub._replace(revision=commit)
 
 
 def hub_prefix(hub, where):
-    """The Prefix of the one LFS file `hub.files` names (a HubDataset), fetched from the hub's
-    resolve URL and kept beside budget.py's pieces, the hub's listing with it: a rerun the
-    cache holds asks the hub nothing. Read to its end, it is checked against its LFS sha256."""
+    """The Prefix of the one LFS file `hub.files` names, kept beside budget.py's pieces."""
     from huggingface_hub import hf_hub_url
 
     folder = cache_folder(hub)
@@ -97,8 +87,7 @@ def hub_prefix(hub, where):
 
 
 def hub_small_file(hub, path, where):
-    """The bytes of the hub's file `path` (a sidecar: read whole, checked as documents.inputs
-    checks what it downloads), kept beside hub_prefix's copy for a rerun offline."""
+    """The bytes of the hub's small file `path`, checked, kept for a rerun offline."""
     kept = cache_folder(hub) / "files" / Path(path).name
     if not kept.is_file():
         (downloaded,), _ = hub_files(hub._replace(files=path), where)
@@ -109,8 +98,7 @@ def hub_small_file(hub, path, where):
 
 
 def waited_lock(path):
-    """The descriptor of the lock file `path`, locked, once any other run holding it lets go:
-    two runs sharing a cache must not append pieces to one copy in turn. Waiting is said once."""
+    """The descriptor of the lock file `path`, locked once no other run holds it."""
     said = False
     while True:
         try:
@@ -130,9 +118,8 @@ def piece_bytes(size):
 
 
 class Prefix:
-    """The bytes of `source` (a URL, or a local file) read in order from its start; a remote
-    one's kept at `cache` (and its record at `cache`.json). `where` names it in every line;
-    `sha256`, if known, is the whole file's, checked when it is read to its end."""
+    """The bytes of `source` (a URL kept at `cache`, or a local file) read from its start;
+    `sha256` (the whole file's) is checked at its end."""
 
     def __init__(self, source, cache, where, sha256=None):
         self.source, self.where, self.pinned = str(source), where, sha256
@@ -151,14 +138,9 @@ class Prefix:
         self.file = open(self.path, "rb")  # noqa: SIM115 (closed by close())
 
     def checked_copy(self):
-        """(the file's size if known, the bytes kept, their sha256 object) of the cached copy,
-        hashed again: a copy that differs from its record is fetched again, once."""
-        index = {
-            "url": self.source,
-            "size": None,
-            "bytes": 0,
-            "sha256": hashlib.sha256().hexdigest(),
-        }
+        """(the file's size or None, the bytes kept, their sha256 object) of the copy, hashed
+        again: one that differs from its record is fetched again, once."""
+        index = dict(url=self.source, size=None, bytes=0, sha256=hashlib.sha256().hexdigest())
         if self.path.is_file() and self.index_path.is_file():
             index = json.loads(self.index_path.read_text())
         with open(self.path, "ab") as file:
@@ -179,7 +161,6 @@ class Prefix:
         )
 
     def fetch_again(self, end, size):
-        """Fetch the bytes [0, end) of the copy again, over the copy."""
         with open(self.path, "r+b") as file:
             while file.tell() < end:
                 start = file.tell()
@@ -214,15 +195,13 @@ class Prefix:
         return self.read(end) if end else self.read(1)
 
     def pull(self, count):
-        """Up to `count` bytes of the copy past those pulled, a piece fetched first if the copy
-        holds none; b"" at the file's end."""
+        """Up to `count` bytes of the copy past those pulled (a piece fetched if needed)."""
         if self.file.tell() >= self.kept:
             self.fetch_piece()
         return self.file.read(min(count, self.kept - self.file.tell()))
 
     def fetch_piece(self):
-        """Append the next piece of a remote file to the copy and record it (none at the end,
-        nor for a local file, whose copy is the file)."""
+        """Append the next piece of a remote file to the copy and record it."""
         if not self.remote or (self.size is not None and self.kept >= self.size):
             return
         end = self.kept + piece_bytes(self.size)
@@ -235,11 +214,11 @@ class Prefix:
         self.fetched += len(data)
         self.kept_digest.update(data)
         record = {"url": self.source, "size": self.size, "bytes": self.kept}
-        with atomic_path(self.index_path) as tmp:
-            Path(tmp).write_text(json.dumps({**record, "sha256": self.kept_digest.hexdigest()}))
+        record["sha256"] = self.kept_digest.hexdigest()
+        atomic_write_text(self.index_path, json.dumps(record))
 
     def progress(self):
-        """The bar of the bytes read (the file's size known after its first piece)."""
+        """The bar of the bytes read."""
         if self.bar is None:
             from tqdm import tqdm
 
@@ -259,14 +238,10 @@ class Prefix:
         return f"delete {self.path} and run again" if self.remote else "check the file"
 
     def record(self):
-        """meta.json's record of what was read: the file, its size, the bytes read from its
-        start and their sha256 (not the URL: the same bytes from any mirror are one record)."""
-        return {
-            "file": self.where,
-            "size": self.size,
-            "bytes": self.position,
-            "sha256": self.digest.hexdigest(),
-        }
+        """meta.json's record of the bytes read (no URL: any mirror's are one record)."""
+        return dict(
+            file=self.where, size=self.size, bytes=self.position, sha256=self.digest.hexdigest()
+        )
 
     def close(self):
         self.file.close()
