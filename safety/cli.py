@@ -30,8 +30,7 @@ def run_main(main):
     """Run `main()`; a PrepareError becomes one `error: ...` line on stderr and exit code 1.
 
     A closed stdout (`| head -1`) exits 141 quietly; Ctrl-C 130 and SIGTERM 143, saying what
-    they left, the run's workers ended. Any other exception is one line too (its traceback
-    with NANOGPT_DEBUG=1).
+    they left, its workers ended; any other exception is one line (traceback: NANOGPT_DEBUG=1).
     """
     IN_RUN_MAIN.append(os.getpid())
     main_thread = threading.current_thread() is threading.main_thread()
@@ -66,7 +65,13 @@ def run_main(main):
         failed = isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
         if not failed or os.environ.get(DEBUG_ENV) == "1":
             raise
-        exit_with(f"error: {unexpected_message(exc)}", 1)
+        where = getattr(exc, "nanogpt_reading", None)  # see safety.errors.reading
+        if isinstance(exc, RecursionError):
+            what = "nested too deeply to read (RecursionError)"
+        else:
+            what = f"{type(exc).__name__}: {shortened(exc)}".rstrip(": ")
+        where = f"{where}: " if where else ""
+        exit_with(f"error: {where}{what}; set {DEBUG_ENV}=1 to see the traceback", 1)
 
 
 def fraction(text):
@@ -75,9 +80,11 @@ def fraction(text):
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and 0 < value < 1):
-        raise argparse.ArgumentTypeError(f"{text} is not a number strictly between 0 and 1")
-    return value
+    return _checked(
+        value,
+        math.isfinite(value) and 0 < value < 1,
+        f"{text} is not a number strictly between 0 and 1",
+    )
 
 
 def whole_number(text):
@@ -91,32 +98,30 @@ def whole_number(text):
 def random_seed(text):
     """A random seed numpy accepts, 0 to 2**32 - 1: "2357" -> 2357; "-1" -> error."""
     value = whole_number(text)
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 2**32 - 1")
-    return value
+    return _checked(value, 0 <= value < 2**32, f"{text} is not between 0 and 2**32 - 1")
 
 
 def non_negative_int(text):
     """A whole number of 0 or more (a token id, a number of merges): "0" -> 0; "-1" -> error."""
     value = whole_number(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{shortened(text)} is less than 0")
-    return value
+    return _checked(value, value >= 0, f"{shortened(text)} is less than 0")
 
 
 def positive_int(text):
     """A whole number of at least 1 (processes, workers): "4" -> 4; "0" -> error."""
     value = whole_number(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{shortened(text)} is less than 1")
-    return value
+    return _checked(value, value >= 1, f"{shortened(text)} is less than 1")
 
 
 def tokens_per_shard(text):
     """Tokens per shard: 1 to 2**31 - 1 (an llm.c header's int32)."""
     value = positive_int(text)
-    if value >= 2**31:
-        raise argparse.ArgumentTypeError(f"{text} is not below 2**31 (an llm.c shard's limit)")
+    return _checked(value, value < 2**31, f"{text} is not below 2**31 (an llm.c shard's limit)")
+
+
+def _checked(value, good, problem):
+    if not good:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 
@@ -135,17 +140,6 @@ def exit_with(line, code, at_once=False):
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
-
-
-def unexpected_message(exc):
-    """One line for any other exception: RecursionError(...) while reading deep.json ->
-    "deep.json: nested too deeply to read (RecursionError); ..."."""
-    where = getattr(exc, "nanogpt_reading", None)
-    if isinstance(exc, RecursionError):
-        what = "nested too deeply to read (RecursionError)"
-    else:
-        what = f"{type(exc).__name__}: {shortened(exc)}".rstrip(": ")
-    return f"{where + ': ' if where else ''}{what}; set {DEBUG_ENV}=1 to see the traceback"
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -178,12 +172,10 @@ def respelled(parser, args):
     """`args` with each --a_b option as --a-b (not past "--" or a subcommand); an unknown
     option is an error: ["--out_dir=x", "--seed", "1"] -> ["--out-dir=x", "--seed", "1"]."""
     known = set(parser._option_string_actions)
-    commands = [
-        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-    ]
+    commands = [a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     respelled = []
     for i, token in enumerate(args):
-        if token == "--" or (commands and token in commands[0].choices):
+        if token == "--" or (commands and token in commands[0]):
             return respelled + args[i:]
         name, equals, value = token.partition("=")
         if name.startswith("--") and " " not in name and name not in known:

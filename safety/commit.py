@@ -70,10 +70,8 @@ class FolderBusy(PrepareError):
 
 @contextlib.contextmanager
 def output_folder(out_dir, schema):
-    """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds.
-
-    `schema` (formats.schema) says which names a record lists and a trainer reads.
-    """
+    """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds
+    (`schema`, formats.schema, says which names a record lists and a trainer reads)."""
     with folder_lock(out_dir) as folder:
         _remove_leftovers(folder)
         _refuse_strangers(schema, folder, os.listdir(folder), READ_BY_A_TRAINER)
@@ -111,10 +109,8 @@ def output_folder(out_dir, schema):
 
 @contextlib.contextmanager
 def folder_lock(out_dir):
-    """Hold `out_dir`'s lock (created if needed; re-entrant) for the block; yield the folder.
-
-    A block that fails leaves no folder this call created, if it is empty.
-    """
+    """Hold `out_dir`'s lock (re-entrant) for the block; yield the folder, which is created if
+    needed and removed again, if empty, when the block fails."""
     folder = Path(out_dir)
     # the folders about to be created, deepest first: a/b/c with only a -> [a/b/c, a/b]
     created = list(itertools.takewhile(lambda p: not os.path.lexists(p), [folder, *folder.parents]))
@@ -193,11 +189,8 @@ def lock_holder(folder):
 
 
 def lock_file(folder, path):
-    """Open `path` and lock it: its descriptor, or FolderBusy naming the run that holds it.
-
-    A run that ends removes its lock file while locked: a lock of a file no longer at `path` is
-    one nobody sees, so the path is opened again.
-    """
+    """Open `path` and lock it: its descriptor, or FolderBusy naming the run that holds it. A
+    lock of a file no longer at `path` (removed by a run that ended) is taken again."""
     while True:
         try:
             fd = _open_lock(path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO: a regular file

@@ -38,10 +38,9 @@ def download_blocks(url, save, retries=3, backoff=1.0):
     `backoff * 2**k` seconds (or its Retry-After), then the last is a PrepareError naming `url`."""
 
     def answered(response):
-        length = response.headers.get("Content-Length")
-        # With Content-Encoding the header counts compressed bytes, not the ones we get.
-        compressed = response.headers.get("Content-Encoding")
-        total = int(length) if length and length.isdigit() and not compressed else None
+        length = response.headers.get("Content-Length", "")
+        compressed = response.headers.get("Content-Encoding")  # then the length is compressed
+        total = int(length) if length.isdigit() and not compressed else None
         return save(response.iter_content(1 << 16), total)
 
     return _answer(url, answered, {}, retries, backoff)

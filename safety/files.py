@@ -147,6 +147,7 @@ def check_utf8_names(record):
 
 
 TEMPORARY_TAG = "nanogpt-"  # in every atomic_path temporary: only such a file is a leftover of ours
+NAME_MAX = 255  # bytes in a file name, on every file system the project runs on
 
 
 @contextlib.contextmanager
@@ -157,17 +158,20 @@ def atomic_path(path):
     OSError naming no file names `path`: train.bin -> .train.bin.1234.nanogpt-k3j9x_q2.tmp
     """
     path = Path(path)
+    tail = f".{os.getpid()}.{TEMPORARY_TAG}"  # the name cut to fit where `path` fits:
+    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")  # mkstemp's 8 characters
+    cut = path.name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
     try:
-        fd, name = tempfile.mkstemp(
-            prefix=_temporary_prefix(path.name), suffix=".tmp", dir=path.parent
-        )
+        fd, name = tempfile.mkstemp(prefix=f".{cut}{tail}", suffix=".tmp", dir=path.parent)
     except OSError as exc:  # it names the temporary, a name the user never gave
         raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.close(fd)
     tmp = Path(name)
     try:
+        mask = os.umask(0)  # read only by setting it: put back at once
+        os.umask(mask)
         with contextlib.suppress(OSError):  # mkstemp's 0600, made what a plain open would make
-            os.chmod(tmp, 0o666 & ~_umask())
+            os.chmod(tmp, 0o666 & ~mask)
         with naming(path):  # a full disk names the file it could not write
             yield tmp
         os.replace(tmp, path)
@@ -186,23 +190,6 @@ def naming(path):
         if type(exc) is not OSError or exc.filename is not None or exc.errno is None:
             raise
         raise OSError(exc.errno, exc.strerror, str(path)) from None
-
-
-NAME_MAX = 255  # bytes in a file name, on every file system the project runs on
-
-
-def _temporary_prefix(name):
-    """atomic_path's prefix for `name`, cut so that the temporary name fits where `name` fits."""
-    tail = f".{os.getpid()}.{TEMPORARY_TAG}"
-    room = NAME_MAX - len(tail.encode()) - 1 - 8 - len(".tmp")  # mkstemp's 8 characters
-    cut = name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
-    return f".{cut}{tail}"
-
-
-def _umask():
-    mask = os.umask(0)  # read only by setting it: put back at once
-    os.umask(mask)
-    return mask
 
 
 def atomic_write_text(path, text):

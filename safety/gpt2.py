@@ -69,11 +69,6 @@ def host_unresolved(exc):
         seen.add(id(exc))
         if isinstance(exc, socket.gaierror) or type(exc).__name__ == "NameResolutionError":
             return True
-        exc = (
-            exc.__cause__
-            or exc.__context__
-            or next(
-                (arg for arg in getattr(exc, "args", ()) if isinstance(arg, BaseException)), None
-            )
-        )
+        inner = [arg for arg in getattr(exc, "args", ()) if isinstance(arg, BaseException)]
+        exc = exc.__cause__ or exc.__context__ or next(iter(inner), None)
     return False

@@ -19,7 +19,7 @@ class Terminated(KeyboardInterrupt):
 # run_main still ends the run as interrupted.
 SIGNALS_RECEIVED = []
 IN_RUN_MAIN = []  # the pid of a process whose main runs under run_main (its forks inherit it)
-_FORK_HANDLER = []  # whether the fork handler is registered (once, when first needed)
+_FORK_HANDLER = []  # whether the fork handlers are registered (once, not at import)
 
 
 @contextlib.contextmanager
@@ -47,7 +47,13 @@ def sigterm_raises_terminated():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    install_fork_handler()
+    if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # once; Windows forks no worker
+        os.register_at_fork(
+            before=_block_sigterm_for_fork,
+            after_in_parent=_unblock_after_fork,
+            after_in_child=_sigterm_default_in_forked_child,
+        )
+        _FORK_HANDLER.append(True)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         yield
@@ -78,11 +84,8 @@ def _sigterm_default_in_forked_child():
 def end_children():
     """SIGKILL the worker processes this process started with multiprocessing."""
     for name in ("multiprocessing", "multiprocess"):  # the stdlib's, and datasets'/datatrove's fork
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        with contextlib.suppress(Exception):
-            for child in module.active_children():
+        with contextlib.suppress(Exception):  # a module not imported is None: no children
+            for child in sys.modules.get(name).active_children():
                 with contextlib.suppress(Exception):
                     child.kill()
 
@@ -102,17 +105,6 @@ def _unblock_after_fork():
     previous = _MASK_BEFORE_FORK.pop(threading.get_ident(), None)
     if previous is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def install_fork_handler():
-    """Register the fork handlers, once (not at import)."""
-    if hasattr(os, "register_at_fork") and not _FORK_HANDLER:  # Windows forks no worker
-        os.register_at_fork(
-            before=_block_sigterm_for_fork,
-            after_in_parent=_unblock_after_fork,
-            after_in_child=_sigterm_default_in_forked_child,
-        )
-        _FORK_HANDLER.append(True)
 
 
 def closed_stdout(exc):

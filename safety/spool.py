@@ -9,7 +9,6 @@ Arrays that came in key order make the temporary file the output (renamed, no co
 is copied in key order. finish(header, pick) writes pick(key, array) of each array instead.
 """
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import numpy as np
 from .files import naming
 
 
-class Spool(contextlib.AbstractContextManager):
+class Spool:
     def __init__(self, path, dtype, header_bytes=0):
         self.path = Path(path)
         self.dtype = np.dtype(dtype)
@@ -89,6 +88,3 @@ class Spool(contextlib.AbstractContextManager):
         self.file.close()
         if self.spool_path.exists():
             self.spool_path.unlink()
-
-    def __exit__(self, *exc):
-        self.discard()
