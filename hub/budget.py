@@ -77,9 +77,8 @@ def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_docu
         print(f"note: {where} holds {tokens:,} tokens, fewer than the {needed:,} asked: all read")
     fetched = sum(file.fetched for file in files)
     print(f"budget: {len(texts):,} documents, {tokens:,} tokens; {fetched:,} bytes fetched now")
-    budget = {"max_tokens": max_tokens, "first_tokens": first_tokens, "tokens": tokens}
-    budget["first_documents"] = first_documents
-    record = {**budget, "documents": len(texts), "files": records}
+    record = dict(max_tokens=max_tokens, first_tokens=first_tokens, tokens=tokens)
+    record.update(first_documents=first_documents, documents=len(texts), files=records)
     return datasets.Dataset.from_dict({"text": texts}), record
 
 
