@@ -73,7 +73,19 @@ def output_folder(out_dir, schema):
     """Lock `out_dir` (created if needed), yield a staging folder, commit it if the block succeeds
     (`schema`, formats.schema, says which names a record lists and a trainer reads)."""
     with folder_lock(out_dir) as folder:
-        _remove_leftovers(folder)
+        # a commit's journal, cut short before or after meta.json: done with
+        if os.path.lexists(folder / RECORD_NAME) and os.path.isfile(folder / JOURNAL_NAME):
+            os.unlink(folder / JOURNAL_NAME)
+        leftovers = leftover_temporaries(folder)
+        for path in (folder / name for name in leftovers):
+            if path.is_dir() and not path.is_symlink():
+                _remove_staging(path)
+            else:
+                path.unlink()
+        if leftovers:
+            print(
+                f"removed {len(leftovers)} temporary file(s) left in {folder} by an interrupted run"
+            )
         _refuse_strangers(schema, folder, os.listdir(folder), READ_BY_A_TRAINER)
         staging = folder / f".prepare.{os.getpid()}.tmp"
         try:
@@ -272,24 +284,8 @@ def _try_lock(fd, exclusive=True):
 
 def _describe_holder(fd):
     os.lseek(fd, 0, os.SEEK_SET)
-    record = os.read(fd, 4096).decode(errors="replace").strip()
-    pid, _, command = record.partition(" ")
+    pid, _, command = os.read(fd, 4096).decode(errors="replace").strip().partition(" ")
     return f"pid {pid}: {command}" if pid.isdigit() else "a process that has not said which"
-
-
-def _remove_leftovers(folder):
-    # a commit's journal, cut short before or after meta.json: done with
-    if os.path.lexists(folder / RECORD_NAME) and os.path.isfile(folder / JOURNAL_NAME):
-        os.unlink(folder / JOURNAL_NAME)
-    names = leftover_temporaries(folder)
-    for name in names:
-        path = folder / name
-        if path.is_dir() and not path.is_symlink():
-            _remove_staging(path)
-        else:
-            path.unlink()
-    if names:
-        print(f"removed {len(names)} temporary file(s) left in {folder} by an interrupted run")
 
 
 def _remove_staging(staging):
@@ -431,13 +427,12 @@ def _refuse_strangers(schema, folder, names, fate=None, shard_format=None):
         path = folder / name  # a folder in an output's way is the commit's to name
         if name in owned or not os.path.lexists(path) or os.path.isdir(path):
             continue
-        if fate is READ_BY_A_TRAINER and not schema.trainer_reads(name, shard_format):
-            continue
-        raise PrepareError(
-            f"{path} is not listed by a meta.json of this folder, and "
-            f"{fate or 'an output of this run would replace it'}; move it away (or choose "
-            f"another --out-dir) and run again"
-        )
+        if fate is not READ_BY_A_TRAINER or schema.trainer_reads(name, shard_format):
+            raise PrepareError(
+                f"{path} is not listed by a meta.json of this folder, and "
+                f"{fate or 'an output of this run would replace it'}; move it away (or choose "
+                f"another --out-dir) and run again"
+            )
 
 
 def _failure_message(exc, folder):

@@ -70,8 +70,7 @@ _SESSIONS = {}  # pid -> requests.Session: a forked worker opens its own, never 
 
 
 def _answer(url, answered, headers, retries, backoff):
-    """answered(response) of a GET of `url`, its status checked, retried as download_blocks
-    says."""
+    """answered(response) of a GET of `url`, its status checked, retried."""
     import requests
     from requests import exceptions
 

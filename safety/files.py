@@ -84,10 +84,9 @@ def json_kind(value):
 def reserve(file, size, block=1 << 20):
     """Give the open `file` its `size` bytes of disk now: a full disk under a memory map is a
     SIGBUS later, here an OSError(ENOSPC). posix_fallocate where it works, else zeros."""
-    fd = file.fileno()
     if size and hasattr(os, "posix_fallocate"):
         try:
-            os.posix_fallocate(fd, 0, size)
+            os.posix_fallocate(file.fileno(), 0, size)
             return
         except OSError as exc:  # not supported by this file system: write the blocks
             if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
