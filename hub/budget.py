@@ -177,7 +177,11 @@ class PartialFile:
         )
         if whole and not self.matches_hub():
             self.bar.update(-tokens)
-            self.fetch_again()  # a damaged piece decoded: every piece once more, then the check
+            for key in list(self.index["pieces"]):  # a damaged piece decoded: all once more
+                start, end = map(int, key.split("-"))
+                self.write(start, self.fetch(start, end))
+                self.index["pieces"][key] = self.sha256(start, end)
+            self.save()
             if not self.matches_hub():
                 raise PrepareError(
                     f"{self.name}: its bytes, fetched twice, do not have the sha256 the hub "
@@ -259,13 +263,6 @@ class PartialFile:
 
     def matches_hub(self):
         return self.sha256(0, self.entry["size"]) == self.entry["sha256"]
-
-    def fetch_again(self):
-        for key in list(self.index["pieces"]):
-            start, end = map(int, key.split("-"))
-            self.write(start, self.fetch(start, end))
-            self.index["pieces"][key] = self.sha256(start, end)
-        self.save()
 
     def fetch(self, start, end):
         """The bytes [start, end) of the hub's file: one HTTP range request."""

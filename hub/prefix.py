@@ -152,21 +152,19 @@ class Prefix:
                     digest.update(block)
             if digest.hexdigest() == index["sha256"]:
                 return index["size"], index["bytes"], digest
-            if attempt == 0:
-                self.fetch_again(index["bytes"], index["size"])
+            if attempt == 0:  # the kept bytes fetched again, over the copy
+                with open(self.path, "r+b") as file:
+                    while file.tell() < index["bytes"]:
+                        start = file.tell()
+                        end = min(start + piece_bytes(index["size"]), index["bytes"])
+                        data, _ = download_range(self.source, start, end)
+                        self.fetched += len(data)
+                        file.write(data)
         raise PrepareError(
             f"{self.where}: the first {index['bytes']:,} bytes kept in {self.path}, fetched "
             f"twice, do not have the sha256 recorded when they were fetched, "
             f"{index['sha256'][:12]} (has the file changed?); delete {self.path} and run again"
         )
-
-    def fetch_again(self, end, size):
-        with open(self.path, "r+b") as file:
-            while file.tell() < end:
-                start = file.tell()
-                data, _ = download_range(self.source, start, min(start + piece_bytes(size), end))
-                self.fetched += len(data)
-                file.write(data)
 
     def read(self, count=-1):
         """The next `count` bytes (fewer at the file's end only; -1: to its end)."""
