@@ -48,9 +48,8 @@ def document_tokens(encoding):
 
 
 def budgeted_documents(hub, max_tokens, count, where, first_tokens=0, first_documents=0):
-    """(a datasets.Dataset of the first documents of `hub`'s files whose count(texts) reach
-    first_tokens + max_tokens, meta.json's "budget" record). The first_documents (val's) count
-    no tokens."""
+    """(a Dataset of `hub`'s first documents whose count(texts) reach first_tokens + max_tokens,
+    meta.json's "budget" record); the first_documents count no tokens."""
     import datasets
     from tqdm import tqdm
 
@@ -137,8 +136,7 @@ def plan(files, needed, where):
 
 
 class PartialFile:
-    """A hub file's sparse copy in the cache, and an index of its pieces ({"START-END": sha256},
-    and where the footer starts)."""
+    """A hub file's sparse copy in the cache, its pieces indexed {"START-END": sha256}."""
 
     def __init__(self, folder, entry, hub):
         self.entry, self.hub, self.remote, self.fetched, self.bar = entry, hub, None, 0, None

@@ -43,8 +43,7 @@ COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit's sha1, as the hub names on
 
 
 def hub_commit(hub, where):
-    """`hub` at the commit its branch (`hub.revision`, which moves) names now; offline
-    (HF_HUB_OFFLINE=1), the commit the cache read last."""
+    """`hub` at the commit its branch names now (offline: the commit the cache read last)."""
     from huggingface_hub import HfApi, constants
 
     kept = cache_folder(hub) / "commit"
@@ -138,8 +137,7 @@ class Prefix:
         self.file = open(self.path, "rb")  # noqa: SIM115 (closed by close())
 
     def checked_copy(self):
-        """(the file's size or None, the bytes kept, their sha256 object) of the copy, hashed
-        again: one that differs from its record is fetched again, once."""
+        """(size or None, bytes kept, their sha256 object) of the copy, hashed and checked again."""
         index = dict(url=self.source, size=None, bytes=0, sha256=hashlib.sha256().hexdigest())
         if self.path.is_file() and self.index_path.is_file():
             index = json.loads(self.index_path.read_text())

@@ -172,8 +172,7 @@ def folder_lock(out_dir):
 
 
 def leftover_temporaries(folder):
-    """What killed runs left in `folder` (names, sorted): our marked staging folders and
-    atomic_path's files; nothing of the user's, however it is named."""
+    """What killed runs left in `folder` (names, sorted); nothing of the user's, however named."""
 
     def ours(entry):
         if entry.is_dir(follow_symlinks=False):

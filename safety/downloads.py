@@ -188,8 +188,7 @@ def mirror_file(remote, url):
 
 
 def save_verified(blocks, expected_sha256, dest, source, total_bytes):
-    """Write byte blocks to `dest` via a temp name, if their sha256 matches and they are the
-    `total_bytes` the source announced (None: unknown); a bar shows after a second."""
+    """Write byte blocks to `dest` via a temp name if their sha256 and `total_bytes` match."""
     from tqdm import tqdm
 
     digest = hashlib.sha256()

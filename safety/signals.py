@@ -94,8 +94,7 @@ _MASK_BEFORE_FORK = {}  # each forking thread's mask, restored on both sides aft
 
 
 def _block_sigterm_for_fork():
-    """Block SIGTERM across a fork: CPython drops a signal reaching the child before its action
-    is set, and Pool.terminate would wait forever for the worker that missed it."""
+    """Block SIGTERM across a fork: a child could drop it before its action is set."""
     if signal.getsignal(signal.SIGTERM) is _raise_terminated:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
         _MASK_BEFORE_FORK[threading.get_ident()] = mask
