@@ -1,13 +1,5 @@
-"""The loops of fast.py that numpy makes slow, compiled with numba where it is installed
-(`pip install '.[fast-dedup]'`); without it, fast.py runs its numpy code, the reference each
-kernel here equals (tests/parts/test_dedup.py runs both on the same ids and compares every value).
-
-    KERNELS.minhash(tokens, offsets, n, a, b, signatures)    # fast.minhash_signatures
-    KERNELS.ngram_hashes(tokens, offsets, n, base, inverse)  # fast.ngram_hashes of gram_hash
-    KERNELS.table(unique); KERNELS.positions(...)            # fast.lookup, a hash table
-
-The arithmetic is fast.py's, on the same uint64 values (numba wraps around as numpy does), so
-every signature, n-gram hash and look-up is the same number. KERNELS is None without numba.
+"""fast.py's slow loops compiled with numba (`pip install '.[fast-dedup]'`); KERNELS is None
+without it. Each kernel equals fast.py's numpy code on the same uint64 values (the tests compare).
 """
 
 from types import SimpleNamespace
@@ -33,9 +25,7 @@ def mix64(x):
 
 @compiled
 def minhash(tokens, offsets, n, a, b, signatures):
-    """fast.minhash_signatures: signatures[d] = min over document d's shingle hashes h
-    (simple.sequence_hash of each run of n ids; a shorter document's one: all its ids) of
-    a * h + b (mod 2**64), the hashes made as they are used."""
+    """fast.minhash_signatures, each shingle hashed as it is used."""
     for d in range(len(offsets) - 1):
         start, end = offsets[d], offsets[d + 1]
         row = signatures[d]
@@ -49,9 +39,7 @@ def minhash(tokens, offsets, n, a, b, signatures):
 
 @compiled
 def ngram_hashes(tokens, offsets, n, base, inverse):
-    """fast.ngram_hashes: (hashes, positions, owners) of every n-gram inside a document,
-    its hash simple.gram_hash: a sum of mix64(id ^ SEED) * base**k, rolled on a token at a
-    time (the first term taken off, the sum divided by base, the new term added), mixed."""
+    """fast.ngram_hashes of gram_hashes, the window's sum rolled on a token at a time."""
     count = 0
     for d in range(len(offsets) - 1):
         count += max(offsets[d + 1] - offsets[d] - n + 1, 0)
@@ -82,9 +70,8 @@ def ngram_hashes(tokens, offsets, n, base, inverse):
 
 @compiled
 def table(unique):
-    """An open-addressing table of distinct hashes, (keys, slots, bits): a power-of-2 size
-    at least twice theirs, indexed by a hash's low bits; and a bitmap of 8 bits a hash
-    (1 MB for a million), by its top bits, that most absent hashes miss (cache-resident)."""
+    """An open-addressing table of distinct hashes, by their low bits, and a bitmap of 8 bits a
+    hash, by their top bits, that most absent hashes miss: (keys, slots, bits, shift)."""
     size, shift = 16, 58  # the bitmap: 2**(64 - shift) bits
     while size < 2 * len(unique):
         size *= 2

@@ -1,14 +1,6 @@
-"""Which documents a deduplicated corpus keeps: the first of each exact copy, or of each cluster of
-near copies (what `prepare.py --dedup exact|near` drops before the split).
-
-    exact_keep([text_hash(t) for t in texts])  -> [True, True, False, ...]: a repeat is dropped
-    near_keep(keys)                            -> the first document of each cluster kept
-    keep_documents("near", chunks_of_keys)     -> the same from 14 band keys a document held
-
-near_keep equals simple.first_of_clusters(n, simple.near_duplicate_pairs(documents)): documents
-sharing a band's key are linked into clusters (a union-find over band keys); each keeps its first.
-So no two kept documents share a band, and no near copy can straddle train and val: `overlap`
-calls a val document near a train one by the same rule.
+"""Which documents `--dedup exact|near` keeps: the first of each exact copy, or of each cluster of
+documents sharing a band key (simple.first_of_clusters of simple.near_duplicate_pairs). No two
+kept documents share a band, so no near copy straddles train and val by `overlap`'s rule.
 """
 
 import numpy as np
@@ -24,9 +16,8 @@ def exact_keep(hashes):
 
 
 def near_links(keys):
-    """The links a union-find over band keys needs (a (documents, bands) array of keys): each
-    document paired with the first document holding its key in some band, (first, it), sorted.
-    A bucket of k documents gives k - 1 links, never its k * (k - 1) / 2 pairs.
+    """(first, document), sorted: each document linked to the first holding its key in some band
+    of `keys` (documents, bands); a bucket of k documents gives k - 1 links, not k * (k - 1) / 2.
 
     keys [[1, 5], [2, 5], [1, 6]] -> [(0, 1), (0, 2)]: 0 and 1 share band 1, 0 and 2 band 0
     """
@@ -44,13 +35,12 @@ def near_links(keys):
 
 
 def near_keep(keys):
-    """Keep the first document of each cluster of documents sharing a band key (keys as in
-    near_links): simple.first_of_clusters over near_links."""
+    """Keep the first document of each cluster of documents sharing a band key (near_links)."""
     return np.array(simple.first_of_clusters(len(keys), near_links(keys)), bool)
 
 
 def shared_band(keys):
-    """Which documents share some band's key with another: the only ones a near pair can hold.
+    """Which documents share some band's key with another (the only ones a near pair can hold).
 
     keys [[1, 5], [2, 5], [3, 6]] (3 documents, 2 bands) -> [True, True, False]
     """
@@ -72,25 +62,21 @@ def without_boundaries(ids, lengths, first):
 
 
 def document_keys(rule, tokens, offsets):
-    """What keep_documents holds of each document (tokens, offsets as in fast.py): "exact" its
-    hash (fast.document_hashes, 8 bytes); "near" its 14 band keys (fast.band_keys of its MinHash
-    signature, 112 bytes), not the 112 values of the signature itself (896 bytes)."""
+    """What keep_documents holds of each document: "exact" its hash, "near" its 14 band keys."""
     if rule == "exact":
         return fast.document_hashes(tokens, offsets)
     return fast.band_keys(fast.minhash_signatures(tokens, offsets))
 
 
 def no_keys(rule):
-    """document_keys of no document: "exact" -> an empty array; "near" -> one of shape (0, 14)."""
+    """document_keys of no document: shape (0,) for "exact", (0, 14) for "near"."""
     return np.zeros((0,) if rule == "exact" else (0, simple.BANDS), np.uint64)
 
 
 def keep_documents(rule, keys):
-    """Which documents `--dedup rule` keeps, as a bool array, from their document_keys (an
-    iterable of arrays, chunk after chunk, the documents in order).
+    """Which documents `--dedup rule` keeps (a bool array), from chunks of their document_keys.
 
-    "exact": exact_keep of the hashes. "near": near_keep of the documents sharing a band key
-    with another (shared_band): every other document is alone in its cluster, and kept.
+    "near" runs near_keep on the documents of shared_band only: every other one is kept.
     """
     keys = np.concatenate([no_keys(rule), *keys])
     if rule == "exact":

@@ -1,10 +1,8 @@
-"""The functions of simple.py for many documents at once, with numpy: the same numbers, faster.
+"""simple.py's functions for many documents at once, with numpy: the same numbers, faster.
 
 Documents come as one array of token ids and their offsets: document i is
 tokens[offsets[i]:offsets[i + 1]] (offsets [0, 3, 3, 5] -> three documents of 3, 0 and 2 ids).
-Each function says which function of simple.py it equals; tests/parts/test_dedup.py proves it on
-random ids and on Tiny Shakespeare. uint64 arithmetic wraps around in numpy arrays as it does in
-simple.py's `& MASK`, so the hashes are the same bits.
+tests/parts/test_dedup.py proves each function equals the simple.py one it names.
 """
 
 import hashlib
@@ -24,16 +22,14 @@ ROWS_PER_STEP = 8192  # shingles permuted at once: 8,192 x 112 hashes x 8 bytes 
 
 
 def kernels():
-    """compiled.py's KERNELS (None without numba), imported where first used: numba takes 1.5 s
-    to import, which a run that only hashes whole documents (a lesson's overlap line) skips."""
+    """compiled.py's KERNELS (None without numba), imported late: numba takes 1.5 s to import."""
     from .compiled import KERNELS
 
     return KERNELS
 
 
 def offsets_of(lengths):
-    """Where each document begins in the flat array, and where the last ends:
-    [3, 0, 2] -> [0, 3, 3, 5]."""
+    """Where each document begins in the flat array, and the end: [3, 0, 2] -> [0, 3, 3, 5]."""
     offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return offsets
@@ -50,10 +46,7 @@ def mix64(x):
 
 
 def window_hashes(tokens, n):
-    """[simple.sequence_hash(tokens[i:i + n]) for each i]: the hash of every run of n tokens.
-
-    [5, 6, 7], n=2 -> [sequence_hash((5, 6)), sequence_hash((6, 7))];  fewer than n tokens -> []
-    """
+    """[simple.sequence_hash(tokens[i:i + n]) for each i]; fewer than n tokens -> []."""
     tokens = np.asarray(tokens).astype(U64)
     count = len(tokens) - n + 1
     if count <= 0:
@@ -66,10 +59,10 @@ def window_hashes(tokens, n):
 
 
 def gram_hashes(tokens, n):
-    """[simple.gram_hash(tokens[i:i + n]) for each i], in one pass whatever n is: with prefix
-    sums P[i] of mix64(id) * BASE**i, window i is (P[i + n] - P[i]) * BASE**-i (all mod 2**64).
+    """[simple.gram_hash(tokens[i:i + n]) for each i]; fewer than n tokens -> [].
 
-    [5, 6, 7], n=2 -> [gram_hash((5, 6)), gram_hash((6, 7))];  fewer than n tokens -> []
+    One pass whatever n is: with prefix sums P[i] of mix64(id) * BASE**i, window i is
+    (P[i + n] - P[i]) * BASE**-i (all mod 2**64).
     """
     count = len(tokens) - n + 1
     if count <= 0:
@@ -91,7 +84,7 @@ def powers(base, count):
 
 
 def document_hashes(tokens, offsets):
-    """[simple.document_hash(document) for each document]: blake2b of each one's 4-byte ids."""
+    """[simple.document_hash(document) for each document]."""
     data = memoryview(np.ascontiguousarray(tokens, dtype="<u4")).cast("B")
     hashes = np.empty(len(offsets) - 1, U64)
     for i, (start, end) in enumerate(zip(offsets[:-1].tolist(), offsets[1:].tolist())):
@@ -101,12 +94,8 @@ def document_hashes(tokens, offsets):
 
 
 def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
-    """Every document's shingle hashes, one flat array, and where each document's begin in it.
-
-    The hashes of document i are flat[begins[i]:begins[i + 1]]: those of
-    simple.shingles(document, n), in the order the shingles occur (repeats kept: a minimum
-    does not care). A document shorter than n has one, the hash of all its ids; an empty one none.
-    """
+    """(flat, begins): the hashes of simple.shingles(document i, n) are flat[begins[i]:begins[i +
+    1]], in the order they occur, repeats kept (a minimum does not care)."""
     tokens, offsets = np.asarray(tokens), np.asarray(offsets, np.int64)
     lengths = np.diff(offsets)
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
@@ -123,8 +112,8 @@ def shingle_hashes(tokens, offsets, n=simple.SHINGLE):
 
 
 def on_threads(work, bounds):
-    """work(lo, hi) for each pair of neighbouring bounds, a thread each: the compiled kernels
-    hold no GIL, so the pieces run on as many cores. [0, 5, 9] -> work(0, 5), work(5, 9)."""
+    """work(lo, hi) for each pair of neighbouring bounds, a thread each (the kernels hold no GIL):
+    [0, 5, 9] -> work(0, 5), work(5, 9)."""
     with ThreadPoolExecutor(len(bounds) - 1) as pool:
         list(pool.map(work, bounds[:-1], bounds[1:]))
 
@@ -140,8 +129,8 @@ def sequence_hashes(rows):
 
 
 def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BANDS * simple.ROWS):
-    """[simple.minhash(document, n, num_hashes) for each document] as a (documents, num_hashes)
-    uint64 array, permuting ROWS_PER_STEP shingle hashes at a time."""
+    """[simple.minhash(document, n, num_hashes) for each document], a (documents, num_hashes)
+    array."""
     a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
     signatures = np.full((len(offsets) - 1, num_hashes), MASK, U64)
     compiled = kernels()
@@ -173,9 +162,7 @@ def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BAND
 
 
 def lookup(unique):
-    """hashes -> each one's position in `unique` (sorted, distinct uint64), -1 where absent: a
-    function, made once for many look-ups. numpy: positions_in; compiled: a hash table of
-    `unique` (compiled.py), the same positions.
+    """A function: hashes -> each one's position in `unique` (sorted, distinct), -1 where absent.
 
     lookup([3, 7, 9])([9, 4, 3]) -> [2, -1, 0]
     """
@@ -197,8 +184,7 @@ def lookup(unique):
 
 
 def positions_in(unique, hashes):
-    """Each hash's position in `unique` (sorted, distinct), or -1: [3, 7, 9], [9, 4, 3] ->
-    [2, -1, 0]. The hashes are sorted first: the look-ups then walk `unique` once."""
+    """lookup without numba; the hashes sorted first, the look-ups walk `unique` once."""
     where = np.full(len(hashes), -1, np.int64)
     if len(unique) == 0:
         return where
@@ -218,9 +204,8 @@ def band_keys(signatures, bands=simple.BANDS, rows=simple.ROWS):
 
 
 def ngram_hashes(tokens, offsets, n=simple.NGRAM, hashes=gram_hashes):
-    """Every n-gram inside a document: (hashes, positions, owners), the hash of tokens[p:p + n]
-    (`hashes`: gram_hashes, simple.gram_hash; shingles' window_hashes, simple.sequence_hash) for
-    each position p whose n tokens all lie in one document, and that document's number.
+    """(hashes, positions, owners) of every n-gram inside one document, hashed by `hashes`.
+
     [1, 2, 3 | 4, 5], n=2 -> hashes of (1, 2), (2, 3), (4, 5); positions [0, 1, 3]; owners [0, 0, 1]
     """
     offsets = np.asarray(offsets, np.int64)
@@ -236,8 +221,7 @@ def ngram_hashes(tokens, offsets, n=simple.NGRAM, hashes=gram_hashes):
 
 
 def covered_tokens(positions, num_tokens, n):
-    """How many of num_tokens tokens lie in some n-gram starting at `positions`: the count
-    simple.shared_ngram_tokens makes. [0, 1], 5 tokens, n=2 -> 3 (tokens 0, 1, 2)"""
+    """simple.shared_ngram_tokens' count, of n-grams at `positions`: [0, 1], 5, n=2 -> 3."""
     change = np.zeros(num_tokens + 1, np.int64)
     np.add.at(change, np.asarray(positions, np.int64), 1)
     np.add.at(change, np.asarray(positions, np.int64) + n, -1)

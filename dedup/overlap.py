@@ -2,19 +2,9 @@
 
     report = overlap_report(val, train_chunks, ngram=13, against={"quiz.txt": items})
 
-val (and each benchmark file in `against`) is (tokens, offsets), its documents held: a hash per
-document, 14 MinHash band keys per document (14 x 16 bytes), a hash per n-gram (8 bytes a token).
-train comes as an iterator of (tokens, offsets) chunks of whole documents (`stream_documents`
-cuts a token stream into them); each chunk is compared with val and forgotten, except 12 bytes a
-train document (its hash and length) for `train_repeated_documents`. So memory is val's size
-plus one chunk, whatever train's: flat as train grows to billions of tokens.
-
-The figures (see overlap_report): train documents repeated in train; val documents with an exact
-copy in train; val documents with a near copy in train (sharing a MinHash band key with a train
-document, over token 5-gram shingles, 14 bands of 8 rows); the fraction of val tokens inside a
-13-gram that also occurs in train (GPT-3's contamination rule); per benchmark file, its items
-with a 13-gram in train and the train documents holding one. Documents are compared without
-their boundary token (the end-of-text or BOS id), and every token count leaves it out.
+val and each benchmark file are held as hashes; train comes as (tokens, offsets) chunks of whole
+documents, each compared and forgotten but for its documents' hashes and lengths, so memory stays
+flat as train grows. Documents are compared, and tokens counted, without their boundary token.
 """
 
 import numpy as np
@@ -23,8 +13,8 @@ from . import fast, simple
 
 
 def stream_documents(blocks, boundary_id, boundary="last"):
-    """Cut a stream of token blocks into chunks of whole documents, boundary tokens removed: one
-    (tokens, offsets) per block that completes a document, and the rest at the end.
+    """Cut a stream of token blocks into (tokens, offsets) chunks of whole documents, boundary
+    tokens removed: one per block that completes a document, and the rest at the end.
 
     boundary "last" (nanoGPT's EOT after each document): [5, 6, 0, 7, 0, 8], 0 -> documents
     [5, 6], [7], [8] (a tail without its boundary is a document). "first" (llm.c's EOT, nanochat's
@@ -100,9 +90,7 @@ class ValIndex:
         self.ngrams = NgramProbe(tokens, offsets, ngram)
 
     def match_near(self, signatures):
-        """Mark the band keys of val that a train chunk's documents (their `signatures`) hold:
-        a val document sharing one with a train document is a near copy (dedup/drop.py's rule).
-        One look-up a train document and band: no pair of documents is ever made."""
+        """Mark the band keys of val that a train chunk's documents (their `signatures`) hold."""
         keys = fast.band_keys(signatures, self.bands, self.rows)
         for distinct, found, column in zip(self.band_keys, self.keys_found, keys.T):
             if len(distinct):
@@ -139,8 +127,7 @@ def repeated_documents(hashes, lengths):
 
 
 def exact_report(val_chunks, train_chunks):
-    """overlap_report's two cheap figures, a hash per document (what the lessons print at the
-    end): "documents", "val_documents_in_train" and "train_repeated_documents", the same numbers.
+    """overlap_report's figures that need only a hash per document (what the lessons print).
 
     val [[1, 2]], train [[1, 2], [3], [3]] -> val_documents_in_train {"documents": 1, "fraction":
     1.0}, train_repeated_documents {"documents": 1, "tokens": 1, "token_fraction": 1/4}
@@ -167,8 +154,8 @@ def _exact_figures(val_hashes, hashes, lengths):
 
 
 def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
-    """The figures of what val (tokens, offsets) shares with train (an iterator of chunks) and
-    what train repeats, as a dict; `against`: {name: (tokens, offsets) of benchmark items}.
+    """What val (tokens, offsets) shares with train (chunks) and what train repeats, as a dict;
+    `against`: {name: (tokens, offsets) of benchmark items}.
 
     val [[1..20], [30..50]], train [[1..20], [1..20], [60..80]] -> documents {"train": 3, "val": 2},
     train_repeated_documents {"documents": 1, "tokens": 20, "token_fraction": 20/61},
@@ -212,8 +199,7 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
 
 
 def _against_record(name, probe):
-    """One benchmark file's figures: its items, those with an n-gram in train, the train
-    documents holding one."""
+    """One benchmark file's figures."""
     found = probe.documents_found()
     return {
         "file": name,

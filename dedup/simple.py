@@ -5,25 +5,17 @@
     jaccard(shingles(a), shingles(b))                              # how much two documents share
     estimated_jaccard(minhash(a), minhash(b))                      # the same, from 112 numbers each
 
-Exact copies are found by hashing each document once: equal documents have equal hashes, and
-two different documents collide with probability 2**-64. Near copies (a word changed here and
-there) share most of their shingles, the runs of 5 consecutive tokens: the Jaccard similarity
-|A & B| / |A | B| of their shingle sets is near 1. Comparing every pair of documents is too slow,
-so each document is summarised by a MinHash signature: under a random permutation of all
-shingles, the smallest shingle of A is the smallest of B with probability exactly Jaccard(A, B),
-so the fraction of equal minima over 112 permutations estimates it. Locality-sensitive hashing
-then finds the near pairs without comparing any two documents: the signature is cut into 14
-bands of 8 rows, each band hashed to a key, and two documents sharing one band's key are near
-duplicates (datatrove's rule). A pair of similarity s shares some band with probability
-1 - (1 - s**8)**14: 99% at s = 0.85, 92% at 0.8, 56% at 0.7, 5% at 0.5. Clusters are the
-documents such pairs link transitively: one look at each document's 14 keys finds them, so the
-cost grows with the documents, never with pairs of them (a boilerplate copied 100,000 times is
-100,000 documents sharing one key, not 5 billion pairs to compare).
+Exact copies have equal hashes. Near copies share most of their shingles (runs of 5 tokens): the
+Jaccard similarity |A & B| / |A | B| of their shingle sets is near 1. Under a random permutation
+of all shingles, A's smallest is B's smallest with probability Jaccard(A, B), so the fraction of
+equal minima over 112 permutations (a MinHash signature) estimates it. The signature is cut into
+14 bands of 8 rows, each hashed to a key; two documents sharing a band's key are near duplicates
+(datatrove's rule): probability 1 - (1 - s**8)**14 at similarity s, 99% at 0.85, 56% at 0.7, 5%
+at 0.5. Clusters are what such pairs link transitively, found from each document's 14 keys: the
+cost grows with the documents, never with pairs of them.
 
-Every hash is a fixed function of the token ids (splitmix64's mixer, blake2b), never Python's
-hash(): the same ids give the same answers on every platform and in every run.
-`fast.py` computes exactly the same results with numpy (each function says which one here it
-equals, and the tests prove it).
+Every hash is a fixed function of the ids (splitmix64's mixer, blake2b), never Python's hash():
+the same answers on every platform. fast.py computes the same results with numpy.
 """
 
 import hashlib
