@@ -1,8 +1,5 @@
-"""What every datatrove stage needs: the work directory, the executors, the command line.
-
-Used by the document lessons' pipeline (engine/pipeline.py) and the tokenizer training
-(engine/training.py). Nothing here imports datatrove at load: a command answers --help, and says
-what to install, without it.
+"""The work directory, the executors and the command line of every datatrove stage. Nothing here
+imports datatrove at load: a command answers --help, and says what to install, without it.
 """
 
 import contextlib
@@ -30,17 +27,9 @@ LOG_NAME = "datatrove.log"  # datatrove's own logs, in the work directory (see q
 LOADED_TOKENIZERS = {}
 
 
-# ---------------------------------------------------------------------------------------------
-# the work directory
-
-
 class Work:
-    """The paths of one run's work directory.
-
-    WORK_ROOT/<hash of inputs, tokenizer, tasks>/ holds the token files of the tokenize stage;
-    .../split-<hash of the split options and the output folder>/ the plan, the parts and the
-    logs of the later stages. Each holds run.json, the options its name was made from.
-    """
+    """The paths of one run's work directory: ROOT/<hash of tokens_config>/ (the tokenize stage's
+    files) and in it split-<hash of split_config>/ (the later stages'), each with its run.json."""
 
     def __init__(self, root, tokens_config, split_config):
         self.tokens_config, self.split_config = tokens_config, split_config
@@ -56,12 +45,10 @@ class Work:
     def summary_file(self, rank):
         return self.tokens / "tasks" / f"summary-{rank:05d}.json"
 
-    def keys_file(self, rank):
-        """--dedup: each document's keys (dedup/drop.py's document_keys), made by its task."""
+    def keys_file(self, rank):  # --dedup's document_keys
         return self.tokens / "tasks" / f"keys-{rank:05d}.npy"
 
     def figures_file(self, rank):
-        """Each document's byte figures (formats/val_bytes.py's document_figures)."""
         return self.tokens / "tasks" / f"figures-{rank:05d}.npy"
 
     def tokenize_files(self, rank):
@@ -75,9 +62,7 @@ class Work:
     def part_file(self, split, rank):
         return self.split / "parts" / f"{split}-{rank:05d}.bin"
 
-    def written_file(self, rank):
-        """What write task `rank` wrote, by name and sha256 (checked before the commit reuses
-        it)."""
+    def written_file(self, rank):  # the sha256 of each file write task `rank` wrote
         return self.split / "parts" / f"written-{rank:05d}.json"
 
     @property
@@ -85,12 +70,9 @@ class Work:
         return self.split / "plan" / "plan.json"
 
     def read_plan(self):
-        """The plan stage's plan.json: {"documents", "numpy", "splits": {name: {"documents",
-        "tokens"}}, and with --dedup "dedup" (meta.json's record of the rule and the drops)}."""
         return json.loads(self.plan_json.read_text(encoding="utf-8"))
 
-    def shard_records(self, rank):
-        """The records of the shards write task `rank` wrote (a ShardStream layout's)."""
+    def shard_records(self, rank):  # a ShardStream's
         return self.split / "parts" / f"shards-{rank:05d}.json"
 
     def logs(self, stage):
@@ -103,10 +85,9 @@ class Work:
         self.redo_damaged_tasks()
 
     def redo_damaged_tasks(self):
-        """A tokenize or write task marked completed whose files are gone or differ from the
-        sha256s it recorded is unmarked, so that this run makes them again (never reused). A
-        write task's parts are the very files the commit links into the output folder: an output
-        changed in place changes its part, which is then made again, and so is the output."""
+        """Unmark the tokenize and write tasks whose files are gone or differ from the sha256s
+        they recorded, so that this run makes them again: an output changed in place through
+        its hard-linked part is made again too."""
         for stage in ("tokenize", "write"):
             completions = Path(self.logs(stage)) / "completions"
             for marker in completions.iterdir() if completions.is_dir() else ():
@@ -120,8 +101,8 @@ class Work:
 
 
 def task_files_intact(summary_file, files=None):
-    """Whether `files` (default: every file it names, beside it) are what `summary_file`
-    recorded (their sha256s, under "sha256")."""
+    """Whether `files` (default: those it names, beside it) have the sha256s `summary_file`
+    recorded."""
     try:
         recorded = load_json(read_small_file(summary_file), summary_file)["sha256"]
         files = [summary_file.parent / name for name in recorded] if files is None else files
@@ -131,8 +112,8 @@ def task_files_intact(summary_file, files=None):
 
 
 def claim_folder(folder, config, subfolders):
-    """Create `folder` and its `subfolders` with run.json holding `config`, or check that an
-    existing one was made with this same config (another run's work is never reused)."""
+    """Create `folder` and its `subfolders` with run.json holding `config`, or refuse an existing
+    one made with another config."""
     for sub in subfolders:
         (folder / sub).mkdir(parents=True, exist_ok=True)
     run_json = folder / "run.json"
@@ -149,10 +130,6 @@ def config_hash(config):
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
-# ---------------------------------------------------------------------------------------------
-# the executors and the command line
-
-
 def add_datatrove_arguments(
     parser,
     engines=None,
@@ -160,12 +137,8 @@ def add_datatrove_arguments(
     work_dir_help="where token files, plans, parts and logs go (default: OUT_DIR/.datatrove-work)",
     workers_option=True,
 ):
-    """The datatrove engine's options, added to the script's parser.
-
-    The defaults are the document lessons' prepare_datatrove.py's, which always run on datatrove;
-    train_tokenizer.py chooses with --engine among its `engines`, says what its work directory
-    holds and keeps its own --workers (workers_option=False).
-    """
+    """The datatrove engine's options, added to the script's parser (with `engines`, an --engine
+    option chooses among them; workers_option=False: the script has its own --workers)."""
     group = parser.add_argument_group("datatrove (pip install -e '.[scale]')")
     if engines is None:
         parser.set_defaults(engine="datatrove")
@@ -200,10 +173,8 @@ def add_datatrove_arguments(
 
 
 def check_datatrove_arguments(parser, args, local_workers=None):
-    """Options of the datatrove engine without --engine datatrove are errors; fills in the
-    defaults of --tasks and --workers; datatrove (and Ray) must be installed. local_workers: the
-    default --workers on this machine
-    (default: --num-proc); a script that gives it owns --workers beyond the engine."""
+    """Refuse the engine's options without --engine datatrove, fill in --tasks and --workers
+    (local_workers: the local default, else --num-proc), check datatrove (and Ray) installed."""
     engine_options = ["executor", "tasks", "work_dir", "verbose", "slurm_partition"]
     if local_workers is None:
         engine_options.append("workers")
@@ -231,12 +202,8 @@ def check_datatrove_arguments(parser, args, local_workers=None):
 
 
 def chain_executors(args, job_name, stages, logs):
-    """The datatrove executors of `stages` [(name, step, tasks)] on args.executor, each depending
-    on the one before and logging to logs(name); returns the last, whose run() runs them all.
-
-    A rerun skips the tasks marked completed, but the last stage (one task: the commit, or the
-    learning) always runs again: it rebuilds an output deleted since.
-    """
+    """The executors of `stages` [(name, step, tasks)], each depending on the one before; returns
+    what runs them all. The last stage always runs again: it rebuilds an output deleted since."""
     previous, chained = None, args.executor != "ray"
     executors = []
     for name, step, tasks in stages:
@@ -249,9 +216,8 @@ def chain_executors(args, job_name, stages, logs):
 
 
 class RayStages:
-    """Ray's executors run in turn, each checked complete before the next: datatrove's Ray
-    executor logs a failed task and returns (the run looked done), and one depending on it
-    waits for that task for good."""
+    """Ray's executors run in turn, each checked complete before the next: datatrove's logs a
+    failed task and returns, and one depending on it would wait for good."""
 
     def __init__(self, executors):
         self.executors = executors
@@ -277,8 +243,7 @@ class RayStages:
 
 
 def first_logged_error(logs):
-    """The message of the first ERROR line in a stage's task logs (a PrepareError's one
-    sentence: datatrove logs "... | ERROR | where - MESSAGE"), or None."""
+    """The message of the first "... | ERROR | where - MESSAGE" line in a stage's logs, or None."""
     for path in sorted(logs.glob("task_*.log")):
         for line in path.read_text(errors="replace").splitlines():
             if "| ERROR" in line and " - " in line:
@@ -287,10 +252,7 @@ def first_logged_error(logs):
 
 
 def stage_executor(args, job_name, **common):
-    """One stage's executor on args.executor with the script's options.
-
-    common: pipeline, tasks, logging_dir, depends, skip_completed (datatrove's arguments).
-    """
+    """One stage's executor on args.executor; common: datatrove's other arguments."""
     if args.executor == "local":
         from datatrove.executor import LocalPipelineExecutor
 
@@ -316,11 +278,8 @@ def stage_executor(args, job_name, **common):
 
 @functools.cache  # once: every process forked from then on runs the hook
 def forked_processes_exit_with_this_one():
-    """Each process the local executor forks (datatrove's Manager's server, its pool's workers)
-    exits once its parent has gone, as documents/parallel.py's workers do: after a kill -9 of
-    the run, the Manager's server would wait forever and a worker finish its task for no one.
-    datatrove starts them with `multiprocess`, which runs this hook in each process it forks
-    (not in a spawned one: on macOS and Windows they stay)."""
+    """Each process the local executor forks exits once its parent has gone: after a kill -9 of
+    the run, datatrove's Manager's server would wait forever (spawned processes stay)."""
     import multiprocess.util
 
     multiprocess.util.register_after_fork(multiprocess, _exit_with_parent)
@@ -331,10 +290,8 @@ def _exit_with_parent(multiprocess):
 
 
 def local_start_method():
-    """How the local executor starts its task processes: the program's multiprocessing start
-    method, which is spawn on macOS and Windows. On Linux, unless the program chose one, fork:
-    the tasks then start with the modules this process already imported (importing datatrove
-    alone takes a second or more), where datatrove's own default would be forkserver."""
+    """The program's multiprocessing start method, or fork on Linux: the tasks then start with
+    the modules imported already (datatrove alone takes a second), not forkserver's nothing."""
     chosen = multiprocessing.get_start_method(allow_none=True)
     if chosen is None and sys.platform == "linux":
         return "fork"
@@ -342,8 +299,7 @@ def local_start_method():
 
 
 def check_datatrove_installed(executor):
-    """datatrove (and Ray for --executor ray) importable, or a PrepareError saying what to
-    install."""
+    """A PrepareError saying what to install unless datatrove (and Ray, if used) imports."""
     needed = {
         "datatrove": "this needs datatrove, which is not installed: "
         'pip install -e ".[scale]" (the scale extra)'
@@ -367,13 +323,9 @@ def join_ray_cluster():
 
 @contextlib.contextmanager
 def quiet_logs(logs_folder, verbose=False):
-    """datatrove's own logs go to LOGS_FOLDER/datatrove.log, not to the terminal (unless verbose).
-
-    datatrove logs with loguru to stderr, in this process and in every task's process (it adds
-    the stderr handler again for each task), about 40 lines a stage. Pointing file descriptor 2
-    at the log file for the run catches them all, whether the tasks' processes are forked or
-    spawned (they inherit it). Yields the terminal's stderr, for the run's own progress bars.
-    """
+    """datatrove's own logs go to LOGS_FOLDER/datatrove.log, not to the terminal (unless verbose):
+    file descriptor 2 points there, which every task's process inherits. Yields the terminal's
+    stderr, for the progress bars."""
     if verbose:
         yield sys.stderr
         return
@@ -393,12 +345,8 @@ def quiet_logs(logs_folder, verbose=False):
 
 @contextlib.contextmanager
 def task_bars(stages, stream):
-    """While the block runs, a progress bar of tasks done for each stage of `stages`, in turn.
-
-    stages: [(name, its logging folder, its number of tasks)]; a task is done when datatrove
-    writes its completion marker (LOGGING_FOLDER/completions/RANK), so a resumed run starts with
-    the tasks done before.
-    """
+    """While the block runs, a bar of the tasks with a completion marker for each of `stages`
+    [(name, logging folder, tasks)] in turn."""
     from tqdm import tqdm
 
     ended = threading.Event()
@@ -431,8 +379,7 @@ def task_bars(stages, stream):
 
 
 def run_with_bars(executor, args, logs_folder, bars):
-    """executor.run() with datatrove's logs in LOGS_FOLDER/datatrove.log (shown too with
-    args.verbose: quiet_logs) and the bars of `bars` (task_bars)."""
+    """executor.run() under quiet_logs and task_bars."""
     show_user_errors_without_traceback()  # a bad file is one line in the logs, then `error:`
     bars = bars if args.executor != "slurm" else []  # on Slurm the tasks run later: no bars
     with quiet_logs(logs_folder, args.verbose) as terminal, task_bars(bars, terminal):
@@ -440,8 +387,7 @@ def run_with_bars(executor, args, logs_folder, bars):
 
 
 def show_user_errors_without_traceback():
-    """datatrove logs a failed task's exception with its traceback; a PrepareError is the user's
-    problem (bad input), already explained in one line, so it is logged without one."""
+    """A PrepareError (bad input, explained in one line) is logged without its traceback."""
     from loguru import logger
 
     def drop_traceback(record):

@@ -1,14 +1,7 @@
-"""How a lesson's documents become its outputs, as the datatrove engine writes them: the lesson
-picks one layout, with its options, and the engine's stages call it (engine/stages.py).
-
-- RandomSplit: nanoGPT's split (`random_split`): the documents drawn into train and val, written
-  as train.bin and val.bin, or cut into llm.c's shards (val first)
-- ShardStream: llm.c's rule: every document in order (or a seeded permutation), one stream cut
-  into shards as the write tasks go; shard 0 is val
-
-Each one: `orders` (the plan: the documents kept of each split, in the order written), `config`
-(what the plan and the parts depend on, in the work directory's name), `write` (task r's share of
-the outputs) and `commit` (the outputs joined and committed with meta.json). No datatrove here.
+"""How a lesson's documents become its outputs: RandomSplit (nanoGPT's train and val) or
+ShardStream (llm.c's one stream of shards). Each has `orders` (each split's documents, in the
+order written), `config` (what the plan and parts depend on), `write` (task r's share of the
+outputs) and `commit` (the outputs committed with meta.json).
 """
 
 import contextlib
@@ -44,9 +37,8 @@ TOKENS_PER_WRITE = 1 << 22  # ids copied per write: 8 MB of uint16
 
 @dataclass(frozen=True)
 class RandomSplit:
-    """nanoGPT's split: val is ceil(val_fraction * n) documents drawn with `seed` (random_split),
-    train the rest; train.bin and val.bin, or (shard_format "llmc") llm.c's shards of each.
-    With first_documents (a budget's, --max-tokens): val those first documents, train the rest."""
+    """nanoGPT's split (random_split), or with first_documents (--max-tokens) val those first
+    documents; train.bin and val.bin, or (shard_format "llmc") llm.c's shards of each."""
 
     val_fraction: float
     seed: int
@@ -56,8 +48,8 @@ class RandomSplit:
     first_documents: int | None = None
 
     def orders(self, kept):
-        """{"train": document numbers, "val": ...}, each in the order written, of the documents
-        `kept` (--dedup's, in order): [0, 2, 3] with first_documents 3 -> train [3], val [0, 2]."""
+        """{"train": ..., "val": ...} of the documents `kept`: [0, 2, 3] with first_documents 3
+        -> train [3], val [0, 2]."""
         first = self.first_documents
         if first is not None:  # a budget's rule, not a draw: the same val whatever the budget
             return {"train": kept[kept >= first], "val": kept[kept < first]}
@@ -68,12 +60,11 @@ class RandomSplit:
         """The documents of each split meta.json's byte figures count: the orders' own."""
         return splits
 
-    def config(self):
-        """What the plan and the parts depend on (the commit cuts the shards from the parts)."""
+    def config(self):  # the commit cuts the shards from the parts
         return {"val_fraction": self.val_fraction, "seed": self.seed}
 
     def write(self, work, job, rank, world_size):
-        """Task r of N: part r of each split, its ids copied in order from the token files."""
+        """Part `rank` of each split, its ids copied in order from the token files."""
         plan, dtype = work.read_plan(), np.dtype(job.dtype)
         written = []
         for split in plan["splits"]:
@@ -89,8 +80,8 @@ class RandomSplit:
         return written
 
     def commit(self, work, job, plan, encoding, tokenizer):
-        """The parts joined into train.bin and val.bin (or cut into llm.c's shards), checked,
-        and committed with meta.json (and meta.pkl for a trained tokenizer): `output_folder`."""
+        """The parts joined into train.bin and val.bin (or cut into shards), committed with
+        meta.json (and a trained tokenizer's meta.pkl)."""
         dtype, out_dir = np.dtype(job.dtype), Path(job.out_dir)
         parts = {
             split: [work.part_file(split, r) for r in range(job.tasks)] for split in plan["splits"]
@@ -142,14 +133,14 @@ class RandomSplit:
 
 
 def say_documents(job, plan):
-    """What the lesson's prepare.py prints first: the documents, and those --dedup dropped."""
+    """What the lesson's prepare.py prints first."""
     print(f"{job.source}: {plural(plan['documents'], 'document')}")
     if "dedup" in plan:
         print(dedup_line(plan["dedup"], plan["documents"]))
 
 
 def say_split(job, plan, split, split_tokens, meta, wrote_pkl):
-    """What the lesson's prepare.py prints of a split run: the documents, and what was written."""
+    """What the lesson's prepare.py prints of a split run."""
     say_documents(job, plan)
     shards = meta.get("shards")
     for name, tokens in split_tokens.items():
@@ -162,9 +153,8 @@ def say_split(job, plan, split, split_tokens, meta, wrote_pkl):
 
 @dataclass(frozen=True)
 class ShardStream:
-    """llm.c's rule: every document in order (or np.random.default_rng(shuffle_seed)'s
-    permutation), each after its end of text, one stream cut every shard_size tokens into shards
-    of `shard_format` (formats.schema.SHARD_FORMATS); the write tasks share out the shards."""
+    """llm.c's rule: every document in order (or shuffle_seed's permutation), each after its end
+    of text, one stream cut every shard_size tokens into shards, shared out to the write tasks."""
 
     shuffle_seed: int | None
     rule: str  # meta.json's words for the rule
@@ -172,7 +162,7 @@ class ShardStream:
     shard_size: int
 
     def orders(self, kept):
-        """{"all": the numbers of the documents `kept` (--dedup's, in order), as written}."""
+        """{"all": the documents `kept`, as written}."""
         if self.shuffle_seed is None:
             return {"all": kept}
         return {"all": kept[np.random.default_rng(self.shuffle_seed).permutation(len(kept))]}
@@ -184,8 +174,7 @@ class ShardStream:
         count = val_documents(tokens[documents], self.shard_size)
         return {"val": documents[:count], "train": documents[count:]}
 
-    def config(self):
-        """What the plan and the shards depend on (the write tasks cut the shards)."""
+    def config(self):  # the write tasks cut the shards
         return {
             "val_fraction": None,
             "seed": None,
@@ -195,10 +184,8 @@ class ShardStream:
         }
 
     def write(self, work, job, rank, world_size):
-        """Task r: its share of the shards, and their records. Shard k holds tokens
-        k*S..(k+1)*S-1 of llm.c's stream (each document after its end of text): the positions
-        k*S-1..(k+1)*S-2 of the documents' stream (each one before its end of text), where
-        position -1 is the first end of text."""
+        """Task r's share of the shards, and their records. Shard k holds positions
+        k*S-1..(k+1)*S-2 of the documents' stream (ends of text after), -1 the first end of text."""
         plan, dtype, size = work.read_plan(), np.dtype(job.dtype), self.shard_size
         total = plan["splits"]["all"]["tokens"]
         count = -(-total // size)  # the shards of the stream, the last one partial
@@ -222,8 +209,8 @@ class ShardStream:
         return [work.split / "parts" / record["file"] for record in records]
 
     def commit(self, work, job, plan, encoding, tokenizer):  # noqa: ARG002 (no meta.pkl)
-        """The write tasks' shards (checked against the plan) linked into the folder, and
-        meta.json, as the lesson's prepare.py writes them."""
+        """The write tasks' shards, checked against the plan, linked into the folder with
+        meta.json."""
         dtype = np.dtype(job.dtype)
         shards = [
             shard
@@ -268,8 +255,7 @@ class ShardStream:
 
 
 def plan_ranges(work, split, low, high, dtype):
-    """The ids of positions low..high-1 of a split, as arrays of up to TOKENS_PER_WRITE, read
-    from the token files where the plan placed each document."""
+    """The ids of positions low..high-1 of a split, in arrays of up to TOKENS_PER_WRITE."""
     plan = {
         column: np.load(work.plan_file(split, column), mmap_mode="r")
         for column in ("task", "start", "tokens", "offset")
@@ -302,7 +288,7 @@ def plan_ranges(work, split, low, high, dtype):
 
 
 def part_ids(paths, dtype):
-    """The ids of the parts, in order, TOKENS_PER_WRITE at a time (memory-mapped)."""
+    """The ids of the parts, in order, TOKENS_PER_WRITE at a time."""
     for path in paths:
         if path.stat().st_size == 0:  # an empty part (numpy cannot map an empty file)
             continue
@@ -312,11 +298,8 @@ def part_ids(paths, dtype):
 
 
 def link_or_copy(source, target):
-    """`target` as a hard link to `source` (no copy: 20 GB of FineWeb-Edu shards would be read
-    and written again by this one task, and stored twice), or a copy on another file system.
-    Safe because we never change a part in place (a rerun writes a new file, atomic_path), and
-    one changed by anyone else, through the output it is linked to, no longer matches the sha256
-    its task recorded: the next run writes it again (Work.redo_damaged_tasks) before linking."""
+    """`target` as a hard link to `source` (20 GB of shards not copied), else a copy. Parts are
+    never changed in place, and one changed through its output fails its sha256: made again."""
     try:
         os.link(source, target)
     except OSError:

@@ -1,36 +1,12 @@
 """The datatrove pipeline of a document lesson: its outputs, from many tasks.
 
-datatrove (Hugging Face's engine for LLM data processing at scale) runs a pipeline as N tasks on
-one machine (local executor), a Slurm cluster or a Ray cluster, and resumes a crashed run by
-skipping the tasks it marked completed. Four stages, each a datatrove executor depending on the
-one before:
-
-1. tokenize (N tasks): each task reads its slice of the input (contiguous pieces of the sorted
-   files: rows of parquet files, lines of JSON Lines files, whole .txt files), runs the same pure
-   `tokenize_documents` as the datasets engine, and writes its ids (one flat file) and an index: per
-   document its file number, its position in the file (row, or byte offset of its line) and its
-   token count.
-2. plan (1 task): the tasks' indexes in task order are the documents in `datasets`' order (files
-   in order, rows in file order); it checks that every document is there exactly once, drops
-   the copies --dedup asks (from the keys the tokenize tasks wrote beside their ids), orders
-   them by the lesson's layout (engine/layouts.py: nanoGPT's `random_split`, the function the
-   datasets engine uses too, or llm.c's documents in order) and records, for each document of
-   each split, where its ids are and where they go.
-3. write (N tasks): task r writes its share of the outputs: part r of each split (one contiguous
-   range, copied in order from the memory-mapped token files), or its shards. No file has two
-   writers.
-4. commit (1 task): joins the parts into the outputs (train.bin and val.bin, or shards), checks
-   the sizes and writes meta.json last.
-
-The lesson's prepare_datatrove.py gives a Lesson (its script, pinned dataset, shard prefix,
-layout and budget step); the run's state, which every task reads, is a Job. With --max-tokens,
-the process that starts the run first runs the lesson's budget step (row groups of the hub's
-files read in order, in one process) and writes the documents it keeps into the work directory
-as one parquet file, which the tasks then read as they read --data-files.
-
-The work directory is named by a hash of everything the tokens depend on (input files with
-their sizes and times, tokenizer, number of tasks), and its split stages by a hash of the split
-options, so a re-run resumes only its own work and never mixes in another run's files.
+Four stages, each a datatrove executor depending on the one before (engine/stages.py):
+tokenize (N tasks, each its slice of the input: ids and an index), plan (1 task: each document
+once, --dedup's drops, the lesson's layout), write (N tasks, each its share of the outputs, no
+file with two writers), commit (1 task: the outputs joined, checked, meta.json last). A rerun
+skips the tasks marked completed; the work directory is named by a hash of what its files depend
+on, so it never mixes in another run's. With --max-tokens this process runs the lesson's budget
+step first and the tasks read its documents as one parquet file.
 """
 
 import contextlib
@@ -125,9 +101,8 @@ class Job:
 
 
 def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
-    """The main of a lesson's datatrove twin (data/*/prepare_datatrove.py): the lesson's options
-    (`arguments()`) and the engine's, its tokenizer, the Lesson `lesson_of(args)` prepared by
-    datatrove's executors, then the overlap said as the lesson says it."""
+    """The main of a lesson's data/*/prepare_datatrove.py: its options and the engine's, then
+    `lesson_of(args)` prepared, then the overlap said as the lesson says it."""
     parser = arguments()
     parser.description = description
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
@@ -145,8 +120,7 @@ def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
 
 
 def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
-    """Prepare the `lesson`'s outputs and meta.json in args.out_dir with datatrove's executors,
-    from its prepare.py's options and the --executor, --tasks ... of the engine."""
+    """Prepare the `lesson`'s outputs and meta.json in args.out_dir with datatrove's executors."""
     if args.executor == "ray":
         join_ray_cluster()
     out_dir = Path(args.out_dir).resolve()
@@ -165,10 +139,8 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
 
 @contextlib.contextmanager
 def no_new_work_if_failed(args, out_dir):
-    """A run that fails removes the work directory it made in the output folder (the default
-    --work-dir), as the lessons leave a folder as they found it; folder_lock then removes the
-    folder too if the run made it. A --work-dir given, and one a killed run left in the folder,
-    stay: the next run resumes them."""
+    """A failed run removes the default work directory if it made it (a --work-dir given, or one
+    a killed run left, stays for the next run to resume)."""
     work_root = out_dir / WORK_NAME
     new = args.work_dir is None and not os.path.lexists(work_root)
     try:
@@ -221,11 +193,9 @@ def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):
 
 
 def budget_input(args, encoding, lesson, work_root):
-    """--max-tokens: the lesson's budget step, run here before any task (from the hub's cache
-    when it holds the row groups), its documents written into the work root as one parquet file
-    -> (its path, meta.json's budget record). The file is named by the record (the row groups
-    read, with their sha256) and written again each run, the same bytes: a rerun of the same
-    budget resumes in the same work directory, another budget is another input."""
+    """--max-tokens: the lesson's budget step, its documents written into the work root as one
+    parquet file named by the budget record -> (its path, the record). The same budget resumes
+    the same work directory; another is another input."""
     import pyarrow.parquet as pq
 
     documents, budget = lesson.budget(args, encoding, source_name(None, lesson.hub))
@@ -237,9 +207,7 @@ def budget_input(args, encoding, lesson, work_root):
 
 
 def make_job(args, tokenizer, dtype, out_dir, lesson, budgeted=None):
-    """The Job of a run: its input files (the hub's, --data-files, or the file of `budgeted`,
-    budget_input's (path, record)), each task's slice of them (--tasks capped at the work there
-    is), the lesson's outputs and the options meta.json records."""
+    """The Job of a run; `budgeted`: budget_input's (path, record)."""
     budget_file, budget = budgeted or (None, None)
     outputs = folder_outputs(schema, out_dir)  # a --data-files glob over the folder
     files, kind = input_files([budget_file] if budget else args.data_files, lesson.hub, outputs)

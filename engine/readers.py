@@ -1,8 +1,6 @@
-"""Reading the input of the datatrove engine: files, their lengths, the pieces of the tasks.
-
-Each task of the tokenize stage reads its slice of the input: contiguous pieces of the sorted
-files (rows of parquet files, lines of JSON Lines files, whole .txt files), in `datasets`' order
-(files in order, rows in file order), so that both engines see the same documents.
+"""The input of the datatrove engine: its files, their lengths and each task's slice, in
+`datasets`' order (files in order, rows in file order), so that both engines see the same
+documents.
 """
 
 import os
@@ -26,9 +24,8 @@ from safety.text import read_text
 
 
 def file_identity(path):
-    """What identifies a file's content for the work directory's name: path, size, and its
-    content's sha256. Not its time: an input edited in place with its size and time put back
-    (cp -p, rsync -t, tar x) is another input."""
+    """A file's path, size and sha256, for the work directory's name (not its time, which cp -p
+    puts back)."""
     return [os.path.abspath(path), os.stat(path).st_size, sha256_file(path)]
 
 
@@ -62,8 +59,6 @@ def task_slices(lengths, tasks):
     """Share files of these lengths into `tasks` contiguous slices of (file, start, end) pieces.
 
     [3, 5] rows, 3 tasks -> [[(0, 0, 2)], [(0, 2, 3), (1, 0, 2)], [(1, 2, 5)]]
-    Task t gets units [t*total//tasks, (t+1)*total//tasks) of all files end to end, so there can
-    be more tasks than files (a task with an empty slice writes empty files).
     """
     total = sum(lengths)
     file_starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
@@ -87,10 +82,8 @@ MIN_TASK_BYTES = 1 << 20
 
 
 def most_tasks(files, kind, lengths):
-    """The most tasks worth starting on this input: each one at least MIN_TASK_DOCUMENTS
-    documents or MIN_TASK_BYTES of input, and a piece no task can split (a parquet row group, a
-    line, a .txt file). -> (tasks, the input's size in words): 600 lines of 90 kB -> (6, "600
-    lines, 0.1 MB")."""
+    """(The most tasks worth starting, each a piece no task can split and MIN_TASK_DOCUMENTS or
+    MIN_TASK_BYTES; the input's size): 600 lines of 90 kB -> (6, "600 lines, 0.1 MB")."""
     size = sum(os.path.getsize(path) for path in files)
     if kind == "text":
         documents = pieces = len(files)
@@ -138,13 +131,9 @@ def batches(items, size):
 class PieceReader:
     """(position, text) for each document of a piece of a file, exactly the rows datasets reads.
 
-    text is None when missing, null or not a string. parquet: rows start..end-1, position = row.
-    JSON Lines: every line that starts at a byte offset in [start, end), position = that offset;
-    blank lines are skipped, as datasets' JSON reader skips them. A JSON array: every row, read
-    whole (its piece is 0..1), position = row. .txt: the whole file is one document, position 0.
-    What datasets refuses (invalid JSON, a duplicated key, invalid UTF-8) is a PrepareError naming
-    the file and the line (documents.corpus.json_line_text). After the iteration, .begin and .end
-    are the span of the file covered (rows, or bytes for JSON Lines), which the plan checks.
+    text is None when missing or not a string; position: the row, or a JSON line's byte offset
+    (each line starting in [start, end)). After the iteration, .begin and .end are the span of
+    the file covered, which the plan checks.
     """
 
     def __init__(self, path, kind, start, end):
@@ -169,9 +158,8 @@ class PieceReader:
 
 
 def input_files(data_files, hub, outputs=frozenset()):
-    """The files to read, in `datasets`' order, and their kind: ([paths], "json"). The hub's are
-    downloaded first, each checked against the sha256 the hub publishes (`hub_files`): on a
-    cluster, into a hub cache (HF_HOME) that the nodes share, as they share the work directory."""
+    """The files to read, in `datasets`' order, and their kind: ([paths], "json"); the hub's
+    downloaded and checked first."""
     if data_files is None:
         return hub_files(hub, source_name(None, hub))[0], "parquet"
     files = expand_data_files(data_files, outputs)

@@ -1,7 +1,5 @@
-"""The four stages of the datatrove engine (see engine/pipeline.py), as datatrove pipeline steps.
-
-They live in an importable module, not in a script's __main__, because the Slurm and Ray
-executors pickle them and unpickle them in other processes on other machines.
+"""The four stages of the datatrove engine (engine/pipeline.py) as datatrove pipeline steps, in a
+module the Slurm and Ray executors can unpickle them from on other machines.
 """
 
 import functools
@@ -49,7 +47,7 @@ class Stage(PipelineStep):
             ) from None
 
     def load_tokenizer(self):
-        """The run's tokenizer (loaded once per process), refusing a changed tokenizer file."""
+        """The run's tokenizer, loaded once per process; a changed file is refused."""
         key = (self.job.tokenizer_path, self.job.tokenizer["sha256"])
         if key not in LOADED_TOKENIZERS:
             encoding, tokenizer = bpe_encoding(self.job.tokenizer_path)
@@ -60,8 +58,8 @@ class Stage(PipelineStep):
 
 
 class TokenizeStage(Stage):
-    """Task r: its slice of the input -> tokens-r.bin (the ids), index-r.npy (file, position,
-    tokens per document) and summary-r.json (written last: the spans of the input it covered)."""
+    """Task r: its slice of the input -> its ids, index, figures (and --dedup's keys), then
+    summary-r.json with their sha256s and the spans of the input it covered."""
 
     name = "tokenize"
 
@@ -124,7 +122,7 @@ class TokenizeStage(Stage):
 
 def document_name(path, kind, positions, i):
     """How an error names document i of a batch: "a.parquet, row 7", "a.jsonl, the line at
-    byte 120" or "a.txt", from the positions of the batch's documents in their file."""
+    byte 120" or "a.txt"."""
     position = int(positions[i])
     if kind == "parquet":
         return f"{path}, row {position:,}"
@@ -136,7 +134,7 @@ def document_name(path, kind, positions, i):
 
 
 class PlanStage(Stage):
-    """One task: number the documents, check each is there once, draw the split, place them."""
+    """One task: check each document is there once, drop --dedup's copies, place the rest."""
 
     name = "plan"
     parallel = False
@@ -153,8 +151,7 @@ class PlanStage(Stage):
 
 
 def make_plan(index, figures, summaries, job, work):
-    """The plan of the write stage, from the documents' index and figures in task order (see
-    PlanStage)."""
+    """The plan of the write stage, from the documents' index and figures in task order."""
     num_documents = len(index)
     bad = sum(summary["bad"] for summary in summaries)
     if bad:
@@ -212,15 +209,14 @@ def make_plan(index, figures, summaries, job, work):
 
 
 def kept_documents(job, work):
-    """--dedup: the numbers of the documents kept (dedup/drop.py's keep_documents), from the keys
-    the tokenize tasks wrote."""
+    """--dedup: the numbers of the documents kept, from the keys the tokenize tasks wrote."""
     keys = [np.load(work.keys_file(r)) for r in range(job.tasks)]
     return np.flatnonzero(keep_documents(job.dedup, keys))
 
 
 def check_each_document_once(index, summaries, job, work):
-    """The token files must cover every file once, end to end, with each document once, in
-    order; anything else (a stale or foreign file in the work directory) stops the run."""
+    """Refuse token files that do not cover every file end to end with each document once, in
+    order (a stale or foreign work directory)."""
     itemsize = np.dtype(job.dtype).itemsize
     problem = None
     for rank, summary in enumerate(summaries):
@@ -250,8 +246,7 @@ def check_each_document_once(index, summaries, job, work):
 
 
 class WriteStage(Stage):
-    """Task r of N: its share of the outputs, as the lesson's layout cuts them
-    (engine/layouts.py), and the sha256 of each file it wrote."""
+    """Task r of N: its share of the layout's outputs, and the sha256 of each file it wrote."""
 
     name = "write"
 
@@ -263,8 +258,7 @@ class WriteStage(Stage):
 
 
 class CommitStage(Stage):
-    """One task: the outputs, joined from the write tasks' files and committed with meta.json as
-    every script commits them (`output_folder`), by the lesson's layout (engine/layouts.py)."""
+    """One task: the layout's outputs committed with meta.json."""
 
     name = "commit"
     parallel = False

@@ -5,23 +5,10 @@
     train_with_datatrove(["corpus/*.parquet"], 32000, ["<|endoftext|>"], out="tok.json",
                          tasks=64, workers=8, work_dir="/shared/work", executor="local")
 
-Two datatrove stages, the second depending on the first:
-
-1. count (N tasks, at most one per piece): task r counts the pretokens of its slice of the
-   input: every N-th piece, from piece r (the pieces of documents/corpus.py: byte ranges of text and
-   JSON lines files cut where the pretokens do not change, row groups of parquet files; with
-   max_chars, cut to the first documents as on one machine), and writes its count table,
-   counts/r.json. Text never leaves the task; only counts do.
-2. learn (1 task): adds the N tables up, learns the merges (train_bpe_from_counts) and writes the
-   tokenizer file. It always runs again: a rerun rewrites a tokenizer file removed since.
-
-Counts add up the same in any order and ties between pairs go to the greatest bytes, so the
-tokenizer file is byte-identical to train_tokenizer.py's (one machine) on the same files.
-
-The count tables live in WORK/counts-<hash>/, the hash of everything they depend on (the files
-with their sizes and times, how they are read, the pieces, the number of tasks; not the vocab
-size), so a rerun skips the count tasks that completed (datatrove's skip_completed) and a run
-on other files or options never reads another run's tables.
+Stage count (N tasks): task r counts the pretokens of pieces r, r + N, ... of documents/corpus.py
+into its table; stage learn (1 task, always run again) adds the tables up, learns the merges and
+writes the tokenizer file. Counts add up the same in any order, so the file is byte-identical to
+one machine's. The tables live in WORK/counts-<hash of what they depend on>/.
 """
 
 import json
@@ -71,7 +58,7 @@ class CountJob:
 
 
 class CountWork:
-    """The paths of one run's counting: WORK/counts-<hash of its config>/."""
+    """The paths of one run's counting."""
 
     def __init__(self, root, config):
         self.config = json.loads(json.dumps(config))  # as run.json reads back: tuples as lists
@@ -84,9 +71,8 @@ class CountWork:
         return str(self.folder / "logs" / stage)
 
     def claim(self, tasks):
-        """Create the folder, or check that an existing one was made with this config; a task
-        marked completed whose table is gone or changed since (not its sha256) is unmarked, so
-        it runs again."""
+        """Create the folder (or check its config), and unmark the tasks whose tables fail their
+        sha256, so they run again."""
         claim_folder(self.folder, self.config, ("counts",))
         for rank in range(tasks):
             marker = Path(self.logs("count")) / "completions" / f"{rank:05d}"
@@ -97,7 +83,7 @@ class CountWork:
         return self.table(rank).with_name(f"{rank:05d}.sha256")
 
     def table_intact(self, rank):
-        """Whether table `rank` is there and is what its task wrote (the sha256 beside it)."""
+        """Whether table `rank` has the sha256 its task wrote beside it."""
         try:
             recorded = read_small_file(self.table_sha256(rank)).decode().strip()
             return recorded == sha256_file(self.table(rank))
@@ -106,7 +92,7 @@ class CountWork:
 
 
 def count_task(data, rank=0, world_size=1, *, job, work):
-    """Stage 1, task `rank` of `world_size`: count pieces rank, rank + N, ... -> its table."""
+    """Task `rank` of `world_size`: count pieces rank, rank + N, ... -> its table."""
     show_user_errors_without_traceback()  # this task may run in a process of its own
     counts = Counter()
     for piece in job.pieces[rank::world_size]:
@@ -117,10 +103,7 @@ def count_task(data, rank=0, world_size=1, *, job, work):
 
 
 def learn_task(data, _rank=0, _world_size=1, *, job, work, out):
-    """Stage 2 (one task): add the count tables up, learn the merges, write the tokenizer.
-
-    (datatrove passes every step the task's rank and the number of tasks; one task needs neither.)
-    """
+    """The one task: add the count tables up, learn the merges, write the tokenizer."""
     counts = Counter()
     for rank in range(job.tasks):
         if not work.table_intact(rank):
@@ -159,12 +142,10 @@ def train_with_datatrove(
     piece_bytes=None,
     verbose=False,
 ):
-    """Count on `tasks` datatrove tasks, learn on one; the tokenizer file is written to `out`
-    (on Slurm, when the learn job ends). -> the work folder of the count tables.
+    """Count on `tasks` datatrove tasks, learn on one, write the tokenizer file to `out` (on
+    Slurm, when the learn job ends) -> the work folder of the count tables.
 
     piece_bytes: the size of a piece of a text or JSON lines file (default corpus.PIECE_BYTES).
-    verbose: datatrove's own logs on stderr too, not only in the work folder's logs/datatrove.log.
-    A bad file or option is a PrepareError (one line, naming the file).
     """
     if executor not in EXECUTORS:
         raise PrepareError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
@@ -217,8 +198,7 @@ def train_with_datatrove(
 
 
 def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):
-    """(reading, input paths, pieces, whether max_chars left a document out): what the count
-    tasks read; a bad option is a PrepareError."""
+    """(reading, input paths, pieces, whether max_chars left a document out)."""
     try:
         _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
         reading = Reading(regex_pattern, tuple(special_tokens), text_column)
