@@ -66,11 +66,6 @@ def document_hash(ids):
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
-def text_hash(text):
-    """A text's 64-bit hash: blake2b of its UTF-8 bytes ("a", "a" -> equal; "a", "a " -> not)."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
-
-
 def shingles(ids, n=SHINGLE):
     """The set of runs of n consecutive tokens; a shorter document is one shingle, itself.
 
