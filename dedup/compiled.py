@@ -8,19 +8,10 @@ import numpy as np
 
 from safety.compiled import compiled, numba
 
-from . import simple
+from . import fast, simple
 
 SEED = np.uint64(simple.SEED)  # a global: numba compiles it in as a constant, and can cache
-
-
-@compiled
-def mix64(x):
-    """simple.mix64."""
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+mix64 = compiled(fast.mix64)  # on a number, as on an array
 
 
 @compiled

@@ -47,15 +47,9 @@ def mix64(x):
 
 def window_hashes(tokens, n):
     """[simple.sequence_hash(tokens[i:i + n]) for each i]; fewer than n tokens -> []."""
-    tokens = np.asarray(tokens).astype(U64)
-    count = len(tokens) - n + 1
-    if count <= 0:
+    if len(tokens) < n:
         return np.zeros(0, U64)
-    h = np.full(count, simple.SEED, U64)
-    for j in range(n):
-        h ^= tokens[j : j + count]
-        mix64(h)
-    return h
+    return sequence_hashes(np.lib.stride_tricks.sliding_window_view(np.asarray(tokens), n))
 
 
 def gram_hashes(tokens, n):
@@ -120,17 +114,15 @@ def on_threads(work, bounds):
 
 def sequence_hashes(rows):
     """[simple.sequence_hash(row) for row in rows] of a 2-D array of integers."""
-    rows = np.asarray(rows).astype(U64)
     h = np.full(len(rows), simple.SEED, U64)
-    for column in rows.T:
-        h ^= column
+    for column in np.asarray(rows).T:  # a column at a time: `rows` may be a window view
+        h ^= column.astype(U64)
         mix64(h)
     return h
 
 
 def minhash_signatures(tokens, offsets, n=simple.SHINGLE, num_hashes=simple.BANDS * simple.ROWS):
-    """[simple.minhash(document, n, num_hashes) for each document], a (documents, num_hashes)
-    array."""
+    """[simple.minhash(document, n, num_hashes) for each document], a 2-D array."""
     a, b = (np.array(column, U64) for column in zip(*simple.permutations(num_hashes)))
     signatures = np.full((len(offsets) - 1, num_hashes), MASK, U64)
     compiled = kernels()
@@ -167,32 +159,31 @@ def lookup(unique):
     lookup([3, 7, 9])([9, 4, 3]) -> [2, -1, 0]
     """
     compiled = kernels()
-    if compiled is not None:
-        table = compiled.table(np.asarray(unique, U64))
+    if compiled is None:
 
-        def positions(hashes):
-            found = np.empty(len(hashes), np.int64)
+        def sorted_lookup(hashes):  # the hashes sorted first: the look-ups walk `unique` once
+            where = np.full(len(hashes), -1, np.int64)
+            if len(unique) == 0:
+                return where
+            order = np.argsort(hashes)
+            index = np.minimum(np.searchsorted(unique, hashes[order]), len(unique) - 1)
+            hit = unique[index] == hashes[order]
+            where[order[hit]] = index[hit]
+            return where
 
-            def look(lo, hi):
-                found[lo:hi] = compiled.positions(*table, hashes[lo:hi])
+        return sorted_lookup
+    table = compiled.table(np.asarray(unique, U64))
 
-            on_threads(look, np.linspace(0, len(hashes), THREADS + 1).astype(np.int64))
-            return found
+    def positions(hashes):
+        found = np.empty(len(hashes), np.int64)
 
-        return positions
-    return lambda hashes: positions_in(unique, hashes)
+        def look(lo, hi):
+            found[lo:hi] = compiled.positions(*table, hashes[lo:hi])
 
+        on_threads(look, np.linspace(0, len(hashes), THREADS + 1).astype(np.int64))
+        return found
 
-def positions_in(unique, hashes):
-    """lookup without numba; the hashes sorted first, the look-ups walk `unique` once."""
-    where = np.full(len(hashes), -1, np.int64)
-    if len(unique) == 0:
-        return where
-    order = np.argsort(hashes)
-    index = np.minimum(np.searchsorted(unique, hashes[order]), len(unique) - 1)
-    hit = unique[index] == hashes[order]
-    where[order[hit]] = index[hit]
-    return where
+    return positions
 
 
 def band_keys(signatures, bands=simple.BANDS, rows=simple.ROWS):

@@ -66,10 +66,6 @@ class NgramProbe:
         self.found[where[hit]] = True
         self.train_documents += len(np.unique(owners[hit]))
 
-    def documents_found(self):
-        """How many of the documents hold an n-gram train holds."""
-        return len(np.unique(self.owners[self.found[self.which]]))
-
     def tokens_covered(self):
         """How many tokens lie in an n-gram train holds (simple.shared_ngram_tokens, summed)."""
         return fast.covered_tokens(self.positions[self.found[self.which]], self.num_tokens, self.n)
@@ -107,8 +103,7 @@ class ValIndex:
 
 
 def hash_documents(chunks, visit=None):
-    """(each document's hash, its length) of a stream of (tokens, offsets) chunks, in order;
-    visit(tokens, offsets) is called on each chunk too."""
+    """(hashes, lengths) of a stream of chunks' documents; visit(tokens, offsets) each chunk."""
     hashes, lengths = [np.zeros(0, np.uint64)], [np.zeros(0, np.uint32)]
     for tokens, offsets in chunks:
         hashes.append(fast.document_hashes(tokens, offsets))
@@ -119,8 +114,7 @@ def hash_documents(chunks, visit=None):
 
 
 def repeated_documents(hashes, lengths):
-    """(documents, tokens) of the documents whose hash occurs earlier:
-    [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
+    """(documents, tokens) of repeats: [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
     repeated = np.ones(len(hashes), bool)
     repeated[np.unique(hashes, return_index=True)[1]] = False  # each hash's first occurrence
     return int(repeated.sum()), int(lengths[repeated].sum(dtype=np.int64))
@@ -200,7 +194,7 @@ def overlap_report(val, train_chunks, ngram=simple.NGRAM, against=None):
 
 def _against_record(name, probe):
     """One benchmark file's figures."""
-    found = probe.documents_found()
+    found = len(np.unique(probe.owners[probe.found[probe.which]]))  # items holding one
     return {
         "file": name,
         "items": probe.num_documents,
