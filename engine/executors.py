@@ -79,30 +79,25 @@ class Work:
         return str((self.tokens if stage == "tokenize" else self.split) / "logs" / stage)
 
     def claim(self):
-        """Create the folders, or check that existing ones were made for these same options."""
+        """Create the folders, or check that existing ones were made for these same options, and
+        unmark the tokenize and write tasks whose files are gone or differ from the sha256s they
+        recorded, so that this run makes them again (an output changed in place through its
+        hard-linked part too)."""
         claim_folder(self.tokens, self.tokens_config, ("tasks",))
         claim_folder(self.split, self.split_config, ("plan", "parts"))
-        self.redo_damaged_tasks()
-
-    def redo_damaged_tasks(self):
-        """Unmark the tokenize and write tasks whose files are gone or differ from the sha256s
-        they recorded, so that this run makes them again: an output changed in place through
-        its hard-linked part is made again too."""
-        for stage in ("tokenize", "write"):
+        intact = {
+            "tokenize": lambda r: task_files_intact(self.summary_file(r), self.tokenize_files(r)),
+            "write": lambda r: task_files_intact(self.written_file(r)),  # the parts it names
+        }
+        for stage, task_intact in intact.items():
             completions = Path(self.logs(stage)) / "completions"
             for marker in completions.iterdir() if completions.is_dir() else ():
-                if marker.name.isdigit() and not self.task_intact(stage, int(marker.name)):
+                if marker.name.isdigit() and not task_intact(int(marker.name)):
                     marker.unlink()
-
-    def task_intact(self, stage, rank):
-        if stage == "tokenize":
-            return task_files_intact(self.summary_file(rank), self.tokenize_files(rank))
-        return task_files_intact(self.written_file(rank))  # the parts it names
 
 
 def task_files_intact(summary_file, files=None):
-    """Whether `files` (default: those it names, beside it) have the sha256s `summary_file`
-    recorded."""
+    """Whether `files` (default: those it names) have the sha256s `summary_file` recorded."""
     try:
         recorded = load_json(read_small_file(summary_file), summary_file)["sha256"]
         files = [summary_file.parent / name for name in recorded] if files is None else files
@@ -112,8 +107,7 @@ def task_files_intact(summary_file, files=None):
 
 
 def claim_folder(folder, config, subfolders):
-    """Create `folder` and its `subfolders` with run.json holding `config`, or refuse an existing
-    one made with another config."""
+    """Create `folder` with run.json holding `config`, or refuse one made with another."""
     for sub in subfolders:
         (folder / sub).mkdir(parents=True, exist_ok=True)
     run_json = folder / "run.json"
@@ -198,7 +192,17 @@ def check_datatrove_arguments(parser, args, local_workers=None):
             "--executor slurm needs Slurm's sbatch, not found on PATH: run on a node of "
             "the cluster, or use --executor local"
         )
-    check_datatrove_installed(args.executor)  # before any work: the one line saying what to install
+    needed = {  # before any work: the one line saying what to install
+        "datatrove": "this needs datatrove, which is not installed: "
+        'pip install -e ".[scale]" (the scale extra)'
+    }
+    if args.executor == "ray":
+        needed["ray"] = '--executor ray needs Ray: pip install -e ".[ray]" (the ray extra)'
+    for module, message in needed.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise PrepareError(message) from None
 
 
 def chain_executors(args, job_name, stages, logs):
@@ -235,20 +239,19 @@ class RayStages:
             executor.run()
             if failed := executor.get_incomplete_ranks(skip_completed=True):
                 logs = Path(executor.logging_dir.path) / "logs"
+                lines = (
+                    line
+                    for path in sorted(logs.glob("task_*.log"))
+                    for line in path.read_text(errors="replace").splitlines()
+                )
+                errors = (  # datatrove's "... | ERROR | where - MESSAGE": the first MESSAGE
+                    line.split(" - ", 1)[1] for line in lines if "| ERROR" in line and " - " in line
+                )
                 raise PrepareError(
-                    first_logged_error(logs)
+                    next(errors, None)
                     or f"{plural(len(failed), 'task')} of the {name} stage failed on Ray (their "
                     f"logs: {logs}); fix the cause and run again"
                 )
-
-
-def first_logged_error(logs):
-    """The message of the first "... | ERROR | where - MESSAGE" line in a stage's logs, or None."""
-    for path in sorted(logs.glob("task_*.log")):
-        for line in path.read_text(errors="replace").splitlines():
-            if "| ERROR" in line and " - " in line:
-                return line.split(" - ", 1)[1]
-    return None
 
 
 def stage_executor(args, job_name, **common):
@@ -257,8 +260,13 @@ def stage_executor(args, job_name, **common):
         from datatrove.executor import LocalPipelineExecutor
 
         forked_processes_exit_with_this_one()
+        # the program's start method, else fork on Linux: the tasks then start with the modules
+        # imported already (datatrove alone takes a second), not forkserver's nothing
+        method = multiprocessing.get_start_method(allow_none=True)
+        if method is None:
+            method = "fork" if sys.platform == "linux" else multiprocessing.get_start_method()
         workers = min(args.workers, common["tasks"])
-        return LocalPipelineExecutor(workers=workers, start_method=local_start_method(), **common)
+        return LocalPipelineExecutor(workers=workers, start_method=method, **common)
     if args.executor == "slurm":
         from datatrove.executor import SlurmPipelineExecutor
 
@@ -282,35 +290,9 @@ def forked_processes_exit_with_this_one():
     the run, datatrove's Manager's server would wait forever (spawned processes stay)."""
     import multiprocess.util
 
-    multiprocess.util.register_after_fork(multiprocess, _exit_with_parent)
-
-
-def _exit_with_parent(multiprocess):
-    exit_when_orphaned(multiprocess.parent_process().pid)
-
-
-def local_start_method():
-    """The program's multiprocessing start method, or fork on Linux: the tasks then start with
-    the modules imported already (datatrove alone takes a second), not forkserver's nothing."""
-    chosen = multiprocessing.get_start_method(allow_none=True)
-    if chosen is None and sys.platform == "linux":
-        return "fork"
-    return chosen or multiprocessing.get_start_method()
-
-
-def check_datatrove_installed(executor):
-    """A PrepareError saying what to install unless datatrove (and Ray, if used) imports."""
-    needed = {
-        "datatrove": "this needs datatrove, which is not installed: "
-        'pip install -e ".[scale]" (the scale extra)'
-    }
-    if executor == "ray":
-        needed["ray"] = '--executor ray needs Ray: pip install -e ".[ray]" (the ray extra)'
-    for module, message in needed.items():
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            raise PrepareError(message) from None
+    multiprocess.util.register_after_fork(
+        multiprocess, lambda module: exit_when_orphaned(module.parent_process().pid)
+    )
 
 
 def join_ray_cluster():
@@ -345,8 +327,7 @@ def quiet_logs(logs_folder, verbose=False):
 
 @contextlib.contextmanager
 def task_bars(stages, stream):
-    """While the block runs, a bar of the tasks with a completion marker for each of `stages`
-    [(name, logging folder, tasks)] in turn."""
+    """While the block runs, a bar of the tasks done for each (name, folder, tasks) in turn."""
     from tqdm import tqdm
 
     ended = threading.Event()
