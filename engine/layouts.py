@@ -104,10 +104,8 @@ class RandomSplit:
             shards = [] if self.shard_format == "llmc" else None  # cut from the same streams
             for name in ("val", "train") if shards is not None else ():  # llm.c's shard 0 is val
                 names = llmc_names(job.prefix, name, first_index=len(shards))
-                ids = part_ids(parts[name], dtype)
-                shards += write_shards(
-                    out, ids, names, self.shard_size, dtype, job.vocab_size, "llmc"
-                )
+                ids, size = part_ids(parts[name], dtype), self.shard_size
+                shards += write_shards(out, ids, names, size, dtype, job.vocab_size, "llmc")
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
@@ -116,20 +114,16 @@ class RandomSplit:
                 lengths = np.load(work.plan_file(name, "tokens"))
                 write_document_starts(out / schema.index_name(name), lengths)
             wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
-            meta = write_meta(
-                out,
-                script=job.script,
-                tokenizer=tokenizer,
-                dtype=dtype,
-                split_tokens=split_tokens,
-                shards=shards,
-                shard_format=self.shard_format,
-                source=job.source_with(plan),
-                split=split,
-                options=job.options,
-                counted=(plan["bytes"], np.load(work.plan_file("val", "text_bytes"))),
-            )
-        say_split(job, plan, split, split_tokens, meta, wrote_pkl)
+            fields = dict(split_tokens=split_tokens, shards=shards, split=split)
+            meta = commit_meta(out, work, job, plan, tokenizer, self.shard_format, **fields)
+        say_documents(job, plan)  # and the rest of what the lesson's prepare.py prints
+        shards = meta.get("shards")
+        for name, tokens in split_tokens.items():
+            print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
+        outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
+        extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + schema.sidecars(meta)
+        extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
+        print(f"wrote {outputs} ({job.dtype}), {', '.join(extras)} to {job.out_dir_as_given}")
 
 
 def say_documents(job, plan):
@@ -139,16 +133,12 @@ def say_documents(job, plan):
         print(dedup_line(plan["dedup"], plan["documents"]))
 
 
-def say_split(job, plan, split, split_tokens, meta, wrote_pkl):
-    """What the lesson's prepare.py prints of a split run."""
-    say_documents(job, plan)
-    shards = meta.get("shards")
-    for name, tokens in split_tokens.items():
-        print(f"{name} has {plural(split['documents'][name], 'document')}, {tokens:,} tokens")
-    outputs = "train.bin, val.bin" if shards is None else f"{len(shards):,} llm.c shards"
-    extras = [*schema.DOCUMENT_INDEXES] * (shards is None) + schema.sidecars(meta)
-    extras += [schema.TOKEN_BYTES] + [schema.META_PKL] * wrote_pkl + [schema.RECORD_NAME]
-    print(f"wrote {outputs} ({job.dtype}), {', '.join(extras)} to {job.out_dir_as_given}")
+def commit_meta(out, work, job, plan, tokenizer, shard_format, **fields):
+    """meta.json of the run, with the byte figures the tokenize tasks counted."""
+    counted = (plan["bytes"], np.load(work.plan_file("val", "text_bytes")))
+    fields.update(script=job.script, tokenizer=tokenizer, source=job.source_with(plan))
+    fields.update(dtype=np.dtype(job.dtype), options=job.options, counted=counted)
+    return write_meta(out, shard_format=shard_format, **fields)
 
 
 @dataclass(frozen=True)
@@ -189,24 +179,17 @@ class ShardStream:
         plan, dtype, size = work.read_plan(), np.dtype(job.dtype), self.shard_size
         total = plan["splits"]["all"]["tokens"]
         count = -(-total // size)  # the shards of the stream, the last one partial
-        names = list(itertools.islice(llmc_names(job.prefix), count))
+        names, parts = list(itertools.islice(llmc_names(job.prefix), count)), work.split / "parts"
         records = []
         for k in range(rank * count // world_size, (rank + 1) * count // world_size):
             low, high = k * size, min((k + 1) * size, total)
             first = [np.array([job.eot_id], dtype)] if k == 0 else []
             ids = itertools.chain(first, plan_ranges(work, "all", max(low - 1, 0), high - 1, dtype))
-            records += write_shards(
-                work.split / "parts",
-                ids,
-                iter(names[k : k + 1]),
-                size,
-                dtype,
-                job.vocab_size,
-                self.shard_format,
-                say=False,  # the commit says them, in order
-            )
+            shard = iter(names[k : k + 1])  # said by the commit, in order
+            vocab, shard_format = job.vocab_size, self.shard_format
+            records += write_shards(parts, ids, shard, size, dtype, vocab, shard_format, say=False)
         atomic_write_text(work.shard_records(rank), json.dumps(records) + "\n")
-        return [work.split / "parts" / record["file"] for record in records]
+        return [parts / record["file"] for record in records]
 
     def commit(self, work, job, plan, encoding, tokenizer):  # noqa: ARG002 (no meta.pkl)
         """The write tasks' shards, checked against the plan, linked into the folder with
@@ -233,19 +216,8 @@ class ShardStream:
         with output_folder(Path(job.out_dir), schema) as out:
             for shard in shards:
                 link_or_copy(work.split / "parts" / shard["file"], out / shard["file"])
-            meta = write_meta(
-                out,
-                script=job.script,
-                tokenizer=tokenizer,
-                dtype=dtype,
-                shards=shards,
-                shard_format=self.shard_format,
-                source=job.source_with(plan),
-                options=job.options,
-                split=split,
-                counted=(plan["bytes"], np.load(work.plan_file("val", "text_bytes"))),
-                eot_first=True,
-            )
+            fields = dict(shards=shards, split=split, eot_first=True)
+            meta = commit_meta(out, work, job, plan, tokenizer, self.shard_format, **fields)
         say_documents(job, plan)  # and the rest of what the lesson's prepare.py prints
         print(f"{total:,} tokens: {plural(len(shards), 'shard')}")
         for shard in shards:
