@@ -1,15 +1,10 @@
 """The datatrove pipeline of a document lesson: its outputs, from many tasks.
 
-Four stages, each a datatrove executor depending on the one before (engine/stages.py):
-tokenize (N tasks, each its slice of the input: ids and an index), plan (1 task: each document
-once, --dedup's drops, the lesson's layout), write (N tasks, each its share of the outputs, no
-file with two writers), commit (1 task: the outputs joined, checked, meta.json last). A rerun
-skips the tasks marked completed; the work directory is named by a hash of what its files depend
-on, so it never mixes in another run's. With --max-tokens this process runs the lesson's budget
-step first and the tasks read its documents as one parquet file.
+Four stages (engine/stages.py), each depending on the one before: tokenize (N tasks), plan (1),
+write (N, no file with two writers), commit (1: meta.json last). A rerun skips the tasks marked
+completed, in a work directory named by a hash of what its files depend on.
 """
 
-import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -101,8 +96,7 @@ class Job:
 
 
 def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
-    """The main of a lesson's data/*/prepare_datatrove.py: its options and the engine's, then
-    `lesson_of(args)` prepared, then the overlap said as the lesson says it."""
+    """The main of a lesson's data/*/prepare_datatrove.py."""
     parser = arguments()
     parser.description = description
     add_datatrove_arguments(parser)  # --executor, --tasks, --workers, --work-dir, --slurm-*
@@ -124,31 +118,20 @@ def prepare_with_datatrove(args, encoding, tokenizer, dtype, lesson):
     if args.executor == "ray":
         join_ray_cluster()
     out_dir = Path(args.out_dir).resolve()
-    if args.executor == "local":
-        # the commit task runs in this process (datatrove runs a 1-task stage in the caller),
-        # so this process holds the folder's lock from the start and the commit goes on under it
-        with folder_lock(out_dir), no_new_work_if_failed(args, out_dir):
-            run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
-    else:
-        # the commit task runs later in another process, maybe on another node, when this one
-        # may have exited: it takes the lock itself; here a folder busy now is refused at once
-        with folder_lock(out_dir):
+    if args.executor != "local":  # the commit task takes the lock later, maybe on another node:
+        with folder_lock(out_dir):  # a folder busy now is refused at once
             pass
-        run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
-
-
-@contextlib.contextmanager
-def no_new_work_if_failed(args, out_dir):
-    """A failed run removes the default work directory if it made it (a --work-dir given, or one
-    a killed run left, stays for the next run to resume)."""
-    work_root = out_dir / WORK_NAME
-    new = args.work_dir is None and not os.path.lexists(work_root)
-    try:
-        yield
-    except BaseException:
-        if new:
-            shutil.rmtree(work_root, ignore_errors=True)
-        raise
+        return run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
+    # the commit runs in this process (datatrove runs a 1-task stage in the caller), under this lock
+    with folder_lock(out_dir):
+        work_root = out_dir / WORK_NAME  # the default one is removed if this run made it and fails
+        new = args.work_dir is None and not os.path.lexists(work_root)
+        try:
+            run_stages(args, encoding, tokenizer, dtype, out_dir, lesson)
+        except BaseException:
+            if new:
+                shutil.rmtree(work_root, ignore_errors=True)
+            raise
 
 
 def run_stages(args, encoding, tokenizer, dtype, out_dir, lesson):

@@ -3,6 +3,7 @@
 documents.
 """
 
+import itertools
 import os
 from pathlib import Path
 
@@ -24,8 +25,7 @@ from safety.text import read_text
 
 
 def file_identity(path):
-    """A file's path, size and sha256, for the work directory's name (not its time, which cp -p
-    puts back)."""
+    """A file's path, size and sha256 (not its time, which cp -p puts back)."""
     return [os.path.abspath(path), os.stat(path).st_size, sha256_file(path)]
 
 
@@ -86,11 +86,10 @@ def most_tasks(files, kind, lengths):
     MIN_TASK_BYTES; the input's size): 600 lines of 90 kB -> (6, "600 lines, 0.1 MB")."""
     size = sum(os.path.getsize(path) for path in files)
     if kind == "text":
-        documents = pieces = len(files)
-        unit = "files"
+        documents, pieces, unit = len(files), len(files), "files"
     elif kind == "json":  # a line is a document, or a blank one; an array is one piece
-        documents = pieces = sum(1 if is_json_array(p) else count_lines(p) for p in files)
-        unit = "lines"
+        documents = sum(1 if is_json_array(p) else count_lines(p) for p in files)
+        pieces, unit = documents, "lines"
     else:
         import pyarrow.parquet as pq
 
@@ -118,13 +117,8 @@ def count_lines(path):
 
 def batches(items, size):
     """[1, 2, 3, 4, 5] with size 2 -> [1, 2], [3, 4], [5]"""
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
+    items = iter(items)
+    while batch := list(itertools.islice(items, size)):
         yield batch
 
 
@@ -158,8 +152,7 @@ class PieceReader:
 
 
 def input_files(data_files, hub, outputs=frozenset()):
-    """The files to read, in `datasets`' order, and their kind: ([paths], "json"); the hub's
-    downloaded and checked first."""
+    """The files to read, in `datasets`' order, and their kind: ([paths], "json")."""
     if data_files is None:
         return hub_files(hub, source_name(None, hub))[0], "parquet"
     files = expand_data_files(data_files, outputs)

@@ -123,14 +123,11 @@ class TokenizeStage(Stage):
 def document_name(path, kind, positions, i):
     """How an error names document i of a batch: "a.parquet, row 7", "a.jsonl, the line at
     byte 120" or "a.txt"."""
-    position = int(positions[i])
-    if kind == "parquet":
-        return f"{path}, row {position:,}"
+    if kind == "text":
+        return path
     if kind == "json" and not is_json_array(path):
-        return f"{path}, the line at byte {position:,}"
-    if kind == "json":
-        return f"{path}, row {position:,}"
-    return path
+        return f"{path}, the line at byte {int(positions[i]):,}"
+    return f"{path}, row {int(positions[i]):,}"
 
 
 class PlanStage(Stage):
@@ -159,12 +156,8 @@ def make_plan(index, figures, summaries, job, work):
             # no object has the field, maybe: then datasets has no such column, and the lessons
             # say so, naming the columns there are
             check_text_column(job.source, json_columns(job.files))
-        before = np.cumsum([0] + [summary["documents"] for summary in summaries])
-        first = min(
-            int(before[r]) + summary["first_bad"]
-            for r, summary in enumerate(summaries)
-            if summary["bad"]
-        )
+        before = np.cumsum([0] + [s["documents"] for s in summaries])
+        first = min(int(before[r]) + s["first_bad"] for r, s in enumerate(summaries) if s["bad"])
         raise PrepareError(
             f"{job.source}: {bad:,} of {num_documents:,} documents have a missing or "
             f"non-string 'text' (the first at row {first:,}); fix or drop those rows"
@@ -184,8 +177,9 @@ def make_plan(index, figures, summaries, job, work):
 
     # --dedup: the first of each copy (or cluster of near copies) kept, before the lesson's rule
     kept = np.arange(num_documents)
-    if job.dedup:
-        kept = kept_documents(job, work)
+    if job.dedup:  # from the keys the tokenize tasks wrote
+        keys = (np.load(work.keys_file(r)) for r in range(job.tasks))
+        kept = np.flatnonzero(keep_documents(job.dedup, keys))
         plan["dedup"] = {**rule_record(job.dedup), "documents_dropped": num_documents - len(kept)}
     splits = job.layout.orders(kept)
     for split, documents in splits.items():
@@ -208,15 +202,8 @@ def make_plan(index, figures, summaries, job, work):
     return plan
 
 
-def kept_documents(job, work):
-    """--dedup: the numbers of the documents kept, from the keys the tokenize tasks wrote."""
-    keys = [np.load(work.keys_file(r)) for r in range(job.tasks)]
-    return np.flatnonzero(keep_documents(job.dedup, keys))
-
-
 def check_each_document_once(index, summaries, job, work):
-    """Refuse token files that do not cover every file end to end with each document once, in
-    order (a stale or foreign work directory)."""
+    """Refuse token files that do not hold each document of the input once, in order."""
     itemsize = np.dtype(job.dtype).itemsize
     problem = None
     for rank, summary in enumerate(summaries):
@@ -252,7 +239,7 @@ class WriteStage(Stage):
 
     def run_task(self, rank, world_size):
         written = self.job.layout.write(self.work, self.job, rank, world_size)
-        # checked before a later run reuses them (Work.redo_damaged_tasks)
+        # checked before a later run reuses them (Work.claim)
         sha256 = {path.name: sha256_file(path) for path in written}
         atomic_write_text(self.work.written_file(rank), json.dumps({"sha256": sha256}) + "\n")
 

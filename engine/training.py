@@ -1,14 +1,11 @@
-"""Counting on a cluster: tokenizer training with datatrove (pip install -e '.[scale]').
+"""Tokenizer training whose counting runs as datatrove tasks (--engine datatrove).
 
-    python train_tokenizer.py --input "corpus/*.parquet" --vocab-size 32000 --out tok.json \\
-        --special-tokens "<|endoftext|>" --engine datatrove --tasks 64 --workers 8
     train_with_datatrove(["corpus/*.parquet"], 32000, ["<|endoftext|>"], out="tok.json",
                          tasks=64, workers=8, work_dir="/shared/work", executor="local")
 
-Stage count (N tasks): task r counts the pretokens of pieces r, r + N, ... of documents/corpus.py
-into its table; stage learn (1 task, always run again) adds the tables up, learns the merges and
-writes the tokenizer file. Counts add up the same in any order, so the file is byte-identical to
-one machine's. The tables live in WORK/counts-<hash of what they depend on>/.
+Task r of the count stage counts pieces r, r + N, ... of the input into its table; the one learn
+task (always run again) adds them up and learns the merges: counts add up the same in any order,
+so the file is byte-identical to one machine's. Tables live in WORK/counts-<hash of their inputs>/.
 """
 
 import json
@@ -71,8 +68,7 @@ class CountWork:
         return str(self.folder / "logs" / stage)
 
     def claim(self, tasks):
-        """Create the folder (or check its config), and unmark the tasks whose tables fail their
-        sha256, so they run again."""
+        """Create the folder (or check its config); unmark the tasks whose tables fail a sha256."""
         claim_folder(self.folder, self.config, ("counts",))
         for rank in range(tasks):
             marker = Path(self.logs("count")) / "completions" / f"{rank:05d}"
@@ -149,9 +145,16 @@ def train_with_datatrove(
     """
     if executor not in EXECUTORS:
         raise PrepareError(f"executor {executor!r} is not one of {', '.join(EXECUTORS)}")
-    reading, paths, pieces, left_out = plan_counting(
-        inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes
-    )
+    try:  # a bad option is one of bpe's checks' ValueErrors
+        _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
+        reading = Reading(regex_pattern, tuple(special_tokens), text_column)
+        paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
+        pieces = capped = plan_pieces(paths, reading, piece_bytes)
+        if max_chars is not None:  # the same documents as on one machine, read once here
+            capped = cap_pieces(pieces, reading, max_chars)
+    except ValueError as exc:
+        raise PrepareError(str(exc)) from None
+    pieces, left_out = capped, capped != pieces
     most = max(len(pieces), 1)  # task r counts pieces r, r + N, ...: beyond, a task has none
     if tasks > most:  # each a process to start for nothing, and a table to add up
         print(f"note: --tasks {tasks:,} capped at {most:,}, the input's pieces")
@@ -195,17 +198,3 @@ def train_with_datatrove(
     learn = chain_executors(options, "tokenizer", stages, work.logs)
     run_with_bars(learn, options, work.folder / "logs", [("count", work.logs("count"), tasks)])
     return work.folder
-
-
-def plan_counting(inputs, vocab_size, special_tokens, pattern, text_column, max_chars, piece_bytes):
-    """(reading, input paths, pieces, whether max_chars left a document out)."""
-    try:
-        _, special_tokens, regex_pattern = check_training_args(vocab_size, special_tokens, pattern)
-        reading = Reading(regex_pattern, tuple(special_tokens), text_column)
-        paths = [str(Path(path).resolve()) for path in expand_inputs(inputs)]
-        pieces = capped = plan_pieces(paths, reading, piece_bytes)
-        if max_chars is not None:  # the same documents as on one machine, read once here
-            capped = cap_pieces(pieces, reading, max_chars)
-    except ValueError as exc:  # a bad option (bpe's checks)
-        raise PrepareError(str(exc)) from None
-    return reading, paths, capped, capped != pieces
