@@ -139,27 +139,15 @@ def add_datatrove_arguments(
     else:
         group.add_argument("--engine", choices=engines, default=engines[0], help=engine_help)
     group.add_argument("--executor", choices=EXECUTORS, default="local", help="where tasks run")
-    group.add_argument(
-        "--tasks",
-        type=int,
-        help="tasks the work is cut into (default: --workers, or 64 on a cluster)",
-    )
+    tasks = "tasks the work is cut into (default: --workers, or 64 on a cluster)"
+    group.add_argument("--tasks", type=int, help=tasks)
     if workers_option:
-        group.add_argument(
-            "--workers",
-            type=int,
-            help="tasks running at once (default: --num-proc locally, no limit on a cluster)",
-        )
-    group.add_argument(
-        "--work-dir",
-        type=Path,
-        help=f"{work_dir_help}; on a cluster, a folder every node sees",
-    )
-    group.add_argument(
-        "--verbose",
-        action="store_true",
-        help=f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})",
-    )
+        workers = "tasks running at once (default: --num-proc locally, no limit on a cluster)"
+        group.add_argument("--workers", type=int, help=workers)
+    work_dir = f"{work_dir_help}; on a cluster, a folder every node sees"
+    group.add_argument("--work-dir", type=Path, help=work_dir)
+    verbose = f"show datatrove's own logs here too (always in the work directory's {LOG_NAME})"
+    group.add_argument("--verbose", action="store_true", help=verbose)
     group.add_argument("--slurm-partition", help="Slurm partition (required with --executor slurm)")
     group.add_argument("--slurm-time", default="24:00:00", help="Slurm time limit per task")
     group.add_argument("--slurm-cpus-per-task", type=int, default=1, help="CPUs per Slurm task")

@@ -38,11 +38,9 @@ class Stage(PipelineStep):
         try:
             self.run_task(rank, world_size)
         except OSError as exc:  # a full disk, a file size limit: one line naming the file
-            where = exc.filename or (
-                self.work.tokens if self.name == "tokenize" else self.work.split
-            )
+            folder = self.work.tokens if self.name == "tokenize" else self.work.split
             raise PrepareError(
-                f"task {rank} of the {self.name} stage cannot write {where}: "
+                f"task {rank} of the {self.name} stage cannot write {exc.filename or folder}: "
                 f"{exc.strerror or exc}; fix that and run the same command again"
             ) from None
 

@@ -159,16 +159,14 @@ def train_with_datatrove(
     if tasks > most:  # each a process to start for nothing, and a table to add up
         print(f"note: --tasks {tasks:,} capped at {most:,}, the input's pieces")
         tasks = most
-    work = CountWork(
-        work_dir,
-        {
-            "format": WORK_FORMAT,
-            "files": [file_identity(path) for path in paths],
-            "reading": asdict(reading),
-            "pieces": [asdict(piece) for piece in pieces],
-            "tasks": tasks,
-        },
-    )
+    config = {
+        "format": WORK_FORMAT,
+        "files": [file_identity(path) for path in paths],
+        "reading": asdict(reading),
+        "pieces": [asdict(piece) for piece in pieces],
+        "tasks": tasks,
+    }
+    work = CountWork(work_dir, config)
     work.claim(tasks)
     job = CountJob(
         inputs=[str(path) for path in inputs],
