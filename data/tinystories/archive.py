@@ -1,34 +1,12 @@
-"""JSON files read straight out of a .tar.gz, one member at a time, never unpacked to disk.
+"""JSON files read straight out of a .tar.gz as a stream, one member at a time, never unpacked.
 
-TinyStories' TinyStories_all_data.tar.gz holds data00.json ... data49.json at its top: llm.c's
-dev/data/tinystories.py unpacks it with `tar -xzf` into a folder and globs `*.json` there (not
-below), and finds 50. Here the archive is read front to back once, as a stream (the standard
-library's tarfile, mode "r|"), so memory holds one member whatever the archive's size, and
-nothing of it ever reaches the disk. What tarfile lets pass is checked on the way:
-
-- the gzip stream is read to its end, so its trailer's CRC and length are checked: an archive
-  cut anywhere, even between two members, is an error, not a shorter corpus;
-- every header is checked as GNU tar checks it (`_Header`), where tarfile takes a damaged one
-  for the end of the archive and stops, silently: a bad checksum, a header cut short, or
-  anything but zeros where the end-of-archive blocks are or after them (a second archive
-  joined on, which tar would not read), is an ArchiveError naming the member and the byte
-  offset; a GNU long name or a pax header may hold MAX_EXTENSION_BYTES (bounded
-  like a member: memory stays flat on any archive);
-- each member is checked on its header, before a byte of it is read (`checked_name`): a regular
-  file at the archive's top whose name matches the glob `pattern` (an optional leading "./"
-  dropped; the top folder "./" itself is passed over), no larger than `max_bytes` (what a gzip
-  bomb would have to claim). An absolute name, a name with "..", a symbolic or hard link, a
-  device, a FIFO, a folder, a sparse file, a file in a folder, any other name, or the same name
-  twice is an ArchiveError naming the member (by the name its pax or GNU header gives it);
-- a member cut short, or a damaged gzip stream, is an ArchiveError naming the member being read.
-
-`json_stories` then reads one member's bytes as a JSON list of objects and keeps only each
-object's "story" string (the rest of each object is dropped as it is parsed).
+Checked on the way, each an ArchiveError (a PrepareError: one `error:` line) naming the member:
+the gzip trailer (an archive cut anywhere), every header as GNU tar checks it (tarfile takes a
+damaged one for the end), nothing but zeros past the end, and each member before it is read: a
+regular file at the top matching `pattern`, no larger than `max_bytes`, never twice.
 
     for name, data in json_members("TinyStories_all_data.tar.gz", "data[0-9][0-9].json"):
         stories = json_stories(name, data)  # ["Once upon a time...", ...]
-
-Errors are ArchiveError, a PrepareError: one `error:` line from any command.
 """
 
 import contextlib
@@ -47,13 +25,8 @@ MAX_MEMBER_BYTES = 1 << 30  # 1 GiB: TinyStories' 50 members come from 1.6 GB of
 MAX_TRAILING_BYTES = 1 << 24  # after the archive's end: tar's zero padding, not another corpus
 BLOCK = 512  # a tar is 512-byte blocks: a header, then a member's data padded to a block
 MAX_EXTENSION_BYTES = 1 << 16  # a GNU long name or a pax header: 64 KiB (PATH_MAX is 4 KiB)
-EXTENSIONS = (
-    tarfile.GNUTYPE_LONGNAME,
-    tarfile.GNUTYPE_LONGLINK,
-    tarfile.XHDTYPE,
-    tarfile.XGLTYPE,
-    tarfile.SOLARIS_XHDTYPE,
-)
+EXTENSIONS = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE)
+EXTENSIONS += (tarfile.SOLARIS_XHDTYPE,)
 MEMBER_FIELDS = {"path", "linkpath", "size"}  # what a global pax header must not set
 
 
@@ -64,11 +37,7 @@ class ArchiveError(PrepareError):
 def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True, raw=None):
     """Yield (name, data) of each member of the .tar.gz at `path`, in the archive's order.
 
-    `pattern`, a glob ("data[0-9][0-9].json"), must match each member's name; see the module
-    docstring for every check. data: the member's bytes. progress: a tqdm bar of the archive's
-    (compressed) bytes read, shown after a second (a quick run prints none). raw: the archive's
-    bytes from a file object in place of `path`'s (a prefix of it being downloaded: hub.Prefix),
-    `path` naming it; a consumer that stops early leaves the rest unread, and no error."""
+    raw: a file object read in place of `path` (hub.Prefix), which then only names it."""
     from tqdm import tqdm
 
     path = Path(path)
@@ -119,8 +88,7 @@ def json_members(path, pattern, max_bytes=MAX_MEMBER_BYTES, progress=True, raw=N
 
 
 class _Archive(tarfile.TarFile):
-    """A tar read with its headers checked (`_Header`); `path` and `last` (the last whole
-    member read) say where an error is."""
+    """A tar whose headers are checked; `path` and `last` (the last member read) name errors."""
 
     def __init__(self, *args, path, **kwargs):
         self.path, self.last = path, None
@@ -128,9 +96,7 @@ class _Archive(tarfile.TarFile):
 
 
 class _Header(tarfile.TarInfo):
-    """A tar header read as GNU tar reads it (see the module docstring): a damaged one is an
-    ArchiveError, not the end of the archive; the end is two zero blocks, or the stream's end
-    (the gzip trailer vouches for it)."""
+    """A header read as GNU tar reads it: a damaged one is an error, not the archive's end."""
 
     @classmethod
     def fromtarfile(cls, archive):
@@ -163,7 +129,6 @@ class _Header(tarfile.TarInfo):
 
 
 def _damaged(archive, offset, block, reason):
-    """The ArchiveError of a header at `offset`: its member named as the header names it."""
     name = bytes(block[:100]).split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
     return ArchiveError(
         f"{archive.path}: archive member {shortened(repr(name))} at byte {offset:,} (after "
@@ -174,8 +139,7 @@ def _damaged(archive, offset, block, reason):
 
 def checked_name(member, pattern, max_bytes=MAX_MEMBER_BYTES):
     """The member's name ("./data07.json" -> "data07.json"), None for the top folder itself, or
-    an ArchiveError saying why the member is refused (checked in this order: the name's safety,
-    the kind of entry, the name, the size)."""
+    an ArchiveError saying why the member is refused."""
     name = member.name
     where = f"archive member {shortened(repr(name))}"  # a 64 KiB name makes no 64 KiB line
     if name.startswith("/"):  # PurePosixPath(name).is_absolute()
@@ -209,9 +173,7 @@ def checked_name(member, pattern, max_bytes=MAX_MEMBER_BYTES):
     return bare
 
 
-class _Field:
-    """An object of a member's list as it is parsed: only the value of its field is kept."""
-
+class _Field:  # an object of a member's list as parsed: only its field's value is kept
     __slots__ = ("value",)
 
     def __init__(self, value):
@@ -224,12 +186,8 @@ JSON_KINDS = {dict: "an object", _Field: "an object", str: "a string", bool: "a 
 def json_stories(name, data, field="story"):
     """A member's bytes, a JSON list of objects, -> the list of each object's `field` string.
 
-    b'[{"story": "Once...", "summary": "..."}]' -> ["Once..."]. Every object is replaced by its
-    field's value as soon as it is parsed (`object_hook`), so the rest of it (TinyStories' own
-    summaries, prompts and word lists) never sits in memory. The bytes must be UTF-8 (as llm.c's
-    open() reads them on Linux); anything else, a JSON that is not a list, or an item without a
-    string `field`, is an ArchiveError naming the member (and the item).
-    """
+    b'[{"story": "Once...", "summary": "..."}]' -> ["Once..."]; the rest of each object is
+    dropped as it is parsed. UTF-8 only, as llm.c's open() reads it on Linux."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -252,7 +210,6 @@ def json_stories(name, data, field="story"):
 
 
 def _member_error(name, what, joint=""):
-    """A member's ArchiveError, saying what to do: "data01.json is not valid JSON (...); ..."."""
     return ArchiveError(
         f"{name}{joint} {what}; the archive is not TinyStories' as llm.c reads it: download it "
         "again, or give --archive one of the same layout"
@@ -260,8 +217,7 @@ def _member_error(name, what, joint=""):
 
 
 def archive_file(path):
-    """`path` as a Path if it is a regular file (a FIFO would block whoever reads it, a folder
-    cannot be one), else an ArchiveError saying what it is."""
+    """`path` as a Path if it is a regular file (a FIFO would block), else an ArchiveError."""
     path = Path(path)
     if not path.exists():
         raise ArchiveError(f"--archive {path} does not exist; check the path")

@@ -1,13 +1,9 @@
 """
-Prepare TinyStories as llm.c's dev/data/tinystories.py does: the JSON files by name, data00.json
-val, the rest train; each file's stories shuffled by random.Random(1337 + its index in its split),
-stripped, each written as <|endoftext|> then its ids: llm.c's TinyStories_{val,train}.bin byte for
-byte (--format llmc: a 256-int32 header, uint16 ids), or nanoGPT's val.bin, train.bin (the same
-ids). Unlike llm.c's: a pinned, checked download, the archive read as a stream (never unpacked),
-the same bytes at any --num-proc; --vocab-size N trains a BPE on the train stories first;
---max-tokens N reads only the archive's first bytes, as far as N train tokens need (val whole,
-then the first train files in the archive's order whose tokens reach N), fetched by HTTP Range
-requests, kept in $NANOGPT_DATA_CACHE/prefix and resumed where a run stopped (hub/prefix.py).
+Prepare TinyStories as llm.c's dev/data/tinystories.py does: data00.json val, the rest train,
+each file's stories shuffled (seed 1337 + its index), stripped, each <|endoftext|> then its ids:
+llm.c's TinyStories_{val,train}.bin byte for byte (--format llmc), or nanoGPT's val.bin and
+train.bin. Unlike llm.c's: a pinned download read as a stream, --vocab-size N (a BPE trained on
+the train stories), --max-tokens N (only the archive's first bytes, fetched by range requests).
 
     python data/tinystories/prepare.py --archive TinyStories_all_data.tar.gz --vocab-size 2048
     python data/tinystories/prepare.py --max-tokens 10M  # a train file holds about 19M
@@ -154,8 +150,7 @@ def main():
 
 
 def archive_prefix(local, dest):
-    """hub.Prefix of the archive for --max-tokens: --archive, or a whole download already at
-    `dest`, read as it is (fewer bytes), else the pinned one's first bytes, fetched as read."""
+    """hub.Prefix of the archive for --max-tokens: --archive, a download at `dest`, or the pin's."""
     if local is not None:
         return Prefix(archive_file(local), None, str(local))
     if dest.is_file():  # checked against its pin when downloaded, and when read to its end
@@ -164,11 +159,8 @@ def archive_prefix(local, dest):
 
 
 def marked(members, prefix, marks, record, max_tokens):
-    """The members as they come, each one's prefix record (Prefix.record: the bytes read when
-    it was read whole, and the next header) put in `marks` under its name; once the train
-    files taken hold max_tokens (record["tokens"], `within_budget`'s), the train files read on
-    the way to val are passed over: nobody tokenizes them. An archive that does not decode
-    says which copy to delete: a rerun reads the cache's bytes again, not the mirror's."""
+    """The members, each one's Prefix.record put in `marks`; once the train files taken hold
+    max_tokens, the train files on the way to val are passed over, not tokenized."""
     try:
         for name, data in members:
             marks[name] = prefix.record()
@@ -179,9 +171,8 @@ def marked(members, prefix, marks, record, max_tokens):
 
 
 def within_budget(results, max_tokens, prefix, marks, record):
-    """The results of `process` the folder keeps: val's, and those of the first train files (in
-    the archive's order) whose tokens reach max_tokens; read no further once both are in hand.
-    `record` gets meta.json's "budget": max_tokens, tokens, the files kept, the prefix read."""
+    """The results kept: val's and the first train files' whose tokens reach max_tokens; then
+    stop reading. `record` gets meta.json's "budget"."""
     tokens, val, kept = 0, False, []
     for result in results:
         name, ids = result[:2]
@@ -202,8 +193,8 @@ def within_budget(results, max_tokens, prefix, marks, record):
 
 
 def budget_line(record, prefix):
-    """The line of what --max-tokens read: 'budget: 3 train files, 20,102 tokens; 1,234 of
-    9,876 bytes of the archive read (sha256 0a1b2c3d4e5f), 1,310 fetched now'."""
+    """'budget: 3 train files, 20,102 tokens; 1,234 of 9,876 bytes of the archive read (sha256
+    0a1b2c3d4e5f), 1,310 fetched now'."""
     size = f" of {record['size']:,}" if record["size"] else ""
     files = len(record["files"]) - (VAL in record["files"])
     return (
@@ -214,10 +205,7 @@ def budget_line(record, prefix):
 
 
 def at_most_a_process_a_member(members, num_proc):
-    """(the members, the processes to tokenize them with): --num-proc capped at the archive's
-    members, as the other lessons cap it at their work, with a one-line note. A stream cannot
-    be counted: up to num_proc + 1 members are read ahead (what the pool would hold anyway).
-    5 members, --num-proc 100 -> 5 processes, "note: --num-proc 100 capped at 5, ..."."""
+    """(the members, the processes): --num-proc capped at the members, read ahead to count."""
     ahead = list(itertools.islice(members, num_proc + 1)) if num_proc > 1 else []
     if num_proc > 1 and len(ahead) < num_proc:
         print(f"note: --num-proc {num_proc} capped at {len(ahead)}, the archive's JSON files")
@@ -227,9 +215,8 @@ def at_most_a_process_a_member(members, num_proc):
 
 def process(name, data, encoding, tokenizer, dtype, gpt2, dedup):
     """llm.c's process_shard: one file's stories shuffled, stripped, each <|endoftext|> first;
-    with --dedup, each story's keys (dedup/drop.py's document_keys, its ids without the EOT);
-    each story's byte figures (tokenize_documents')."""
-    stories = shuffled_stories(name, data)  # each item's "story", stripped, in llm.c's order
+    with their --dedup keys and byte figures."""
+    stories = shuffled_stories(name, data)
     where, numbers = f"{name}, shuffled story", range(len(stories))
     out = tokenize_documents(
         stories, numbers, encoding, tokenizer, dtype, where, eot_first=True, figures=True

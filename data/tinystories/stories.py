@@ -1,15 +1,5 @@
-"""What data/tinystories/prepare.py leans on past the archive: its two output files, written in
-the order of the JSON files' names whatever the archive's order, the figures it prints, its
---vocab-size check, and a BPE trained on stories.
-
-    with SplitFiles(out, np.uint16, llmc=True) as splits:  # llm.c's files (False: nanoGPT's)
-        splits.add("train", "data02.json", ids, lengths, {"characters": chars}, None, figures)
-        splits.add("val", "data00.json", ...)  # any order: each split is a Spool
-        splits.add("train", "data01.json", ...)
-        print(*splits.summary("gpt2"), sep="\\n")
-        record = splits.finish(archive)  # TinyStories_train.bin: data01.json's ids, data02.json's
-        write_meta(out, ..., **record, counted=splits.counted())
-"""
+"""data/tinystories/prepare.py's output files, written in the order of the JSON files' names
+whatever the archive's order, the figures it prints, and a BPE trained on stories."""
 
 import argparse
 import contextlib
@@ -34,21 +24,15 @@ SPLITS = ("val", "train")  # llm.c writes val first
 
 
 def shuffled_stories(name, data):
-    """llm.c's process_shard order of one JSON file's stories: each item's "story" stripped,
-    shuffled with the seed 1337 + the file's index in its split (data00.json, data01.json: 0)."""
+    """llm.c's order of a JSON file's stories: stripped, shuffled by 1337 + its split index."""
     stories = [story.strip() for story in json_stories(name, data)]
     random.Random(1337 + max(int(name[4:6]) - 1, 0)).shuffle(stories)
     return stories
 
 
 class SplitFiles(contextlib.AbstractContextManager):
-    """One output file per split, each the ids of its members in the order of their names.
-
-    llmc: False for nanoGPT's raw val.bin and train.bin; True for llm.c's TinyStories_val.bin
-    and TinyStories_train.bin, which start with its header (formats.shards.llmc_header). The
-    figures of each split are added up over its stories kept from what `add` is given (each
-    story's characters, and its tokens of any tokenizer compared) and printed by `summary`.
-    """
+    """One output file per split, each the ids of its members in the order of their names:
+    nanoGPT's val.bin and train.bin, or (llmc) llm.c's TinyStories_{val,train}.bin, headed."""
 
     BASIC = ("files", "stories", "characters")  # the other figures count tokens
 
@@ -70,10 +54,7 @@ class SplitFiles(contextlib.AbstractContextManager):
         self.kept = {}  # after `deduplicate`: {member name: which of its stories are kept}
 
     def add(self, split, name, ids, lengths, counts, keys=None, rows=None):
-        """The ids of member `name` (its key in the split), its stories' lengths in tokens (for
-        the document index of nanoGPT's files), its figures ({figure: an array, a value a
-        story}), for --dedup its stories' keys (dedup/drop.py's document_keys), and its
-        stories' byte figures, a row each (`counted`)."""
+        """Member `name`'s ids, its stories' lengths, figures, --dedup keys and byte figures."""
         self.spools[split].add(name, ids)
         self.lengths[split][name] = np.asarray(lengths, dtype=np.int64)
         self.counts[split][name] = counts
@@ -81,10 +62,8 @@ class SplitFiles(contextlib.AbstractContextManager):
         self.rows[split][name] = rows
 
     def deduplicate(self, rule):
-        """--dedup exact|near: drop each story repeating an earlier one (dedup/drop.py), in the
-        order val's stories (data00.json), then train's by file name, each file's as shuffled:
-        a val story is never dropped for a train copy, and no train story keeps a copy in val.
-        The files are written without them (`finish`); -> {"val": dropped, "train": dropped}."""
+        """--dedup: drop each story repeating an earlier one, val's first, then train's by file
+        name: no train story keeps a copy in val. -> {"val": dropped, "train": dropped}."""
         from dedup.drop import keep_documents
 
         members = [(split, name) for split in SPLITS for name in sorted(self.lengths[split])]
@@ -99,26 +78,22 @@ class SplitFiles(contextlib.AbstractContextManager):
         return {split: dropped[split] for split in SPLITS}
 
     def tokens(self, split):
-        """The ids of the split's file: those of the stories kept, after `deduplicate`."""
+        """The number of ids in the split's file (of the stories kept)."""
         if not self.kept:
             return self.spools[split].total
         return sum(int(self.kept_lengths(split, name).sum()) for name in self.lengths[split])
 
     def kept_lengths(self, split, name):
-        """The lengths of member `name`'s stories in its split's file (all, or those kept)."""
         return self._kept(name, self.lengths[split][name])
 
     def _kept(self, name, values):
-        """A value for each of member `name`'s stories: those of the stories kept."""
         return values if name not in self.kept else values[self.kept[name]]
 
     def _kept_ids(self, split, name, ids):
-        """The ids of member `name`'s kept stories: Spool.finish's pick."""
         return ids[np.repeat(self.kept[name], self.lengths[split][name])]
 
     def figures(self, split):
-        """The split's files, and the figures of the stories in its file (all, or those kept):
-        stories, and the sum of each of `add`'s counts."""
+        """The split's files, stories kept, and the sum of each of `add`'s counts."""
         figures = Counter(files=len(self.lengths[split]), stories=0)
         for name, counts in self.counts[split].items():
             figures["stories"] += len(self.kept_lengths(split, name))
@@ -130,10 +105,8 @@ class SplitFiles(contextlib.AbstractContextManager):
         return {split: self.figures(split)[figure] for split in SPLITS}
 
     def check(self, archive, whole=True):
-        """TinyStories' files, sorted, must be data00.json (val), data01.json, ... (train), none
-        missing: a file's index within its split, which seeds its shuffle, is then its number
-        (minus 1 in train); and neither split may be empty. Else an ArchiveError. Not `whole`
-        (a prefix of the archive, --max-tokens), the train files may be any of them."""
+        """The files must be data00.json (val), data01.json, ... (train), none missing (the
+        seeds of the shuffles), any train ones if not `whole`; no split empty."""
         names = sorted(name for split in SPLITS for name in self.lengths[split])
         expected = [f"data{i:02d}.json" for i in range(len(names))]
         if len(names) < 2 or (names != expected if whole else names[0] != expected[0]):
@@ -148,9 +121,8 @@ class SplitFiles(contextlib.AbstractContextManager):
             )
 
     def summary(self, tokenizer_name):
-        """Lines of figures: each split's files, stories and tokens, then tokens per story and
-        characters per token for the tokenizer and any other counted ("gpt2" in `add`'s
-        counts). The end-of-text tokens count per story, not per character."""
+        """Each split's files, stories and tokens, then tokens per story and characters per
+        token for the tokenizer and any other counted (the end-of-text counts per story)."""
         lines = []
         for split in SPLITS:
             figures = self.figures(split)
@@ -170,11 +142,8 @@ class SplitFiles(contextlib.AbstractContextManager):
         return lines
 
     def finish(self, archive, whole=True):
-        """`check` the members, then write each split's file (the temporaries go) -> what
-        prepare_common.write_meta records of them: {"shards": [{"file", "split", "tokens",
-        "sha256"}, ...], "shard_format": "llmc"} for llm.c's files, {"split_tokens": {"val": n,
-        "train": n}} for nanoGPT's, each with its document index (SPLIT.docs.npy), from the
-        stories' lengths in the files' order."""
+        """`check`, then write each split's file (and nanoGPT's SPLIT.docs.npy) -> write_meta's
+        {"shards": [...], "shard_format": "llmc"} or {"split_tokens": {"val": n, "train": n}}."""
         self.check(archive, whole)
         shards = []
         for split, spool in self.spools.items():
@@ -190,9 +159,7 @@ class SplitFiles(contextlib.AbstractContextManager):
         return {"split_tokens": {shard["split"]: shard["tokens"] for shard in shards}}
 
     def counted(self):
-        """write_meta's `counted` (formats/val_bytes.figure_totals): each split's byte figures and
-        val's text bytes, from the rows `add` was given, in the order of the files written (val's,
-        then train's by name, each file's shuffled), without the stories --dedup dropped."""
+        """write_meta's `counted`: each split's byte figures, in the files' order, of the kept."""
         none = np.zeros((0, len(FIGURES)), np.int64)
         rows = {
             split: np.concatenate([none, *(self._kept(n, parts[n]) for n in sorted(parts))])
@@ -201,7 +168,6 @@ class SplitFiles(contextlib.AbstractContextManager):
         return figure_totals(rows)
 
     def _header_bytes(self, total):
-        """llm.c's header (its length checked by the Spool), or none for nanoGPT's files."""
         return llmc_header(total, self.dtype).tobytes() if self.llmc else b""
 
     def discard(self):
@@ -226,14 +192,8 @@ def story_vocab_size(text):
 
 
 def train_story_bpe(files, vocab_size, end_of_text, num_workers=1):
-    """A byte-level BPE of exactly vocab_size tokens, `end_of_text` the last id, learned from
-    the stories of `files` (an iterable of lists of stories, one list per file), each story
-    stripped (as llm.c encodes it) and pretokenized alone -> a bpe.Tokenizer. A lone surrogate
-    is trained on as tiktoken encodes it, as U+FFFD.
-
-    Each file's stories go to the trainer joined by `end_of_text`, at which it cuts them (a
-    story holding that text literally is cut there too: a few pretokens fewer, nothing else).
-    Too few pairs for vocab_size is an ArchiveError (the trainer itself only warns)."""
+    """A byte-level BPE of exactly vocab_size tokens, `end_of_text` the last, learned from the
+    stories of `files` (a list of stories a file), each stripped as llm.c encodes it."""
     from bpe import Tokenizer, train_bpe_from_counts
     from documents.corpus import count_texts
     from safety.text import without_lone_surrogates
