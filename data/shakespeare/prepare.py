@@ -1,12 +1,7 @@
 """
-Prepare the Shakespeare dataset for BPE language modeling (e.g. finetuning GPT-2).
-By default the text is encoded with GPT-2's BPE (tiktoken, `encode_ordinary`), and the
-train.bin / val.bin written are byte for byte nanoGPT's. No meta.pkl is written, so nanoGPT's
-train.py and sample.py keep their GPT-2 defaults; meta.json (readable, safe) describes the files.
-
-With --tokenizer, the text is encoded with a BPE trained by train_tokenizer.py instead, and
-meta.pkl tells nanoGPT's train.py that tokenizer's vocab_size (and which tokenizer it was), and
-gives sample.py the character maps (stoi/itos) it reads from any meta.pkl.
+Prepare the Shakespeare dataset for BPE language modeling (e.g. finetuning GPT-2): GPT-2's BPE,
+train.bin / val.bin byte for byte nanoGPT's, no meta.pkl (nanoGPT keeps its GPT-2 defaults).
+With --tokenizer (a BPE of train_tokenizer.py), meta.pkl gives nanoGPT its vocab_size.
 
     python data/shakespeare/prepare.py [--input FILE] [--out-dir DIR] [--tokenizer TOKENIZER.json]
 """
@@ -55,8 +50,7 @@ def main():
         data = read_text(input_path)
         print(f"length of dataset in characters: {len(data):,}")
 
-        # 3. split on characters as nanoGPT does; each side is encoded alone: no token straddles
-        # them
+        # 3. split on characters as nanoGPT does; each side is encoded alone
         n = len(data)
         boundary = int(n * TRAIN_FRACTION)
         train_data, val_data = data[:boundary], data[boundary:]
@@ -110,17 +104,10 @@ def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
-    add(
-        "--out-dir",
-        type=Path,
-        default=Path(__file__).parent,
-        help="where the outputs go (default: beside this script)",
-    )
-    add(
-        "--tokenizer",
-        type=Path,
-        help="a tokenizer file written by train_tokenizer.py (default: GPT-2's BPE)",
-    )
+    where = "where the outputs go (default: beside this script)"
+    add("--out-dir", type=Path, default=Path(__file__).parent, help=where)
+    tokenizer = "a file written by train_tokenizer.py (default: GPT-2's BPE)"
+    add("--tokenizer", type=Path, help=tokenizer)
     return parser.parse_args()
 
 

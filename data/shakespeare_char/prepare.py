@@ -89,19 +89,13 @@ def main():
         write_bin(out / "train.bin", [train_ids], dtype, vocab_size)
         write_bin(out / "val.bin", [val_ids], dtype, vocab_size)
         write_pickle(out / "meta.pkl", {"vocab_size": vocab_size, "itos": itos, "stoi": stoi})
-        sha256 = hashlib.sha256("".join(chars).encode()).hexdigest()
+        tokenizer = {"kind": "char", "name": "char", "vocab_size": vocab_size, "eot_id": None}
+        tokenizer.update(sha256=hashlib.sha256("".join(chars).encode()).hexdigest())
         write_meta(
             out,
             script="data/shakespeare_char/prepare.py",
             dtype=dtype,
-            tokenizer={
-                "kind": "char",
-                "name": "char",
-                "vocab_size": vocab_size,
-                "eot_id": None,
-                "sha256": sha256,
-                "chars": "".join(chars),
-            },
+            tokenizer={**tokenizer, "chars": "".join(chars)},
             split_tokens={"train": len(train_ids), "val": len(val_ids)},
             texts={"train": train_data, "val": val_data},  # for the byte figures, val_bytes
             source=text_source(
@@ -123,7 +117,7 @@ def main():
 
 def drop_unseen(val_data, unseen, policy):
     """(val_data without the characters of `unseen`, the characters and bytes dropped) for policy
-    "drop", or an error naming them. One pass over val whatever the number of unseen characters."""
+    "drop", or an error naming them."""
     kept = val_data.translate(dict.fromkeys(map(ord, unseen)))
     count, shown = len(val_data) - len(kept), shortened("".join(sorted(unseen)))
     if policy == "error":
@@ -146,24 +140,12 @@ def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--input", type=Path, help="a local UTF-8 text file instead of Tiny Shakespeare")
-    add(
-        "--out-dir",
-        type=Path,
-        default=Path(__file__).parent,
-        help="where the outputs go (default: beside this script)",
-    )
-    add(
-        "--vocab-from",
-        choices=["all", "train"],
-        default="all",
-        help="build the vocabulary from all the text (nanoGPT) or from the train split only",
-    )
-    add(
-        "--unseen-in-val",
-        choices=["error", "drop"],
-        default="error",
-        help="with --vocab-from train: what to do with val characters never seen in train",
-    )
+    where = "where the outputs go (default: beside this script)"
+    add("--out-dir", type=Path, default=Path(__file__).parent, help=where)
+    vocab = "build the vocabulary from all the text (nanoGPT) or from the train split only"
+    add("--vocab-from", choices=["all", "train"], default="all", help=vocab)
+    unseen = "with --vocab-from train: what to do with val characters never seen in train"
+    add("--unseen-in-val", choices=["error", "drop"], default="error", help=unseen)
     args = parser.parse_args()
     if args.unseen_in_val == "drop" and args.vocab_from == "all":  # every character is seen
         parser.error("--unseen-in-val drop goes with --vocab-from train")
