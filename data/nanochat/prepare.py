@@ -1,12 +1,8 @@
 """
-Prepare a corpus for nanochat, nanoGPT's successor: its pretraining shards (parquet files of
-whole documents, which nanochat tokenizes as it trains) and, with --vocab-size N, its tokenizer
-directory, trained here by our BPE in place of rustbpe. Set NANOCHAT_BASE_DIR to the folder and
-stock nanochat trains on it: base_data_climbmix/shard_*.parquet (the last one val, the others
-train), tokenizer/tokenizer.pkl and token_bytes.pt. As nanochat's dev/repackage_data_reference.py
-writes them: the documents shuffled (seed 42), a `text` column, row groups of 1,024 documents,
-zstd, about 250M characters a shard. Unlike it: the last partial shard kept, a val shard of
---val-docs documents, any corpus (--data-files), a folder that changes as one transaction.
+Prepare a corpus for nanochat, nanoGPT's successor: base_data_climbmix/shard_*.parquet (whole
+documents, the last shard val) and, with --vocab-size N, tokenizer/ trained by our BPE in place of
+rustbpe. As nanochat's dev/repackage_data_reference.py writes them: shuffled (seed 42), row groups
+of 1,024 documents, about 250M characters a shard. Set NANOCHAT_BASE_DIR to the folder.
 
     python data/nanochat/prepare.py --vocab-size 4096 --out-dir base
     cd nanochat && NANOCHAT_BASE_DIR=../base python -m scripts.base_train --depth=4 ...
@@ -70,14 +66,14 @@ def main():
         # 1 to 3. the shards: cut here from the documents, or --from-hub nanochat's own
         shards, source, split = from_hub(out, args) if args.from_hub else cut(out, args)
 
-        # 4. the tokenizer: trained on the train shards as nanochat's tok_train.py reads them;
-        #    each split's byte figures: its documents as nanochat's dataloader encodes them
+        # 4. the tokenizer, trained on the train shards; each split's byte figures
         tokenizer, files, token_bytes, figures = None, [], None, None
         if args.vocab_size:
             tokenizer, files, token_bytes = write_tokenizer(out, shards, args)
             figures = byte_figures(out, shards, tokenizer)
 
         # 5. meta.json, last: every file with its sha256, each split's documents and bytes
+        options = ("shard_chars", "vocab_size", "doc_cap", "max_chars")
         write_record(
             out,
             {
@@ -92,12 +88,7 @@ def main():
                 "shards": shards,
                 "source": source,
                 "split": split,
-                "options": {
-                    "shard_chars": args.shard_chars,
-                    "vocab_size": args.vocab_size,
-                    "doc_cap": args.doc_cap,
-                    "max_chars": args.max_chars,
-                },
+                "options": {option: getattr(args, option) for option in options},
             },
         )
     print(
@@ -107,8 +98,7 @@ def main():
 
 
 def cut(out, args):
-    """Steps 1 to 3: the documents shuffled and cut into shards as the reference cuts them;
-    -> (the shards' records, meta.json's "source", its "split")."""
+    """Steps 1 to 3: the documents shuffled and cut into shards -> (records, "source", "split")."""
     # 1. the documents: --data-files, or Tiny Shakespeare's 7,222 speeches (blank-line apart)
     documents, source = load(args)
     val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
@@ -133,9 +123,8 @@ def cut(out, args):
 
 
 def from_hub(out, args):
-    """nanochat's own shards of --from-hub, whole, their names kept, each checked against the
-    LFS sha256 the hub publishes: the first, in order, until --shards of them or their GPT-2
-    tokens reach --max-tokens, and val, always the last; -> (records, "source", "split")."""
+    """nanochat's own shards of --from-hub, checked by their LFS sha256: the first --shards (or
+    --max-tokens GPT-2 tokens), and val, the last -> (records, "source", "split")."""
     from huggingface_hub import HfApi
 
     where, again = f"{args.from_hub} (--from-hub)", "run again when it can be reached"
@@ -170,8 +159,7 @@ def from_hub(out, args):
 
 
 def copy_shard(out, hub, entry, index):
-    """One shard of the hub, downloaded and checked, copied into the folder as shard `index`
-    (the hub's names have a gap before val, its last, where nanochat's folder has none)."""
+    """One shard of the hub, checked, copied in as shard `index` (the hub's names skip to val)."""
     path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     shutil.copyfile(checked_download(hub, entry)[0], path)
@@ -179,8 +167,8 @@ def copy_shard(out, hub, entry, index):
 
 
 def load(args):
-    """(a datasets.Dataset with a `text` column, meta.json's "source") of --data-files or of
-    Tiny Shakespeare, cut at its blank lines: "\\n\\n".join(the documents) is the whole text."""
+    """(a datasets.Dataset of `text`, meta.json's "source"): --data-files, or Tiny Shakespeare
+    cut at its blank lines."""
     import datasets
 
     if args.data_files:
@@ -218,7 +206,6 @@ def texts(documents, order):
 
 
 def write_shard(out, index, split, docs):
-    """Write one shard; its meta.json record: file, split, documents, characters, bytes, sha256."""
     path = Path(out) / schema.nanochat_shard_name(index)
     path.parent.mkdir(exist_ok=True)
     nanochat.write_text_shard(path, docs)
@@ -232,19 +219,12 @@ def shard_record(out, index, split):
     docs = [text for batch in nanochat.shard_texts(path) for text in batch]
     characters, size = sum(map(len, docs)), sum(len(t.encode()) for t in docs)
     print(f"wrote {name} ({split}): {len(docs):,} documents, {characters:,} characters")
-    return {
-        "file": name,
-        "split": split,
-        "documents": len(docs),
-        "characters": characters,
-        "bytes": size,
-        "sha256": sha256_file(path),
-    }
+    record = {"file": name, "split": split, "documents": len(docs), "characters": characters}
+    return {**record, "bytes": size, "sha256": sha256_file(path)}
 
 
 def write_tokenizer(out, shards, args):
-    """Train on the train shards (tok_train.py's reading), write tokenizer/ and token_bytes.npy;
-    -> meta.json's tokenizer record, its tokenizer files, its token_bytes record."""
+    """Train on the train shards, write tokenizer/ and token_bytes.npy -> their records."""
     train = [Path(out) / shard["file"] for shard in shards if shard["split"] == "train"]
     documents = (text for path in train for batch in nanochat.shard_texts(path) for text in batch)
     encoding = nanochat.nanochat_encoding(
@@ -252,39 +232,24 @@ def write_tokenizer(out, shards, args):
     )
     names = nanochat.write_tokenizer_dir(Path(out) / schema.NANOCHAT_TOKENIZER_DIR, encoding)
     files = [f"{schema.NANOCHAT_TOKENIZER_DIR}/{name}" for name in names]
-    print(
-        f"tokenizer: {encoding.n_vocab:,} ids (<|bos|> = "
-        f"{encoding._special_tokens['<|bos|>']:,}); wrote {', '.join(files)}"
-    )
+    n, bos = encoding.n_vocab, encoding._special_tokens[nanochat.BOS]
+    print(f"tokenizer: {n:,} ids (<|bos|> = {bos:,}); wrote {', '.join(files)}")
     if files[-1].endswith(".npy"):
         print(nanochat.torch_note(args.out_dir / files[-1]))
-    lengths = nanochat.token_byte_lengths(encoding)
-    with atomic_path(Path(out) / schema.TOKEN_BYTES) as tmp, open(tmp, "wb") as f:
-        write_npy(f, lengths)
-    record = {
-        "kind": "nanochat",
-        "name": f"nanochat-{encoding.n_vocab}",
-        "path": files[0],
-        "vocab_size": encoding.n_vocab,
-        "bos_id": encoding._special_tokens[nanochat.BOS],
-        "eot_id": None,
-        "sha256": sha256_file(Path(out) / files[0]),
-        "encoding_sha256": encoding_sha256(encoding),
-        "pattern": "nanochat",
-    }
+    path = Path(out) / schema.TOKEN_BYTES
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        write_npy(f, nanochat.token_byte_lengths(encoding))
+    record = {"kind": "nanochat", "name": f"nanochat-{n}", "path": files[0], "vocab_size": n}
+    record.update(bos_id=bos, eot_id=None, sha256=sha256_file(Path(out) / files[0]))
+    record.update(encoding_sha256=encoding_sha256(encoding), pattern="nanochat")
     tokenizer_files = [{"file": f, "sha256": sha256_file(Path(out) / f)} for f in files]
     splits = {s: sum(x["bytes"] for x in shards if x["split"] == s) for s in ("train", "val")}
-    token_bytes = {
-        "file": schema.TOKEN_BYTES,
-        "sha256": sha256_file(Path(out) / schema.TOKEN_BYTES),
-        "bytes": splits,
-    }
+    token_bytes = {"file": path.name, "sha256": sha256_file(path), "bytes": splits}
     return record, tokenizer_files, token_bytes
 
 
 def byte_figures(out, shards, tokenizer):
-    """Each split's byte figures (formats/val_bytes.py): its documents encoded by tokenizer.pkl
-    as written, then decoded, against their UTF-8 bytes (lossless, checked: not assumed)."""
+    """Each split's byte figures: its documents encoded by tokenizer.pkl as written."""
     tokens, figures = RecordTokens(tokenizer, out), {}
     for split in ("train", "val"):
         ours = [shard for shard in shards if shard["split"] == split]
@@ -309,8 +274,7 @@ def split_totals(shards):
 
 
 def nanochat_vocab_size(text):
-    """--vocab-size: room for the bytes, a merge and nanochat's nine special tokens: "4096" ->
-    4096; "265" -> error (nanochat.check_vocab_size)."""
+    """--vocab-size: "4096" -> 4096; "265" -> error (no room for a merge and nine specials)."""
     try:
         return nanochat.check_vocab_size(positive_int(text))
     except PrepareError as exc:
@@ -318,8 +282,7 @@ def nanochat_vocab_size(text):
 
 
 def whole_row_groups(text):
-    """--val-docs: a positive multiple of 1,024 (whole row groups): "2048" -> 2048; "1000" ->
-    error."""
+    """--val-docs: a multiple of 1,024 (whole row groups): "2048" -> 2048; "1000" -> error."""
     value = positive_int(text)
     if value % nanochat.ROW_GROUP_SIZE:
         raise ArgumentTypeError(f"{text} is not a multiple of 1,024 (a whole number of row groups)")
@@ -329,66 +292,32 @@ def whole_row_groups(text):
 def parse_args():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add(
-        "--data-files",
-        nargs="+",
-        metavar="PATH|GLOB",
-        help=f"{DATA_FILES_HELP} (default: Tiny Shakespeare, cut at its blank lines)",
-    )
-    add(
-        "--out-dir",
-        type=Path,
-        default=Path(__file__).parent,
-        help="NANOCHAT_BASE_DIR for nanochat (default: beside this script)",
-    )
+    default = "(default: Tiny Shakespeare, cut at its blank lines)"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"{DATA_FILES_HELP} {default}")
+    here = Path(__file__).parent
+    add("--out-dir", type=Path, default=here, help="NANOCHAT_BASE_DIR (default: beside the script)")
     add("--seed", type=random_seed, default=42, help="seed of the shuffle (the reference's: 42)")
-    add(
-        "--val-docs",
-        type=whole_row_groups,
-        metavar="N",
-        help="documents in the val shard, a multiple of 1,024 (default: 8,192, a row group for "
-        "each of 8 ranks; 1,024 for Tiny Shakespeare)",
-    )
-    add(
-        "--shard-chars",
-        type=positive_int,
-        default=nanochat.SHARD_CHARS,
-        help="characters a train shard holds at least (default: 250,000,000)",
-    )
-    add(
-        "--vocab-size",
-        type=nanochat_vocab_size,
-        metavar="N",
-        help="train nanochat's tokenizer too (nanochat's: 32,768)",
-    )
-    add(
-        "--doc-cap",
-        type=positive_int,
-        default=nanochat.DOC_CAP,
-        help="train it on each document's first N characters (default: 10,000)",
-    )
-    add(
-        "--max-chars",
-        type=positive_int,
-        default=nanochat.MAX_CHARS,
-        help="and on N characters in all (default: 2,000,000,000)",
-    )
-    add(
-        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
-    )
+    val = "documents in the val shard, a multiple of 1,024 (default: 8,192, a row group for each of"
+    val += " 8 ranks; 1,024 for Tiny Shakespeare)"
+    add("--val-docs", type=whole_row_groups, metavar="N", help=val)
+    chars = "characters a train shard holds at least (default: 250,000,000)"
+    add("--shard-chars", type=positive_int, default=nanochat.SHARD_CHARS, help=chars)
+    vocab = "train nanochat's tokenizer too (nanochat's: 32,768)"
+    add("--vocab-size", type=nanochat_vocab_size, metavar="N", help=vocab)
+    cap = "train it on each document's first N characters (default: 10,000)"
+    add("--doc-cap", type=positive_int, default=nanochat.DOC_CAP, help=cap)
+    chars = "and on N characters in all (default: 2,000,000,000)"
+    add("--max-chars", type=positive_int, default=nanochat.MAX_CHARS, help=chars)
+    cpus = "default: CPUs, at most 8"
+    add("--num-proc", type=positive_int, default=default_num_proc(), help=cpus)
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
     repos = " or ".join(NANOCHAT_HUB)
     add("--from-hub", choices=NANOCHAT_HUB, metavar="REPO", help=f"nanochat's shards: {repos}")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument(
-        "--shards", type=positive_int, metavar="K", help="--from-hub: K train shards"
-    )
-    budget.add_argument(
-        "--max-tokens",
-        type=token_budget,
-        metavar="N",
-        help="--from-hub: the first train shards whose GPT-2 tokens reach N (200M, 1.5B)",
-    )
+    shards = "--from-hub: K train shards"
+    budget.add_argument("--shards", type=positive_int, metavar="K", help=shards)
+    tokens = "--from-hub: the first train shards whose GPT-2 tokens reach N (200M, 1.5B)"
+    budget.add_argument("--max-tokens", type=token_budget, metavar="N", help=tokens)
     args = parser.parse_args()
     if args.from_hub and (args.data_files or args.val_docs):
         parser.error(
