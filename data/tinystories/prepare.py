@@ -241,13 +241,9 @@ def parse_args():
     add("--format", choices=["bin", "llmc"], default="bin", help="nanoGPT's (default) or llm.c's")
     add("--num-proc", type=positive_int, default=default_num_proc(), help="worker processes")
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside this script")
-    add(
-        "--max-tokens",
-        type=token_budget,
-        metavar="N",
-        help="read only the archive's first bytes: val (data00.json), then the first train files "
-        "whose tokens reach N (200M, 1.5B), fetched by range requests, resumable (default: all)",
-    )
+    budget = "read only the archive's first bytes: val (data00.json), then the first train files"
+    budget += " whose tokens reach N (200M, 1.5B), fetched by range requests, resumable"
+    add("--max-tokens", type=token_budget, metavar="N", help=budget)
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--vocab-size", type=story_vocab_size, metavar="N", help="train a BPE")
     tokens.add_argument("--tokenizer", type=Path, help="from train_tokenizer.py (default: GPT-2)")
