@@ -1,15 +1,11 @@
 """
-Prepare FineWeb as openai/parameter-golf's train_gpt.py reads it: its frozen selection of
-documents (docs_selected.jsonl) tokenized by each --variant: SentencePiece BPE (sp1024, sp4096,
-sp8192, sp<N>) trained here with parameter-golf's options, its pure-byte byte260, or a
---tokenizer of train_tokenizer.py. Byte for byte what its data/download_hf_docs_and_tokenize.py
-writes from the same documents: tokenizers/, datasets/fineweb10B_{suffix}/fineweb_{val,train}_
-000000.bin (llm.c's header, uint16 ids, each document its BOS then its ids; the first --val-docs
-documents are val), tokenizer_config.export.json and manifest.json. Unlike it: --data-files, each
-split's true byte figures in meta.json (`python prepare_common.py bpb DIR`), --val-bytes (the
-CaseOps records' per-token byte sidecar), a folder that changes as one transaction, and
---max-tokens N: only the hub file's first lines, as far as val and N train tokens of the one
-tokenizer need, fetched by HTTP Range requests, kept and resumed where a run stopped.
+Prepare FineWeb as openai/parameter-golf's train_gpt.py reads it: its selection of documents
+(docs_selected.jsonl) tokenized by each --variant (SentencePiece sp<N>, byte260) or --tokenizer,
+byte for byte as its data/download_hf_docs_and_tokenize.py writes them: tokenizers/,
+datasets/fineweb10B_{suffix}/fineweb_{val,train}_000000.bin (each document its BOS then its ids;
+the first --val-docs are val), tokenizer_config.export.json and manifest.json. Unlike it:
+--data-files, byte figures in meta.json, --val-bytes, and --max-tokens N (only the hub file's
+first lines, fetched by range requests, resumable).
 
     python data/parameter_golf/prepare.py --data-files docs.jsonl --variant sp1024 byte260
     python data/parameter_golf/prepare.py --max-tokens 100M --tokenizer-train-docs 100000
@@ -49,9 +45,7 @@ from safety import (
 )
 from safety.files import read_small_file, sha256_file
 
-# The hub's selection: no commit of it could be read from here, so "main" (a run reads the
-# commit it names when the run starts, and records it); docs_sha256 in its sidecar pins the
-# documents' bytes, and a run refuses a docs_selected.jsonl that differs
+# "main": a run reads and records the commit it names; the sidecar's docs_sha256 pins the bytes
 REPO, REMOTE_ROOT, REVISION = "willdepueoai/parameter-golf", "datasets", "main"
 DOCS, SIDECAR = golf.DOCS, golf.SIDECAR
 BATCH = 1024  # documents encoded at a time (its SP_BATCH_SIZE)
@@ -66,8 +60,7 @@ def main():
     args = parser.parse_args()
     budget_usage(parser, args)
     with output_folder(args.out_dir, schema) as out:  # written in `out`, moved in together
-        # 1. the documents: the hub's docs_selected.jsonl, checked, or --data-files, copied in
-        #    as docs_selected.jsonl (the file parameter-golf's script reads them from);
+        # 1. the documents: the hub's docs_selected.jsonl, or --data-files copied in as it;
         #    --max-tokens N: its first lines only, the tokenizer made on the way (it counts N)
         variants, val_docs = None, args.val_docs
         if args.max_tokens:
@@ -94,8 +87,7 @@ def main():
                 f"sidecar says {sidecar['num_docs']:,}; fix or remove the sidecar"
             )
 
-        # 2. the tokenizers: SentencePiece trained on the (first --tokenizer-train-docs)
-        #    documents, byte260, or yours
+        # 2. the tokenizers: SentencePiece trained on the documents, byte260, or yours
         train_docs = min(num_docs, args.tokenizer_train_docs or num_docs)
         if variants is None:
             asked = asked_variants(args)
@@ -105,8 +97,7 @@ def main():
             variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
         check_names(variants)
 
-        # 3. each tokenizer's shards: every document as BOS + ids, val first, then train; the
-        #    figures bits per byte needs; with --val-bytes each val token's share of the text
+        # 3. each tokenizer's shards: every document as BOS + ids, val first, then train
         for variant in variants:
             variant["dataset"] = write_dataset(out, variant, num_docs, val_docs, args)
 
@@ -137,8 +128,7 @@ def main():
 
 
 def budget_usage(parser, args):
-    """--max-tokens' usage errors: it reads the hub's file, counts one tokenizer's tokens, and
-    trains SentencePiece on the first --tokenizer-train-docs documents before it counts."""
+    """--max-tokens' usage errors."""
     if not args.max_tokens:
         return
     asked = asked_variants(args)
@@ -161,12 +151,9 @@ def asked_variants(args):
 
 
 def budgeted_documents(args, out):
-    """--max-tokens N: the hub's docs_selected.jsonl read line by line (hub.Prefix: fetched by
-    Range requests, kept, resumable) into out/docs_selected.jsonl, as far as the first
-    --val-docs (val) and the first train documents whose tokens (each its BOS and its ids) reach
-    N; SentencePiece is trained on the first --tokenizer-train-docs on the way, which may reach
-    past N (the folder keeps none past it) -> (the source, with its "budget", [the variant],
-    val_docs)."""
+    """--max-tokens N: the hub's docs_selected.jsonl read line by line into the folder, as far
+    as val and the train documents whose tokens reach N, SentencePiece trained on the way ->
+    (the source, with its "budget", [the variant], val_docs)."""
     hub, where = HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}"), f"{REPO}@{REVISION}"
     hub = hub_commit(hub, where)  # main moves: its files are read and kept by its commit
     prefix = hub_prefix(hub, where)
@@ -227,8 +214,7 @@ def budgeted_documents(args, out):
 
 
 def first_variant(args, asked, train_docs, out):
-    """The one tokenizer of a --max-tokens run: its --variant (SentencePiece trained on the
-    first `train_docs` documents of out/docs_selected.jsonl) or its --tokenizer."""
+    """The one tokenizer of a --max-tokens run: its --variant or its --tokenizer."""
     if asked:
         return make_tokenizer(asked[0], train_docs, args.tokenizer_train_docs, out)
     return our_tokenizer(args.tokenizer[0], out)
@@ -254,9 +240,7 @@ def document_text(line, number, where):
 
 
 def copy_documents(data_files, out):
-    """Put the documents in `out` as docs_selected.jsonl (the hub's file linked, a single .jsonl
-    of the user's copied if `one_document_a_line`, else one {"text": ...} a line); -> (its
-    sidecar's dict or None, the source)."""
+    """Put the documents in `out` as docs_selected.jsonl -> (its sidecar or None, the source)."""
     if data_files is None:
         name = f"{REPO}@{REVISION}"
         hub = hub_commit(HubDataset(REPO, REVISION, None, f"{REMOTE_ROOT}/{DOCS}"), name)
@@ -294,8 +278,8 @@ def copy_documents(data_files, out):
 
 
 def one_document_a_line(path):
-    """Whether parameter-golf's own scripts read the .jsonl `path` as it is, json.loads on every
-    line: no byte order mark, no blank line (else the lesson writes one {"text": ...} a line)."""
+    """Whether parameter-golf's json.loads of every line reads `path` as it is (no BOM, no blank
+    line)."""
     with open(path, "rb") as f:
         first = f.readline()
         if first.startswith(codecs.BOM_UTF8):
@@ -317,11 +301,8 @@ def make_tokenizer(variant, num_docs, train_docs, out):
     if variant == "byte260":
         (folder / golf.BYTE260_FILE).write_bytes(golf.byte260_json())
         spec = {"name": "pure_byte_260", "dataset_suffix": "byte260"}
-        return {
-            "spec": spec,
-            "tokens": golf.ByteTokens(),
-            "files": [f"tokenizers/{golf.BYTE260_FILE}"],
-        }
+        files = [f"tokenizers/{golf.BYTE260_FILE}"]
+        return {"spec": spec, "tokens": golf.ByteTokens(), "files": files}
     vocab_size = int(variant[2:])
     prefix = folder / f"fineweb_{vocab_size}_bpe"
     print(f"training SentencePiece BPE at {vocab_size:,} ids on the first {num_docs:,} documents")
@@ -365,7 +346,7 @@ def write_dataset(out, variant, num_docs, val_docs, args):
     folder = out / "datasets" / name
     folder.mkdir(parents=True)
     encoded = encode(tokens, documents([out / DOCS]), num_docs, name)
-    figures, shares, shards = {}, [], []
+    figures, shares, shards, shape = {}, [], [], (args.shard_size, np.uint16)
     for split, part in (("val", itertools.islice(encoded, val_docs)), ("train", encoded)):
         figures[split] = dict.fromkeys(FIGURES, 0)
 
@@ -380,52 +361,26 @@ def write_dataset(out, variant, num_docs, val_docs, args):
 
         names = llmc_names("fineweb", split)
         shards += write_shards(
-            folder,
-            ids_with_bos(),
-            names,
-            args.shard_size,
-            np.uint16,
-            tokens.vocab_size,
-            "llmc",
-            say=False,
+            folder, ids_with_bos(), names, *shape, tokens.vocab_size, "llmc", say=False
         )
     sidecars = []
     if args.val_bytes:
-        names = (
-            (s, f"fineweb_val_bytes_{i:06d}")
-            for i, (s, _) in enumerate(llmc_names("fineweb", "val"))
-        )
-        sidecars = write_shards(
-            folder, shares, names, args.shard_size, np.uint16, 2**16, "llmc", say=False
-        )
+        val_names = enumerate(llmc_names("fineweb", "val"))
+        names = ((s, f"fineweb_val_bytes_{i:06d}") for i, (s, _) in val_names)
+        sidecars = write_shards(folder, shares, names, *shape, 2**16, "llmc", say=False)
     for record in shards + sidecars:
         record["file"] = f"datasets/{name}/{record['file']}"
-    print(
-        (
-            f"wrote datasets/{name}: {len(shards)} shard(s), {sum(s['tokens'] for s in shards):,} "
-            "tokens"
-        )
-        + (f", {len(sidecars)} val bytes sidecar(s)" if sidecars else "")
-    )
+    total = sum(s["tokens"] for s in shards)
+    extra = f", {len(sidecars)} val bytes sidecar(s)" * bool(sidecars)
+    print(f"wrote datasets/{name}: {len(shards)} shard(s), {total:,} tokens{extra}")
     files = [{"file": f, "sha256": sha256_file(out / f)} for f in variant["files"]]
-    tokenizer = {
-        "kind": tokens.kind,
-        "name": variant["spec"]["name"],
-        "vocab_size": tokens.vocab_size,
-        "bos_id": tokens.bos_id,
-        "files": files,
-    }
-    return {
-        "name": name,
-        "tokenizer": tokenizer,
-        "shards": shards,
-        "val_bytes": sidecars,
-        "bytes": figures,
-    }
+    tokenizer = dict(kind=tokens.kind, name=variant["spec"]["name"], vocab_size=tokens.vocab_size)
+    tokenizer.update(bos_id=tokens.bos_id, files=files)
+    dataset = {"name": name, "tokenizer": tokenizer, "shards": shards, "val_bytes": sidecars}
+    return {**dataset, "bytes": figures}
 
 
 def encode(tokens, texts, total, desc):
-    """(text, ids, shares) of each text, a batch at a time, behind a progress bar."""
     with tqdm(total=total, desc=f"tokenizing {desc}", unit=" documents", disable=None) as bar:
         texts = iter(texts)
         while batch := list(itertools.islice(texts, BATCH)):
@@ -435,8 +390,7 @@ def encode(tokens, texts, total, desc):
 
 
 def tokenizer_path(text):
-    """--tokenizer: a file whose copy parameter-golf's folder can name, tokenizers/<stem>.json
-    (letters, digits, ".", "-", "_"), and not byte260's: "tok.json" -> Path("tok.json")."""
+    """--tokenizer: a file whose copy tokenizers/<stem>.json can be named: "tok.json" -> Path."""
     path = Path(text)
     if not re.fullmatch(r"[\w.-]+", path.stem) or f"{path.stem}.json" == golf.BYTE260_FILE:
         raise ArgumentTypeError(
@@ -458,68 +412,27 @@ def variant_name(text):
 def arguments():
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add(
-        "--data-files",
-        nargs="+",
-        metavar="PATH|GLOB",
-        help=(
-            f"{DATA_FILES_HELP} (default: the hub's {REPO} "
-            f"{REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256)"
-        ),
+    hub = f"the hub's {REPO} {REMOTE_ROOT}/{DOCS}, checked against its sidecar's docs_sha256"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=f"{DATA_FILES_HELP} (default: {hub})")
+    variants = "sp1024, sp4096, sp8192, sp<N> (SentencePiece BPE at N ids) or byte260, several at "
+    variants += "once (default: sp1024 unless --tokenizer is given)"
+    add("--variant", nargs="+", type=variant_name, default=[], metavar="VARIANT", help=variants)
+    ours = "tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)"
+    add("--tokenizer", nargs="+", type=tokenizer_path, metavar="TOK.json", help=ours)
+    val = "the first N documents are val (default: the sidecar's docs_val, else 50,000)"
+    add("--val-docs", type=positive_int, metavar="N", help=val)
+    train = "train SentencePiece on the first N documents (default: all, as parameter-golf's)"
+    add("--tokenizer-train-docs", type=positive_int, metavar="N", help=train)
+    shard = "tokens per shard (default: 10**8)"
+    add("--shard-size", type=tokens_per_shard, default=10**8, metavar="N", help=shard)
+    val_bytes = (
+        "write fineweb_val_bytes_*.bin beside each val shard: each token's share of the text's "
+        "UTF-8 bytes (stock train_gpt.py's glob reads them too: docs/bits_per_byte.md)"
     )
-    add(
-        "--variant",
-        nargs="+",
-        type=variant_name,
-        default=[],
-        metavar="VARIANT",
-        help="sp1024, sp4096, sp8192, sp<N> (SentencePiece BPE at N ids) or byte260, several at "
-        "once (default: sp1024 unless --tokenizer is given)",
-    )
-    add(
-        "--tokenizer",
-        nargs="+",
-        type=tokenizer_path,
-        metavar="TOK.json",
-        help="tokenizer files of train_tokenizer.py too, each its own dataset (fineweb10B_bpe<N>)",
-    )
-    add(
-        "--val-docs",
-        type=positive_int,
-        metavar="N",
-        help="the first N documents are val, at least 1, the rest train (default: the sidecar's "
-        "docs_val, else 50,000)",
-    )
-    add(
-        "--tokenizer-train-docs",
-        type=positive_int,
-        metavar="N",
-        help="train SentencePiece on the first N documents (default: all, as parameter-golf's)",
-    )
-    add(
-        "--shard-size",
-        type=tokens_per_shard,
-        default=10**8,
-        metavar="N",
-        help="tokens per shard (default: 10**8)",
-    )
-    add(
-        "--val-bytes",
-        action="store_true",
-        help=(
-            "write fineweb_val_bytes_*.bin beside each val shard: each token's share of the "
-            "text's UTF-8 bytes (stock train_gpt.py's fineweb_val_*.bin glob reads them too: see "
-            "docs/bits_per_byte.md)"
-        ),
-    )
-    add(
-        "--max-tokens",
-        type=token_budget,
-        metavar="N",
-        help="read only the hub file's first lines: the --val-docs, then the first train documents "
-        "whose tokens of the one tokenizer reach N (100M, 1.5B), fetched by range requests, "
-        "resumable (default: all)",
-    )
+    add("--val-bytes", action="store_true", help=val_bytes)
+    budget = "read only the hub file's first lines: val, then the train documents whose tokens "
+    budget += "reach N (100M, 1.5B), fetched by range requests, resumable (default: all)"
+    add("--max-tokens", type=token_budget, metavar="N", help=budget)
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
     return parser
 
