@@ -1,12 +1,8 @@
 """
-Prepare FineWeb-Edu (or FineWeb) as llm.c, modded-nanogpt and build-nanogpt read it: every
-document is <|endoftext|> followed by its GPT-2 ids; the documents, in order, fill shards of
-100M tokens (a document may straddle two); shard 0 is val, the others train. Byte for byte what
-llm.c's dev/data/fineweb.py (--format llmc: a 256-int32 header, then uint16 ids) and
-build-nanogpt's fineweb.py (--format npy: np.save) write from the same documents. Unlike theirs:
-the hub's files at a pinned revision (or --data-files), a --tokenizer of train_tokenizer.py
-(uint32 shards past 65,536 ids), --shuffle SEED (the documents in a seeded order), a folder that
-changes as one transaction. prepare_datatrove.py: these shards from datatrove's tasks (a cluster).
+Prepare FineWeb-Edu (or FineWeb) as llm.c, modded-nanogpt and build-nanogpt read it: each
+document <|endoftext|> then its GPT-2 ids, in order, filling shards of 100M tokens; shard 0 is
+val. Byte for byte what llm.c's dev/data/fineweb.py (--format llmc) and build-nanogpt's
+fineweb.py (--format npy) write. Unlike theirs: a pinned revision, --tokenizer, --shuffle SEED.
 
     python data/fineweb/prepare.py --data-files 'my_docs/*.parquet' --shard-size 1000000
 """
@@ -90,15 +86,9 @@ def main():
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
         # 3. tokenize every document: <|endoftext|> first, then its ids (llm.c's `tokenize`)
+        where = f"{source}, document"
         tokenized = tokenize_dataset(
-            dataset,
-            encoding,
-            tokenizer,
-            dtype,
-            f"{source}, document",
-            args.num_proc,
-            "tokenizing",
-            eot_first=True,
+            dataset, encoding, tokenizer, dtype, where, args.num_proc, "tokenizing", eot_first=True
         )
 
         # 4. --dedup: keep the first of each copy (or of each cluster of near copies), BEFORE the
@@ -143,8 +133,8 @@ def main():
 
 
 def budget_documents(args, encoding, source):
-    """--max-tokens N: (a datasets.Dataset of the sample's first documents whose tokens past
-    shard 0 reach N, meta.json's budget record); prepare_datatrove.py's too."""
+    """--max-tokens N: (the sample's first documents whose tokens past shard 0 reach N,
+    meta.json's budget record)."""
     first = args.shard_size  # shard 0, val: the same first documents whatever the budget
     count = document_tokens(encoding)  # a document's ids and its end-of-text
     hub = fineweb(args.type, args.sample)
@@ -161,16 +151,11 @@ def arguments():
     """The options, which prepare_datatrove.py beside this script shares."""
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add(
-        "--type", choices=["edu", "classic"], default="edu", help="FineWeb-Edu (default) or FineWeb"
-    )
+    kinds = "FineWeb-Edu (default) or FineWeb"
+    add("--type", choices=["edu", "classic"], default="edu", help=kinds)
     add("--sample", choices=["10BT", "100BT"], default="10BT", help="the hub sample (default 10BT)")
-    add(
-        "--data-files",
-        nargs="+",
-        metavar="PATH|GLOB",
-        help=f"{DATA_FILES_HELP} (default: the hub)",
-    )
+    hub = f"{DATA_FILES_HELP} (default: the hub)"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=hub)
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
     add(
         "--max-tokens",
@@ -179,12 +164,8 @@ def arguments():
         help="read only the first documents whose tokens past shard 0 (val) reach N (200M, "
         "1.5B): the row groups of the hub's files they are in (default: all)",
     )
-    add(
-        "--shard-size",
-        type=tokens_per_shard,
-        default=10**8,
-        help="tokens per shard (llm.c's: 10**8)",
-    )
+    shard = "tokens per shard (llm.c's: 10**8)"
+    add("--shard-size", type=tokens_per_shard, default=10**8, help=shard)
     add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
     add(
         "--shuffle",
@@ -201,9 +182,8 @@ def arguments():
         "copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)",
     )
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
-    add(
-        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
-    )
+    cpus = "default: CPUs, at most 8"
+    add("--num-proc", type=positive_int, default=default_num_proc(), help=cpus)
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
     return parser
 

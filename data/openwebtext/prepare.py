@@ -95,8 +95,7 @@ def main():
             whole = tokenize(dataset, None, source, encoding, tokenizer, dtype, args.num_proc)
             kept, dedup = deduplicate(whole, args.dedup)
 
-        # 4. split the (kept) documents at random, as nanoGPT's train_test_split (its 'test' is our
-        # 'val')
+        # 4. split the (kept) documents at random, as nanoGPT's train_test_split ('test': val)
         if budget:  # --max-tokens: val its first documents, the same whatever the budget
             first = budget["first_documents"]
             train, val = kept[kept >= first], kept[kept < first]
@@ -110,14 +109,9 @@ def main():
             if whole is not None:
                 tokenized[split] = whole.select(numbers)
             else:
+                part = dataset.select(numbers)
                 tokenized[split] = tokenize(
-                    dataset.select(numbers),
-                    split,
-                    source,
-                    encoding,
-                    tokenizer,
-                    dtype,
-                    args.num_proc,
+                    part, split, source, encoding, tokenizer, dtype, args.num_proc
                 )
 
         # 6. concatenate all the ids of each split into one large file we can use for training,
@@ -131,10 +125,8 @@ def main():
                 f"{split_tokens[split]:,} tokens"
             )
             if args.format == "bin":
-                desc = f"writing {args.out_dir / f'{split}.bin'}"
-                write_memmap(
-                    out / f"{split}.bin", id_batches(dset), split_tokens[split], dtype, desc
-                )
+                desc, ids = f"writing {args.out_dir / f'{split}.bin'}", id_batches(dset)
+                write_memmap(out / f"{split}.bin", ids, split_tokens[split], dtype, desc)
                 write_document_starts(out / f"{split}.docs.npy", lengths)
         shards = None if args.format == "bin" else []  # --format llmc: llm.c's shards, val first
         for split in ("val", "train") if shards is not None else ():
@@ -145,6 +137,7 @@ def main():
 
         # 7. the metadata; meta.pkl only for a trained tokenizer (nanoGPT reads vocab_size from it)
         wrote_pkl = write_bpe_meta_pkl(out, tokenizer, encoding)
+        sizes = {"train": len(train), "val": len(val)}
         meta = write_meta(
             out,
             script="data/openwebtext/prepare.py",
@@ -156,11 +149,7 @@ def main():
             counted=counted_figures(tokenized),  # the byte figures, counted as each was encoded
             source=source_record(args.data_files, len(dataset), OPENWEBTEXT, budget),
             split=split_record(
-                args.val_fraction,
-                args.seed,
-                {"train": len(train), "val": len(val)},
-                dedup=dedup,
-                rule=budget and BUDGET_RULE,
+                args.val_fraction, args.seed, sizes, dedup=dedup, rule=budget and BUDGET_RULE
             ),
             options={
                 "tokenizer": args.tokenizer and str(args.tokenizer),
@@ -175,10 +164,8 @@ def main():
 
 
 def budget_documents(args, encoding, source):
-    """--max-tokens N: (a datasets.Dataset of OpenWebText's first documents, val's as many as
-    the random split draws from the whole and train's until N tokens, meta.json's budget
-    record); prepare_datatrove.py's too."""
-    # the whole's count of documents, by its parquet footers
+    """--max-tokens N: (OpenWebText's first documents, val's as many as the random split draws
+    from the whole and train's until N tokens, meta.json's budget record)."""
     first = split_sizes(count_documents(OPENWEBTEXT, source), args.val_fraction)[1]
     count = document_tokens(encoding)  # a document's ids and its end-of-text
     return budgeted_documents(OPENWEBTEXT, args.max_tokens, count, source, first_documents=first)
@@ -196,32 +183,19 @@ def arguments():
     """The options, which prepare_datatrove.py beside this script shares."""
     parser = ArgumentParser(description=__doc__, formatter_class=RawDescriptionHelpFormatter)
     add = parser.add_argument
-    add(
-        "--data-files",
-        nargs="+",
-        metavar="PATH|GLOB",
-        help=f"{DATA_FILES_HELP} (default: the hub)",
-    )
+    hub = f"{DATA_FILES_HELP} (default: the hub)"
+    add("--data-files", nargs="+", metavar="PATH|GLOB", help=hub)
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
-    add(
-        "--num-proc", type=positive_int, default=default_num_proc(), help="default: CPUs, at most 8"
-    )
+    cpus = "default: CPUs, at most 8"
+    add("--num-proc", type=positive_int, default=default_num_proc(), help=cpus)
     add("--val-fraction", type=fraction, default=0.0005, help="share of the documents in val")
     add("--seed", type=random_seed, default=2357, help="seed of the random split (nanoGPT's: 2357)")
     add("--cache-dir", type=Path, help="datasets' cache (default: $HF_DATASETS_CACHE)")
-    add(
-        "--format",
-        choices=["bin", "llmc"],
-        default="bin",
-        help="nanoGPT's .bin (default) or llm.c's shards",
-    )
-    add(
-        "--shard-size",
-        type=tokens_per_shard,
-        default=10**8,
-        help="tokens per llm.c shard (llm.c's: 10**8)",
-    )
+    formats = "nanoGPT's .bin (default) or llm.c's shards"
+    add("--format", choices=["bin", "llmc"], default="bin", help=formats)
+    shard = "tokens per llm.c shard (llm.c's: 10**8)"
+    add("--shard-size", type=tokens_per_shard, default=10**8, help=shard)
     add(
         "--max-tokens",
         type=token_budget,
