@@ -104,7 +104,20 @@ def cut(out, args):
     val_docs = args.val_docs or (8 if args.data_files else 1) * nanochat.ROW_GROUP_SIZE
     name = source_name(args.data_files, None) if args.data_files else "Tiny Shakespeare"
     print(f"{name}: {len(documents):,} documents")
-    check_val_docs(len(documents), val_docs)
+    if val_docs >= len(documents):  # train would be empty
+        fix = "choose a smaller multiple of 1,024"  # val is whole row groups of 1,024 documents
+        if len(documents) <= nanochat.ROW_GROUP_SIZE:
+            fix = "give more than 1,024 documents (val is 1,024 or more)"
+        raise PrepareError(
+            f"--val-docs {val_docs:,} leaves no document of the {len(documents):,} for train; {fix}"
+        )
+    groups = val_docs // nanochat.ROW_GROUP_SIZE
+    if groups < RANKS:
+        print(
+            f"note: val holds {groups} row group(s): run nanochat on at most {groups} "
+            "rank(s) (a rank with no val row group waits forever); --val-docs "
+            f"{RANKS * 1024:,} serves {RANKS}"
+        )
 
     # 2. shuffle them (the same order for the same --seed), the last val_docs for val
     order = np.random.default_rng(args.seed).permutation(len(documents))
@@ -181,24 +194,6 @@ def load(args):
     return datasets.Dataset.from_dict({"text": text.split("\n\n")}), source
 
 
-def check_val_docs(num_documents, val_docs):
-    """Refuse a val that leaves train empty; warn when fewer than 8 ranks get a row group each."""
-    if val_docs >= num_documents:
-        fix = "choose a smaller multiple of 1,024"  # val is whole row groups of 1,024 documents
-        if num_documents <= nanochat.ROW_GROUP_SIZE:
-            fix = "give more than 1,024 documents (val is 1,024 or more)"
-        raise PrepareError(
-            f"--val-docs {val_docs:,} leaves no document of the {num_documents:,} for train; {fix}"
-        )
-    groups = val_docs // nanochat.ROW_GROUP_SIZE
-    if groups < RANKS:
-        print(
-            f"note: val holds {groups} row group(s): run nanochat on at most {groups} "
-            "rank(s) (a rank with no val row group waits forever); --val-docs "
-            f"{RANKS * 1024:,} serves {RANKS}"
-        )
-
-
 def texts(documents, order):
     """The documents' texts in `order`, 1,024 at a time read through Arrow."""
     for batch in documents.select(order).iter(batch_size=nanochat.ROW_GROUP_SIZE):
@@ -262,14 +257,11 @@ def byte_figures(out, shards, tokenizer):
 
 def split_totals(shards):
     """meta.json's "splits": each split's shards, documents, characters and UTF-8 bytes."""
-    totals = {}
+    totals, sums = {}, ("documents", "characters", "bytes")
     for shard in shards:
-        split = totals.setdefault(
-            shard["split"], dict.fromkeys(("shards", "documents", "characters", "bytes"), 0)
-        )
+        split = totals.setdefault(shard["split"], dict.fromkeys(("shards", *sums), 0))
         split["shards"] += 1
-        for key in ("documents", "characters", "bytes"):
-            split[key] += shard[key]
+        split.update({key: split[key] + shard[key] for key in sums})
     return totals
 
 
