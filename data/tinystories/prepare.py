@@ -100,10 +100,8 @@ def main():
             results = ordered_map(process, members, processes, shared)
             if prefix:
                 results = within_budget(results, args.max_tokens, prefix, marks, budget)
-            for name, ids, lengths, counts, keys, figures in results:
-                splits.add(
-                    "val" if name == VAL else "train", name, ids, lengths, counts, keys, figures
-                )
+            for result in results:  # (name, ids, lengths, counts, keys, figures)
+                splits.add("val" if result[0] == VAL else "train", *result)
 
             # 4. --dedup: drop each story repeating an earlier one, val's first: no val story
             #    keeps a copy in train (stories.py's SplitFiles.deduplicate says the order)
