@@ -157,30 +157,18 @@ def arguments():
     hub = f"{DATA_FILES_HELP} (default: the hub)"
     add("--data-files", nargs="+", metavar="PATH|GLOB", help=hub)
     add("--tokenizer", type=Path, help="a file written by train_tokenizer.py (default: GPT-2)")
-    add(
-        "--max-tokens",
-        type=token_budget,
-        metavar="N",
-        help="read only the first documents whose tokens past shard 0 (val) reach N (200M, "
-        "1.5B): the row groups of the hub's files they are in (default: all)",
-    )
+    budget = "read only the first documents whose tokens past shard 0 (val) reach N (200M, 1.5B):"
+    budget += " the row groups of the hub's files they are in (default: all)"
+    add("--max-tokens", type=token_budget, metavar="N", help=budget)
     shard = "tokens per shard (llm.c's: 10**8)"
     add("--shard-size", type=tokens_per_shard, default=10**8, help=shard)
     add("--format", choices=["llmc", "npy"], default="llmc", help="llm.c's .bin (default) or .npy")
-    add(
-        "--shuffle",
-        type=random_seed,
-        metavar="SEED",
-        help="shuffle the documents (the same order for the same seed) before cutting the shards: "
-        "in the hub's order, FineWeb-Edu's training loss goes up and down periodically "
-        "(default: in order)",
-    )
-    add(
-        "--dedup",
-        choices=["exact", "near"],
-        help="drop each document repeating an earlier one, before the shards are cut: exact "
-        "copies, or near copies (MinHash; docs/sound_data.md) (default: keep all)",
-    )
+    shuffle = "shuffle the documents (the same order for the same seed) before cutting the shards:"
+    shuffle += " in the hub's order, FineWeb-Edu's training loss goes up and down periodically"
+    add("--shuffle", type=random_seed, metavar="SEED", help=shuffle + " (default: in order)")
+    dedup = "drop each document repeating an earlier one, before the shards are cut: exact copies,"
+    dedup += " or near copies (MinHash; docs/sound_data.md) (default: keep all)"
+    add("--dedup", choices=["exact", "near"], help=dedup)
     add("--out-dir", type=Path, default=Path(__file__).parent, help="default: beside the script")
     cpus = "default: CPUs, at most 8"
     add("--num-proc", type=positive_int, default=default_num_proc(), help=cpus)

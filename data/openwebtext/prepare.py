@@ -196,19 +196,12 @@ def arguments():
     add("--format", choices=["bin", "llmc"], default="bin", help=formats)
     shard = "tokens per llm.c shard (llm.c's: 10**8)"
     add("--shard-size", type=tokens_per_shard, default=10**8, help=shard)
-    add(
-        "--max-tokens",
-        type=token_budget,
-        metavar="N",
-        help="read only the first documents: val as many as the random split draws from the "
-        "whole, train the next ones until their tokens reach N (200M, 1.5B) (default: all)",
-    )
-    add(
-        "--dedup",
-        choices=["exact", "near"],
-        help="drop each document repeating an earlier one, before the split: exact copies, or "
-        "near copies (MinHash; docs/sound_data.md) (default: keep all)",
-    )
+    budget = "read only the first documents: val as many as the random split draws from the whole,"
+    budget += " train the next ones until their tokens reach N (200M, 1.5B) (default: all)"
+    add("--max-tokens", type=token_budget, metavar="N", help=budget)
+    dedup = "drop each document repeating an earlier one, before the split: exact copies, or near"
+    dedup += " copies (MinHash; docs/sound_data.md) (default: keep all)"
+    add("--dedup", choices=["exact", "near"], help=dedup)
     return parser
 
 

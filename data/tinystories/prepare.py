@@ -245,12 +245,9 @@ def parse_args():
     tokens = parser.add_mutually_exclusive_group()
     tokens.add_argument("--vocab-size", type=story_vocab_size, metavar="N", help="train a BPE")
     tokens.add_argument("--tokenizer", type=Path, help="from train_tokenizer.py (default: GPT-2)")
-    add(
-        "--dedup",
-        choices=["exact", "near"],
-        help="drop each story repeating an earlier one (val's first): exact copies, or near "
-        "copies (MinHash; docs/sound_data.md) (default: keep all)",
-    )
+    dedup = "drop each story repeating an earlier one (val's first): exact copies, or near copies"
+    dedup += " (MinHash; docs/sound_data.md) (default: keep all)"
+    add("--dedup", choices=["exact", "near"], help=dedup)
     args = parser.parse_args()
     if args.max_tokens and args.vocab_size:
         parser.error(
