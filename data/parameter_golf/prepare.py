@@ -90,10 +90,8 @@ def main():
         # 2. the tokenizers: SentencePiece trained on the documents, byte260, or yours
         train_docs = min(num_docs, args.tokenizer_train_docs or num_docs)
         if variants is None:
-            asked = asked_variants(args)
-            variants = [
-                make_tokenizer(v, train_docs, args.tokenizer_train_docs, out) for v in asked
-            ]
+            sp_docs = args.tokenizer_train_docs
+            variants = [make_tokenizer(v, train_docs, sp_docs, out) for v in asked_variants(args)]
             variants += [our_tokenizer(path, out) for path in args.tokenizer or ()]
         check_names(variants)
 
