@@ -46,8 +46,7 @@ from safety import (
     tokens_per_shard,
 )
 
-# The revisions public projects pin for the samples (not checked against the hub from here:
-# see docs/fineweb.md); a sample is a folder of parquet files, loaded by the repository's card.
+# The revisions public projects pin for the samples (not checked from here: docs/fineweb.md)
 REPOS = {
     "edu": ("HuggingFaceFW/fineweb-edu", "87f09149ef4734204d70ed1d046ddc9ca3f2b8f9"),
     "classic": ("HuggingFaceFW/fineweb", "9bb295ddab0e05d785b879661af7260fed5140fc"),
@@ -74,8 +73,7 @@ def main():
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
     with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
-        # 2. the documents, in order: FineWeb(-Edu)'s sample from the hub, or local files;
-        #    --max-tokens N: only the first, whose tokens past shard 0 (val) reach N
+        # 2. the documents, in order: the hub's sample or local files (--max-tokens: the first)
         hub, budget = fineweb(args.type, args.sample), None
         source = source_name(args.data_files, hub)
         if args.max_tokens:
@@ -91,8 +89,7 @@ def main():
             dataset, encoding, tokenizer, dtype, where, args.num_proc, "tokenizing", eot_first=True
         )
 
-        # 4. --dedup: keep the first of each copy (or of each cluster of near copies), BEFORE the
-        #    shards are cut: no copy can then sit in shard 0 (val) and in a train shard
+        # 4. --dedup: keep the first of each copy BEFORE the cut, so none is in val and train
         split = {"rule": SPLIT_RULE, "shard_size": args.shard_size}
         if args.dedup:
             kept, split["dedup"] = deduplicate(tokenized, args.dedup, eot_first=True)

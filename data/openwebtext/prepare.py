@@ -76,8 +76,7 @@ def main():
     print(f"tokenizer: {tokenizer['name']} ({vocab_size:,} tokens, end of text = {eot_id})")
 
     with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
-        # 2. the documents: OpenWebText from the hub, or local files; --max-tokens N: val the
-        #    first documents (as many as the random split draws), train the next, until N tokens
+        # 2. the documents: OpenWebText from the hub, or local files (--max-tokens: the first)
         source, budget = source_name(args.data_files, OPENWEBTEXT), None
         if args.max_tokens:
             dataset, budget = budget_documents(args, encoding, source)
@@ -88,8 +87,7 @@ def main():
             )
         print(f"{source}: {len(dataset):,} document{'s' * (len(dataset) != 1)}")
 
-        # 3. --dedup: tokenize every document, keep the first of each copy (or of each cluster of
-        #    near copies), BEFORE the split: no copy can then sit in train and in val
+        # 3. --dedup: keep the first of each copy BEFORE the split, so none is in train and val
         kept, whole, dedup = np.arange(len(dataset)), None, None
         if args.dedup:
             whole = tokenize(dataset, None, source, encoding, tokenizer, dtype, args.num_proc)
@@ -114,8 +112,7 @@ def main():
                     part, split, source, encoding, tokenizer, dtype, args.num_proc
                 )
 
-        # 6. concatenate all the ids of each split into one large file we can use for training,
-        #    and beside it where each document starts in it (train.docs.npy: what the model sees)
+        # 6. concatenate all the ids of each split into one large file, and where each starts
         split_tokens = {}
         for split, dset in tokenized.items():
             lengths = dset.with_format("arrow")["len"].to_numpy()

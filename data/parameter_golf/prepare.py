@@ -60,8 +60,7 @@ def main():
     args = parser.parse_args()
     budget_usage(parser, args)
     with output_folder(args.out_dir, schema) as out:  # written in `out`, moved in together
-        # 1. the documents: the hub's docs_selected.jsonl, or --data-files copied in as it;
-        #    --max-tokens N: its first lines only, the tokenizer made on the way (it counts N)
+        # 1. the documents: the hub's docs_selected.jsonl (--max-tokens: its first lines) or yours
         variants, val_docs = None, args.val_docs
         if args.max_tokens:
             source, variants, val_docs = budgeted_documents(args, out)

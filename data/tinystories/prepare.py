@@ -62,8 +62,7 @@ VAL = "data00.json"  # llm.c's val split: the first file by name
 def main():
     args = parse_args()
     with output_folder(args.out_dir, schema) as out:  # staged in `out`, moved in together
-        # 1. the archive: a local copy, or the pinned one (downloaded once, checksummed)
-        #    --max-tokens N: a prefix of it, read (and fetched) only as far as N tokens need
+        # 1. the archive: a local copy, or the pinned one (--max-tokens N: as far as N needs)
         url, dest = None if args.archive else ARCHIVE.url, args.out_dir / Path(ARCHIVE.url).name
         prefix = archive_prefix(args.archive, dest) if args.max_tokens else None
         if prefix:  # the whole archive's sha256 cannot be checked: the prefix read is recorded
@@ -103,8 +102,7 @@ def main():
             for result in results:  # (name, ids, lengths, counts, keys, figures)
                 splits.add("val" if result[0] == VAL else "train", *result)
 
-            # 4. --dedup: drop each story repeating an earlier one, val's first: no val story
-            #    keeps a copy in train (stories.py's SplitFiles.deduplicate says the order)
+            # 4. --dedup: drop each story repeating an earlier one, val's first
             split = {"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")}
             if args.dedup:
                 dropped = splits.deduplicate(args.dedup)
