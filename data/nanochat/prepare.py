@@ -122,14 +122,11 @@ def cut(out, args):
     # 2. shuffle them (the same order for the same --seed), the last val_docs for val
     order = np.random.default_rng(args.seed).permutation(len(documents))
     train, val = order[: len(order) - val_docs], order[len(order) - val_docs :]
-    print(
-        f"train: {len(train):,} documents, val: {len(val):,} ({len(val) // 1024} row "
-        "group(s) of 1,024)"
-    )
+    print(f"train: {len(train):,} documents, val: {len(val):,} ({groups} row group(s) of 1,024)")
 
     # 3. the shards: train cut as the reference cuts, its last partial shard kept; val last
-    groups = [*nanochat.cut_shards(texts(documents, train), args.shard_chars)]
-    shards = [write_shard(out, i, "train", docs) for i, docs in enumerate(groups)]
+    cuts = [*nanochat.cut_shards(texts(documents, train), args.shard_chars)]
+    shards = [write_shard(out, i, "train", docs) for i, docs in enumerate(cuts)]
     shards.append(write_shard(out, len(shards), "val", list(texts(documents, val))))
     split = {"rule": SPLIT_RULE, "seed": args.seed, "val_docs": val_docs, "numpy": np.__version__}
     return shards, source, split
