@@ -89,8 +89,9 @@ def main():
 
         # 3. --dedup: keep the first of each copy BEFORE the split, so none is in train and val
         kept, whole, dedup = np.arange(len(dataset)), None, None
+        shared = (source, encoding, tokenizer, dtype, args.num_proc)  # tokenize's
         if args.dedup:
-            whole = tokenize(dataset, None, source, encoding, tokenizer, dtype, args.num_proc)
+            whole = tokenize(dataset, None, *shared)
             kept, dedup = deduplicate(whole, args.dedup)
 
         # 4. split the (kept) documents at random, as nanoGPT's train_test_split ('test': val)
@@ -107,10 +108,7 @@ def main():
             if whole is not None:
                 tokenized[split] = whole.select(numbers)
             else:
-                part = dataset.select(numbers)
-                tokenized[split] = tokenize(
-                    part, split, source, encoding, tokenizer, dtype, args.num_proc
-                )
+                tokenized[split] = tokenize(dataset.select(numbers), split, *shared)
 
         # 6. concatenate all the ids of each split into one large file, and where each starts
         split_tokens = {}
