@@ -61,10 +61,9 @@ def checked_shares(shares, where):
 
 
 class RecordTokens:
-    """The tokenizer a meta.json records, as the figures count with it: decode(ids) and its own
-    count, each id's byte length (0 for a special token); `encoding`: its Encoding, loaded
-    already (the datatrove engine's tasks have it); `compiled`: compare with formats/compiled.py's
-    loop where numba is installed (`kernel`; worth its import past COMPILED_MIN_BYTES)."""
+    """The tokenizer a meta.json records, as the figures count with it: decode(ids), each id's
+    byte length (0 for a special token); `encoding`: its Encoding if loaded already; `compiled`:
+    compare in formats/compiled.py's loop where numba is installed (worth it past 256 MB)."""
 
     def __init__(self, tokenizer, folder=None, encoding=None, compiled=False):
         self.chars = tokenizer.get("chars") if tokenizer["kind"] == "char" else None
@@ -129,14 +128,12 @@ def batch_text(encoded):
 
 def figures_option(text_bytes):
     """tokenize_documents' `figures` for a process comparing that many bytes of text: "compiled"
-    (formats/compiled.py's loop) from COMPILED_MIN_BYTES on, where numba's import pays; else
-    True (numpy): 10**9 -> "compiled", 10**6 -> True."""
+    (formats/compiled.py's loop, where numba's import pays), else True: 10**6 -> True."""
     return "compiled" if text_bytes >= COMPILED_MIN_BYTES else True
 
 
 def compared(tokens, ids, counts, encoded):
-    """(tokens.decodes_to(ids, counts, encoded), document_sums(tokens.lengths[ids], counts)):
-    in the tokens' compiled loop where they have one, else these two in numpy."""
+    """(decodes_to, document_sums of the ids' lengths) of a batch, in the compiled loop if any."""
     if tokens.kernel is None:
         return tokens.decodes_to(ids, counts, encoded), document_sums(tokens.lengths[ids], counts)
     return tokens.kernel(ids, counts, *batch_text(encoded), *tokens.words, tokens.lengths)
@@ -156,9 +153,8 @@ def token_words(encoding):
 
 
 def joined(documents):
-    """A batch of documents' ids as one array, and each one's count: [[5, 6], [7]] ->
-    ([5, 6, 7], [2, 1]). Arrays keep their integer type (a uint16 shard's ids are not copied to
-    int64: the comparison reads a quarter of the bytes); lists become int64."""
+    """A batch of documents' ids as one array, and each one's count: [[5, 6], [7]] -> ([5, 6, 7],
+    [2, 1]). Arrays keep their type (uint16 ids are not copied to int64: a quarter of the reads)."""
     arrays = [
         ids if isinstance(ids, np.ndarray) else np.asarray(ids, np.int64) for ids in documents
     ]
@@ -181,10 +177,9 @@ def document_ids(arrays, bos_id):
 
 def written_documents(parts, eot_id, eot):
     """(split, ids) of each document, its end-of-text left out, from the (split, ids) files in
-    the order written, by where the end-of-text sits (eot). "first" (llm.c's): a document belongs
-    to the split its end-of-text is in, and may straddle the next file: [("val", [9, 5, 9, 6]),
-    ("train", [7, 9, 8])] -> ("val", [5]), ("val", [6, 7]), ("train", [8]); "last" (nanoGPT's):
-    [("val", [5, 6, 9, 7, 9])] -> ("val", [5, 6]), ("val", [7]); None: a split is one text."""
+    order, by where the end-of-text sits (eot). "first" (llm.c's; a document is its end-of-text's
+    split's): [("val", [9, 5, 9, 6]), ("train", [7, 9, 8])] -> ("val", [5]), ("val", [6, 7]),
+    ("train", [8]); "last": [("val", [5, 6, 9, 7, 9])] -> [5, 6], [7]; None: a split is a text."""
     chunks = ((split, a[i : i + CHUNK]) for split, a in parts for i in range(0, len(a), CHUNK))
     if eot == "first":
         yield from _documents_after(chunks, eot_id)
@@ -232,8 +227,7 @@ def document_figures(text, ids, tokenizer):
 
 
 def add_figures(figures, text, ids, tokenizer):
-    """Add a document (its text, its ids after the BOS) to a split's figures (FIGURES, from 0):
-    "a  b" and the ids of "a b" add 1 document, 4 text_bytes, 3 decoded_bytes, 1 changed, ..."""
+    """Add a document (its text, its ids after the BOS) to a split's figures (document_figures)."""
     for name, count in zip(FIGURES, document_figures(text, ids, tokenizer), strict=True):
         figures[name] += count
 
@@ -262,9 +256,8 @@ def batch_figures(texts, documents, tokens):
 
 
 def counted_figures(tokenized):
-    """write_meta's `counted` from each split's tokenized documents in the order written ({split:
-    prepare_common.tokenize_dataset's Dataset}): ({split: its byte figures}, each val document's
-    text bytes)."""
+    """write_meta's `counted` ({split: its byte figures}, each val document's text bytes) from
+    {split: its prepare_common.tokenize_dataset Dataset}, each in the order written."""
     return figure_totals({split: figure_rows(documents) for split, documents in tokenized.items()})
 
 
@@ -289,15 +282,13 @@ def figure_totals(rows):
 
 
 def figure_sums(rows):
-    """A split's figures (FIGURES), the sums of its rows: [[1, 4, ...], [1, 2, ...]] ->
-    {"documents": 2, "text_bytes": 6, ...}."""
+    """A split's figures, its rows' sums: [[1, 4, ...], [1, 2, ...]] -> {"documents": 2, ...}."""
     return {name: int(n) for name, n in zip(FIGURES, rows.sum(axis=0), strict=True)}
 
 
 def text_figures(batches, tokens):
-    """A split's figures (FIGURES) of texts that a trainer encodes as it reads them (nanochat's
-    dataloader: encode_ordinary after its BOS), from batches of texts: [["a b"], ["c"]] ->
-    {"documents": 2, "text_bytes": 4, ...}."""
+    """A split's figures (FIGURES) of batches of texts a trainer encodes as it reads them
+    (nanochat's: encode_ordinary): [["a b"], ["c"]] -> {"documents": 2, "text_bytes": 4, ...}."""
     figures = Counter(dict.fromkeys(FIGURES, 0))
     # a document at a time: tiktoken's encode_ordinary_batch starts a thread for each text
     encode = fast_encoding(tokens.encoding).encode_ordinary
@@ -340,9 +331,8 @@ def written_parts(folder, meta):
 
 
 def write_val_bytes(out, meta, tokenizer, texts):
-    """Each split's figures, recounted from `texts` ({split: the one text it is}: the Shakespeare
-    lessons') and the ids written in `out`, and val's bytes sidecar beside val.bin; return
-    meta.json's {"bytes": {split: figures}, "val_bytes": its record}."""
+    """Each split's figures from `texts` ({split: its one text}: the Shakespeare lessons') and the
+    ids in `out`, and val's sidecar beside val.bin -> meta.json's {"bytes", "val_bytes"}."""
     tokens, parts = RecordTokens(tokenizer), written_parts(out, meta)
     written = dict(written_documents(parts, tokenizer.get("eot_id"), None))
     figures, shares = {split: dict.fromkeys(FIGURES, 0) for split in meta["splits"]}, None
@@ -358,11 +348,10 @@ def write_val_bytes(out, meta, tokenizer, texts):
 
 
 def stream_shares(ids, sizes, lengths, eot_id, eot):
-    """document_shares of each document of `ids`, whole documents each with its end-of-text
-    where `eot` says ("first" or "last"), the UTF-8 size of each in `sizes`, joined: each token's
-    byte length where a document's add up to its size (every one, where the tokenizer is
-    lossless), else its document_shares: [9, 5, 9, 6], sizes [2, 4], 5 and 6 of 2 and 3 bytes,
-    "first" -> [0, 2, 0, 4] (6's document lost a byte: its last token stands for it)."""
+    """document_shares of each whole document of `ids` (its end-of-text where `eot` says), its
+    UTF-8 size in `sizes`, joined: each token's byte length where a document's add up to its
+    size (every one, where the tokenizer is lossless), else its document_shares: [9, 5, 9, 6],
+    sizes [2, 4], 5 and 6 of 2 and 3 bytes, "first" -> [0, 2, 0, 4] (6's last token takes 1)."""
     ends = ids == eot_id
     if eot == "first":
         starts = np.flatnonzero(ends)
@@ -383,18 +372,26 @@ def stream_shares(ids, sizes, lengths, eot_id, eot):
     return shares
 
 
-def straddled_val_ids(out, meta, eot_id, eot_first):
-    """val's ids, whole documents: its files' and, where its last document straddles into train
-    (end-of-text "first": val's shards come first), train's ids up to the next end-of-text. Each
-    file's ids are copied, its map let go (written_parts), before the next is read."""
-    val = [np.array(ids) for split, ids in written_parts(out, meta) if split == "val"]
-    train = (ids for split, ids in written_parts(out, meta) if split != "val")
-    for ids in train if eot_first else ():
+def straddled_tail(out, meta, eot_id):
+    """The ids of val's last document in train's shards (end-of-text "first": val's come first):
+    train's up to its first end-of-text, each file's copied and its map let go (written_parts)."""
+    tail = []
+    for ids in (ids for split, ids in written_parts(out, meta) if split != "val"):
         at = np.flatnonzero(ids == eot_id)
-        val.append(np.array(ids[: at[0] if len(at) else len(ids)]))
+        tail.append(np.array(ids[: at[0] if len(at) else len(ids)]))
         if len(at):
             break
-    return np.concatenate(val) if val else np.zeros(0, np.int64)
+    return np.concatenate(tail) if tail else np.zeros(0, meta["dtype"])
+
+
+def val_part_only(figures, text_bytes, own_bytes):
+    """Each split's figures, the bytes of val's last document that are in train's shards (their
+    text's, their tokens' own count) moved to train: val's bytes are those of its ids in val."""
+    moved = {"text_bytes": text_bytes, "tokenizer_bytes": own_bytes, "decoded_bytes": own_bytes}
+    return {
+        split: {name: n + sign * int(moved.get(name, 0)) for name, n in figures[split].items()}
+        for split, sign in (("val", -1), ("train", 1))
+    }
 
 
 def write_counted(out, meta, tokenizer, counted, eot_first=False):
@@ -403,19 +400,22 @@ def write_counted(out, meta, tokenizer, counted, eot_first=False):
     size of each val document in the order written); val's shares from its ids and those sizes."""
     (figures, val_sizes), eot = counted, "first" if eot_first else "last"
     lengths, eot_id = record_byte_lengths(tokenizer), tokenizer["eot_id"]  # int32: gathers fast
-    ids = straddled_val_ids(out, meta, eot_id, eot_first)
+    val = [np.array(ids) for split, ids in written_parts(out, meta) if split == "val"]
+    tail = straddled_tail(out, meta, eot_id) if eot_first else np.zeros(0, meta["dtype"])
+    ids = np.concatenate([*val, tail])
     try:
         shares = stream_shares(ids, np.asarray(val_sizes, np.int64), lengths, eot_id, eot)
     except PrepareError as exc:
         raise PrepareError(f"{out}: {exc}") from None
     record = write_sidecars(out, meta, eot, checked_shares(shares, "val"))
+    if len(tail):
+        figures = val_part_only(figures, shares[-len(tail) :].sum(), lengths[tail].sum())
     return {"bytes": {split: figures[split] for split in meta["splits"]}, "val_bytes": record}
 
 
 def write_sidecars(out, meta, eot, shares):
-    """val's shares cut into files parallel to val.bin or to each val shard, in its format (the
-    last val document's, if it straddles into train, cut with it); -> meta.json's "val_bytes":
-    {"dtype", "eot", "files": [{"file", "ids", "tokens", "sha256"}]}."""
+    """val's shares cut into files parallel to val.bin or to each val shard, in its format ->
+    meta.json's "val_bytes": {"dtype", "eot", "files": [{"file", "ids", "tokens", "sha256"}]}."""
     if "shards" in meta:
         parallel = [(s["file"], s["tokens"]) for s in meta["shards"] if s["split"] == "val"]
     else:

@@ -1,10 +1,7 @@
-"""verify's audit of a folder's byte figures (meta.json's "bytes") and its val bytes sidecars
-("val_bytes"), recomputed from the ids a trainer reads (formats/val_bytes.py writes them).
-
-The tokenizers of these folders (characters, GPT-2, train_tokenizer.py's) are byte-level and
-lossless, which prepare.py checked against the documents: the text of a document is what its
-ids decode to, and a token's share is its byte length (0 for a separator). So both are
-recomputed from the ids alone, with no copy of the documents in the folder.
+"""verify's audit of a folder's byte figures (meta.json's "bytes") and val bytes sidecars
+("val_bytes"), recomputed from the ids a trainer reads alone: these folders' tokenizers
+(characters, GPT-2, train_tokenizer.py's) are byte-level and lossless, as prepare.py checked, so
+a document is what its ids decode to and a token's share is its byte length (0 for a separator).
 """
 
 from pathlib import Path
@@ -17,6 +14,8 @@ from formats.val_bytes import (
     SHARE_DTYPE,
     RecordTokens,
     add_figures,
+    straddled_tail,
+    val_part_only,
     written_documents,
     written_files,
     written_parts,
@@ -44,7 +43,8 @@ def recounted_figures(folder, meta, tokens):
     eot, eot_id = meta["val_bytes"]["eot"], meta["tokenizer"].get("eot_id")
     for split, ids in written_documents(written_parts(folder, meta), eot_id, eot):
         add_figures(figures[split], tokens.decode(ids), ids, tokens)
-    return figures
+    tail = straddled_tail(folder, meta, eot_id) if eot == "first" else ()
+    return val_part_only(figures, *[tokens.own_bytes(tail)] * 2) if len(tail) else figures
 
 
 def audit_figures(folder, meta, tokens):

@@ -91,7 +91,8 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
     """GPT-2 and a trained BPE, in val.bin (end-of-text last) or in llm.c's and build-nanogpt's
     shards (end-of-text first, shards cut mid-document), the figures counted as the lessons count
     them (tokenize_documents, then counted_figures or shard_figures' sums): each val document's
-    shares sum to its UTF-8 length, an end-of-text's is 0, and each split's figures are lossless."""
+    shares sum to its UTF-8 length, an end-of-text's is 0, and each split's figures are lossless,
+    val's bytes those of its ids where its last document straddles into train."""
     encoding, tokenizer = bpe_tokenizers[name]
     eot_id, eot_first = tokenizer["eot_id"], layout != "nanogpt"
     encoded = {
@@ -137,7 +138,13 @@ def test_bpe_shares_sum_to_each_document_and_figures_match(
     else:  # shard 0 ends one token before val's end: its last document is cut with it
         whole = expected_sums(val)
         assert sums[:-1] == whole[:-1] and sums[-1] <= whole[-1]
-        assert record["bytes"] == {"train": lossless_figures(train), "val": lossless_figures(val)}
+        cut = whole[-1] - sums[-1]  # the bytes of its token in train's shard: train's bytes
+        figures = {"train": lossless_figures(train), "val": lossless_figures(val)}
+        for name in ("text_bytes", "tokenizer_bytes", "decoded_bytes"):
+            figures["val"][name] -= cut
+            figures["train"][name] += cut
+        assert record["bytes"] == figures
+        assert figures["val"]["text_bytes"] == shares.sum()
 
 
 @settings(max_examples=200, deadline=None)
@@ -446,3 +453,34 @@ def test_nanochat_figures_are_a_lossless_recount(nanochat_tokens, batches):
     counted a row group at a time, are lossless, the tokenizer's count equal to the text's."""
     documents = [text for batch in batches for text in batch]
     assert text_figures(batches, nanochat_tokens) == lossless_figures(documents)
+
+
+def test_val_bytes_are_those_of_val_s_ids_where_a_document_straddles(
+    paragraphs, gpt2_encoding, tmp_path, capsys
+):
+    """FineWeb's lesson on Tiny Shakespeare's speeches in shards of 3,000 tokens, shard 0 (val)
+    ending mid-document: bytes.val and bpb's divide-by are the bytes of the ids in shard 0
+    (token_bytes.npy's sum over them, the sidecar's), not the whole document's; verify recounts
+    them and names a folder that records the whole document's."""
+    docs = tmp_path / "speeches.jsonl"
+    docs.write_text("".join(json.dumps({"text": p}) + "\n" for p in paragraphs[:400]))
+    out = tmp_path / "out"
+    script = REPO / "data" / "fineweb" / "prepare.py"
+    result = run_python(script, "--data-files", docs, "--shard-size", 3000, "--out-dir", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    meta = json.loads((out / "meta.json").read_text())
+    val, train = (read_shard(out / s["file"], "llmc", np.uint16) for s in meta["shards"][:2])
+    assert train[0] != gpt2_encoding.eot_token  # val's last document goes on in train's shard
+    token_bytes = np.load(out / "token_bytes.npy")
+    sidecar = read_shard(out / meta["val_bytes"]["files"][0]["file"], "llmc", np.uint16)
+    size = int(token_bytes[val].sum())
+    assert meta["bytes"]["val"]["text_bytes"] == size == sidecar.sum() == 10_648
+    assert verify(out, quiet=True) == []
+    inspect_folder(["bpb", str(out)])
+    assert f"divide by {size:,} bytes" in capsys.readouterr().out
+    meta["bytes"]["val"]["text_bytes"] = 10_704  # the whole document's, as it once recorded
+    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    assert "bytes.val.text_bytes is 10704, recounted from the ids: 10,648" in "\n".join(
+        verify(out, quiet=True)
+    )
+
