@@ -1,8 +1,7 @@
-"""Bits per byte that are true for any tokenizer, for every folder: each split's byte figures
-(meta.json's "bytes", schema.FIGURES) and the val bytes sidecar beside val.bin or each val shard
-(meta.json's "val_bytes"): counted from each document and its ids where it is encoded
-(batch_figures: the document lessons' workers, the datatrove tasks), or recounted from the text
-and the ids written (write_val_bytes: the Shakespeare lessons, a split one text).
+"""Bits per byte true for any tokenizer: each split's byte figures (meta.json's "bytes") and the
+val bytes sidecar beside val.bin or each val shard ("val_bytes"), counted from each document and
+its ids where it is encoded (batch_figures: the lessons' workers, the datatrove tasks), or from
+the text and the ids written (write_val_bytes: the Shakespeare lessons, a split one text).
 
 A token's share is how far it moves the end of the text covered so far (parameter-golf's rule,
 written once here: formats/golf.py uses it too): bytes a tokenizer drops go to the token that
@@ -118,9 +117,8 @@ class RecordTokens:
 
 
 def batch_text(encoded):
-    """A batch's text (each document's UTF-8, in order) as a little-endian word of 8 bytes at
-    each of its bytes, 8 zeros after its end (the last word: zeros), and each document's size:
-    [b"ab", b"c"] -> ([0x636261, 0x6362, 0x63, 0], [2, 1])."""
+    """A batch's UTF-8 texts as a little-endian word of 8 bytes at each byte (8 zeros after the end)
+    and each one's size: [b"ab", b"c"] -> ([0x636261, 0x6362, 0x63, 0], [2, 1])."""
     text = b"".join([*encoded, bytes(8)])  # one copy
     words = np.ndarray((len(text) - 7,), "<u8", text, strides=(1,))
     return words, np.fromiter(map(len, encoded), np.int64, len(encoded))
@@ -217,9 +215,8 @@ def _documents_after(chunks, eot_id):
 
 
 def document_figures(text, ids, tokenizer):
-    """A document's figures (FIGURES) from its text and its ids after the BOS: "a  b" and the
-    ids of "a b" -> (1, 4, 3, 3, 1, 1, 0): 1 document, 4 text_bytes, 3 tokenizer_bytes, 3
-    decoded_bytes, 1 changed, 1 lost byte, 0 gained."""
+    """A document's FIGURES from its text and its ids after the BOS: "a  b", the ids of "a b" ->
+    (1, 4, 3, 3, 1, 1, 0): 1 document of 4 bytes, 3 counted and 3 decoded, changed, 1 byte lost."""
     size, decoded = len(text.encode()), tokenizer.decode(ids)
     decoded_size, changed = len(decoded.encode()), decoded != text
     lost, gained = max(0, size - decoded_size) * changed, max(0, decoded_size - size) * changed
@@ -233,10 +230,9 @@ def add_figures(figures, text, ids, tokenizer):
 
 
 def batch_figures(texts, documents, tokens):
-    """document_figures of each text and its ids of a batch (a RecordTokens' tokenizer; no lone
-    surrogate in a text), a row each: ["a  b"], [the ids of "a b"] -> [[1, 4, 3, 3, 1, 1, 0]].
-    The documents whose ids decode to their text (tokens.decodes_to: every one, where the
-    tokenizer is lossless) are counted together in numpy; the others by document_figures."""
+    """document_figures of each text (no lone surrogate) and its ids of a batch, a row each:
+    ["a  b"], [the ids of "a b"] -> [[1, 4, 3, 3, 1, 1, 0]]; those whose ids decode to their text
+    (decodes_to: every one, for a lossless tokenizer) counted together in numpy."""
     rows = np.zeros((len(texts), len(FIGURES)), np.int64)
     same = np.zeros(len(texts), bool)
     if tokens.chars is None:
@@ -298,10 +294,9 @@ def text_figures(batches, tokens):
 
 
 def document_shares(ids, size, lengths, eot):
-    """A document's stretch of the sidecar: its tokens' shares (covered_shares of where each
-    token's bytes end, within the text's `size`) and its end-of-text's 0 where it sits, or the
-    whole size if the document has no token: ids [5, 6] of lengths 2, 3, size 5, "last" ->
-    [2, 3, 0]."""
+    """A document's stretch of the sidecar: its tokens' covered_shares within the text's `size`
+    and its end-of-text's 0 where it sits (the whole size if it has no token): ids [5, 6] of
+    lengths 2, 3, size 5, "last" -> [2, 3, 0]."""
     ends = np.minimum(np.cumsum(lengths[ids]), size)
     shares = covered_shares(ends, size)
     separator = [0 if len(ids) else size]
@@ -395,9 +390,8 @@ def val_part_only(figures, text_bytes, own_bytes):
 
 
 def write_counted(out, meta, tokenizer, counted, eot_first=False):
-    """write_val_bytes's record where the documents were counted already, as the datatrove
-    engine's tasks count each one while they encode it: `counted` is ({split: figures}, the UTF-8
-    size of each val document in the order written); val's shares from its ids and those sizes."""
+    """write_val_bytes's record of documents counted as they were encoded: `counted` is ({split:
+    figures}, each val document's UTF-8 size in order); val's shares from its ids and those."""
     (figures, val_sizes), eot = counted, "first" if eot_first else "last"
     lengths, eot_id = record_byte_lengths(tokenizer), tokenizer["eot_id"]  # int32: gathers fast
     val = [np.array(ids) for split, ids in written_parts(out, meta) if split == "val"]

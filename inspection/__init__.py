@@ -97,5 +97,9 @@ def bpb_audit(folder, meta):
         if meta.get("val_bytes") is not None:
             print(sidecar_line(meta))
         return
+    folder = Path(folder)
     for dataset in meta["datasets"]:
         print("\n".join(bpb.audit_lines(dataset["name"], dataset["bytes"])))
+        tokens = golf.rebuilt_tokenizer(folder, dataset["tokenizer"], dataset["name"])
+        shares = dataset["val_bytes"] and golf.joined_ids(folder, dataset, "val", "val_bytes")
+        print(bpb.eval_val_line(golf.joined_ids(folder, dataset, "val"), shares, tokens.own_bytes))

@@ -33,8 +33,7 @@ def audit_val_bytes(folder, meta):
     if meta.get("bytes") is None or meta.get("val_bytes") is None:
         return [f"{record}: records one of bytes and val_bytes without the other"]
     tokens = RecordTokens(meta["tokenizer"], folder)
-    problems = audit_figures(folder, meta, tokens)
-    return problems + audit_sidecars(folder, meta, tokens.lengths)
+    return audit_figures(folder, meta, tokens) + audit_sidecars(folder, meta, tokens.lengths)
 
 
 def recounted_figures(folder, meta, tokens):

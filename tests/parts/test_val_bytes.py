@@ -30,6 +30,7 @@ from formats.val_bytes import (
     write_val_bytes,
 )
 from inspection import main as inspect_folder
+from inspection.bpb import eval_val_line
 from inspection.verify import verify
 from prepare_common import (
     bpe_encoding,
@@ -484,3 +485,26 @@ def test_val_bytes_are_those_of_val_s_ids_where_a_document_straddles(
         verify(out, quiet=True)
     )
 
+
+@pytest.mark.parametrize("seq_len, tokens", [(4, 11), (4, 13), (1024, 51_797), (8, 8)])
+def test_bpb_divides_by_what_eval_val_scores(seq_len, tokens):
+    """bpb's eval_val line on a parameter-golf dataset: the bytes of the targets of the whole
+    windows train_gpt.py's eval_val scores (its load_validation_tokens and window loop, written
+    again here), by the sidecar and by its byte LUT; a val too short for one window, refused."""
+    rng = np.random.default_rng(tokens)
+    ids, shares, lut = rng.integers(1, 9, tokens), rng.integers(0, 5, tokens), np.arange(9)
+    ids[0] = 0  # val starts with a BOS, of no byte
+    usable = ((tokens - 1) // seq_len) * seq_len  # load_validation_tokens: val_tokens[: usable + 1]
+    windows = [range(i * seq_len + 1, (i + 1) * seq_len + 1) for i in range(usable // seq_len)]
+    targets = np.array([t for window in windows for t in window], int)  # y of each window
+    line = eval_val_line(ids, shares, lambda ids: int(lut[ids].sum()), seq_len)
+    if not usable:
+        assert line == f"  eval_val refuses val's 8 tokens: fewer than TRAIN_SEQ_LEN={seq_len}+1"
+        return
+    assert f"{len(targets):,} of val's {tokens - 1:,} targets" in line
+    by_lut = f"its byte LUT counts {int(lut[ids[targets]].sum()):,}"
+    assert f"divide by {int(shares[targets].sum()):,} bytes (the sidecar's; {by_lut})" in line
+    lut_only = eval_val_line(ids, [], lambda ids: int(lut[ids].sum()), seq_len)
+    assert lut_only.endswith(
+        f"its byte LUT counts {lut[ids[targets]].sum():,} bytes, what it divides by"
+    )
