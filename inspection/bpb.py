@@ -1,15 +1,13 @@
-"""`python prepare_common.py bpb DIR`: bits per byte true for any tokenizer, from a split's figures
-(meta.json's "bytes"): documents; text_bytes, the documents' UTF-8 bytes as given; tokenizer_bytes,
-the tokenizer's own count (train_gpt.py's for SentencePiece, each token's bytes for a byte-level
-one); decoded_bytes, decode(ids)'s; changed_documents, those whose decode(ids) differs from the
-text, and the lost_bytes and gained_bytes they account for."""
+"""`prepare_common.py bpb DIR`: bits per byte true for any tokenizer, from a split's figures
+(meta.json's "bytes"): documents; text_bytes, their UTF-8 bytes as given; tokenizer_bytes, the
+tokenizer's own count (train_gpt.py's for SentencePiece, each token's bytes for a byte-level one);
+decoded_bytes, decode(ids)'s; changed_documents, lost_bytes, gained_bytes: where it differs."""
 
 import numpy as np
 
 
 def document_share_sums(ids, shares, bos_id):
-    """Each document's sum of shares (its BOS's too): ids [1, 5, 1, 6, 7], shares [0, 3, 0, 1, 2],
-    BOS 1 -> [3, 3]."""
+    """Each document's sum of shares, its BOS's too: [1, 5, 1, 6], [0, 3, 0, 1], BOS 1 -> [3, 1]."""
     starts = np.asarray(ids) == bos_id
     return np.bincount(np.cumsum(starts) - 1, weights=shares, minlength=int(starts.sum()))
 
@@ -21,9 +19,8 @@ def eval_val_line(ids, shares, own_bytes, seq_len=1024):  # train_gpt.py's TRAIN
     if usable <= 0:
         return f"  eval_val refuses val's {len(ids):,} tokens: fewer than TRAIN_SEQ_LEN={seq_len}+1"
     lut = f"its byte LUT counts {own_bytes(ids[: usable + 1]):,}"  # the first id, a BOS, counts 0
-    by = f"{lut} bytes, what it divides by"
-    if len(shares):
-        by = f"divide by {int(shares[1 : usable + 1].sum()):,} bytes (the sidecar's; {lut})"
+    sidecar = f"divide by {int(np.sum(shares[1 : usable + 1])):,} bytes (the sidecar's; {lut})"
+    by = sidecar if len(shares) else f"{lut} bytes, what it divides by"
     windows = f"scores whole windows only, {usable:,} of val's {len(ids) - 1:,} targets"
     return f"  eval_val at TRAIN_SEQ_LEN={seq_len} {windows}: over them, {by}"
 
