@@ -51,14 +51,12 @@ def encode_pretoken(pretoken, ranks):
     token = ranks.get(pretoken)
     if token is not None:
         return [token]
-    if not pretoken:
-        return []
     if len(pretoken) > HEAP_ENCODE_BYTES:
         return encode_long_pretoken(pretoken, ranks)
     get = ranks.get
     parts = list(map(SINGLE_BYTES.__getitem__, pretoken))
     pair_ranks = list(map(get, map(bytes.__add__, parts, parts[1:]), repeat(NO_MERGE)))
-    best = min(pair_ranks)
+    best = min(pair_ranks, default=NO_MERGE)  # b"" and a single part have no pair
     while best != NO_MERGE:
         i = pair_ranks.index(best)  # the leftmost of equal ranks, as in the simple version
         parts[i] = merged = parts[i] + parts.pop(i + 1)
@@ -67,9 +65,7 @@ def encode_pretoken(pretoken, ranks):
             pair_ranks[i - 1] = get(parts[i - 1] + merged, NO_MERGE)
         if i < len(pair_ranks):
             pair_ranks[i] = get(merged + parts[i + 1], NO_MERGE)
-        elif i == 0:  # a single part is left
-            break
-        best = min(pair_ranks)
+        best = min(pair_ranks, default=NO_MERGE)
     return list(map(ranks.__getitem__, parts))
 
 
@@ -288,7 +284,6 @@ class Tokenizer:
                 cache.clear()  # crude but bounded; the frequent pretokens come straight back
                 new_pretokens = set(pretokens)
             ranks = self._ranks
-            token_of = ranks.get
             # BPE makes many short-lived lists and no reference cycles; without this pause
             # Python's cycle collector would rescan every object in the process again and
             # again (about a tenth of a cold encode).
@@ -296,11 +291,7 @@ class Tokenizer:
             gc.disable()
             try:
                 for pretoken in new_pretokens:
-                    encoded = pretoken.encode("utf-8")
-                    token = token_of(encoded)  # most pretokens are a single token
-                    cache[pretoken] = (
-                        (token,) if token is not None else encode_pretoken(encoded, ranks)
-                    )
+                    cache[pretoken] = encode_pretoken(pretoken.encode("utf-8"), ranks)
             finally:
                 if gc_was_enabled:
                     gc.enable()
