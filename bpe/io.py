@@ -42,6 +42,7 @@ from .checks import shown
 FORMAT_NAME = "nanogpt-bpe-tokenizer"
 FORMAT_VERSION = 1
 HF_MERGES_HEADER = "#version: 0.2"
+SINGLE_BYTES = [bytes([b]) for b in range(256)]
 
 
 class TokenizerFileError(ValueError):
@@ -132,15 +133,7 @@ def tokenizer_from_json(path):
     single_bytes = document["single_bytes"]
     if not isinstance(single_bytes, str) or len(single_bytes) != 256:
         raise TokenizerFileError(f'{path}: "single_bytes" must be a string of 256 characters')
-    try:
-        vocab = {i: parse_token(char) for i, char in enumerate(single_bytes)}
-    except KeyError as exc:
-        raise TokenizerFileError(
-            f'{path}: "single_bytes" has {shown(exc.args[0])}, which is not in GPT-2\'s byte '
-            "alphabet"
-        ) from None
-    if len(set(vocab.values())) != 256:
-        raise TokenizerFileError(f'{path}: "single_bytes" repeats a byte; each must appear once')
+    vocab = _single_bytes(path, '"single_bytes"', single_bytes)
 
     merge_lines = document["merges"]
     if not isinstance(merge_lines, list):
@@ -168,17 +161,9 @@ def _read_json(path):
             seen[key] = value
         return seen
 
+    text = _read_utf8(path)
     try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file, object_pairs_hook=no_duplicate_keys)
-    except FileNotFoundError:
-        raise TokenizerFileError(f"{path} does not exist; check the path") from None
-    except IsADirectoryError:
-        raise TokenizerFileError(f"{path} is a folder, not a tokenizer file") from None
-    except UnicodeDecodeError as exc:
-        raise TokenizerFileError(
-            f"{path} is not UTF-8 text (byte {exc.start}): not a tokenizer file"
-        ) from None
+        return json.loads(text, object_pairs_hook=no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise TokenizerFileError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
@@ -191,6 +176,40 @@ def _read_json(path):
         ) from None
     except RecursionError:
         raise TokenizerFileError(f"{path} is nested too deeply: not a tokenizer file") from None
+
+
+def _read_utf8(path):
+    """A file's text; a missing file, a folder or a byte that is not UTF-8 is refused, named."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise TokenizerFileError(f"{path} is a folder, not a tokenizer file") from None
+    except UnicodeDecodeError as exc:
+        raise TokenizerFileError(
+            f"{path} is not UTF-8 text (byte {exc.start}): not a tokenizer file"
+        ) from None
+
+
+def _single_bytes(path, where, chars):
+    """chars[0..255] in GPT-2's byte alphabet -> {id: byte}: "Āā..." -> {0: b"\\x00", ...}.
+
+    They must be the 256 single bytes, each once; `where` names them in `path` for an error.
+    """
+    try:
+        vocab = {i: parse_token(chars[i]) for i in range(256)}
+    except KeyError as exc:
+        raise TokenizerFileError(
+            f"{path}: {where}: {shown(exc.args[0])} is missing or not in GPT-2's byte alphabet"
+        ) from None
+    if sorted(vocab.values()) != SINGLE_BYTES:
+        raise TokenizerFileError(
+            f"{path}: {where} repeats a byte or holds a longer token; each of the 256 single "
+            "bytes must appear once"
+        )
+    return vocab
 
 
 def _parse_merges(path, merge_lines, vocab, first_line):
@@ -265,9 +284,20 @@ def read_hf(vocab_json, merges_txt):
     tokens, which are written as themselves rather than in the byte alphabet.
     """
     vocab_json, merges_txt = Path(vocab_json), Path(merges_txt)
-    by_id = _hf_ids(vocab_json)
-    lines, first_line = _hf_merge_lines(merges_txt)
-    vocab = _hf_single_bytes(by_id, vocab_json)
+    entries = _read_json(vocab_json)
+    if not isinstance(entries, dict) or not all(type(i) is int for i in entries.values()):
+        raise TokenizerFileError(
+            f"{vocab_json} must be a JSON object mapping tokens to integer ids"
+        )
+    by_id = {token_id: text for text, token_id in entries.items()}
+    if len(by_id) != len(entries):
+        raise TokenizerFileError(f"{vocab_json} gives the same id to two tokens")
+    lines, first_line = _read_utf8(merges_txt).split("\n"), 1
+    if lines[0].startswith("#version"):
+        lines, first_line = lines[1:], 2
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    vocab = _single_bytes(vocab_json, "ids 0..255", by_id)
     merges = _parse_merges(merges_txt, lines, vocab, first_line)
     n_base = 256 + len(merges)
     for token_id in range(256, n_base):
@@ -279,49 +309,6 @@ def read_hf(vocab_json, merges_txt):
             )
     special_tokens = {text: token_id for token_id, text in by_id.items() if token_id >= n_base}
     return vocab, merges, special_tokens
-
-
-def _hf_ids(vocab_json):
-    """vocab.json as {id: token text}; it must map tokens to distinct integer ids."""
-    entries = _read_json(vocab_json)
-    if not isinstance(entries, dict) or not all(type(i) is int for i in entries.values()):
-        raise TokenizerFileError(
-            f"{vocab_json} must be a JSON object mapping tokens to integer ids"
-        )
-    by_id = {token_id: text for text, token_id in entries.items()}
-    if len(by_id) != len(entries):
-        raise TokenizerFileError(f"{vocab_json} gives the same id to two tokens")
-    return by_id
-
-
-def _hf_merge_lines(merges_txt):
-    """merges.txt's "a b" lines, without its "#version" header -> (lines, first line number)."""
-    try:
-        lines = merges_txt.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError:
-        raise TokenizerFileError(f"{merges_txt} does not exist; check the path") from None
-    except UnicodeDecodeError as exc:
-        raise TokenizerFileError(f"{merges_txt} is not UTF-8 text (byte {exc.start})") from None
-    first_line = 1
-    if lines and lines[0].startswith("#version"):
-        lines, first_line = lines[1:], 2
-    if lines and lines[-1] == "":
-        lines = lines[:-1]
-    return lines, first_line
-
-
-def _hf_single_bytes(by_id, vocab_json):
-    """{id: byte} of ids 0..255, which must be the 256 distinct single bytes."""
-    try:
-        vocab = {i: parse_token(by_id[i]) for i in range(256)}
-    except KeyError as exc:
-        raise TokenizerFileError(
-            f"{vocab_json}: ids 0..255 must be the 256 single bytes, written in GPT-2's byte "
-            f"alphabet; {shown(exc.args[0])} is missing or not in it"
-        ) from None
-    if sorted(vocab.values()) != [bytes([b]) for b in range(256)]:
-        raise TokenizerFileError(f"{vocab_json}: ids 0..255 must be the 256 distinct single bytes")
-    return vocab
 
 
 def write_text_atomically(path, text):
