@@ -115,16 +115,17 @@ def explain(tokenizer, word):
         steps = [([bytes([b]) for b in data], "")]
         for parts, token_id in merge_steps(data, ranks):
             left, right = tokenizer.merges[token_id - 256]
-            merge = f"{token_id}: {_spaced(left)} + {_spaced(right)} -> {_spaced(left + right)}"
+            merge = f"{token_id}: {spaced(left)} + {spaced(right)} -> {spaced(left + right)}"
             steps.append((parts, merge))
-        rows = [(" ".join(map(_spaced, parts)), merge) for parts, merge in steps]
+        rows = [(" ".join(map(spaced, parts)), merge) for parts, merge in steps]
         width = max(len(row) for row, _ in rows)
         lines += [f"  {row:<{width}}  {merge}".rstrip() for row, merge in rows]
         lines.append(f"  no merge applies: ids {[ranks[part] for part in steps[-1][0]]}")
     return lines
 
 
-def _spaced(token):
+def spaced(token):
+    """token_text with GPT-2's mark for a space, where spaces separate tokens: b" a" -> "Ġa"."""
     return token_text(token, space="Ġ")
 
 

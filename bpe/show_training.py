@@ -16,17 +16,13 @@ are exactly the first merges of a larger one, and each size is a prefix of the l
 import regex
 
 from .checks import check_pattern
-from .show import token_text
+from .show import spaced
 from .simple import get_pair_counts, merge_pair, split_on_special_tokens
 from .tokenizer import Tokenizer
 
 TRACE_CORPUS_BYTES = 300  # the corpus is printed after each merge only up to this size
 TIES_SHOWN = 3  # other pairs with the same count, listed to show the tie rule at work
 BAR_WIDTH = 40  # characters of the longest bar in the terminal chart
-
-
-def _spaced(token):
-    return token_text(token, space="Ġ")
 
 
 def corpus_pretokens(texts, pattern="gpt2", special_tokens=()):
@@ -55,7 +51,7 @@ def trace_lines(counts, merges, rounds, corpus=None):
     parts = {pretoken: [bytes([b]) for b in pretoken.encode("utf-8")] for pretoken in counts}
 
     def shown():
-        return " / ".join(" ".join(map(_spaced, parts[pretoken])) for pretoken in corpus)
+        return " / ".join(" ".join(map(spaced, parts[pretoken])) for pretoken in corpus)
 
     lines = [f"corpus: {shown()}"] if corpus else []
     for i, (left, right) in enumerate(merges[:rounds]):
@@ -64,11 +60,11 @@ def trace_lines(counts, merges, rounds, corpus=None):
             get_pair_counts(parts[pretoken], pair_counts, weight=count)
         count = pair_counts[left, right]
         ties = [pair for pair, n in pair_counts.items() if n == count and pair != (left, right)]
-        line = f"merge {i + 1}: {_spaced(left)} + {_spaced(right)} -> {_spaced(left + right)}"
+        line = f"merge {i + 1}: {spaced(left)} + {spaced(right)} -> {spaced(left + right)}"
         line += f" (id {256 + i}), count {count}"
         if ties:
             ties.sort(reverse=True)
-            listed = ", ".join(f"{_spaced(a)} + {_spaced(b)}" for a, b in ties[:TIES_SHOWN])
+            listed = ", ".join(f"{spaced(a)} + {spaced(b)}" for a, b in ties[:TIES_SHOWN])
             more = ", ..." if len(ties) > TIES_SHOWN else ""
             line += f"; also {count}: {listed}{more} (ties go to the greatest pair)"
         lines.append(line)
