@@ -163,25 +163,19 @@ def piece_bounds(text, target_chars, pattern="gpt2", special_tokens=()):
     return bounds
 
 
-def count_pretokens_parallel(text, pattern="gpt2", special_tokens=(), num_workers=None):
-    """count_pretokens, in worker processes over pieces cut by piece_bounds; equal result."""
-    num_workers = check_workers(num_workers) or os.cpu_count() or 1
-    bounds = [0, len(text)]
-    if num_workers >= 2 and len(text) >= PARALLEL_MIN_CHARS:
-        num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
-        bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
-    jobs = [(text[start:end], pattern, special_tokens) for start, end in zip(bounds, bounds[1:])]
-    counts = Counter()
-    for piece_counts in ordered_map(count_pretokens, jobs, min(num_workers, len(jobs))):
-        counts.update(piece_counts)
-    return counts
-
-
 def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
-    """bpe.train.count_pretokens of each text, summed, in `num_workers` processes."""
+    """bpe.train.count_pretokens of each text, summed, in worker processes over pieces of each
+    text cut by piece_bounds; equal result."""
+    num_workers = check_workers(num_workers) or os.cpu_count() or 1
     counts = Counter()
     for text in texts:
-        counts.update(count_pretokens_parallel(text, pattern, special_tokens, num_workers))
+        bounds = [0, len(text)]
+        if num_workers >= 2 and len(text) >= PARALLEL_MIN_CHARS:
+            num_pieces = num_workers * (4 if len(text) > 16 * PARALLEL_MIN_CHARS else 1)
+            bounds = piece_bounds(text, len(text) // num_pieces + 1, pattern, special_tokens)
+        jobs = [(text[a:b], pattern, special_tokens) for a, b in zip(bounds, bounds[1:])]
+        for piece_counts in ordered_map(count_pretokens, jobs, min(num_workers, len(jobs))):
+            counts.update(piece_counts)
     return counts
 
 

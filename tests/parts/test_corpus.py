@@ -271,8 +271,8 @@ def test_parallel_pretokenization_equals_one_process(shakespeare, monkeypatch):
     monkeypatch.setattr(corpus, "PARALLEL_MIN_CHARS", 0)  # use workers even for this
     text = shakespeare[:300_000] + EOT + shakespeare[300_000:400_000]
     expected = count_pretokens(text, "gpt2", [EOT])
-    assert corpus.count_pretokens_parallel(text, "gpt2", [EOT], num_workers=2) == expected
-    assert corpus.count_pretokens_parallel(text, "gpt4", [EOT], num_workers=3) == count_pretokens(
+    assert corpus.count_texts([text], "gpt2", [EOT], num_workers=2) == expected
+    assert corpus.count_texts([text], "gpt4", [EOT], num_workers=3) == count_pretokens(
         text, "gpt4", [EOT]
     )
 
