@@ -180,7 +180,7 @@ def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
 
 
 class Cutter:
-    """Where UTF-8 bytes may be cut: Cutter("gpt2", []).last_cut(b"ab\\ncd\\nef", 8) -> 6."""
+    """Where UTF-8 bytes may be cut: Cutter("gpt2", []).cut(b"ab\\ncd\\nef", 1, 8, True) -> 6."""
 
     def __init__(self, pattern, special_tokens):
         self.on_lines = pattern in BUILTIN_PATTERNS
@@ -195,44 +195,29 @@ class Cutter:
             and not straddles_special(data, cut, self.specials)
         )
 
-    def last_cut(self, data, limit):
-        """The last cut in data[1:limit], or -1. data[:limit + margin] must be at hand."""
+    def cut(self, data, start, limit, last=False):
+        """The first (`last`: the last) cut at or after `start` before a special token that ends
+        by `limit`, or after a newline before `limit` (last) or up to it (first), or -1. Each
+        cut's neighbours must be at hand: data[:limit + margin], or data ends at a cut."""
+        find = data.rfind if last else data.find
         best = -1
         if self.on_lines:
-            newline = data.rfind(b"\n", 0, limit - 1)
-            while newline > 0:
+            newline = find(b"\n", max(start - 1, 1), limit - last)
+            while newline != -1 and best == -1:
                 if self._line_cut(data, newline + 1):
                     best = newline + 1
-                    break
-                newline = data.rfind(b"\n", 0, newline)
+                elif last:
+                    newline = data.rfind(b"\n", max(start - 1, 1), newline)
+                else:
+                    newline = data.find(b"\n", newline + 1, limit)
         for token in self.specials:
-            start = data.rfind(token, 0, limit)
-            while start > best:
-                if not straddles_special(data, start, self.specials):
-                    best = start
+            end = limit if last or best == -1 else best  # first: only a token before `best`
+            at = find(token, start, end)
+            while at != -1 and (not last or at > best):
+                if not straddles_special(data, at, self.specials):
+                    best = at
                     break
-                start = data.rfind(token, 0, start)
-        return best if best > 0 else -1
-
-    def first_cut(self, data, position, whole=False):
-        """The first cut at or after `position` in data[:len(data) - margin], or -1; `whole`:
-        data ends at a cut (a block, a file's end), so search up to its last character."""
-        limit = len(data) - (1 if whole else self.margin)
-        best = -1
-        if self.on_lines:
-            newline = data.find(b"\n", max(position - 1, 1), limit)
-            while newline != -1:
-                if self._line_cut(data, newline + 1):
-                    best = newline + 1
-                    break
-                newline = data.find(b"\n", newline + 1, limit)
-        for token in self.specials:
-            start = data.find(token, position, limit if best == -1 else best)
-            while start != -1:
-                if not straddles_special(data, start, self.specials):
-                    best = start
-                    break
-                start = data.find(token, start + 1, limit if best == -1 else best)
+                at = data.rfind(token, start, at) if last else data.find(token, at + 1, end)
         return best
 
 
@@ -277,7 +262,7 @@ def _next_cut(file, position, cutter):
     while True:
         block = file.read(BLOCK_BYTES)
         data += block
-        cut = cutter.first_cut(data, searched, whole=not block)
+        cut = cutter.cut(data, searched, len(data) - (cutter.margin if block else 1))
         searched = max(searched, len(data) - cutter.margin - 8)
         if cut != -1 or not block:
             return position - back + (len(data) if cut == -1 else cut)
@@ -376,7 +361,7 @@ def _documents_with_sizes(piece, reading):
     for offset, data in _blocks(piece, cutter):
         start = 0
         while start < len(data):
-            cut = cutter.first_cut(data, start + 1, whole=True)
+            cut = cutter.cut(data, start + 1, len(data) - 1)
             cut = len(data) if cut == -1 else cut
             text = decode(data[start:cut], piece.path, offset + start)
             yield offset + start, len(text)
@@ -428,7 +413,7 @@ def _blocks(piece, cutter):
             data += block
             cut = len(data)
             if position < piece.end:
-                cut = cutter.last_cut(data, len(data) - cutter.margin)
+                cut = cutter.cut(data, 1, len(data) - cutter.margin, last=True)
                 if cut == -1:
                     continue  # no place to cut yet: read on
             yield offset, data[:cut]

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpe import EOT
+from bpe.checks import check_pattern
 from bpe.train import count_pretokens, train_bpe_from_iterator
 from documents import corpus
 from documents.corpus import train_bpe_from_files
@@ -298,3 +299,65 @@ def test_a_file_named_twice_in_other_spellings_is_read_once(tmp_path, monkeypatc
     (tmp_path / "link.txt").symlink_to(tmp_path / "a.txt")
     names = ["a.txt", "./a.txt", str(tmp_path / "a.txt"), "link.txt", "*.txt"]
     assert corpus.expand_inputs(names) == ["a.txt", "b.txt"]
+
+
+# ---------------------------------------------------------------- where bytes are cut
+
+
+def _old_last_cut(cutter, data, limit):
+    """Cutter.last_cut before it and first_cut became Cutter.cut: the reference."""
+    best = -1
+    if cutter.on_lines:
+        newline = data.rfind(b"\n", 0, limit - 1)
+        while newline > 0:
+            if cutter._line_cut(data, newline + 1):
+                best = newline + 1
+                break
+            newline = data.rfind(b"\n", 0, newline)
+    for token in cutter.specials:
+        start = data.rfind(token, 0, limit)
+        while start > best:
+            if not corpus.straddles_special(data, start, cutter.specials):
+                best = start
+                break
+            start = data.rfind(token, 0, start)
+    return best if best > 0 else -1
+
+
+def _old_first_cut(cutter, data, position, whole=False):
+    limit = len(data) - (1 if whole else cutter.margin)
+    best = -1
+    if cutter.on_lines:
+        newline = data.find(b"\n", max(position - 1, 1), limit)
+        while newline != -1:
+            if cutter._line_cut(data, newline + 1):
+                best = newline + 1
+                break
+            newline = data.find(b"\n", newline + 1, limit)
+    for token in cutter.specials:
+        start = data.find(token, position, limit if best == -1 else best)
+        while start != -1:
+            if not corpus.straddles_special(data, start, cutter.specials):
+                best = start
+                break
+            start = data.find(token, start + 1, limit if best == -1 else best)
+    return best
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(st.sampled_from("ab \n\t\u00a0é€!?<>"), max_size=60),
+    st.sampled_from(["gpt2", r"\S+|\s+"]),
+    st.sampled_from([(), ("!",), ("<!>",), ("!!",), ("?!", "!?"), ("!\n",)]),
+    st.integers(-5, 70),
+)
+def test_the_cuts_fall_where_last_cut_and_first_cut_put_them(body, pattern, specials, place):
+    data = body.encode()
+    cutter = corpus.Cutter(check_pattern(pattern), specials)
+    limit = min(place, len(data) - cutter.margin)  # the bytes after the limit at hand
+    assert cutter.cut(data, 1, limit, last=True) == _old_last_cut(cutter, data, limit)
+    position = max(place, 0)
+    for whole in (False, True):
+        limit = len(data) - (1 if whole else cutter.margin)
+        old = _old_first_cut(cutter, data, position, whole)
+        assert cutter.cut(data, position, limit) == old
