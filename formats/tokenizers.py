@@ -58,19 +58,7 @@ def check_dtype_holds(encoding, eot_id, dtype):
 def check_covered(text, ids, encoding, tokenizer, where):
     """Refuse ids that leave characters of `text` out, as r"\\w+" drops the spaces of "a b, c!":
     the ids' byte lengths must add up to the text's; the error names `where` and the position."""
-    if not may_lose_text(encoding, tokenizer):
-        return
-    if token_bytes(ids, encoding) == len(text.encode("utf-8")):
-        return
-    position = first_uncovered(encoding._pat_str, text)
-    character = (
-        "a character" if position is None else f"character {position:,} ({text[position]!r})"
-    )
-    raise PrepareError(
-        f"{where}: {character} is in no pretoken of the pattern "
-        f"{encoding._pat_str!r} of {tokenizer['path']}, so it would be lost (and every one like "
-        f"it); train a tokenizer with a pattern that matches every character, such as gpt2"
-    )
+    check_documents_covered([text], [ids], encoding, tokenizer, lambda _: where)
 
 
 def check_documents_covered(texts, ids, encoding, tokenizer, where):
@@ -81,7 +69,17 @@ def check_documents_covered(texts, ids, encoding, tokenizer, where):
     if token_bytes(np.concatenate(ids), encoding) == sum(len(t.encode("utf-8")) for t in texts):
         return
     for i, (text, document_ids) in enumerate(zip(texts, ids)):
-        check_covered(text, document_ids, encoding, tokenizer, where(i))
+        if token_bytes(document_ids, encoding) == len(text.encode("utf-8")):
+            continue
+        position = first_uncovered(encoding._pat_str, text)
+        character = (
+            "a character" if position is None else f"character {position:,} ({text[position]!r})"
+        )
+        raise PrepareError(
+            f"{where(i)}: {character} is in no pretoken of the pattern "
+            f"{encoding._pat_str!r} of {tokenizer['path']}, so it would be lost (and every one "
+            f"like it); train a tokenizer with a pattern that matches every character, such as gpt2"
+        )
 
 
 def may_lose_text(encoding, tokenizer):
