@@ -180,7 +180,8 @@ def count_texts(texts, pattern="gpt2", special_tokens=(), num_workers=1):
 
 
 class Cutter:
-    """Where UTF-8 bytes may be cut: Cutter("gpt2", []).cut(b"ab\\ncd\\nef", 1, 8, True) -> 6."""
+    """Where UTF-8 bytes may be cut (`pattern` a regex, not a name):
+    Cutter(GPT2_PATTERN, []).cut(b"ab\\ncd\\nef", 1, 8, last=True) -> 6."""
 
     def __init__(self, pattern, special_tokens):
         self.on_lines = pattern in BUILTIN_PATTERNS
