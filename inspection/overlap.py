@@ -220,6 +220,17 @@ def split_chunks(layout, folder, split):
     yield from stream_documents(blocks, layout["boundary_id"], layout["boundary"])
 
 
+def count_by_boundary(report, layout):
+    """report's document counts as meta.json's, by the boundary each document holds: a split of
+    "first" boundaries opening mid-document (llm.c's train after val's shard 0) holds only the end
+    of a document its boundary puts in the split before, checked there but not counted twice."""
+    for split, count in report["documents"].items():
+        if count > 1 and "nanochat" not in layout and layout["boundary"] == "first":
+            head = read_tokens(token_file(layout[split][0], layout["dtype"]), 0, 1)
+            report["documents"][split] -= int(len(head) > 0 and head[0] != layout["boundary_id"])
+    return report
+
+
 def say_overlap(folder):
     """Print overlap's two cheap figures (exact copies of val in train, train's repeats), which a
     document lesson prints at its end, and the command that tells more."""
@@ -228,7 +239,7 @@ def say_overlap(folder):
     layout = folder_layout(folder)
     train = split_chunks(layout, folder, "train")
     train = tqdm(train, desc="hashing the documents", unit=" blocks", delay=1, leave=False)
-    report = exact_report(split_chunks(layout, folder, "val"), train)
+    report = count_by_boundary(exact_report(split_chunks(layout, folder, "val"), train), layout)
     docs, exact = report["documents"], report["val_documents_in_train"]
     repeats = report["train_repeated_documents"]
     print(
@@ -324,6 +335,7 @@ def run(args):
     encode = encoder_for(layout, folder) if args.against else None
     items = {str(path): against_items(path, encode) for path in args.against}
     report = overlap_report(val, split_chunks(layout, folder, "train"), args.ngram, against=items)
+    count_by_boundary(report, layout)
     if args.json:
         print(json.dumps(report))
         return
