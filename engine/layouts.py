@@ -105,7 +105,9 @@ class RandomSplit:
             for name in ("val", "train") if shards is not None else ():  # llm.c's shard 0 is val
                 names = llmc_names(job.prefix, name, first_index=len(shards))
                 ids, size = part_ids(parts[name], dtype), self.shard_size
-                shards += write_shards(out, ids, names, size, dtype, job.vocab_size, "llmc")
+                shards += write_shards(
+                    out, ids, names, size, dtype, job.tokenizer["vocab_size"], "llmc"
+                )
             for name, paths in parts.items() if shards is None else ():
                 join_files(paths, out / f"{name}.bin")
                 if (out / f"{name}.bin").stat().st_size != split_tokens[name] * dtype.itemsize:
@@ -136,7 +138,8 @@ def say_documents(job, plan):
 def commit_meta(out, work, job, plan, tokenizer, shard_format, **fields):
     """meta.json of the run, with the byte figures the tokenize tasks counted."""
     counted = (plan["bytes"], np.load(work.plan_file("val", "text_bytes")))
-    fields.update(script=job.script, tokenizer=tokenizer, source=job.source_with(plan))
+    fields.update(script=job.script, tokenizer=tokenizer)
+    fields["source"] = dict(job.source_record, documents=plan["documents"])
     fields.update(dtype=np.dtype(job.dtype), options=job.options, counted=counted)
     return write_meta(out, shard_format=shard_format, **fields)
 
@@ -183,10 +186,10 @@ class ShardStream:
         records = []
         for k in range(rank * count // world_size, (rank + 1) * count // world_size):
             low, high = k * size, min((k + 1) * size, total)
-            first = [np.array([job.eot_id], dtype)] if k == 0 else []
+            first = [np.array([job.tokenizer["eot_id"]], dtype)] if k == 0 else []
             ids = itertools.chain(first, plan_ranges(work, "all", max(low - 1, 0), high - 1, dtype))
             shard = iter(names[k : k + 1])  # said by the commit, in order
-            vocab, shard_format = job.vocab_size, self.shard_format
+            vocab, shard_format = job.tokenizer["vocab_size"], self.shard_format
             records += write_shards(parts, ids, shard, size, dtype, vocab, shard_format, say=False)
         atomic_write_text(work.shard_records(rank), json.dumps(records) + "\n")
         return [parts / record["file"] for record in records]

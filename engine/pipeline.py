@@ -82,18 +82,6 @@ class Job:
     dedup: str | None = None  # --dedup: "exact", "near", or None (every document kept)
     figures: bool | str = True  # tokenize_documents': "compiled" where a task reads enough
 
-    @property
-    def eot_id(self):
-        return self.tokenizer["eot_id"]
-
-    @property
-    def vocab_size(self):
-        return self.tokenizer["vocab_size"]
-
-    def source_with(self, plan):
-        """meta.json's "source": the record with the number of documents the plan counted."""
-        return dict(self.source_record, documents=plan["documents"])
-
 
 def twin_main(arguments, description, lesson_of, readers=NANOGPT_READS):
     """The main of a lesson's data/*/prepare_datatrove.py."""

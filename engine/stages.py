@@ -87,7 +87,9 @@ class TokenizeStage(Stage):
                     )
                     if good:
                         ids = np.concatenate(tokens["ids"])
-                        check_ids(ids, job.vocab_size, dtype, where=job.files[file_number])
+                        check_ids(
+                            ids, job.tokenizer["vocab_size"], dtype, where=job.files[file_number]
+                        )
                         out.write(ids.data)  # a failed write says why (tofile: only a count)
                         rows["tokens"][good] = tokens["len"]
                         for name in FIGURES_DTYPE.names:
@@ -99,13 +101,13 @@ class TokenizeStage(Stage):
                     figures.append(counts)
                 spans.append([file_number, reader.begin, reader.end])
         index = np.concatenate(index) if index else np.zeros(0, INDEX_DTYPE)
-        with atomic_path(self.work.index_file(rank)) as tmp, open(tmp, "wb") as f:
-            np.save(f, index)
-        with atomic_path(self.work.figures_file(rank)) as tmp, open(tmp, "wb") as f:
-            np.save(f, np.concatenate(figures) if figures else np.zeros(0, FIGURES_DTYPE))
+        save_array(self.work.index_file(rank), index)
+        save_array(
+            self.work.figures_file(rank),
+            np.concatenate(figures) if figures else np.zeros(0, FIGURES_DTYPE),
+        )
         if job.dedup:
-            with atomic_path(self.work.keys_file(rank)) as tmp, open(tmp, "wb") as f:
-                np.save(f, np.concatenate([no_keys(job.dedup), *keys]))
+            save_array(self.work.keys_file(rank), np.concatenate([no_keys(job.dedup), *keys]))
         files = self.work.tokenize_files(rank)
         summary = {
             "sha256": {path.name: sha256_file(path) for path in files},  # checked before reuse
@@ -116,6 +118,11 @@ class TokenizeStage(Stage):
             "first_bad": first_bad,
         }
         atomic_write_text(self.work.summary_file(rank), json.dumps(summary) + "\n")
+
+
+def save_array(path, values):
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, values)
 
 
 def document_name(path, kind, positions, i):
@@ -187,16 +194,14 @@ def make_plan(index, figures, summaries, job, work):
             task=task[documents], start=start[documents], tokens=split_tokens, offset=offset
         )
         for column, values in columns.items():
-            with atomic_path(work.plan_file(split, column)) as tmp, open(tmp, "wb") as f:
-                np.save(f, values)
+            save_array(work.plan_file(split, column), values)
         plan["splits"][split] = {"documents": len(documents), "tokens": int(offset[-1])}
     # meta.json's byte figures of each split, and the text size of each val document in order
     plan["bytes"], byte_splits = {}, job.layout.byte_splits(splits, tokens)
     for split, documents in byte_splits.items():
         counts = {name: int(figures[name][documents].sum()) for name in FIGURES_DTYPE.names}
         plan["bytes"][split] = {"documents": len(documents), **counts}
-    with atomic_path(work.plan_file("val", "text_bytes")) as tmp, open(tmp, "wb") as f:
-        np.save(f, figures["text_bytes"][byte_splits["val"]])
+    save_array(work.plan_file("val", "text_bytes"), figures["text_bytes"][byte_splits["val"]])
     return plan
 
 
