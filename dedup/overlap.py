@@ -10,6 +10,7 @@ flat as train grows. Documents are compared, and tokens counted, without their b
 import numpy as np
 
 from . import fast, simple
+from .drop import exact_keep
 
 
 def stream_documents(blocks, boundary_id, boundary="last"):
@@ -115,8 +116,7 @@ def hash_documents(chunks, visit=None):
 
 def repeated_documents(hashes, lengths):
     """(documents, tokens) of repeats: [7, 8, 7, 7], [3, 1, 3, 3] -> (2, 6)."""
-    repeated = np.ones(len(hashes), bool)
-    repeated[np.unique(hashes, return_index=True)[1]] = False  # each hash's first occurrence
+    repeated = ~exact_keep(hashes)
     return int(repeated.sum()), int(lengths[repeated].sum(dtype=np.int64))
 
 

@@ -13,6 +13,7 @@ import shutil
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 from documents.parallel import exit_when_orphaned
 from safety.errors import PrepareError
@@ -36,20 +37,14 @@ class Work:
         self.tokens = Path(root) / config_hash(tokens_config)
         self.split = self.tokens / f"split-{config_hash(split_config)}"
 
-    def token_file(self, rank):
-        return self.tokens / "tasks" / f"tokens-{rank:05d}.bin"
+    def _task_file(self, name, suffix, rank):
+        return self.tokens / "tasks" / f"{name}-{rank:05d}.{suffix}"
 
-    def index_file(self, rank):
-        return self.tokens / "tasks" / f"index-{rank:05d}.npy"
-
-    def summary_file(self, rank):
-        return self.tokens / "tasks" / f"summary-{rank:05d}.json"
-
-    def keys_file(self, rank):  # --dedup's document_keys
-        return self.tokens / "tasks" / f"keys-{rank:05d}.npy"
-
-    def figures_file(self, rank):
-        return self.tokens / "tasks" / f"figures-{rank:05d}.npy"
+    token_file = functools.partialmethod(_task_file, "tokens", "bin")
+    index_file = functools.partialmethod(_task_file, "index", "npy")
+    summary_file = functools.partialmethod(_task_file, "summary", "json")
+    keys_file = functools.partialmethod(_task_file, "keys", "npy")  # --dedup's document_keys
+    figures_file = functools.partialmethod(_task_file, "figures", "npy")
 
     def tokenize_files(self, rank):
         """What tokenize task `rank` writes before its summary (which records their sha256)."""
@@ -204,42 +199,37 @@ def chain_executors(args, job_name, stages, logs):
         common = dict(pipeline=[step], tasks=tasks, logging_dir=logs(name), depends=depends)
         previous = stage_executor(args, f"{job_name}-{name}", skip_completed=not last, **common)
         executors.append((name, previous))
-    return previous if chained else RayStages(executors)
+    return previous if chained else SimpleNamespace(run=functools.partial(run_on_ray, executors))
 
 
-class RayStages:
+def run_on_ray(executors):
     """Ray's executors run in turn, each checked complete before the next: datatrove's logs a
     failed task and returns, and one depending on it would wait for good."""
+    import ray
 
-    def __init__(self, executors):
-        self.executors = executors
-
-    def run(self):
-        import ray
-
-        if not ray.is_initialized():  # (RAY_ADDRESS, if set, names the cluster) each task's log
-            ray.init(log_to_driver=False)  # is in its stage's logs/, not interleaved on stderr
-        for name, executor in self.executors:
-            done = Path(executor.logging_dir.path) / "completions"
-            if not executor.skip_completed:  # the stage run again: its old marks say nothing
-                for mark in done.glob("*"):
-                    mark.unlink()
-            executor.run()
-            if failed := executor.get_incomplete_ranks(skip_completed=True):
-                logs = Path(executor.logging_dir.path) / "logs"
-                lines = (
-                    line
-                    for path in sorted(logs.glob("task_*.log"))
-                    for line in path.read_text(errors="replace").splitlines()
-                )
-                errors = (  # datatrove's "... | ERROR | where - MESSAGE": the first MESSAGE
-                    line.split(" - ", 1)[1] for line in lines if "| ERROR" in line and " - " in line
-                )
-                raise PrepareError(
-                    next(errors, None)
-                    or f"{plural(len(failed), 'task')} of the {name} stage failed on Ray (their "
-                    f"logs: {logs}); fix the cause and run again"
-                )
+    if not ray.is_initialized():  # (RAY_ADDRESS, if set, names the cluster) each task's log
+        ray.init(log_to_driver=False)  # is in its stage's logs/, not interleaved on stderr
+    for name, executor in executors:
+        done = Path(executor.logging_dir.path) / "completions"
+        if not executor.skip_completed:  # the stage run again: its old marks say nothing
+            for mark in done.glob("*"):
+                mark.unlink()
+        executor.run()
+        if failed := executor.get_incomplete_ranks(skip_completed=True):
+            logs = Path(executor.logging_dir.path) / "logs"
+            lines = (
+                line
+                for path in sorted(logs.glob("task_*.log"))
+                for line in path.read_text(errors="replace").splitlines()
+            )
+            errors = (  # datatrove's "... | ERROR | where - MESSAGE": the first MESSAGE
+                line.split(" - ", 1)[1] for line in lines if "| ERROR" in line and " - " in line
+            )
+            raise PrepareError(
+                next(errors, None)
+                or f"{plural(len(failed), 'task')} of the {name} stage failed on Ray (their "
+                f"logs: {logs}); fix the cause and run again"
+            )
 
 
 def stage_executor(args, job_name, **common):
