@@ -3,7 +3,6 @@
 documents.
 """
 
-import itertools
 import os
 from pathlib import Path
 
@@ -113,13 +112,6 @@ def count_lines(path):
         for block in iter(lambda: f.read(1 << 22), b""):
             lines, last = lines + block.count(b"\n"), block[-1:]
     return lines + (last != b"\n")
-
-
-def batches(items, size):
-    """[1, 2, 3, 4, 5] with size 2 -> [1, 2], [3, 4], [5]"""
-    items = iter(items)
-    while batch := list(itertools.islice(items, size)):
-        yield batch
 
 
 class PieceReader:

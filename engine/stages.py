@@ -3,6 +3,7 @@ module the Slurm and Ray executors can unpickle them from on other machines.
 """
 
 import functools
+import itertools
 import json
 
 import numpy as np
@@ -12,7 +13,7 @@ from dedup.drop import document_keys, keep_documents, no_keys, rule_record, with
 from documents.corpus import check_text_column
 from documents.inputs import json_columns
 from engine.executors import LOADED_TOKENIZERS, show_user_errors_without_traceback
-from engine.readers import PieceReader, batches, is_json_array
+from engine.readers import PieceReader, is_json_array
 from formats.schema import FIGURES
 from formats.shards import check_ids
 from prepare_common import bpe_encoding, tokenize_documents
@@ -68,7 +69,8 @@ class TokenizeStage(Stage):
         with atomic_path(self.work.token_file(rank)) as tmp, open(tmp, "wb") as out:
             for file_number, start, end in job.slices[rank]:
                 reader = PieceReader(job.files[file_number], job.kind, start, end)
-                for batch in batches(reader, DOCUMENTS_PER_BATCH):
+                read = iter(reader)  # its span known once read to its end
+                while batch := list(itertools.islice(read, DOCUMENTS_PER_BATCH)):
                     rows = np.zeros(len(batch), INDEX_DTYPE)
                     counts = np.zeros(len(batch), FIGURES_DTYPE)
                     rows["file"] = file_number

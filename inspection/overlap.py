@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dedup import fast
 from dedup.overlap import documents_of, exact_report, overlap_report, stream_documents
 from formats.schema import GOLF_FORMAT
 from formats.shards import LLMC_MAGIC_VERSION, open_npy, read_shard
@@ -326,12 +327,9 @@ def run(args):
                 f"--boundary-id {layout['boundary_id']:,} cannot occur in {path}'s "
                 f"{dtype.name} ids (0 to {largest:,}): every split would be one document"
             )
-    val_tokens, val_offsets, end = [], [np.zeros(1, np.int64)], 0
-    for tokens, offsets in split_chunks(layout, folder, "val"):  # val's chunks joined: held whole
-        val_tokens.append(tokens)
-        val_offsets.append(offsets[1:] + end)
-        end += len(tokens)
-    val = np.concatenate(val_tokens or [np.zeros(0, np.int64)]), np.concatenate(val_offsets)
+    chunks, none = list(split_chunks(layout, folder, "val")), np.zeros(0, np.int64)  # held whole
+    lengths = np.concatenate([none, *(np.diff(offsets) for _, offsets in chunks)])
+    val = np.concatenate([none, *(tokens for tokens, _ in chunks)]), fast.offsets_of(lengths)
     encode = encoder_for(layout, folder) if args.against else None
     items = {str(path): against_items(path, encode) for path in args.against}
     report = overlap_report(val, split_chunks(layout, folder, "train"), args.ngram, against=items)

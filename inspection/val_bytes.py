@@ -33,7 +33,12 @@ def audit_val_bytes(folder, meta):
     if meta.get("bytes") is None or meta.get("val_bytes") is None:
         return [f"{record}: records one of bytes and val_bytes without the other"]
     tokens = RecordTokens(meta["tokenizer"], folder)
-    return audit_figures(folder, meta, tokens) + audit_sidecars(folder, meta, tokens.lengths)
+    try:
+        found = recounted_figures(folder, meta, tokens)
+    except PrepareError as exc:
+        return [f"{record}: val_bytes.eot is {meta['val_bytes']['eot']!r}, but {exc}"]
+    problems = figure_problems(record, meta["bytes"], found, "the ids")
+    return problems + audit_sidecars(folder, meta, tokens.lengths)
 
 
 def recounted_figures(folder, meta, tokens):
@@ -44,16 +49,6 @@ def recounted_figures(folder, meta, tokens):
         add_figures(figures[split], tokens.decode(ids), ids, tokens)
     tail = straddled_tail(folder, meta, eot_id) if eot == "first" else ()
     return val_part_only(figures, *[tokens.own_bytes(tail)] * 2) if len(tail) else figures
-
-
-def audit_figures(folder, meta, tokens):
-    """meta.json's bytes against recounted_figures (see figure_problems)."""
-    record = Path(folder) / RECORD_NAME
-    try:
-        found = recounted_figures(folder, meta, tokens)
-    except PrepareError as exc:
-        return [f"{record}: val_bytes.eot is {meta['val_bytes']['eot']!r}, but {exc}"]
-    return figure_problems(record, meta["bytes"], found, "the ids")
 
 
 def figure_problems(record, recorded, found, source):
@@ -90,7 +85,8 @@ def audit_sidecars(folder, meta, lengths):
             continue
         if sha256_file(path) != item["sha256"]:
             problems.append(f"{path} does not match the sha256 recorded in {RECORD_NAME}")
-        shares = read_sidecar(path, meta)
+        shard = "shards" in meta and meta["format"]  # read as its ids file is: a shard, or raw
+        shares = read_shard(path, shard, SHARE_DTYPE) if shard else read_ids(path, SHARE_DTYPE)
         if len(shares) != len(val_ids):
             problems.append(
                 f"{path} holds {len(shares):,} shares, {item['ids']} {len(val_ids):,} ids: it "
@@ -115,13 +111,6 @@ def first_difference(path, found, expected, source, what="share"):
         f"{path}: {what} {at:,} is {int(found[at])}, recomputed from {source}: "
         f"{int(expected[at])} ({len(wrong):,} of {len(found):,} differ)"
     )
-
-
-def read_sidecar(path, meta):
-    """A sidecar's shares, read as its ids file is: raw uint16 beside val.bin, else a shard."""
-    if "shards" not in meta:
-        return read_ids(path, SHARE_DTYPE)
-    return read_shard(path, meta["format"], SHARE_DTYPE)
 
 
 def sidecar_line(meta):
