@@ -173,14 +173,8 @@ def checked_name(member, pattern, max_bytes=MAX_MEMBER_BYTES):
     return bare
 
 
-class _Field:  # an object of a member's list as parsed: only its field's value is kept
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-JSON_KINDS = {dict: "an object", _Field: "an object", str: "a string", bool: "a boolean"}
+# an object parsed is the 1-tuple of its field's value, which no other JSON value parses to
+JSON_KINDS = {tuple: "an object", str: "a string", bool: "a boolean"}
 
 
 def json_stories(name, data, field="story"):
@@ -193,7 +187,7 @@ def json_stories(name, data, field="story"):
     except UnicodeDecodeError as exc:
         raise _member_error(name, f"is not UTF-8 (byte {exc.start:,}): not a JSON file") from None
     try:
-        items = json.loads(text, object_hook=lambda obj: _Field(obj.get(field)))
+        items = json.loads(text, object_hook=lambda obj: (obj.get(field),))
     except ValueError as exc:  # a JSONDecodeError, or an integer past int()'s 4,300 digits
         raise _member_error(name, f"is not valid JSON ({exc})") from None
     except RecursionError:
@@ -203,9 +197,9 @@ def json_stories(name, data, field="story"):
         raise _member_error(name, f"holds {kind}, not a JSON list of stories")
     stories = []
     for i, item in enumerate(items):
-        if not isinstance(item, _Field) or not isinstance(item.value, str):
+        if not isinstance(item, tuple) or not isinstance(item[0], str):
             raise _member_error(name, f'item {i:,} is not an object with a string "{field}"', ":")
-        stories.append(item.value)
+        stories.append(item[0])
     return stories
 
 
