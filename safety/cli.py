@@ -80,11 +80,8 @@ def fraction(text):
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    return _checked(
-        value,
-        math.isfinite(value) and 0 < value < 1,
-        f"{text} is not a number strictly between 0 and 1",
-    )
+    between = math.isfinite(value) and 0 < value < 1
+    return _checked(value, between, f"{text} is not a number strictly between 0 and 1")
 
 
 def whole_number(text):
