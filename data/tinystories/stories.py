@@ -7,7 +7,7 @@ import functools
 import random
 import sys
 import warnings
-from collections import Counter
+from collections import Counter, namedtuple
 
 import numpy as np
 from archive import ArchiveError, json_stories
@@ -21,6 +21,8 @@ from safety.files import sha256_file
 from safety.spool import Spool
 
 SPLITS = ("val", "train")  # llm.c writes val first
+# a JSON file's stories: their lengths, {figure: a value a story}, --dedup keys, byte figures
+Member = namedtuple("Member", "lengths counts keys rows")
 
 
 def shuffled_stories(name, data):
@@ -47,31 +49,25 @@ class SplitFiles(contextlib.AbstractContextManager):
         except BaseException:
             self.discard()
             raise
-        self.counts = {split: {} for split in SPLITS}  # {member name: {figure: a value a story}}
-        self.lengths = {split: {} for split in SPLITS}  # {member name: its stories' lengths}
-        self.keys = {split: {} for split in SPLITS}  # {member name: its stories' --dedup keys}
-        self.rows = {split: {} for split in SPLITS}  # {member name: its stories' byte figures}
+        self.members = {split: {} for split in SPLITS}  # {member name: its Member}
         self.kept = {}  # after `deduplicate`: {member name: which of its stories are kept}
 
     def add(self, split, name, ids, lengths, counts, keys=None, rows=None):
         """Member `name`'s ids, its stories' lengths, figures, --dedup keys and byte figures."""
         self.spools[split].add(name, ids)
-        self.lengths[split][name] = np.asarray(lengths, dtype=np.int64)
-        self.counts[split][name] = counts
-        self.keys[split][name] = keys
-        self.rows[split][name] = rows
+        self.members[split][name] = Member(np.asarray(lengths, np.int64), counts, keys, rows)
 
     def deduplicate(self, rule):
         """--dedup: drop each story repeating an earlier one, val's first, then train's by file
         name: no train story keeps a copy in val. -> {"val": dropped, "train": dropped}."""
         from dedup.drop import keep_documents
 
-        members = [(split, name) for split in SPLITS for name in sorted(self.lengths[split])]
-        keys = [self.keys[split][name] for split, name in members]
+        members = [(split, name) for split in SPLITS for name in sorted(self.members[split])]
+        keys = [self.members[split][name].keys for split, name in members]
         keep = keep_documents(rule, keys)
         dropped, first = Counter(), 0
         for split, name in members:
-            count = len(self.lengths[split][name])
+            count = len(self.members[split][name].lengths)
             self.kept[name] = keep[first : first + count]
             dropped[split] += count - int(self.kept[name].sum())
             first += count
@@ -81,23 +77,23 @@ class SplitFiles(contextlib.AbstractContextManager):
         """The number of ids in the split's file (of the stories kept)."""
         if not self.kept:
             return self.spools[split].total
-        return sum(int(self.kept_lengths(split, name).sum()) for name in self.lengths[split])
+        return sum(int(self.kept_lengths(split, name).sum()) for name in self.members[split])
 
     def kept_lengths(self, split, name):
-        return self._kept(name, self.lengths[split][name])
+        return self._kept(name, self.members[split][name].lengths)
 
     def _kept(self, name, values):
         return values if name not in self.kept else values[self.kept[name]]
 
     def _kept_ids(self, split, name, ids):
-        return ids[np.repeat(self.kept[name], self.lengths[split][name])]
+        return ids[np.repeat(self.kept[name], self.members[split][name].lengths)]
 
     def figures(self, split):
         """The split's files, stories kept, and the sum of each of `add`'s counts."""
-        figures = Counter(files=len(self.lengths[split]), stories=0)
-        for name, counts in self.counts[split].items():
+        figures = Counter(files=len(self.members[split]), stories=0)
+        for name, member in self.members[split].items():
             figures["stories"] += len(self.kept_lengths(split, name))
-            figures.update({figure: int(self._kept(name, n).sum()) for figure, n in counts.items()})
+            figures.update({k: int(self._kept(name, n).sum()) for k, n in member.counts.items()})
         return figures
 
     def totals(self, figure):
@@ -107,7 +103,7 @@ class SplitFiles(contextlib.AbstractContextManager):
     def check(self, archive, whole=True):
         """The files must be data00.json (val), data01.json, ... (train), none missing (the
         seeds of the shuffles), any train ones if not `whole`; no split empty."""
-        names = sorted(name for split in SPLITS for name in self.lengths[split])
+        names = sorted(name for split in SPLITS for name in self.members[split])
         expected = [f"data{i:02d}.json" for i in range(len(names))]
         if len(names) < 2 or (names != expected if whole else names[0] != expected[0]):
             raise ArchiveError(
@@ -152,7 +148,7 @@ class SplitFiles(contextlib.AbstractContextManager):
             shard = {"file": path.name, "split": split, "tokens": spool.total}
             shards.append({**shard, "sha256": sha256_file(path)})
             if not self.llmc:
-                lengths = [self.kept_lengths(split, name) for name in sorted(self.lengths[split])]
+                lengths = [self.kept_lengths(split, name) for name in sorted(self.members[split])]
                 write_document_starts(path.with_suffix(".docs.npy"), np.concatenate(lengths))
         if self.llmc:
             return {"shards": shards, "shard_format": "llmc"}
@@ -162,8 +158,8 @@ class SplitFiles(contextlib.AbstractContextManager):
         """write_meta's `counted`: each split's byte figures, in the files' order, of the kept."""
         none = np.zeros((0, len(FIGURES)), np.int64)
         rows = {
-            split: np.concatenate([none, *(self._kept(n, parts[n]) for n in sorted(parts))])
-            for split, parts in self.rows.items()
+            split: np.concatenate([none, *(self._kept(n, m.rows) for n, m in sorted(ms.items()))])
+            for split, ms in self.members.items()
         }
         return figure_totals(rows)
 
