@@ -103,7 +103,8 @@ def main():
                 splits.add("val" if result[0] == VAL else "train", *result)
 
             # 4. --dedup: drop each story repeating an earlier one, val's first
-            split = {"rule": f"{VAL} val, the rest train", "stories": splits.totals("stories")}
+            stories = {split: splits.figures(split)["stories"] for split in splits.files}
+            split = {"rule": f"{VAL} val, the rest train", "stories": stories}
             if args.dedup:
                 dropped = splits.deduplicate(args.dedup)
                 split["stories"] = {s: n - dropped[s] for s, n in split["stories"].items()}

@@ -96,10 +96,6 @@ class SplitFiles(contextlib.AbstractContextManager):
             figures.update({k: int(self._kept(name, n).sum()) for k, n in member.counts.items()})
         return figures
 
-    def totals(self, figure):
-        """{split: that figure}: totals("stories") -> {"val": 21990, "train": ...}."""
-        return {split: self.figures(split)[figure] for split in SPLITS}
-
     def check(self, archive, whole=True):
         """The files must be data00.json (val), data01.json, ... (train), none missing (the
         seeds of the shuffles), any train ones if not `whole`; no split empty."""
