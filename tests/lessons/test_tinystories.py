@@ -405,6 +405,44 @@ def cut_between_members():
     return compressor.compress(head) + compressor.flush(zlib.Z_SYNC_FLUSH)
 
 
+def after_two_members(*blocks):
+    """A whole gzip stream of data00.json, data01.json and then `blocks` (bytes), as they are:
+    no end of archive is added after them."""
+    head = tar_bytes([member("data00.json", GOOD), member("data01.json", GOOD)])
+    return gzip.compress(head[: 2 * (512 + -(-len(GOOD) // 512) * 512)] + b"".join(blocks), mtime=0)
+
+
+def damaged_last_header():
+    """data02.json's header with a wrong checksum, the tar's last bytes: tarfile's "r|gz" would
+    take it for the end of the archive and read two members without a word."""
+    header = bytearray(member("data02.json", GOOD)[0].tobuf(tarfile.GNU_FORMAT))
+    header[148:156] = b"000000\0 "  # an octal checksum, but not this header's
+    return after_two_members(bytes(header))
+
+
+def short_final_block():
+    """The tar's last block is 100 bytes of data02.json's header, in a gzip stream that is itself
+    whole (its trailer checks): tarfile's "r|gz" would take the short block for the end."""
+    return after_two_members(member("data02.json", GOOD)[0].tobuf(tarfile.GNU_FORMAT)[:100])
+
+
+def oversized_extension(kind):
+    """A GNU long name or pax header of 65,537 bytes, one over the cap, then data02.json: it names
+    data02.json, padded with NULs, or holds one long pax comment, so that only its size is wrong
+    (tarfile reads it whole and takes the archive)."""
+    if kind == tarfile.GNUTYPE_LONGNAME:
+        name, payload = "././@LongLink", b"data02.json".ljust(65_537, b"\0")
+    else:
+        name, payload = "././@PaxHeader", b"65537 comment=" + b"c" * (65_537 - 15) + b"\n"
+    assert len(payload) == 65_537
+    info = tarfile.TarInfo(name)
+    info.type, info.size = kind, len(payload)
+    extension = info.tobuf(tarfile.GNU_FORMAT) + payload + bytes(-len(payload) % 512)
+    info, data = member("data02.json", GOOD)
+    padded = data + bytes(-len(data) % 512)
+    return after_two_members(extension, info.tobuf(tarfile.GNU_FORMAT), padded, bytes(1024))
+
+
 HOSTILE = [
     pytest.param(entries_archive(member("../x.json", GOOD)), ["'../x.json'", "'..'"], id="dot-dot"),
     pytest.param(
@@ -461,6 +499,26 @@ HOSTILE = [
     pytest.param(cut_between_members(), ["cut short or damaged"], id="truncated-between-members"),
     pytest.param(
         entries_archive(cut=slice(0, -4)), ["cut short or damaged"], id="truncated-trailer"
+    ),
+    pytest.param(
+        damaged_last_header(),
+        ["'data02.json'", "after data01.json", "its header is damaged", "the archive is damaged"],
+        id="damaged-last-header",
+    ),
+    pytest.param(
+        short_final_block(),
+        ["'data02.json'", "after data01.json", "its header is cut short"],
+        id="short-final-block",
+    ),
+    pytest.param(
+        oversized_extension(tarfile.GNUTYPE_LONGNAME),
+        ["'././@LongLink'", "an extension header of 65,537 bytes, more than the 65,536"],
+        id="oversized-long-name",
+    ),
+    pytest.param(
+        oversized_extension(tarfile.XHDTYPE),
+        ["'././@PaxHeader'", "an extension header of 65,537 bytes, more than the 65,536"],
+        id="oversized-pax-header",
     ),
     pytest.param(
         b"this is no gzip file", ["cut short or damaged", "Not a gzipped file"], id="not-gzip"
