@@ -13,7 +13,6 @@ import shutil
 import sys
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 from documents.parallel import exit_when_orphaned
 from safety.errors import PrepareError
@@ -199,37 +198,42 @@ def chain_executors(args, job_name, stages, logs):
         common = dict(pipeline=[step], tasks=tasks, logging_dir=logs(name), depends=depends)
         previous = stage_executor(args, f"{job_name}-{name}", skip_completed=not last, **common)
         executors.append((name, previous))
-    return previous if chained else SimpleNamespace(run=functools.partial(run_on_ray, executors))
+    return previous if chained else RayStages(executors)
 
 
-def run_on_ray(executors):
+class RayStages:
     """Ray's executors run in turn, each checked complete before the next: datatrove's logs a
     failed task and returns, and one depending on it would wait for good."""
-    import ray
 
-    if not ray.is_initialized():  # (RAY_ADDRESS, if set, names the cluster) each task's log
-        ray.init(log_to_driver=False)  # is in its stage's logs/, not interleaved on stderr
-    for name, executor in executors:
-        done = Path(executor.logging_dir.path) / "completions"
-        if not executor.skip_completed:  # the stage run again: its old marks say nothing
-            for mark in done.glob("*"):
-                mark.unlink()
-        executor.run()
-        if failed := executor.get_incomplete_ranks(skip_completed=True):
-            logs = Path(executor.logging_dir.path) / "logs"
-            lines = (
-                line
-                for path in sorted(logs.glob("task_*.log"))
-                for line in path.read_text(errors="replace").splitlines()
-            )
-            errors = (  # datatrove's "... | ERROR | where - MESSAGE": the first MESSAGE
-                line.split(" - ", 1)[1] for line in lines if "| ERROR" in line and " - " in line
-            )
-            raise PrepareError(
-                next(errors, None)
-                or f"{plural(len(failed), 'task')} of the {name} stage failed on Ray (their "
-                f"logs: {logs}); fix the cause and run again"
-            )
+    def __init__(self, executors):
+        self.executors = executors
+
+    def run(self):
+        import ray
+
+        if not ray.is_initialized():  # (RAY_ADDRESS, if set, names the cluster) each task's log
+            ray.init(log_to_driver=False)  # is in its stage's logs/, not interleaved on stderr
+        for name, executor in self.executors:
+            done = Path(executor.logging_dir.path) / "completions"
+            if not executor.skip_completed:  # the stage run again: its old marks say nothing
+                for mark in done.glob("*"):
+                    mark.unlink()
+            executor.run()
+            if failed := executor.get_incomplete_ranks(skip_completed=True):
+                logs = Path(executor.logging_dir.path) / "logs"
+                lines = (
+                    line
+                    for path in sorted(logs.glob("task_*.log"))
+                    for line in path.read_text(errors="replace").splitlines()
+                )
+                errors = (  # datatrove's "... | ERROR | where - MESSAGE": the first MESSAGE
+                    line.split(" - ", 1)[1] for line in lines if "| ERROR" in line and " - " in line
+                )
+                raise PrepareError(
+                    next(errors, None)
+                    or f"{plural(len(failed), 'task')} of the {name} stage failed on Ray (their "
+                    f"logs: {logs}); fix the cause and run again"
+                )
 
 
 def stage_executor(args, job_name, **common):
